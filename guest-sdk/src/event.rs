@@ -1,0 +1,218 @@
+use serde::Deserialize;
+
+use crate::codes;
+use crate::verdict::Rejection;
+
+/// One Kafka header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    /// Header name.
+    pub name: String,
+    /// Header value; `None` for a header with a null value.
+    pub value: Option<Vec<u8>>,
+}
+
+/// One Kafka event as a plugin sees it: borrowed views into the chunk the host sent.
+#[derive(Debug, Clone, Copy)]
+pub struct Event<'a> {
+    pub(crate) key: Option<&'a [u8]>,
+    pub(crate) value: Option<&'a [u8]>,
+    pub(crate) topic: &'a str,
+    pub(crate) partition: i32,
+    pub(crate) offset: i64,
+    pub(crate) timestamp_ms: Option<i64>,
+    pub(crate) headers: &'a [Header],
+}
+
+impl<'a> Event<'a> {
+    /// An event with the given value and no key, headers or timestamp, on partition 0 at
+    /// offset 0 of topic `""`. For unit tests and benchmarks; the host builds the real ones.
+    pub fn new(value: &'a [u8]) -> Self {
+        Event {
+            key: None,
+            value: Some(value),
+            topic: "",
+            partition: 0,
+            offset: 0,
+            timestamp_ms: None,
+            headers: &[],
+        }
+    }
+
+    /// This event with a key.
+    pub fn with_key(mut self, key: &'a [u8]) -> Self {
+        self.key = Some(key);
+        self
+    }
+
+    /// This event with the given topic, partition and offset.
+    pub fn with_position(mut self, topic: &'a str, partition: i32, offset: i64) -> Self {
+        self.topic = topic;
+        self.partition = partition;
+        self.offset = offset;
+        self
+    }
+
+    /// This event with a Kafka timestamp, in milliseconds since the Unix epoch.
+    pub fn with_timestamp_ms(mut self, timestamp_ms: i64) -> Self {
+        self.timestamp_ms = Some(timestamp_ms);
+        self
+    }
+
+    /// This event with headers.
+    pub fn with_headers(mut self, headers: &'a [Header]) -> Self {
+        self.headers = headers;
+        self
+    }
+
+    /// The record key; `None` for a null key.
+    pub fn key(&self) -> Option<&'a [u8]> {
+        self.key
+    }
+
+    /// The record value; `None` for a null value (a tombstone).
+    pub fn value(&self) -> Option<&'a [u8]> {
+        self.value
+    }
+
+    /// The topic the event was read from.
+    pub fn topic(&self) -> &'a str {
+        self.topic
+    }
+
+    /// The partition the event was read from.
+    pub fn partition(&self) -> i32 {
+        self.partition
+    }
+
+    /// The event's offset in its partition.
+    pub fn offset(&self) -> i64 {
+        self.offset
+    }
+
+    /// The Kafka timestamp in milliseconds since the Unix epoch, if the record has one.
+    pub fn timestamp_ms(&self) -> Option<i64> {
+        self.timestamp_ms
+    }
+
+    /// All headers, in the order the producer wrote them.
+    pub fn headers(&self) -> &'a [Header] {
+        self.headers
+    }
+
+    /// The value of the first header with this name. `Some(None)` means the header is
+    /// present with a null value.
+    pub fn header(&self, name: &str) -> Option<Option<&'a [u8]>> {
+        self.headers
+            .iter()
+            .find(|h| h.name == name)
+            .map(|h| h.value.as_deref())
+    }
+
+    /// The value as UTF-8 text. A null value is rejected with [`codes::NULL_VALUE`], invalid
+    /// UTF-8 with [`codes::INVALID_UTF8`].
+    pub fn value_str(&self) -> Result<&'a str, Rejection> {
+        let bytes = self.value_bytes()?;
+        std::str::from_utf8(bytes).map_err(|e| {
+            Rejection::new(codes::INVALID_UTF8, format!("the value is not UTF-8: {e}"))
+        })
+    }
+
+    /// Parses the value as JSON into `T`.
+    ///
+    /// Fields of `T` may borrow from the event (`&'a str`, `Cow<'a, str>` with
+    /// `#[serde(borrow)]`, `&'a serde_json::value::RawValue`). Fields of the JSON that `T`
+    /// does not name are ignored, unless `T` says otherwise.
+    ///
+    /// Errors become rejections: a syntax error, or a value of the wrong overall shape, is
+    /// [`codes::MALFORMED_JSON`]; a field of the wrong type is
+    /// [`codes::INVALID_FIELD_TYPE`] naming the field (`items[2].price` for nested ones);
+    /// a null value is [`codes::NULL_VALUE`].
+    pub fn json<T: Deserialize<'a>>(&self) -> Result<T, Rejection> {
+        let bytes = self.value_bytes()?;
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        let value = serde_path_to_error::deserialize(&mut de).map_err(path_error)?;
+        de.end().map_err(|e| {
+            Rejection::new(codes::MALFORMED_JSON, format!("malformed JSON value: {e}"))
+        })?;
+        Ok(value)
+    }
+
+    fn value_bytes(&self) -> Result<&'a [u8], Rejection> {
+        self.value
+            .ok_or_else(|| Rejection::new(codes::NULL_VALUE, "the event has a null value"))
+    }
+}
+
+fn path_error(error: serde_path_to_error::Error<serde_json::Error>) -> Rejection {
+    let path = error.path().to_string();
+    let inner = error.into_inner();
+    let at_root = path == ".";
+    match inner.classify() {
+        serde_json::error::Category::Data if !at_root => Rejection::new(
+            codes::INVALID_FIELD_TYPE,
+            format!("field `{path}` has the wrong type: {inner}"),
+        )
+        .with_field(path),
+        _ => Rejection::new(codes::MALFORMED_JSON, format!("malformed JSON value: {inner}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::borrow::Cow;
+
+    #[derive(Deserialize, Debug)]
+    #[allow(dead_code)]
+    struct Item<'a> {
+        #[serde(borrow)]
+        name: Cow<'a, str>,
+        quantity: i32,
+    }
+
+    #[derive(Deserialize, Debug)]
+    #[allow(dead_code)]
+    struct Order<'a> {
+        #[serde(borrow)]
+        items: Vec<Item<'a>>,
+    }
+
+    #[test]
+    fn wrong_field_type_names_the_field() {
+        let event = Event::new(br#"{"items":[{"name":"a","quantity":1},{"name":"b","quantity":"several"}]}"#);
+        let err = event.json::<Order<'_>>().unwrap_err();
+        assert_eq!(err.code(), codes::INVALID_FIELD_TYPE);
+        assert_eq!(err.field(), Some("items[1].quantity"));
+        assert!(err.message().contains("several"), "{}", err.message());
+    }
+
+    #[test]
+    fn syntax_errors_and_wrong_shapes_are_malformed() {
+        for bad in [&b"{\"items\": ["[..], b"\"text\"", b"42", b"{} trailing", b""] {
+            let err = Event::new(bad).json::<Order<'_>>().unwrap_err();
+            assert_eq!(err.code(), codes::MALFORMED_JSON, "{:?}", String::from_utf8_lossy(bad));
+            assert_eq!(err.field(), None);
+        }
+    }
+
+    #[test]
+    fn null_value_and_invalid_utf8_are_rejected() {
+        let mut event = Event::new(b"");
+        event.value = None;
+        assert_eq!(event.json::<Order<'_>>().unwrap_err().code(), codes::NULL_VALUE);
+        assert_eq!(Event::new(&[0xff, 0xfe]).value_str().unwrap_err().code(), codes::INVALID_UTF8);
+    }
+
+    #[test]
+    fn headers_are_found_by_name() {
+        let headers = [
+            Header { name: "a".into(), value: Some(b"1".to_vec()) },
+            Header { name: "b".into(), value: None },
+        ];
+        let event = Event::new(b"{}").with_headers(&headers);
+        assert_eq!(event.header("a"), Some(Some(&b"1"[..])));
+        assert_eq!(event.header("b"), Some(None));
+        assert_eq!(event.header("c"), None);
+    }
+}

@@ -1,0 +1,235 @@
+//! Write sluice plugins in plain Rust.
+//!
+//! A sluice plugin judges Kafka events one at a time: it keeps an event, keeps it with a
+//! rewritten value (enrichment), or rejects it with a machine-readable code. You write one
+//! function over one [`Event`], export it with [`export!`], and build the crate for
+//! `wasm32-wasip2`; the result is a WebAssembly component that the sluice host loads.
+//!
+//! The SDK owns everything else: the WIT bindings, the columnar chunk layout that crosses
+//! the boundary, batching, and the mapping of your answers back to the host.
+//!
+//! # Example
+//!
+//! ```
+//! use serde::Deserialize;
+//! use sluice_guest::{Event, Rejection, Verdict};
+//!
+//! #[derive(Deserialize)]
+//! struct Click {
+//!     user_id: Option<String>,
+//! }
+//!
+//! /// Rejects clicks without a user.
+//! fn require_user(event: &Event<'_>) -> Result<Verdict, Rejection> {
+//!     let click: Click = event.json()?; // malformed JSON becomes a `malformed_json` rejection
+//!     match click.user_id {
+//!         Some(user) if !user.trim().is_empty() => Ok(Verdict::Keep),
+//!         _ => Err(Rejection::new("missing_user", "user_id is required").with_field("user_id")),
+//!     }
+//! }
+//!
+//! sluice_guest::export!(require_user);
+//!
+//! // The same function runs natively, which is how plugin authors unit-test their rules.
+//! let ok = Event::new(br#"{"user_id": "u1"}"#);
+//! assert_eq!(require_user(&ok).unwrap(), Verdict::Keep);
+//! let bad = Event::new(br#"{"user_id": " "}"#);
+//! assert_eq!(require_user(&bad).unwrap_err().code(), "missing_user");
+//! let broken = Event::new(b"{not json");
+//! assert_eq!(require_user(&broken).unwrap_err().code(), sluice_guest::codes::MALFORMED_JSON);
+//! ```
+//!
+//! Build it with `cargo build --release --target wasm32-wasip2` (with `crate-type =
+//! ["cdylib"]` in `Cargo.toml`) and try it with `sluice try --plugin
+//! target/wasm32-wasip2/release/NAME.wasm --input events.jsonl`.
+//!
+//! A plugin that needs parameters from the pipeline configuration implements
+//! [`Processor`] instead and is exported with `export!(processor MyType)`.
+#![deny(missing_docs)]
+
+mod event;
+mod params;
+mod verdict;
+
+#[doc(hidden)]
+pub mod __private;
+
+pub use event::{Event, Header};
+pub use params::Params;
+pub use verdict::{IntoVerdict, Rejection, Verdict};
+
+/// Generated bindings for the `sluice:plugin` WIT package. Plugin authors do not need them;
+/// they are public for the SDK's macros and for tests that speak the raw ABI.
+#[doc(hidden)]
+#[allow(missing_docs, unsafe_code, clippy::all)]
+pub mod bindings {
+    wit_bindgen::generate!({
+        path: "../wit",
+        world: "event-processor",
+        pub_export_macro: true,
+        export_macro_name: "__export_event_processor",
+        default_bindings_module: "::sluice_guest::bindings",
+    });
+}
+
+/// Rejection codes that the SDK itself produces.
+pub mod codes {
+    /// The value is not well-formed JSON, or not the JSON shape the plugin expects
+    /// (for example an array where an object is expected).
+    pub const MALFORMED_JSON: &str = "malformed_json";
+    /// A JSON field has the wrong type (for example a string where a number is expected);
+    /// the rejection names the field.
+    pub const INVALID_FIELD_TYPE: &str = "invalid_field_type";
+    /// The event has a null value (a Kafka tombstone) where the plugin needs one.
+    pub const NULL_VALUE: &str = "null_value";
+    /// The value is not valid UTF-8 where the plugin needs text.
+    pub const INVALID_UTF8: &str = "invalid_utf8";
+}
+
+/// A plugin that is set up once with parameters and then judges events.
+///
+/// Implement this when the plugin reads parameters from the pipeline configuration or
+/// keeps state between events; otherwise a plain function and [`export!`] are simpler.
+///
+/// ```
+/// use sluice_guest::{Event, Params, Processor, Rejection, Verdict};
+///
+/// struct MaxSize {
+///     limit: usize,
+/// }
+///
+/// impl Processor for MaxSize {
+///     fn init(params: &Params) -> Result<Self, String> {
+///         params.only(&["limit"])?;
+///         let limit = params.parse_or("limit", 1024)?;
+///         Ok(MaxSize { limit })
+///     }
+///
+///     fn process(&mut self, event: &Event<'_>) -> Verdict {
+///         let size = event.value().map_or(0, <[u8]>::len);
+///         if size > self.limit {
+///             Rejection::new("too_large", format!("{size} bytes, limit {}", self.limit)).into()
+///         } else {
+///             Verdict::Keep
+///         }
+///     }
+/// }
+///
+/// sluice_guest::export!(processor MaxSize);
+/// ```
+pub trait Processor: Sized + 'static {
+    /// Builds the plugin from its parameters. An `Err` refuses the plugin at load time
+    /// with the message shown to the user.
+    fn init(params: &Params) -> Result<Self, String>;
+
+    /// Judges one event.
+    fn process(&mut self, event: &Event<'_>) -> Verdict;
+}
+
+/// Exports a plugin from this crate. Use it once, at the crate root.
+///
+/// - `export!(my_function)` exports a function `fn(&Event<'_>) -> R` where `R` is a
+///   [`Verdict`], a `Result<Verdict, Rejection>` or a `Result<(), Rejection>` (`Ok(())`
+///   keeps the event). Such a plugin takes no parameters and refuses any it is given.
+/// - `export!(processor MyType)` exports a type that implements [`Processor`].
+///
+/// Outside `wasm32` the macro only checks the types, so the crate also builds natively
+/// for unit tests and benchmarks.
+#[macro_export]
+macro_rules! export {
+    (processor $ty:ty) => {
+        $crate::__export_processor!($ty);
+    };
+    ($func:path) => {
+        #[doc(hidden)]
+        struct __SluiceFunctionPlugin;
+
+        impl $crate::Processor for __SluiceFunctionPlugin {
+            fn init(params: &$crate::Params) -> ::core::result::Result<Self, ::std::string::String> {
+                params.only(&[])?;
+                Ok(__SluiceFunctionPlugin)
+            }
+
+            fn process(&mut self, event: &$crate::Event<'_>) -> $crate::Verdict {
+                $crate::IntoVerdict::into_verdict($func(event))
+            }
+        }
+
+        $crate::__export_processor!(__SluiceFunctionPlugin);
+    };
+}
+
+/// Implementation detail of [`export!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __export_processor {
+    ($ty:ty) => {
+        #[cfg(target_arch = "wasm32")]
+        const _: () = {
+            use $crate::bindings::exports::sluice::plugin::processor as __processor;
+
+            struct __SluiceGlue;
+
+            impl __processor::Guest for __SluiceGlue {
+                fn describe() -> __processor::PluginInfo {
+                    __processor::PluginInfo {
+                        name: ::core::env!("CARGO_PKG_NAME").into(),
+                        version: ::core::env!("CARGO_PKG_VERSION").into(),
+                    }
+                }
+
+                fn init(
+                    params: ::std::vec::Vec<(::std::string::String, ::std::string::String)>,
+                ) -> ::core::result::Result<(), ::std::string::String> {
+                    $crate::__private::init::<$ty>(params)
+                }
+
+                fn process(
+                    chunk: __processor::EventChunk,
+                ) -> ::core::result::Result<__processor::Verdicts, ::std::string::String> {
+                    $crate::__private::process::<$ty>(chunk)
+                }
+            }
+
+            $crate::bindings::__export_event_processor!(__SluiceGlue with_types_in $crate::bindings);
+        };
+    };
+}
+
+/// Writes to the host's log, tagged with the plugin's name.
+///
+/// Outside `wasm32` (native unit tests) messages go to standard error.
+pub mod log {
+    use crate::bindings::sluice::plugin::host::{self, Level};
+
+    fn emit(level: Level, message: &str) {
+        #[cfg(target_arch = "wasm32")]
+        host::log(level, message);
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            let _ = host::log; // the import exists only inside a component
+            eprintln!("[{level:?}] {message}");
+        }
+    }
+
+    /// Logs at trace level.
+    pub fn trace(message: impl AsRef<str>) {
+        emit(Level::Trace, message.as_ref());
+    }
+    /// Logs at debug level.
+    pub fn debug(message: impl AsRef<str>) {
+        emit(Level::Debug, message.as_ref());
+    }
+    /// Logs at info level.
+    pub fn info(message: impl AsRef<str>) {
+        emit(Level::Info, message.as_ref());
+    }
+    /// Logs at warn level.
+    pub fn warn(message: impl AsRef<str>) {
+        emit(Level::Warn, message.as_ref());
+    }
+    /// Logs at error level.
+    pub fn error(message: impl AsRef<str>) {
+        emit(Level::Error, message.as_ref());
+    }
+}

@@ -1,0 +1,51 @@
+//! The unit of data that flows through sluice: one Kafka record.
+
+use std::sync::Arc;
+
+/// One Kafka header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    /// Header name.
+    pub name: String,
+    /// Header value; `None` for a header with a null value.
+    pub value: Option<Vec<u8>>,
+}
+
+/// One Kafka record with its position. Sources produce these; plugins judge them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// The topic it was read from.
+    pub topic: Arc<str>,
+    /// The partition it was read from.
+    pub partition: i32,
+    /// Its offset in the partition.
+    pub offset: i64,
+    /// Kafka timestamp, milliseconds since the Unix epoch.
+    pub timestamp_ms: Option<i64>,
+    /// Record key; `None` for a null key.
+    pub key: Option<Vec<u8>>,
+    /// Record value; `None` for a null value (a tombstone).
+    pub value: Option<Vec<u8>>,
+    /// Headers in producer order.
+    pub headers: Vec<Header>,
+}
+
+impl Record {
+    /// A record with only a value, at `offset` of partition 0 of `topic`.
+    pub fn with_value(topic: Arc<str>, offset: i64, value: impl Into<Vec<u8>>) -> Self {
+        Record {
+            topic,
+            partition: 0,
+            offset,
+            timestamp_ms: None,
+            key: None,
+            value: Some(value.into()),
+            headers: Vec::new(),
+        }
+    }
+
+    /// `topic/partition@offset`, for messages.
+    pub fn position(&self) -> String {
+        format!("{}/{}@{}", self.topic, self.partition, self.offset)
+    }
+}

@@ -1,0 +1,97 @@
+//! Runs plugins in order over records. A record rejected (or failed) by one stage is not
+//! seen by the next; a rewritten record goes on with its new value.
+//!
+//! When a call fails in a way that may depend on its events (a trap, a memory or stack
+//! limit), the chunk is split in halves and each half is tried again, so only the events
+//! that really make the plugin fail are marked failed, and the rest are judged normally.
+//! A deadline or a broken answer fails the whole chunk: retrying would cost too much or
+//! would fail the same way.
+
+use std::sync::Arc;
+
+use super::{Plugin, Rejection, UdfError, Verdict};
+use crate::record::Record;
+
+/// What became of one record after all stages.
+#[derive(Debug, Clone)]
+pub enum Fate {
+    /// Every stage kept it unchanged.
+    Kept,
+    /// Every stage kept it, and at least one rewrote its value.
+    Rewritten,
+    /// A stage rejected it.
+    Rejected {
+        /// Index of the stage that rejected it.
+        stage: usize,
+        /// The plugin's reason.
+        rejection: Rejection,
+    },
+    /// A stage failed on it (trap, limit, broken answer).
+    Failed {
+        /// Index of the stage that failed.
+        stage: usize,
+        /// The failure, shared by the records of the failed call.
+        error: Arc<UdfError>,
+    },
+}
+
+/// A record with its fate. A rewritten record carries its final value.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The record, with the value given by the last rewrite.
+    pub record: Record,
+    /// What happened to it.
+    pub fate: Fate,
+}
+
+/// Runs `stages` in order over `records`, calling each plugin with chunks of at most
+/// `chunk_size` records. Returns one outcome per record, in input order.
+pub fn run(stages: &[Plugin], records: Vec<Record>, chunk_size: usize) -> Vec<Outcome> {
+    let chunk_size = chunk_size.max(1);
+    let mut outcomes: Vec<Outcome> = records
+        .into_iter()
+        .map(|record| Outcome { record, fate: Fate::Kept })
+        .collect();
+    let mut alive: Vec<usize> = (0..outcomes.len()).collect();
+    for (stage, plugin) in stages.iter().enumerate() {
+        let mut survivors = Vec::with_capacity(alive.len());
+        for chunk in alive.chunks(chunk_size) {
+            let records: Vec<&Record> = chunk.iter().map(|&i| &outcomes[i].record).collect();
+            let verdicts = judge(plugin, &records);
+            for (&i, verdict) in chunk.iter().zip(verdicts) {
+                let outcome = &mut outcomes[i];
+                match verdict {
+                    Ok(Verdict::Keep) => survivors.push(i),
+                    Ok(Verdict::Rewrite(value)) => {
+                        outcome.record.value = Some(value);
+                        outcome.fate = Fate::Rewritten;
+                        survivors.push(i);
+                    }
+                    Ok(Verdict::Reject(rejection)) => outcome.fate = Fate::Rejected { stage, rejection },
+                    Err(error) => outcome.fate = Fate::Failed { stage, error },
+                }
+            }
+        }
+        alive = survivors;
+    }
+    outcomes
+}
+
+/// Judges `records`, narrowing event-dependent failures down to the records that cause them.
+fn judge(plugin: &Plugin, records: &[&Record]) -> Vec<Result<Verdict, Arc<UdfError>>> {
+    match plugin.process(records) {
+        Ok(verdicts) => verdicts.into_iter().map(Ok).collect(),
+        Err(error) => {
+            let isolate = records.len() > 1 && error.failure().is_some_and(|f| f.depends_on_events());
+            if isolate {
+                let (left, right) = records.split_at(records.len() / 2);
+                let mut verdicts = judge(plugin, left);
+                verdicts.extend(judge(plugin, right));
+                verdicts
+            } else {
+                let error = Arc::new(error);
+                records.iter().map(|_| Err(error.clone())).collect()
+            }
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! Configuration of plugin stages: which module, its parameters, its limits and what it may
+//! reach.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::units::ByteSize;
+
+/// One plugin stage of a pipeline.
+///
+/// ```toml
+/// [[stages]]
+/// name = "validate"
+/// plugin = "udfs/target/wasm32-wasip2/release/clickstream_validator.wasm"
+/// params = { allowed-event-types = "page_view,search,purchase" }
+/// limits = { memory = "64MiB", call-timeout = "2s" }
+/// ```
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct StageConfig {
+    /// Name of the stage, used in logs, metrics and dead-letter headers. Unique in a pipeline.
+    pub name: String,
+    /// Path of the plugin's WebAssembly component (`.wasm`), relative to the configuration
+    /// file's folder.
+    pub plugin: PathBuf,
+    /// Parameters passed to the plugin's `init`, as string keys and values.
+    #[serde(default)]
+    pub params: BTreeMap<String, String>,
+    /// Resource limits of each instance of the plugin.
+    #[serde(default)]
+    pub limits: Limits,
+    /// What the plugin may reach outside its sandbox. Nothing by default.
+    #[serde(default)]
+    pub grants: Grants,
+}
+
+/// Limits on one plugin instance. Exceeding one fails the call with an error naming the
+/// limit; the host goes on.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Limits {
+    /// Most linear memory one instance may use, e.g. `"64MiB"`.
+    #[serde(default = "default_memory")]
+    pub memory: ByteSize,
+    /// Longest one call (one chunk of events) may run before it is interrupted, e.g. `"5s"`.
+    /// Measured in wall-clock time with a resolution of 10 ms.
+    #[serde(default = "default_call_timeout", with = "crate::units::duration")]
+    pub call_timeout: Duration,
+    /// Most bytes of rewritten values and rejection messages that one call may return.
+    #[serde(default = "default_max_output")]
+    pub max_output: ByteSize,
+}
+
+const fn default_memory() -> ByteSize {
+    ByteSize::mib(64)
+}
+
+const fn default_call_timeout() -> Duration {
+    Duration::from_secs(5)
+}
+
+const fn default_max_output() -> ByteSize {
+    ByteSize::mib(64)
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            memory: default_memory(),
+            call_timeout: default_call_timeout(),
+            max_output: default_max_output(),
+        }
+    }
+}
+
+/// Capabilities a plugin may be given. A plugin never has network access.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Grants {
+    /// Give the plugin the real wall and monotonic clocks. Without this grant both clocks
+    /// read zero (the Unix epoch), so plugins stay deterministic on replay.
+    #[serde(default)]
+    pub clocks: bool,
+    /// Environment variables the plugin sees (none by default; the host's own environment
+    /// is never passed through).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Host folders the plugin may read, mounted read-only at the same path inside the
+    /// sandbox (for example reference data).
+    #[serde(default)]
+    pub read_only_dirs: Vec<PathBuf>,
+}
+
+/// Engine-wide settings shared by every plugin of a process.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RuntimeConfig {
+    /// Deepest a plugin's WebAssembly stack may grow before the call fails with a stack
+    /// overflow, e.g. `"512KiB"`.
+    #[serde(default = "default_max_stack")]
+    pub max_stack: ByteSize,
+    /// Number of events sent to a plugin in one call.
+    #[serde(default = "default_chunk_size")]
+    pub chunk_size: usize,
+}
+
+const fn default_max_stack() -> ByteSize {
+    ByteSize::kib(512)
+}
+
+const fn default_chunk_size() -> usize {
+    1024
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        RuntimeConfig {
+            max_stack: default_max_stack(),
+            chunk_size: default_chunk_size(),
+        }
+    }
+}
+
+/// A file of stages, as read by `sluice try --stages FILE`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct StagesFile {
+    /// Engine-wide plugin settings.
+    #[serde(default)]
+    pub runtime: RuntimeConfig,
+    /// The stages, run in order: an event rejected by one stage is not seen by the next.
+    pub stages: Vec<StageConfig>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_units() {
+        let stage: StageConfig = toml::from_str(
+            r#"
+            name = "v"
+            plugin = "v.wasm"
+            limits = { memory = "16MiB", call-timeout = "250ms" }
+            grants = { env = { REGION = "eu" } }
+            "#,
+        )
+        .unwrap();
+        assert_eq!(stage.limits.memory, ByteSize::mib(16));
+        assert_eq!(stage.limits.call_timeout, Duration::from_millis(250));
+        assert_eq!(stage.limits.max_output, default_max_output());
+        assert!(!stage.grants.clocks);
+        assert_eq!(stage.grants.env["REGION"], "eu");
+    }
+
+    #[test]
+    fn unknown_keys_are_refused() {
+        let err = toml::from_str::<StageConfig>("name = \"v\"\nplugin = \"v.wasm\"\nparam = {}\n")
+            .unwrap_err();
+        assert!(err.to_string().contains("unknown field `param`"), "{err}");
+        let err = toml::from_str::<StageConfig>(
+            "name = \"v\"\nplugin = \"v.wasm\"\nlimits = { call-timeout = \"5 sec\" }\n",
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("unknown unit"), "{err}");
+    }
+}

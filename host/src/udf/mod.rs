@@ -1,0 +1,329 @@
+//! Plugins: sandboxed WebAssembly components that keep, rewrite or reject events.
+//!
+//! - [`Runtime`]: one per process. Owns the wasmtime engine (compiled code is shared), the
+//!   linker with the host's imports, and the epoch ticker that enforces call deadlines.
+//! - [`Plugin`]: one loaded component: compiled once, checked against the WIT world,
+//!   initialised once at load to refuse a plugin whose `init` fails. It is `Send + Sync`
+//!   and cheap to clone; calls from several threads each get their own instance from a
+//!   pool, so a stage runs on all cores.
+//! - [`chain`]: runs several plugins in order over records, isolating the events that make
+//!   a plugin fail.
+//!
+//! A plugin that traps, exceeds a limit or breaks the contract never takes the host down:
+//! the call returns [`UdfError::Call`] naming the plugin, the [`Failure`] (and the limit)
+//! and the events, the broken instance is thrown away, and the next call gets a fresh one.
+//! Swapping a plugin is replacing one [`Plugin`] value with another between two batches.
+
+mod bindings;
+pub mod chain;
+pub mod chunk;
+pub mod config;
+mod error;
+mod sandbox;
+
+use std::fmt;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::{Config, Engine, Store, Trap};
+
+use self::bindings::{EventProcessor, EventProcessorPre};
+pub use self::bindings::WIT_VERSION;
+pub use self::chunk::{Rejection, Verdict};
+use self::config::{Grants, Limits, RuntimeConfig};
+pub use self::error::{EventSpan, Failure, UdfError};
+use self::sandbox::StoreState;
+use crate::record::Record;
+use crate::units::ByteSize;
+
+/// Resolution of call deadlines.
+const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// The engine shared by all plugins of a process.
+#[derive(Clone)]
+pub struct Runtime {
+    engine: Engine,
+    linker: Arc<Linker<StoreState>>,
+    config: RuntimeConfig,
+}
+
+impl fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runtime").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+impl Runtime {
+    /// Sets up the engine, the host imports and the deadline ticker.
+    pub fn new(config: RuntimeConfig) -> Result<Self, UdfError> {
+        let engine_error = |e: wasmtime::Error| UdfError::Engine(format!("{e:#}"));
+        let mut wasm = Config::new();
+        wasm.wasm_component_model(true)
+            .epoch_interruption(true)
+            .max_wasm_stack(config.max_stack.as_usize())
+            .cranelift_opt_level(wasmtime::OptLevel::Speed);
+        let engine = Engine::new(&wasm).map_err(engine_error)?;
+
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(engine_error)?;
+        EventProcessor::add_to_linker::<_, HasSelf<StoreState>>(&mut linker, |s| s).map_err(engine_error)?;
+
+        let weak = engine.weak();
+        std::thread::Builder::new()
+            .name("sluice-epoch".into())
+            .spawn(move || {
+                while let Some(engine) = weak.upgrade() {
+                    engine.increment_epoch();
+                    drop(engine);
+                    std::thread::sleep(EPOCH_TICK);
+                }
+            })
+            .map_err(|e| UdfError::Engine(format!("cannot start the deadline ticker: {e}")))?;
+
+        Ok(Runtime { engine, linker: Arc::new(linker), config })
+    }
+
+    /// The runtime's settings.
+    pub fn config(&self) -> &RuntimeConfig {
+        &self.config
+    }
+
+    /// Reads and loads a plugin file. See [`Runtime::load`].
+    pub fn load_file(
+        &self,
+        name: &str,
+        path: &Path,
+        params: Vec<(String, String)>,
+        limits: Limits,
+        grants: Grants,
+    ) -> Result<Plugin, UdfError> {
+        let bytes = std::fs::read(path).map_err(|source| UdfError::Read {
+            plugin: name.to_string(),
+            path: path.display().to_string(),
+            source,
+        })?;
+        self.load(name, &bytes, params, limits, grants)
+    }
+
+    /// Compiles a component, checks that it implements this host's world, and initialises
+    /// one instance with `params`. A plugin whose `init` fails is refused here, with its
+    /// message.
+    pub fn load(
+        &self,
+        name: &str,
+        wasm: &[u8],
+        params: Vec<(String, String)>,
+        limits: Limits,
+        grants: Grants,
+    ) -> Result<Plugin, UdfError> {
+        let digest = hex(&Sha256::digest(wasm));
+        let component = Component::new(&self.engine, wasm).map_err(|e| UdfError::Compile {
+            plugin: name.to_string(),
+            message: format!("{e:#}"),
+        })?;
+        let incompatible = |e: wasmtime::Error| UdfError::Incompatible {
+            plugin: name.to_string(),
+            version: WIT_VERSION,
+            message: format!("{e:#}"),
+        };
+        let pre = self.linker.instantiate_pre(&component).map_err(incompatible)?;
+        let pre = EventProcessorPre::new(pre).map_err(incompatible)?;
+
+        let shared = Arc::new(Shared {
+            name: name.into(),
+            digest,
+            info: Mutex::new(None),
+            pre,
+            params,
+            limits,
+            grants,
+            max_stack: self.config.max_stack,
+            idle: Mutex::new(Vec::new()),
+        });
+        let plugin = Plugin { shared };
+        let mut first = plugin.instantiate()?;
+        let info = first.describe()?;
+        tracing::info!(plugin = name, name = %info.0, version = %info.1, digest = %plugin.digest(), "Loaded plugin.");
+        *plugin.shared.info.lock().unwrap_or_else(|e| e.into_inner()) = Some(info);
+        plugin.release(first);
+        Ok(plugin)
+    }
+}
+
+/// A loaded plugin, ready to judge chunks from any thread.
+#[derive(Clone)]
+pub struct Plugin {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    name: Arc<str>,
+    digest: String,
+    info: Mutex<Option<(String, String)>>,
+    pre: EventProcessorPre<StoreState>,
+    params: Vec<(String, String)>,
+    limits: Limits,
+    grants: Grants,
+    max_stack: ByteSize,
+    /// Initialised instances waiting for a call.
+    idle: Mutex<Vec<Instance>>,
+}
+
+impl fmt::Debug for Plugin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Plugin")
+            .field("name", &self.shared.name)
+            .field("digest", &self.shared.digest)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One instance of a plugin: its own store, memory and state.
+struct Instance {
+    store: Store<StoreState>,
+    bindings: EventProcessor,
+}
+
+impl Instance {
+    fn describe(&mut self) -> Result<(String, String), UdfError> {
+        let plugin = self.store.data().plugin.clone();
+        let info = self
+            .bindings
+            .sluice_plugin_processor()
+            .call_describe(&mut self.store)
+            .map_err(|e| UdfError::Init { plugin: plugin.to_string(), message: format!("describe failed: {e:#}") })?;
+        Ok((info.name, info.version))
+    }
+}
+
+impl Plugin {
+    /// The plugin (stage) name given at load.
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// The sha256 of the component's bytes, in hex: the plugin's identity.
+    pub fn digest(&self) -> &str {
+        &self.shared.digest
+    }
+
+    /// The name and version the plugin declares about itself.
+    pub fn declared(&self) -> (String, String) {
+        self.shared.info.lock().unwrap_or_else(|e| e.into_inner()).clone().unwrap_or_default()
+    }
+
+    /// The plugin's limits.
+    pub fn limits(&self) -> &Limits {
+        &self.shared.limits
+    }
+
+    /// Judges records: one verdict per record, in order. On failure nothing is judged and
+    /// the error says why and for which events.
+    pub fn process(&self, records: &[&Record]) -> Result<Vec<Verdict>, UdfError> {
+        if records.is_empty() {
+            return Ok(Vec::new());
+        }
+        let chunk = chunk::encode(records.iter().copied());
+        let mut instance = self.checkout()?;
+        let limits = &self.shared.limits;
+        instance.store.set_epoch_deadline(deadline_ticks(limits.call_timeout));
+        let result = instance
+            .bindings
+            .sluice_plugin_processor()
+            .call_process(&mut instance.store, &chunk);
+        let failure = match result {
+            Ok(Ok(verdicts)) => match chunk::decode(verdicts, records.len(), limits.max_output) {
+                Ok(verdicts) => {
+                    self.release(instance);
+                    return Ok(verdicts);
+                }
+                Err(failure) => failure,
+            },
+            Ok(Err(message)) => Failure::Plugin { message },
+            Err(error) => self.classify(&mut instance, error),
+        };
+        let error = UdfError::Call {
+            plugin: self.shared.name.to_string(),
+            failure,
+            events: chunk::span(records.iter().copied()),
+        };
+        tracing::warn!(%error, "Plugin call failed; its instance is discarded.");
+        Err(error)
+    }
+
+    /// Creates and initialises a fresh instance.
+    fn instantiate(&self) -> Result<Instance, UdfError> {
+        let s = &self.shared;
+        let init_error = |message: String| UdfError::Init { plugin: s.name.to_string(), message };
+        let state = StoreState::new(s.name.clone(), &s.grants, s.limits.memory)
+            .map_err(|e| init_error(e.to_string()))?;
+        let mut store = Store::new(s.pre.engine(), state);
+        store.limiter(|state| &mut state.limiter);
+        store.epoch_deadline_trap();
+        store.set_epoch_deadline(deadline_ticks(s.limits.call_timeout));
+        let bindings = match s.pre.instantiate(&mut store) {
+            Ok(b) => b,
+            Err(e) => {
+                let mut instance_failure = Failure::Trap { message: String::new() };
+                if store.data().limiter.hit {
+                    instance_failure = Failure::Memory { limit: s.limits.memory };
+                }
+                return Err(init_error(format!("cannot instantiate: {e:#} ({instance_failure})")));
+            }
+        };
+        let mut instance = Instance { store, bindings };
+        instance.store.set_epoch_deadline(deadline_ticks(s.limits.call_timeout));
+        match instance
+            .bindings
+            .sluice_plugin_processor()
+            .call_init(&mut instance.store, &s.params)
+        {
+            Ok(Ok(())) => Ok(instance),
+            Ok(Err(message)) => Err(init_error(message)),
+            Err(e) => {
+                let failure = self.classify(&mut instance, e);
+                Err(init_error(failure.to_string()))
+            }
+        }
+    }
+
+    fn checkout(&self) -> Result<Instance, UdfError> {
+        let idle = self.shared.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        match idle {
+            Some(instance) => Ok(instance),
+            None => self.instantiate(),
+        }
+    }
+
+    fn release(&self, instance: Instance) {
+        self.shared.idle.lock().unwrap_or_else(|e| e.into_inner()).push(instance);
+    }
+
+    /// Turns a trap into the failure it stands for.
+    fn classify(&self, instance: &mut Instance, error: wasmtime::Error) -> Failure {
+        let limits = &self.shared.limits;
+        let stderr = instance.store.data().stderr.take();
+        match error.downcast_ref::<Trap>() {
+            Some(Trap::Interrupt) => Failure::Deadline { limit: limits.call_timeout },
+            Some(Trap::StackOverflow) => Failure::StackOverflow { limit: self.shared.max_stack },
+            _ if instance.store.data().limiter.hit => Failure::Memory { limit: limits.memory },
+            trap => {
+                let what = trap.map_or_else(|| format!("{error:#}"), |t| t.to_string());
+                let message = if stderr.is_empty() { what } else { format!("{what}; plugin stderr: {stderr}") };
+                Failure::Trap { message }
+            }
+        }
+    }
+}
+
+
+fn deadline_ticks(timeout: Duration) -> u64 {
+    (timeout.as_millis() / EPOCH_TICK.as_millis()).max(1) as u64 + 1
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,141 @@
+//! Human-friendly units in configuration: durations (`"30s"`, `"250ms"`, `"1m"`) and byte
+//! sizes (`"64MiB"`, `"512KiB"`, `"1000"`).
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer};
+
+/// Parses `"250ms"`, `"30s"`, `"5m"`, `"1h"` (a whole number and a unit).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .ok_or_else(|| format!("duration {text:?} has no unit (use ms, s, m or h)"))?;
+    let (number, unit) = text.split_at(split);
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("duration {text:?} does not start with a whole number"))?;
+    let millis = match unit.trim() {
+        "ms" => Some(n),
+        "s" => n.checked_mul(1_000),
+        "m" => n.checked_mul(60_000),
+        "h" => n.checked_mul(3_600_000),
+        other => return Err(format!("duration {text:?} has unknown unit {other:?} (use ms, s, m or h)")),
+    };
+    millis
+        .map(Duration::from_millis)
+        .ok_or_else(|| format!("duration {text:?} is too large"))
+}
+
+/// A number of bytes, written as `"64MiB"`, `"512KiB"`, `"1GiB"`, `"10MB"` or plain bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ByteSize(pub u64);
+
+impl ByteSize {
+    /// `n` mebibytes.
+    pub const fn mib(n: u64) -> Self {
+        ByteSize(n << 20)
+    }
+
+    /// `n` kibibytes.
+    pub const fn kib(n: u64) -> Self {
+        ByteSize(n << 10)
+    }
+
+    /// The size as a `usize`, saturating.
+    pub fn as_usize(self) -> usize {
+        usize::try_from(self.0).unwrap_or(usize::MAX)
+    }
+}
+
+impl fmt::Display for ByteSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.0;
+        for (unit, shift) in [("GiB", 30), ("MiB", 20), ("KiB", 10)] {
+            if n >= 1 << shift && n % (1 << shift) == 0 {
+                return write!(f, "{}{unit}", n >> shift);
+            }
+        }
+        write!(f, "{n}B")
+    }
+}
+
+impl std::str::FromStr for ByteSize {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let t = text.trim();
+        let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+        let (number, unit) = t.split_at(split);
+        let n: u64 = number
+            .parse()
+            .map_err(|_| format!("size {text:?} does not start with a whole number"))?;
+        let factor: u64 = match unit.trim() {
+            "" | "B" => 1,
+            "KiB" => 1 << 10,
+            "MiB" => 1 << 20,
+            "GiB" => 1 << 30,
+            "KB" | "kB" => 1_000,
+            "MB" => 1_000_000,
+            "GB" => 1_000_000_000,
+            other => return Err(format!("size {text:?} has unknown unit {other:?} (use B, KiB, MiB, GiB, KB, MB or GB)")),
+        };
+        n.checked_mul(factor)
+            .map(ByteSize)
+            .ok_or_else(|| format!("size {text:?} is too large"))
+    }
+}
+
+impl<'de> Deserialize<'de> for ByteSize {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(u64),
+            Text(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Number(n) => Ok(ByteSize(n)),
+            Raw::Text(t) => t.parse().map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+/// Serde adapter: a [`Duration`] written as `"30s"`. Use with `#[serde(with = "crate::units::duration")]`.
+pub mod duration {
+    use super::*;
+
+    /// Deserialises a duration from text like `"30s"`.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let text = String::deserialize(d)?;
+        parse_duration(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration(" 2m "), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert!(parse_duration("30").unwrap_err().contains("no unit"));
+        assert!(parse_duration("3 days").unwrap_err().contains("unknown unit"));
+        assert!(parse_duration("s").is_err());
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!("64MiB".parse(), Ok(ByteSize::mib(64)));
+        assert_eq!("512KiB".parse(), Ok(ByteSize::kib(512)));
+        assert_eq!("10MB".parse(), Ok(ByteSize(10_000_000)));
+        assert_eq!("100".parse(), Ok(ByteSize(100)));
+        assert!("12 parsecs".parse::<ByteSize>().is_err());
+        assert_eq!(ByteSize::mib(64).to_string(), "64MiB");
+        assert_eq!(ByteSize(1000).to_string(), "1000B");
+    }
+}

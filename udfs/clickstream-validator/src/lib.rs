@@ -1,0 +1,380 @@
+//! Validates retail clickstream events (the 18-field schema of the retail tutorial).
+//!
+//! Rules, checked in this order; the first violation rejects the event:
+//! 1. the value is a JSON object whose known fields have the right JSON types
+//!    (`malformed_json`, `invalid_field_type`; unknown fields are ignored);
+//! 2. `event_id`, `event_time`, `user_id`, `session_id`, `event_type`, `page_url`,
+//!    `device_type`, `browser`, `traffic_source` are present (`missing_required_field`) and
+//!    not blank (`blank_required_field`);
+//! 3. `event_time` is an RFC 3339 timestamp (`invalid_event_time`);
+//! 4. `event_type` is one of the allowed types (`invalid_event_type`);
+//! 5. the fields an event type needs are present and not blank
+//!    (`missing_event_type_field`): search → `search_query`; product_view → `product_id`;
+//!    add_to_cart and remove_from_cart → `product_id`, `cart_id`, `quantity`;
+//!    checkout_start → `cart_id`; purchase → `order_id`;
+//! 6. `quantity`, when present, is a JSON integer from 1 to 2147483647 (`invalid_quantity`);
+//! 7. `price`, when present, is a number (or numeric string) ≥ 0 with at most two decimals
+//!    that fits DECIMAL(10,2) (`invalid_price`).
+//!
+//! Parameter `allowed-event-types`: a comma-separated list replacing the default event types.
+
+mod rfc3339;
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use sluice_guest::{Event, Params, Processor, Rejection, Verdict};
+
+pub use rfc3339::is_rfc3339;
+
+/// Rejection codes of this plugin (besides the SDK's `malformed_json` and
+/// `invalid_field_type`).
+pub mod codes {
+    /// A required field is absent or null.
+    pub const MISSING_REQUIRED_FIELD: &str = "missing_required_field";
+    /// A required string field is empty or only white space.
+    pub const BLANK_REQUIRED_FIELD: &str = "blank_required_field";
+    /// `event_time` is not an RFC 3339 timestamp.
+    pub const INVALID_EVENT_TIME: &str = "invalid_event_time";
+    /// `event_type` is not one of the allowed types.
+    pub const INVALID_EVENT_TYPE: &str = "invalid_event_type";
+    /// A field that this event type needs is absent, null or blank.
+    pub const MISSING_EVENT_TYPE_FIELD: &str = "missing_event_type_field";
+    /// `quantity` is not an integer ≥ 1 that fits a 32-bit int.
+    pub const INVALID_QUANTITY: &str = "invalid_quantity";
+    /// `price` is negative, has more than two decimals, or does not fit DECIMAL(10,2).
+    pub const INVALID_PRICE: &str = "invalid_price";
+}
+
+/// The event types accepted when `allowed-event-types` is not given.
+pub const DEFAULT_EVENT_TYPES: [&str; 7] = [
+    "page_view",
+    "search",
+    "product_view",
+    "add_to_cart",
+    "remove_from_cart",
+    "checkout_start",
+    "purchase",
+];
+
+/// The fields of a clickstream event this plugin looks at. Strings borrow from the event
+/// where they have no escapes.
+#[derive(Deserialize)]
+struct Click<'a> {
+    #[serde(borrow)]
+    event_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    event_time: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    user_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    session_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    event_type: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    page_url: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    search_query: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    product_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    cart_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    order_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    quantity: Option<&'a RawValue>,
+    #[serde(borrow)]
+    price: Option<&'a RawValue>,
+    #[serde(borrow)]
+    device_type: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    browser: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    traffic_source: Option<Cow<'a, str>>,
+    // referrer_url, product_name and category are optional strings that no rule reads;
+    // declaring them keeps their type checked.
+    #[serde(borrow, rename = "referrer_url")]
+    _referrer_url: Option<Cow<'a, str>>,
+    #[serde(borrow, rename = "product_name")]
+    _product_name: Option<Cow<'a, str>>,
+    #[serde(borrow, rename = "category")]
+    _category: Option<Cow<'a, str>>,
+}
+
+/// The validation rules, with their configured event types.
+#[derive(Debug, Clone)]
+pub struct Rules {
+    allowed_event_types: Vec<String>,
+}
+
+impl Default for Rules {
+    fn default() -> Self {
+        Rules {
+            allowed_event_types: DEFAULT_EVENT_TYPES.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+}
+
+impl Processor for Rules {
+    fn init(params: &Params) -> Result<Self, String> {
+        params.only(&["allowed-event-types"])?;
+        let mut rules = Rules::default();
+        if let Some(types) = params.list("allowed-event-types") {
+            if types.is_empty() {
+                return Err("parameter `allowed-event-types` lists no event type".into());
+            }
+            rules.allowed_event_types = types;
+        }
+        Ok(rules)
+    }
+
+    fn process(&mut self, event: &Event<'_>) -> Verdict {
+        match self.check(event) {
+            Ok(()) => Verdict::Keep,
+            Err(rejection) => Verdict::Reject(rejection),
+        }
+    }
+}
+
+sluice_guest::export!(processor Rules);
+
+impl Rules {
+    /// Checks one event; `Err` carries the first violation.
+    pub fn check(&self, event: &Event<'_>) -> Result<(), Rejection> {
+        let click: Click<'_> = event.json()?;
+        let required = [
+            ("event_id", &click.event_id),
+            ("event_time", &click.event_time),
+            ("user_id", &click.user_id),
+            ("session_id", &click.session_id),
+            ("event_type", &click.event_type),
+            ("page_url", &click.page_url),
+            ("device_type", &click.device_type),
+            ("browser", &click.browser),
+            ("traffic_source", &click.traffic_source),
+        ];
+        for (name, value) in required {
+            match value {
+                None => {
+                    return Err(Rejection::new(
+                        codes::MISSING_REQUIRED_FIELD,
+                        format!("{name} is required"),
+                    )
+                    .with_field(name));
+                }
+                Some(v) if v.trim().is_empty() => {
+                    return Err(Rejection::new(
+                        codes::BLANK_REQUIRED_FIELD,
+                        format!("{name} must not be blank"),
+                    )
+                    .with_field(name));
+                }
+                Some(_) => {}
+            }
+        }
+
+        let event_time = click.event_time.as_deref().unwrap_or_default();
+        if !is_rfc3339(event_time) {
+            return Err(Rejection::new(
+                codes::INVALID_EVENT_TIME,
+                format!("event_time {event_time:?} is not an RFC 3339 timestamp"),
+            )
+            .with_field("event_time"));
+        }
+
+        let event_type = click.event_type.as_deref().unwrap_or_default();
+        if !self.allowed_event_types.iter().any(|t| t == event_type) {
+            return Err(Rejection::new(
+                codes::INVALID_EVENT_TYPE,
+                format!(
+                    "event_type {event_type:?} is not one of {}",
+                    self.allowed_event_types.join(", ")
+                ),
+            )
+            .with_field("event_type"));
+        }
+
+        for &name in fields_needed_by(event_type) {
+            let present = match name {
+                "search_query" => non_blank(&click.search_query),
+                "product_id" => non_blank(&click.product_id),
+                "cart_id" => non_blank(&click.cart_id),
+                "order_id" => non_blank(&click.order_id),
+                "quantity" => click.quantity.is_some(),
+                _ => unreachable!("no rule names {name}"),
+            };
+            if !present {
+                return Err(Rejection::new(
+                    codes::MISSING_EVENT_TYPE_FIELD,
+                    format!("{event_type} events need a non-blank {name}"),
+                )
+                .with_field(name));
+            }
+        }
+
+        if let Some(raw) = click.quantity {
+            check_quantity(raw.get())?;
+        }
+        if let Some(raw) = click.price {
+            check_price(raw.get())?;
+        }
+        Ok(())
+    }
+}
+
+fn non_blank(value: &Option<Cow<'_, str>>) -> bool {
+    value.as_deref().is_some_and(|v| !v.trim().is_empty())
+}
+
+fn fields_needed_by(event_type: &str) -> &'static [&'static str] {
+    match event_type {
+        "search" => &["search_query"],
+        "product_view" => &["product_id"],
+        "add_to_cart" | "remove_from_cart" => &["product_id", "cart_id", "quantity"],
+        "checkout_start" => &["cart_id"],
+        "purchase" => &["order_id"],
+        _ => &[],
+    }
+}
+
+fn check_quantity(raw: &str) -> Result<(), Rejection> {
+    let reject = |why: &str| {
+        Err(Rejection::new(codes::INVALID_QUANTITY, format!("quantity {raw} {why}"))
+            .with_field("quantity"))
+    };
+    if raw.starts_with('"') {
+        return reject("must be a JSON integer, not a string");
+    }
+    match raw.parse::<i64>() {
+        Ok(q) if q < 1 => reject("must be at least 1"),
+        Ok(q) if q > i64::from(i32::MAX) => reject("does not fit a 32-bit integer"),
+        Ok(_) => Ok(()),
+        Err(_) => reject("must be an integer"),
+    }
+}
+
+/// Largest number of integer digits of a DECIMAL(10,2).
+const PRICE_INTEGER_DIGITS: usize = 8;
+/// Largest number of decimals of a DECIMAL(10,2).
+const PRICE_SCALE: i64 = 2;
+
+fn check_price(raw: &str) -> Result<(), Rejection> {
+    let reject = |why: &str| {
+        Err(Rejection::new(codes::INVALID_PRICE, format!("price {raw} {why}"))
+            .with_field("price"))
+    };
+    // A numeric string ("18.00") is accepted, as Spark's JSON reader does for decimals.
+    let text = raw
+        .strip_prefix('"')
+        .and_then(|s| s.strip_suffix('"'))
+        .unwrap_or(raw)
+        .trim();
+    let Some(decimal) = Decimal::parse(text) else {
+        return reject("is not a number");
+    };
+    if decimal.negative && !decimal.is_zero() {
+        return reject("must not be negative");
+    }
+    if decimal.scale > PRICE_SCALE {
+        return reject("has more than two decimals");
+    }
+    if decimal.integer_digits() > PRICE_INTEGER_DIGITS {
+        return reject("does not fit DECIMAL(10,2)");
+    }
+    Ok(())
+}
+
+/// A decimal number as significant digits and a scale: value = digits × 10^-scale.
+#[derive(Debug, PartialEq)]
+struct Decimal {
+    negative: bool,
+    /// Significant digits, no leading or trailing zeros ("" for zero).
+    digits: String,
+    scale: i64,
+}
+
+impl Decimal {
+    /// Parses JSON number syntax: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`
+    /// (leading zeros are tolerated, as in numeric strings).
+    fn parse(text: &str) -> Option<Decimal> {
+        let (negative, rest) = match text.strip_prefix('-') {
+            Some(rest) => (true, rest),
+            None => (false, text),
+        };
+        let (mantissa, exponent) = match rest.find(['e', 'E']) {
+            Some(i) => (&rest[..i], rest[i + 1..].parse::<i64>().ok()?),
+            None => (rest, 0),
+        };
+        let (int_part, frac_part) = match mantissa.split_once('.') {
+            Some((i, f)) if !f.is_empty() => (i, f),
+            Some(_) => return None,
+            None => (mantissa, ""),
+        };
+        if int_part.is_empty()
+            || !int_part.bytes().all(|b| b.is_ascii_digit())
+            || !frac_part.bytes().all(|b| b.is_ascii_digit())
+            || exponent.unsigned_abs() > 1000
+        {
+            return None;
+        }
+        let mut digits: String = int_part.chars().chain(frac_part.chars()).collect();
+        let mut scale = frac_part.len() as i64 - exponent;
+        while digits.ends_with('0') {
+            digits.pop();
+            scale -= 1;
+        }
+        let digits = digits.trim_start_matches('0').to_string();
+        if digits.is_empty() {
+            scale = 0;
+        }
+        Some(Decimal { negative, digits, scale })
+    }
+
+    fn is_zero(&self) -> bool {
+        self.digits.is_empty()
+    }
+
+    /// Digits before the decimal point.
+    fn integer_digits(&self) -> usize {
+        (self.digits.len() as i64 - self.scale).max(0) as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimals_are_normalised() {
+        let d = |s| Decimal::parse(s).unwrap();
+        assert_eq!(d("18.0"), Decimal { negative: false, digits: "18".into(), scale: -1 });
+        assert_eq!(d("18.50").scale, 1);
+        assert_eq!(d("0.001").scale, 3);
+        assert_eq!(d("1.5e2").integer_digits(), 3);
+        assert_eq!(d("12345678.99").integer_digits(), 8);
+        assert_eq!(d("123456789").integer_digits(), 9);
+        assert!(d("-0.00").is_zero());
+        for bad in ["", "-", "1.", ".5", "1e", "abc", "1.2.3", "--1"] {
+            assert!(Decimal::parse(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn price_and_quantity_limits() {
+        assert!(check_price("18.0").is_ok());
+        assert!(check_price("\"18.00\"").is_ok());
+        assert!(check_price("99999999.99").is_ok());
+        assert!(check_price("0").is_ok());
+        assert!(check_price("100000000").is_err());
+        assert!(check_price("-1").is_err());
+        assert!(check_price("1.234").is_err());
+        assert!(check_price("\"cheap\"").is_err());
+        assert!(check_quantity("1").is_ok());
+        assert!(check_quantity("2147483647").is_ok());
+        assert!(check_quantity("2147483648").is_err());
+        assert!(check_quantity("0").is_err());
+        assert!(check_quantity("1.5").is_err());
+        assert!(check_quantity("\"several\"").is_err());
+    }
+}

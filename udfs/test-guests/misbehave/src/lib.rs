@@ -1,0 +1,156 @@
+//! A plugin that misbehaves on purpose, for the host's containment tests.
+//!
+//! It implements the raw generated bindings (not the SDK's `Processor`), so it can also
+//! break the ABI contract. Parameter `mode` picks the behaviour:
+//!
+//! | mode            | behaviour                                                        |
+//! |-----------------|------------------------------------------------------------------|
+//! | `ok`            | keeps every event                                                |
+//! | `fail-init`     | `init` returns an error                                          |
+//! | `spin-init`     | `init` never returns                                             |
+//! | `spin`          | `process` never returns                                          |
+//! | `memory-bomb`   | `process` allocates until memory runs out                        |
+//! | `recursion`     | `process` recurses without end                                   |
+//! | `trap`          | `process` panics when it sees offset `trap-offset` (default: any) |
+//! | `huge-output`   | rewrites every event to `bytes` bytes (default 1 MiB)            |
+//! | `wrong-count`   | answers one action fewer than there are events                   |
+//! | `bad-index`     | answers `keep` for every event plus a rewrite for event 0        |
+//! | `process-error` | `process` returns an error                                       |
+//! | `probe`         | rejects every event with a message saying what it could reach    |
+//! | `log`           | logs one message per chunk through the host, keeps every event   |
+
+use std::cell::RefCell;
+
+use sluice_guest::bindings::exports::sluice::plugin::processor::{
+    EventChunk, Guest, PluginInfo, Verdicts,
+};
+use sluice_guest::bindings::sluice::plugin::types::{Action, Rejection, Rewrite};
+use sluice_guest::bindings::sluice::plugin::host::{self, Level};
+
+#[derive(Default)]
+struct Config {
+    mode: String,
+    bytes: usize,
+    trap_offset: Option<i64>,
+}
+
+thread_local! {
+    static CONFIG: RefCell<Config> = RefCell::new(Config::default());
+}
+
+struct Misbehave;
+
+impl Guest for Misbehave {
+    fn describe() -> PluginInfo {
+        PluginInfo { name: "misbehave".into(), version: env!("CARGO_PKG_VERSION").into() }
+    }
+
+    fn init(params: Vec<(String, String)>) -> Result<(), String> {
+        let mut config = Config { mode: "ok".into(), bytes: 1 << 20, trap_offset: None };
+        for (k, v) in params {
+            match k.as_str() {
+                "mode" => config.mode = v,
+                "bytes" => config.bytes = v.parse().map_err(|e| format!("bytes: {e}"))?,
+                "trap-offset" => config.trap_offset = Some(v.parse().map_err(|e| format!("trap-offset: {e}"))?),
+                other => return Err(format!("unknown parameter `{other}`")),
+            }
+        }
+        match config.mode.as_str() {
+            "fail-init" => return Err("deliberately refusing to start: fail-init mode".into()),
+            "spin-init" => spin(),
+            _ => {}
+        }
+        CONFIG.with_borrow_mut(|c| *c = config);
+        Ok(())
+    }
+
+    fn process(chunk: EventChunk) -> Result<Verdicts, String> {
+        let n = chunk.offsets.len();
+        let keep_all = || Verdicts { actions: vec![Action::Keep; n], rewrites: vec![], rejections: vec![] };
+        CONFIG.with_borrow(|config| match config.mode.as_str() {
+            "ok" => Ok(keep_all()),
+            "spin" => spin(),
+            "memory-bomb" => {
+                let mut hoard: Vec<Vec<u8>> = Vec::new();
+                loop {
+                    hoard.push(vec![1u8; 1 << 20]);
+                    std::hint::black_box(&hoard);
+                }
+            }
+            "recursion" => Ok(Verdicts {
+                actions: vec![Action::Keep; recurse(n as u64) as usize % 1 + n],
+                rewrites: vec![],
+                rejections: vec![],
+            }),
+            "trap" => {
+                for &offset in &chunk.offsets {
+                    if config.trap_offset.is_none_or(|t| t == offset) {
+                        panic!("deliberate trap at offset {offset}");
+                    }
+                }
+                Ok(keep_all())
+            }
+            "huge-output" => Ok(Verdicts {
+                actions: vec![Action::Rewrite; n],
+                rewrites: (0..n as u32).map(|event| Rewrite { event, value: vec![b'x'; config.bytes] }).collect(),
+                rejections: vec![],
+            }),
+            "wrong-count" => Ok(Verdicts {
+                actions: vec![Action::Keep; n.saturating_sub(1)],
+                rewrites: vec![],
+                rejections: vec![],
+            }),
+            "bad-index" => {
+                let mut v = keep_all();
+                v.rewrites.push(Rewrite { event: 0, value: b"{}".to_vec() });
+                Ok(v)
+            }
+            "process-error" => Err("deliberate failure of the whole chunk".into()),
+            "probe" => {
+                let message = probe();
+                Ok(Verdicts {
+                    actions: vec![Action::Reject; n],
+                    rewrites: vec![],
+                    rejections: (0..n as u32)
+                        .map(|event| Rejection { event, code: "probe".into(), message: message.clone(), field: None })
+                        .collect(),
+                })
+            }
+            "log" => {
+                host::log(Level::Warn, &format!("misbehave saw {n} events"));
+                Ok(keep_all())
+            }
+            other => Err(format!("unknown mode {other}")),
+        })
+    }
+}
+
+fn spin() -> ! {
+    let mut x = 0u64;
+    loop {
+        x = std::hint::black_box(x.wrapping_add(1));
+    }
+}
+
+#[inline(never)]
+#[allow(unconditional_recursion)]
+fn recurse(depth: u64) -> u64 {
+    let mut pad = [depth; 64];
+    std::hint::black_box(&mut pad);
+    recurse(depth + 1) + pad[(depth % 64) as usize]
+}
+
+/// Says what the sandbox let through: environment, files, clock, network.
+fn probe() -> String {
+    let env = std::env::vars().count();
+    let root = std::fs::read_dir("/").map(|d| d.count()).map_err(|e| e.kind());
+    let passwd = std::fs::read("/etc/passwd").map(|b| b.len()).map_err(|e| e.kind());
+    let clock = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let net = std::net::TcpStream::connect("127.0.0.1:1").map(|_| ()).map_err(|e| e.kind());
+    format!("env={env} root={root:?} passwd={passwd:?} clock={clock} net={net:?}")
+}
+
+sluice_guest::bindings::__export_event_processor!(Misbehave with_types_in sluice_guest::bindings);
