@@ -1,1 +1,54 @@
+//! Helpers for sluice's integration tests and benchmarks. The plugins they use are built
+//! from `udfs/` by `build.rs`; their paths are in [`plugins`].
 
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use sluice::record::Record;
+use sluice::udf::config::{Grants, Limits, RuntimeConfig};
+use sluice::udf::{Plugin, Runtime, UdfError};
+
+/// Paths of the plugin components built from source.
+pub mod plugins {
+    include!(concat!(env!("OUT_DIR"), "/plugins.rs"));
+}
+
+/// The repository's root folder.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// One runtime shared by a test binary (the engine and its compiled code are shared).
+pub fn runtime() -> &'static Runtime {
+    static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| Runtime::new(RuntimeConfig::default()).expect("runtime"))
+}
+
+/// Loads a plugin with default limits and no grants.
+pub fn load(path: &str, params: &[(&str, &str)]) -> Result<Plugin, UdfError> {
+    load_with(path, params, Limits::default(), Grants::default())
+}
+
+/// Loads a plugin with the given limits and grants.
+pub fn load_with(path: &str, params: &[(&str, &str)], limits: Limits, grants: Grants) -> Result<Plugin, UdfError> {
+    let name = Path::new(path).file_stem().unwrap().to_string_lossy().into_owned();
+    let params = params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    runtime().load_file(&name, Path::new(path), params, limits, grants)
+}
+
+/// Records with these values, at offsets 0, 1, 2… of partition 0 of topic `clicks`.
+pub fn records<S: AsRef<[u8]>>(values: &[S]) -> Vec<Record> {
+    let topic: Arc<str> = "clicks".into();
+    values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| Record::with_value(topic.clone(), i as i64, v.as_ref().to_vec()))
+        .collect()
+}
+
+/// The five events of the retail tutorial, as JSON lines (the first five lines of
+/// `examples/plugins/events.jsonl`).
+pub fn seed_events() -> Vec<String> {
+    let text = std::fs::read_to_string(repo_root().join("examples/plugins/events.jsonl")).unwrap();
+    text.lines().take(5).map(str::to_string).collect()
+}

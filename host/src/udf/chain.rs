@@ -77,18 +77,31 @@ pub fn run(stages: &[Plugin], records: Vec<Record>, chunk_size: usize) -> Vec<Ou
     outcomes
 }
 
+/// Most extra calls spent isolating the failing events of one chunk. A plugin that fails on
+/// every event would otherwise cost two calls per event.
+const ISOLATION_BUDGET: usize = 64;
+
 /// Judges `records`, narrowing event-dependent failures down to the records that cause them.
 fn judge(plugin: &Plugin, records: &[&Record]) -> Vec<Result<Verdict, Arc<UdfError>>> {
+    let mut budget = ISOLATION_BUDGET;
+    judge_within(plugin, records, &mut budget)
+}
+
+fn judge_within(plugin: &Plugin, records: &[&Record], budget: &mut usize) -> Vec<Result<Verdict, Arc<UdfError>>> {
     match plugin.process(records) {
         Ok(verdicts) => verdicts.into_iter().map(Ok).collect(),
         Err(error) => {
-            let isolate = records.len() > 1 && error.failure().is_some_and(|f| f.depends_on_events());
+            let isolate = records.len() > 1
+                && *budget >= 2
+                && error.failure().is_some_and(|f| f.depends_on_events());
             if isolate {
+                *budget -= 2;
                 let (left, right) = records.split_at(records.len() / 2);
-                let mut verdicts = judge(plugin, left);
-                verdicts.extend(judge(plugin, right));
+                let mut verdicts = judge_within(plugin, left, budget);
+                verdicts.extend(judge_within(plugin, right, budget));
                 verdicts
             } else {
+                tracing::warn!(%error, "Plugin failed; its events are marked failed.");
                 let error = Arc::new(error);
                 records.iter().map(|_| Err(error.clone())).collect()
             }

@@ -250,7 +250,7 @@ impl Plugin {
             failure,
             events: chunk::span(records.iter().copied()),
         };
-        tracing::warn!(%error, "Plugin call failed; its instance is discarded.");
+        tracing::debug!(%error, "Plugin call failed; its instance is discarded.");
         Err(error)
     }
 

@@ -142,10 +142,16 @@ impl StderrTail {
         }
     }
 
-    /// Takes what was captured, as text.
+    /// Takes what was captured, as one line of text (lines joined by ` | `, without
+    /// Rust's hint about `RUST_BACKTRACE`).
     pub(crate) fn take(&self) -> String {
         let mut tail = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let text = String::from_utf8_lossy(&tail).trim().to_string();
+        let text = String::from_utf8_lossy(&tail)
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with("note: run with `RUST_BACKTRACE=1`"))
+            .collect::<Vec<_>>()
+            .join(" | ");
         tail.clear();
         text
     }

@@ -142,6 +142,13 @@ sluice_guest::export!(processor Rules);
 impl Rules {
     /// Checks one event; `Err` carries the first violation.
     pub fn check(&self, event: &Event<'_>) -> Result<(), Rejection> {
+        let value = event.value().unwrap_or_default();
+        if value.iter().find(|b| !b.is_ascii_whitespace()).is_some_and(|&b| b != b'{') {
+            return Err(Rejection::new(
+                sluice_guest::codes::MALFORMED_JSON,
+                "the value is not a JSON object",
+            ));
+        }
         let click: Click<'_> = event.json()?;
         let required = [
             ("event_id", &click.event_id),

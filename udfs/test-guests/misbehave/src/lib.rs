@@ -132,25 +132,27 @@ fn spin() -> ! {
     }
 }
 
+/// Recurses without end. Small frames, so the WebAssembly stack (not the shadow stack in
+/// linear memory) is what overflows.
 #[inline(never)]
 #[allow(unconditional_recursion)]
 fn recurse(depth: u64) -> u64 {
-    let mut pad = [depth; 64];
-    std::hint::black_box(&mut pad);
-    recurse(depth + 1) + pad[(depth % 64) as usize]
+    std::hint::black_box(recurse(std::hint::black_box(depth + 1))) + 1
 }
 
 /// Says what the sandbox let through: environment, files, clock, network.
 fn probe() -> String {
     let env = std::env::vars().count();
-    let root = std::fs::read_dir("/").map(|d| d.count()).map_err(|e| e.kind());
+    // The folder to list: `PROBE_DIR` from the (granted) environment, else the root.
+    let dir = std::env::var("PROBE_DIR").unwrap_or_else(|_| "/".into());
+    let listed = std::fs::read_dir(&dir).map(|d| d.count()).map_err(|e| e.kind());
     let passwd = std::fs::read("/etc/passwd").map(|b| b.len()).map_err(|e| e.kind());
     let clock = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
     let net = std::net::TcpStream::connect("127.0.0.1:1").map(|_| ()).map_err(|e| e.kind());
-    format!("env={env} root={root:?} passwd={passwd:?} clock={clock} net={net:?}")
+    format!("env={env} dir={listed:?} passwd={passwd:?} clock={clock} net={net:?}")
 }
 
 sluice_guest::bindings::__export_event_processor!(Misbehave with_types_in sluice_guest::bindings);

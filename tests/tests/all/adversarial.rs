@@ -1,0 +1,203 @@
+//! Plugins that misbehave are contained: each gets the right typed error, naming the
+//! plugin, the limit and the events, and the host goes on serving a well-behaved plugin.
+
+use std::time::Duration;
+
+use sluice::record::Record;
+use sluice::udf::chain::{self, Fate};
+use sluice::udf::config::{Grants, Limits};
+use sluice::udf::{Failure, Plugin, UdfError, Verdict};
+use sluice::units::ByteSize;
+use sluice_tests::{load, load_with, plugins, records, runtime, seed_events};
+
+fn misbehave(mode: &str, extra: &[(&str, &str)], limits: Limits) -> Result<Plugin, UdfError> {
+    let mut params = vec![("mode", mode)];
+    params.extend_from_slice(extra);
+    load_with(plugins::MISBEHAVE, &params, limits, Grants::default())
+}
+
+fn refs(records: &[Record]) -> Vec<&Record> {
+    records.iter().collect()
+}
+
+/// Runs `mode` over three events and returns the call's failure, after checking the
+/// error names the plugin and the events.
+fn failure_of(mode: &str, extra: &[(&str, &str)], limits: Limits) -> Failure {
+    let plugin = misbehave(mode, extra, limits).expect("loads");
+    let records = records(&["{}", "{}", "{}"]);
+    let error = plugin.process(&refs(&records)).expect_err("the call fails");
+    let UdfError::Call { plugin: name, failure, events } = error else { panic!("not a call error: {error}") };
+    assert_eq!(name, "misbehave");
+    assert_eq!(events.count, 3);
+    assert_eq!(events.first.as_deref(), Some("clicks/0@0"));
+    assert_eq!(events.last.as_deref(), Some("clicks/0@2"));
+    assert_host_still_serves();
+    failure
+}
+
+/// A well-behaved plugin on the same runtime still judges the tutorial's events.
+fn assert_host_still_serves() {
+    let validator = load(plugins::CLICKSTREAM_VALIDATOR, &[]).unwrap();
+    let records = records(&seed_events());
+    let verdicts = validator.process(&refs(&records)).unwrap();
+    assert_eq!(verdicts, vec![Verdict::Keep; 5]);
+}
+
+#[test]
+fn infinite_loop_hits_the_call_timeout() {
+    let limits = Limits { call_timeout: Duration::from_millis(200), ..Limits::default() };
+    let failure = failure_of("spin", &[], limits);
+    assert_eq!(failure, Failure::Deadline { limit: Duration::from_millis(200) });
+    assert_eq!(failure.limit(), Some("call-timeout"));
+}
+
+#[test]
+fn memory_bomb_hits_the_memory_limit() {
+    let limits = Limits { memory: ByteSize::mib(16), ..Limits::default() };
+    let failure = failure_of("memory-bomb", &[], limits);
+    assert_eq!(failure, Failure::Memory { limit: ByteSize::mib(16) });
+    assert_eq!(failure.limit(), Some("memory"));
+}
+
+#[test]
+fn deep_recursion_hits_the_stack_limit() {
+    let failure = failure_of("recursion", &[], Limits::default());
+    assert!(matches!(failure, Failure::StackOverflow { .. }), "{failure}");
+    assert_eq!(failure.limit(), Some("max-stack"));
+}
+
+#[test]
+fn a_panic_traps_with_its_message() {
+    let failure = failure_of("trap", &[], Limits::default());
+    let Failure::Trap { message } = &failure else { panic!("{failure}") };
+    assert!(message.contains("deliberate trap at offset 0"), "{message}");
+    assert_eq!(failure.limit(), None);
+}
+
+#[test]
+fn huge_output_hits_the_output_limit() {
+    let limits = Limits { max_output: ByteSize::kib(256), ..Limits::default() };
+    let failure = failure_of("huge-output", &[("bytes", "131072")], limits);
+    assert_eq!(failure, Failure::OutputTooLarge { bytes: 3 * 131072, limit: ByteSize::kib(256) });
+}
+
+#[test]
+fn wrong_result_count_is_a_broken_contract() {
+    let failure = failure_of("wrong-count", &[], Limits::default());
+    assert_eq!(failure, Failure::BadAnswer { reason: "answered 2 actions for 3 events".into() });
+    let failure = failure_of("bad-index", &[], Limits::default());
+    assert!(matches!(&failure, Failure::BadAnswer { reason } if reason.contains("rewrite for event 0")), "{failure}");
+}
+
+#[test]
+fn a_chunk_error_from_the_plugin_is_reported() {
+    let failure = failure_of("process-error", &[], Limits::default());
+    assert_eq!(failure, Failure::Plugin { message: "deliberate failure of the whole chunk".into() });
+}
+
+#[test]
+fn failing_init_refuses_the_plugin_at_load() {
+    let error = misbehave("fail-init", &[], Limits::default()).unwrap_err();
+    let UdfError::Init { plugin, message } = &error else { panic!("{error}") };
+    assert_eq!(plugin, "misbehave");
+    assert!(message.contains("deliberately refusing to start"), "{message}");
+
+    let limits = Limits { call_timeout: Duration::from_millis(100), ..Limits::default() };
+    let error = misbehave("spin-init", &[], limits).unwrap_err();
+    assert!(matches!(&error, UdfError::Init { message, .. } if message.contains("call-timeout")), "{error}");
+    assert_host_still_serves();
+}
+
+#[test]
+fn another_wit_version_is_refused_at_load() {
+    let error = load(plugins::FUTURE_VERSION, &[]).unwrap_err();
+    assert!(matches!(error, UdfError::Incompatible { version: "0.1.0", .. }), "{error}");
+    assert!(error.to_string().contains("sluice:plugin/processor@0.1.0"), "{error}");
+
+    let not_wasm = runtime().load("junk", b"\0asm but not really", vec![], Limits::default(), Grants::default());
+    assert!(matches!(not_wasm, Err(UdfError::Compile { .. })), "{not_wasm:?}");
+    assert_host_still_serves();
+}
+
+#[test]
+fn only_the_events_that_trap_fail() {
+    let plugin = misbehave("trap", &[("trap-offset", "5")], Limits::default()).unwrap();
+    let outcomes = chain::run(&[plugin.clone()], records(&["{}"; 16]), 16);
+    for (i, outcome) in outcomes.iter().enumerate() {
+        match (&outcome.fate, i) {
+            (Fate::Failed { stage: 0, error }, 5) => {
+                assert!(error.to_string().contains("1 event (clicks/0@5)"), "{error}");
+                assert!(matches!(error.failure(), Some(Failure::Trap { .. })));
+            }
+            (Fate::Kept, i) if i != 5 => {}
+            (fate, i) => panic!("event {i}: {fate:?}"),
+        }
+    }
+    // The plugin itself recovers: a fresh instance replaces the one that trapped.
+    let ok = records(&["{}"; 3]);
+    assert_eq!(plugin.process(&refs(&ok)).unwrap(), vec![Verdict::Keep; 3]);
+}
+
+#[test]
+fn the_sandbox_grants_nothing_by_default() {
+    let plugin = misbehave("probe", &[], Limits::default()).unwrap();
+    let records = records(&["{}"]);
+    let verdicts = plugin.process(&refs(&records)).unwrap();
+    let Verdict::Reject(report) = &verdicts[0] else { panic!("{verdicts:?}") };
+    let message = &report.message;
+    assert!(message.contains("env=0 "), "{message}");
+    assert!(message.contains("dir=Err("), "{message}");
+    assert!(message.contains("passwd=Err("), "{message}");
+    assert!(message.contains("clock=0 "), "{message}");
+    assert!(message.contains("net=Err("), "{message}");
+}
+
+#[test]
+fn grants_open_exactly_what_they_name() {
+    let dir = std::env::temp_dir().join(format!("sluice-grant-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("reference.csv"), "a,b\n").unwrap();
+    let grants = Grants {
+        clocks: true,
+        env: [("PROBE_DIR".to_string(), dir.display().to_string())].into(),
+        read_only_dirs: vec![dir.clone()],
+    };
+    let plugin = load_with(plugins::MISBEHAVE, &[("mode", "probe")], Limits::default(), grants).unwrap();
+    let records = records(&["{}"]);
+    let verdicts = plugin.process(&refs(&records)).unwrap();
+    let Verdict::Reject(report) = &verdicts[0] else { panic!("{verdicts:?}") };
+    let message = &report.message;
+    assert!(message.contains("env=1 "), "{message}");
+    assert!(message.contains("dir=Ok(1)"), "the granted folder is readable: {message}");
+    assert!(message.contains("passwd=Err("), "{message}");
+    assert!(message.contains("net=Err("), "{message}");
+    let clock: u64 = message.split("clock=").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    assert!(clock > 1_600_000_000, "{message}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn one_plugin_serves_several_threads() {
+    let validator = load(plugins::CLICKSTREAM_VALIDATOR, &[]).unwrap();
+    let mut values = seed_events();
+    values.push("{}".into());
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..4)
+            .map(|_| {
+                let validator = validator.clone();
+                let values = values.clone();
+                s.spawn(move || {
+                    for _ in 0..20 {
+                        let records = records(&values);
+                        let verdicts = validator.process(&refs(&records)).unwrap();
+                        assert_eq!(verdicts[..5], vec![Verdict::Keep; 5][..]);
+                        assert!(matches!(&verdicts[5], Verdict::Reject(r) if r.code == "missing_required_field"));
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            w.join().unwrap();
+        }
+    });
+}

@@ -1,0 +1,7 @@
+//! sluice's integration tests: one binary, one module per area. Plugins are real
+//! WebAssembly components built from source by `build.rs`, run by the real runtime.
+
+mod adversarial;
+mod cli;
+mod enricher;
+mod validator;
