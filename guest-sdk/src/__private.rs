@@ -4,13 +4,13 @@
 use std::any::Any;
 use std::cell::RefCell;
 
+use crate::Processor;
 use crate::bindings::sluice::plugin::types::{
     Action, EventChunk, Rejection as WitRejection, Rewrite, Verdicts,
 };
 use crate::event::{Event, Header};
 use crate::params::Params;
 use crate::verdict::Verdict;
-use crate::Processor;
 
 thread_local! {
     /// The plugin built by `init`. A component instance is single-threaded.
@@ -49,7 +49,9 @@ pub fn judge_chunk(
         ("value-lengths", chunk.value_lengths.len()),
     ] {
         if len != n {
-            return Err(format!("malformed chunk: {name} has {len} entries for {n} events"));
+            return Err(format!(
+                "malformed chunk: {name} has {len} entries for {n} events"
+            ));
         }
     }
     let headers = group_headers(chunk.headers, n)?;
@@ -80,16 +82,28 @@ pub fn judge_chunk(
             Verdict::Keep => actions.push(Action::Keep),
             Verdict::Rewrite(value) => {
                 actions.push(Action::Rewrite);
-                rewrites.push(Rewrite { event: index, value });
+                rewrites.push(Rewrite {
+                    event: index,
+                    value,
+                });
             }
             Verdict::Reject(rejection) => {
                 actions.push(Action::Reject);
                 let (code, message, field) = rejection.into_parts();
-                rejections.push(WitRejection { event: index, code, message, field });
+                rejections.push(WitRejection {
+                    event: index,
+                    code,
+                    message,
+                    field,
+                });
             }
         }
     }
-    Ok(Verdicts { actions, rewrites, rejections })
+    Ok(Verdicts {
+        actions,
+        rewrites,
+        rejections,
+    })
 }
 
 struct GroupedHeaders {
@@ -108,7 +122,9 @@ fn group_headers(
     for h in wire {
         let event = h.event as usize;
         if event >= n || event < previous {
-            return Err(format!("malformed chunk: header for event {event} out of order"));
+            return Err(format!(
+                "malformed chunk: header for event {event} out of order"
+            ));
         }
         let at = all.len();
         if ranges[event].1 == 0 && ranges[event].0 == 0 {
@@ -116,7 +132,10 @@ fn group_headers(
         }
         ranges[event].1 = at + 1;
         previous = event;
-        all.push(Header { name: h.name, value: h.value });
+        all.push(Header {
+            name: h.name,
+            value: h.value,
+        });
     }
     Ok(GroupedHeaders { all, ranges })
 }
@@ -138,10 +157,12 @@ impl<'a> Slicer<'a> {
             return Ok(None);
         }
         let end = self.at + len as usize;
-        let slice = self
-            .bytes
-            .get(self.at..end)
-            .ok_or_else(|| format!("malformed chunk: {} are shorter than their lengths", self.what))?;
+        let slice = self.bytes.get(self.at..end).ok_or_else(|| {
+            format!(
+                "malformed chunk: {} are shorter than their lengths",
+                self.what
+            )
+        })?;
         self.at = end;
         Ok(Some(slice))
     }
@@ -165,9 +186,21 @@ mod tests {
             value_lengths: vec![2, 0, -1],
             values: b"{}".to_vec(),
             headers: vec![
-                WireHeader { event: 1, name: "h1".into(), value: Some(b"x".to_vec()) },
-                WireHeader { event: 1, name: "h2".into(), value: None },
-                WireHeader { event: 2, name: "h3".into(), value: None },
+                WireHeader {
+                    event: 1,
+                    name: "h1".into(),
+                    value: Some(b"x".to_vec()),
+                },
+                WireHeader {
+                    event: 1,
+                    name: "h2".into(),
+                    value: None,
+                },
+                WireHeader {
+                    event: 2,
+                    name: "h3".into(),
+                    value: None,
+                },
             ],
         }
     }
@@ -183,7 +216,10 @@ mod tests {
                 e.timestamp_ms(),
                 e.key().map(<[u8]>::to_vec),
                 e.value().map(<[u8]>::to_vec),
-                e.headers().iter().map(|h| h.name.clone()).collect::<Vec<_>>(),
+                e.headers()
+                    .iter()
+                    .map(|h| h.name.clone())
+                    .collect::<Vec<_>>(),
             ));
             match e.offset() {
                 10 => Verdict::Keep,
@@ -192,10 +228,46 @@ mod tests {
             }
         })
         .unwrap();
-        assert_eq!(seen[0], ("clicks".into(), 0, 10, Some(1000), Some(b"a".to_vec()), Some(b"{}".to_vec()), vec![]));
-        assert_eq!(seen[1], ("orders".into(), 1, 20, None, None, Some(vec![]), vec!["h1".into(), "h2".into()]));
-        assert_eq!(seen[2], ("clicks".into(), 2, 30, Some(3000), Some(b"bc".to_vec()), None, vec!["h3".into()]));
-        assert_eq!(verdicts.actions, vec![Action::Keep, Action::Rewrite, Action::Reject]);
+        assert_eq!(
+            seen[0],
+            (
+                "clicks".into(),
+                0,
+                10,
+                Some(1000),
+                Some(b"a".to_vec()),
+                Some(b"{}".to_vec()),
+                vec![]
+            )
+        );
+        assert_eq!(
+            seen[1],
+            (
+                "orders".into(),
+                1,
+                20,
+                None,
+                None,
+                Some(vec![]),
+                vec!["h1".into(), "h2".into()]
+            )
+        );
+        assert_eq!(
+            seen[2],
+            (
+                "clicks".into(),
+                2,
+                30,
+                Some(3000),
+                Some(b"bc".to_vec()),
+                None,
+                vec!["h3".into()]
+            )
+        );
+        assert_eq!(
+            verdicts.actions,
+            vec![Action::Keep, Action::Rewrite, Action::Reject]
+        );
         assert_eq!(verdicts.rewrites.len(), 1);
         assert_eq!(verdicts.rewrites[0].event, 1);
         assert_eq!(verdicts.rejections[0].event, 2);
@@ -206,9 +278,17 @@ mod tests {
     fn inconsistent_chunks_are_refused() {
         let mut short = chunk();
         short.offsets.pop();
-        assert!(judge_chunk(short, |_| Verdict::Keep).unwrap_err().contains("offsets"));
+        assert!(
+            judge_chunk(short, |_| Verdict::Keep)
+                .unwrap_err()
+                .contains("offsets")
+        );
         let mut truncated = chunk();
         truncated.keys.pop();
-        assert!(judge_chunk(truncated, |_| Verdict::Keep).unwrap_err().contains("keys"));
+        assert!(
+            judge_chunk(truncated, |_| Verdict::Keep)
+                .unwrap_err()
+                .contains("keys")
+        );
     }
 }

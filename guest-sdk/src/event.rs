@@ -130,17 +130,30 @@ impl<'a> Event<'a> {
     /// a null value is [`codes::NULL_VALUE`].
     pub fn json<T: Deserialize<'a>>(&self) -> Result<T, Rejection> {
         let bytes = self.value_bytes()?;
-        let mut de = serde_json::Deserializer::from_slice(bytes);
-        let value = serde_path_to_error::deserialize(&mut de).map_err(path_error)?;
-        de.end().map_err(|e| {
-            Rejection::new(codes::MALFORMED_JSON, format!("malformed JSON value: {e}"))
-        })?;
-        Ok(value)
+        // Fast path without path tracking (which allocates for every field name); only a
+        // value that fails is parsed again to find the offending field.
+        match serde_json::from_slice(bytes) {
+            Ok(value) => Ok(value),
+            Err(error) => Err(explain::<T>(bytes, error)),
+        }
     }
 
     fn value_bytes(&self) -> Result<&'a [u8], Rejection> {
         self.value
             .ok_or_else(|| Rejection::new(codes::NULL_VALUE, "the event has a null value"))
+    }
+}
+
+/// Parses `bytes` again with path tracking to name the field behind `error`.
+#[cold]
+fn explain<'a, T: Deserialize<'a>>(bytes: &'a [u8], error: serde_json::Error) -> Rejection {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    match serde_path_to_error::deserialize::<_, T>(&mut de) {
+        Err(tracked) => path_error(tracked),
+        Ok(_) => Rejection::new(
+            codes::MALFORMED_JSON,
+            format!("malformed JSON value: {error}"),
+        ),
     }
 }
 
@@ -154,7 +167,10 @@ fn path_error(error: serde_path_to_error::Error<serde_json::Error>) -> Rejection
             format!("field `{path}` has the wrong type: {inner}"),
         )
         .with_field(path),
-        _ => Rejection::new(codes::MALFORMED_JSON, format!("malformed JSON value: {inner}")),
+        _ => Rejection::new(
+            codes::MALFORMED_JSON,
+            format!("malformed JSON value: {inner}"),
+        ),
     }
 }
 
@@ -180,7 +196,9 @@ mod tests {
 
     #[test]
     fn wrong_field_type_names_the_field() {
-        let event = Event::new(br#"{"items":[{"name":"a","quantity":1},{"name":"b","quantity":"several"}]}"#);
+        let event = Event::new(
+            br#"{"items":[{"name":"a","quantity":1},{"name":"b","quantity":"several"}]}"#,
+        );
         let err = event.json::<Order<'_>>().unwrap_err();
         assert_eq!(err.code(), codes::INVALID_FIELD_TYPE);
         assert_eq!(err.field(), Some("items[1].quantity"));
@@ -189,9 +207,20 @@ mod tests {
 
     #[test]
     fn syntax_errors_and_wrong_shapes_are_malformed() {
-        for bad in [&b"{\"items\": ["[..], b"\"text\"", b"42", b"{} trailing", b""] {
+        for bad in [
+            &b"{\"items\": ["[..],
+            b"\"text\"",
+            b"42",
+            b"{} trailing",
+            b"",
+        ] {
             let err = Event::new(bad).json::<Order<'_>>().unwrap_err();
-            assert_eq!(err.code(), codes::MALFORMED_JSON, "{:?}", String::from_utf8_lossy(bad));
+            assert_eq!(
+                err.code(),
+                codes::MALFORMED_JSON,
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
             assert_eq!(err.field(), None);
         }
     }
@@ -200,15 +229,27 @@ mod tests {
     fn null_value_and_invalid_utf8_are_rejected() {
         let mut event = Event::new(b"");
         event.value = None;
-        assert_eq!(event.json::<Order<'_>>().unwrap_err().code(), codes::NULL_VALUE);
-        assert_eq!(Event::new(&[0xff, 0xfe]).value_str().unwrap_err().code(), codes::INVALID_UTF8);
+        assert_eq!(
+            event.json::<Order<'_>>().unwrap_err().code(),
+            codes::NULL_VALUE
+        );
+        assert_eq!(
+            Event::new(&[0xff, 0xfe]).value_str().unwrap_err().code(),
+            codes::INVALID_UTF8
+        );
     }
 
     #[test]
     fn headers_are_found_by_name() {
         let headers = [
-            Header { name: "a".into(), value: Some(b"1".to_vec()) },
-            Header { name: "b".into(), value: None },
+            Header {
+                name: "a".into(),
+                value: Some(b"1".to_vec()),
+            },
+            Header {
+                name: "b".into(),
+                value: None,
+            },
         ];
         let event = Event::new(b"{}").with_headers(&headers);
         assert_eq!(event.header("a"), Some(Some(&b"1"[..])));

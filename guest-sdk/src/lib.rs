@@ -145,7 +145,9 @@ macro_rules! export {
         struct __SluiceFunctionPlugin;
 
         impl $crate::Processor for __SluiceFunctionPlugin {
-            fn init(params: &$crate::Params) -> ::core::result::Result<Self, ::std::string::String> {
+            fn init(
+                params: &$crate::Params,
+            ) -> ::core::result::Result<Self, ::std::string::String> {
                 params.only(&[])?;
                 Ok(__SluiceFunctionPlugin)
             }

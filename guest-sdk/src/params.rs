@@ -55,11 +55,15 @@ impl Params {
     /// Fails, naming the first unknown key, when a parameter outside `known` is given.
     /// Catches typos in pipeline configurations at load time.
     pub fn only(&self, known: &[&str]) -> Result<(), String> {
-        match self.pairs.iter().find(|(k, _)| !known.contains(&k.as_str())) {
+        match self
+            .pairs
+            .iter()
+            .find(|(k, _)| !known.contains(&k.as_str()))
+        {
             None => Ok(()),
-            Some((k, _)) if known.is_empty() => {
-                Err(format!("unknown parameter `{k}`: this plugin takes no parameters"))
-            }
+            Some((k, _)) if known.is_empty() => Err(format!(
+                "unknown parameter `{k}`: this plugin takes no parameters"
+            )),
             Some((k, _)) => Err(format!(
                 "unknown parameter `{k}`; known parameters: {}",
                 known.join(", ")
@@ -78,7 +82,12 @@ mod tests {
     use super::*;
 
     fn params(pairs: &[(&str, &str)]) -> Params {
-        Params::new(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+        Params::new(
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
     }
 
     #[test]

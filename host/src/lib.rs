@@ -8,9 +8,11 @@
 //! - [`udf`]: the plugin runtime (stages): sandboxed components that keep, rewrite or
 //!   reject events;
 //! - [`cli`]: the `sluice` command line (`sluice try`);
+//! - [`generate`]: deterministic retail clickstream events for demos, tests and benchmarks;
 //! - [`units`]: durations and byte sizes in configuration.
 
 pub mod cli;
+pub mod generate;
 pub mod record;
 pub mod udf;
 pub mod units;

@@ -21,7 +21,9 @@ fn main() -> ExitCode {
         .unwrap_or_else(|_| EnvFilter::new("info"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal()).with_writer(std::io::stderr).init();
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr)
+        .init();
 
     match run(invocation) {
         Ok(code) => code,
@@ -37,8 +39,13 @@ fn run(invocation: cli::Invocation) -> anyhow::Result<ExitCode> {
         Command::Try(args) => {
             let stdout = std::io::stdout();
             let stderr = std::io::stderr();
-            let summary = cli::r#try::run(args, &invocation.plugin_params, &mut stdout.lock(), &mut stderr.lock())
-                .context("sluice try failed")?;
+            let summary = cli::r#try::run(
+                args,
+                &invocation.plugin_params,
+                &mut stdout.lock(),
+                &mut stderr.lock(),
+            )
+            .context("sluice try failed")?;
             if summary.failed_total() > 0 {
                 return Ok(ExitCode::from(EXIT_PLUGIN_FAILED));
             }

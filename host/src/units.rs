@@ -21,7 +21,11 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "s" => n.checked_mul(1_000),
         "m" => n.checked_mul(60_000),
         "h" => n.checked_mul(3_600_000),
-        other => return Err(format!("duration {text:?} has unknown unit {other:?} (use ms, s, m or h)")),
+        other => {
+            return Err(format!(
+                "duration {text:?} has unknown unit {other:?} (use ms, s, m or h)"
+            ));
+        }
     };
     millis
         .map(Duration::from_millis)
@@ -79,7 +83,11 @@ impl std::str::FromStr for ByteSize {
             "KB" | "kB" => 1_000,
             "MB" => 1_000_000,
             "GB" => 1_000_000_000,
-            other => return Err(format!("size {text:?} has unknown unit {other:?} (use B, KiB, MiB, GiB, KB, MB or GB)")),
+            other => {
+                return Err(format!(
+                    "size {text:?} has unknown unit {other:?} (use B, KiB, MiB, GiB, KB, MB or GB)"
+                ));
+            }
         };
         n.checked_mul(factor)
             .map(ByteSize)
@@ -124,7 +132,11 @@ mod tests {
         assert_eq!(parse_duration(" 2m "), Ok(Duration::from_secs(120)));
         assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
         assert!(parse_duration("30").unwrap_err().contains("no unit"));
-        assert!(parse_duration("3 days").unwrap_err().contains("unknown unit"));
+        assert!(
+            parse_duration("3 days")
+                .unwrap_err()
+                .contains("unknown unit")
+        );
         assert!(parse_duration("s").is_err());
     }
 

@@ -15,7 +15,10 @@ pub mod plugins {
 
 /// The repository's root folder.
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 /// One runtime shared by a test binary (the engine and its compiled code are shared).
@@ -30,9 +33,21 @@ pub fn load(path: &str, params: &[(&str, &str)]) -> Result<Plugin, UdfError> {
 }
 
 /// Loads a plugin with the given limits and grants.
-pub fn load_with(path: &str, params: &[(&str, &str)], limits: Limits, grants: Grants) -> Result<Plugin, UdfError> {
-    let name = Path::new(path).file_stem().unwrap().to_string_lossy().into_owned();
-    let params = params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+pub fn load_with(
+    path: &str,
+    params: &[(&str, &str)],
+    limits: Limits,
+    grants: Grants,
+) -> Result<Plugin, UdfError> {
+    let name = Path::new(path)
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let params = params
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     runtime().load_file(&name, Path::new(path), params, limits, grants)
 }
 

@@ -46,9 +46,8 @@ where
     let matches = command.try_get_matches_from_mut(args)?;
     let cli = Cli::from_arg_matches(&matches)?;
     let plugin_params = match matches.subcommand() {
-        Some(("try", sub)) => r#try::params_per_plugin(sub).map_err(|message| {
-            command.error(clap::error::ErrorKind::ArgumentConflict, message)
-        })?,
+        Some(("try", sub)) => r#try::params_per_plugin(sub)
+            .map_err(|message| command.error(clap::error::ErrorKind::ArgumentConflict, message))?,
         _ => Vec::new(),
     };
     Ok(Invocation { cli, plugin_params })

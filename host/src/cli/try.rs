@@ -61,14 +61,25 @@ fn parse_param(text: &str) -> Result<(String, String), String> {
 }
 
 /// Assigns each `--param` to the `--plugin` before it.
-pub(crate) fn params_per_plugin(matches: &clap::ArgMatches) -> Result<Vec<Vec<(String, String)>>, String> {
-    let plugins: Vec<usize> = matches.indices_of("plugin").map(Iterator::collect).unwrap_or_default();
+pub(crate) fn params_per_plugin(
+    matches: &clap::ArgMatches,
+) -> Result<Vec<Vec<(String, String)>>, String> {
+    let plugins: Vec<usize> = matches
+        .indices_of("plugin")
+        .map(Iterator::collect)
+        .unwrap_or_default();
     let mut per_plugin = vec![Vec::new(); plugins.len()];
-    let params = matches.get_many::<(String, String)>("param").into_iter().flatten();
+    let params = matches
+        .get_many::<(String, String)>("param")
+        .into_iter()
+        .flatten();
     let indices = matches.indices_of("param").into_iter().flatten();
     for (param, index) in params.zip(indices) {
         let owner = plugins.iter().rposition(|&p| p < index).ok_or_else(|| {
-            format!("--param {}={} comes before any --plugin; put it after the plugin it is for", param.0, param.1)
+            format!(
+                "--param {}={} comes before any --plugin; put it after the plugin it is for",
+                param.0, param.1
+            )
         })?;
         per_plugin[owner].push(param.clone());
     }
@@ -114,7 +125,11 @@ pub fn run(
     let (runtime_config, stages) = match &args.stages {
         Some(file) => read_stages(file)?,
         None => {
-            let limits = Limits { memory: args.memory, call_timeout: args.call_timeout, ..Limits::default() };
+            let limits = Limits {
+                memory: args.memory,
+                call_timeout: args.call_timeout,
+                ..Limits::default()
+            };
             let stages = args
                 .plugin
                 .iter()
@@ -122,27 +137,51 @@ pub fn run(
                 .map(|(i, path)| StageConfig {
                     name: stage_name(path),
                     plugin: path.clone(),
-                    params: plugin_params.get(i).cloned().unwrap_or_default().into_iter().collect(),
+                    params: plugin_params
+                        .get(i)
+                        .cloned()
+                        .unwrap_or_default()
+                        .into_iter()
+                        .collect(),
                     limits: limits.clone(),
                     grants: Grants::default(),
                 })
                 .collect();
-            (RuntimeConfig { chunk_size: args.chunk_size, ..RuntimeConfig::default() }, stages)
+            (
+                RuntimeConfig {
+                    chunk_size: args.chunk_size,
+                    ..RuntimeConfig::default()
+                },
+                stages,
+            )
         }
     };
     let runtime = Runtime::new(runtime_config.clone())?;
     let plugins = stages
         .iter()
         .map(|s| {
-            let params = s.params.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-            runtime.load_file(&s.name, &s.plugin, params, s.limits.clone(), s.grants.clone())
+            let params = s
+                .params
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            runtime.load_file(
+                &s.name,
+                &s.plugin,
+                params,
+                s.limits.clone(),
+                s.grants.clone(),
+            )
         })
         .collect::<Result<Vec<Plugin>, _>>()?;
 
     let (lines, records) = read_events(&args.input, &args.topic)?;
     let outcomes = chain::run(&plugins, records, runtime_config.chunk_size);
 
-    let mut summary = Summary { events: outcomes.len(), ..Summary::default() };
+    let mut summary = Summary {
+        events: outcomes.len(),
+        ..Summary::default()
+    };
     for (line, outcome) in lines.iter().zip(&outcomes) {
         tally(&mut summary, &outcome.fate);
         if args.json {
@@ -162,12 +201,15 @@ pub fn run(
 }
 
 fn stage_name(path: &Path) -> String {
-    path.file_stem().map_or_else(|| "plugin".into(), |s| s.to_string_lossy().into_owned())
+    path.file_stem()
+        .map_or_else(|| "plugin".into(), |s| s.to_string_lossy().into_owned())
 }
 
 fn read_stages(file: &Path) -> anyhow::Result<(RuntimeConfig, Vec<StageConfig>)> {
-    let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
-    let parsed: StagesFile = toml::from_str(&text).with_context(|| format!("invalid stages file {}", file.display()))?;
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let parsed: StagesFile =
+        toml::from_str(&text).with_context(|| format!("invalid stages file {}", file.display()))?;
     if parsed.stages.is_empty() {
         bail!("{} has no [[stages]]", file.display());
     }
@@ -188,7 +230,8 @@ fn read_events(input: &Path, topic: &str) -> anyhow::Result<(Vec<usize>, Vec<Rec
     let reader: Box<dyn BufRead> = if input == Path::new("-") {
         Box::new(std::io::stdin().lock())
     } else {
-        let file = std::fs::File::open(input).with_context(|| format!("cannot open {}", input.display()))?;
+        let file = std::fs::File::open(input)
+            .with_context(|| format!("cannot open {}", input.display()))?;
         Box::new(std::io::BufReader::new(file))
     };
     let topic: Arc<str> = topic.into();
@@ -212,7 +255,9 @@ fn tally(summary: &mut Summary, fate: &Fate) {
     match fate {
         Fate::Kept => summary.kept += 1,
         Fate::Rewritten => summary.rewritten += 1,
-        Fate::Rejected { rejection, .. } => *summary.rejected.entry(rejection.code.clone()).or_default() += 1,
+        Fate::Rejected { rejection, .. } => {
+            *summary.rejected.entry(rejection.code.clone()).or_default() += 1
+        }
         Fate::Failed { error, .. } => {
             let code = error.failure().map_or("plugin_error", |f| f.code());
             *summary.failed.entry(code.to_string()).or_default() += 1;
@@ -221,7 +266,13 @@ fn tally(summary: &mut Summary, fate: &Fate) {
 }
 
 fn value_text(outcome: &Outcome) -> String {
-    outcome.record.value.as_deref().map(String::from_utf8_lossy).unwrap_or_default().into_owned()
+    outcome
+        .record
+        .value
+        .as_deref()
+        .map(String::from_utf8_lossy)
+        .unwrap_or_default()
+        .into_owned()
 }
 
 fn verdict_text(line: usize, outcome: &Outcome, plugins: &[Plugin]) -> String {
@@ -229,7 +280,11 @@ fn verdict_text(line: usize, outcome: &Outcome, plugins: &[Plugin]) -> String {
         Fate::Kept => format!("line {line}: kept"),
         Fate::Rewritten => format!("line {line}: rewritten {}", value_text(outcome)),
         Fate::Rejected { stage, rejection } => {
-            let field = rejection.field.as_ref().map(|f| format!(" [{f}]")).unwrap_or_default();
+            let field = rejection
+                .field
+                .as_ref()
+                .map(|f| format!(" [{f}]"))
+                .unwrap_or_default();
             format!(
                 "line {line}: rejected by {}: {}{field}: {}",
                 plugins[*stage].name(),
@@ -239,7 +294,10 @@ fn verdict_text(line: usize, outcome: &Outcome, plugins: &[Plugin]) -> String {
         }
         Fate::Failed { stage, error } => {
             let code = error.failure().map_or("plugin_error", |f| f.code());
-            format!("line {line}: failed in {}: {code}: {error}", plugins[*stage].name())
+            format!(
+                "line {line}: failed in {}: {code}: {error}",
+                plugins[*stage].name()
+            )
         }
     }
 }
@@ -249,7 +307,8 @@ fn verdict_json(line: usize, outcome: &Outcome, plugins: &[Plugin]) -> Value {
         Fate::Kept => json!({ "line": line, "verdict": "kept" }),
         Fate::Rewritten => {
             let bytes = outcome.record.value.as_deref().unwrap_or_default();
-            let value = serde_json::from_slice::<Value>(bytes).unwrap_or_else(|_| Value::String(value_text(outcome)));
+            let value = serde_json::from_slice::<Value>(bytes)
+                .unwrap_or_else(|_| Value::String(value_text(outcome)));
             json!({ "line": line, "verdict": "rewritten", "value": value })
         }
         Fate::Rejected { stage, rejection } => json!({
@@ -282,7 +341,10 @@ fn summary_text(s: &Summary) -> String {
     );
     for (title, counts) in [("rejected", &s.rejected), ("failed", &s.failed)] {
         if !counts.is_empty() {
-            let list: Vec<String> = counts.iter().map(|(code, n)| format!("{code} {n}")).collect();
+            let list: Vec<String> = counts
+                .iter()
+                .map(|(code, n)| format!("{code} {n}"))
+                .collect();
             text.push_str(&format!("{title}: {}\n", list.join(", ")));
         }
     }

@@ -50,7 +50,10 @@ pub fn run(stages: &[Plugin], records: Vec<Record>, chunk_size: usize) -> Vec<Ou
     let chunk_size = chunk_size.max(1);
     let mut outcomes: Vec<Outcome> = records
         .into_iter()
-        .map(|record| Outcome { record, fate: Fate::Kept })
+        .map(|record| Outcome {
+            record,
+            fate: Fate::Kept,
+        })
         .collect();
     let mut alive: Vec<usize> = (0..outcomes.len()).collect();
     for (stage, plugin) in stages.iter().enumerate() {
@@ -67,7 +70,9 @@ pub fn run(stages: &[Plugin], records: Vec<Record>, chunk_size: usize) -> Vec<Ou
                         outcome.fate = Fate::Rewritten;
                         survivors.push(i);
                     }
-                    Ok(Verdict::Reject(rejection)) => outcome.fate = Fate::Rejected { stage, rejection },
+                    Ok(Verdict::Reject(rejection)) => {
+                        outcome.fate = Fate::Rejected { stage, rejection }
+                    }
                     Err(error) => outcome.fate = Fate::Failed { stage, error },
                 }
             }
@@ -87,7 +92,11 @@ fn judge(plugin: &Plugin, records: &[&Record]) -> Vec<Result<Verdict, Arc<UdfErr
     judge_within(plugin, records, &mut budget)
 }
 
-fn judge_within(plugin: &Plugin, records: &[&Record], budget: &mut usize) -> Vec<Result<Verdict, Arc<UdfError>>> {
+fn judge_within(
+    plugin: &Plugin,
+    records: &[&Record],
+    budget: &mut usize,
+) -> Vec<Result<Verdict, Arc<UdfError>>> {
     match plugin.process(records) {
         Ok(verdicts) => verdicts.into_iter().map(Ok).collect(),
         Err(error) => {

@@ -1,6 +1,8 @@
 //! Crossing the boundary: records → columnar [`EventChunk`], and the plugin's columnar
 //! answer → one [`Verdict`] per record, checked against the contract.
 
+use std::sync::Arc;
+
 use super::bindings::sluice::plugin::types::{Action, EventChunk, Header as WireHeader, Verdicts};
 use super::error::{EventSpan, Failure};
 use crate::record::Record;
@@ -29,9 +31,15 @@ pub struct Rejection {
 }
 
 /// Lays out records in the columnar chunk format of the WIT contract.
-pub fn encode<'a>(records: impl IntoIterator<Item = &'a Record>) -> EventChunk {
-    let records = records.into_iter();
-    let n = records.size_hint().0;
+pub fn encode<'a>(records: impl IntoIterator<Item = &'a Record> + Clone) -> EventChunk {
+    // Size every buffer first: values are most of the bytes, and growing a buffer copies it.
+    let (mut n, mut key_bytes, mut value_bytes, mut header_count) = (0, 0, 0, 0);
+    for r in records.clone() {
+        n += 1;
+        key_bytes += r.key.as_ref().map_or(0, Vec::len);
+        value_bytes += r.value.as_ref().map_or(0, Vec::len);
+        header_count += r.headers.len();
+    }
     let mut chunk = EventChunk {
         topics: Vec::new(),
         topic_index: Vec::with_capacity(n),
@@ -39,25 +47,38 @@ pub fn encode<'a>(records: impl IntoIterator<Item = &'a Record>) -> EventChunk {
         offsets: Vec::with_capacity(n),
         timestamps: Vec::with_capacity(n),
         key_lengths: Vec::with_capacity(n),
-        keys: Vec::new(),
+        keys: Vec::with_capacity(key_bytes),
         value_lengths: Vec::with_capacity(n),
-        values: Vec::new(),
-        headers: Vec::new(),
+        values: Vec::with_capacity(value_bytes),
+        headers: Vec::with_capacity(header_count),
     };
-    for (i, record) in records.enumerate() {
-        let topic = match chunk.topics.iter().rposition(|t| **t == *record.topic) {
-            Some(t) => t,
-            None => {
-                chunk.topics.push(record.topic.to_string());
-                chunk.topics.len() - 1
+    let mut last_topic: Option<(&Arc<str>, u16)> = None;
+    for (i, record) in records.into_iter().enumerate() {
+        let topic = match last_topic {
+            Some((t, index)) if Arc::ptr_eq(t, &record.topic) || **t == *record.topic => index,
+            _ => {
+                let index = match chunk.topics.iter().position(|t| **t == *record.topic) {
+                    Some(t) => t,
+                    None => {
+                        chunk.topics.push(record.topic.to_string());
+                        chunk.topics.len() - 1
+                    }
+                };
+                let index = u16::try_from(index).unwrap_or(u16::MAX);
+                last_topic = Some((&record.topic, index));
+                index
             }
         };
-        chunk.topic_index.push(u16::try_from(topic).unwrap_or(u16::MAX));
+        chunk.topic_index.push(topic);
         chunk.partitions.push(record.partition);
         chunk.offsets.push(record.offset);
         chunk.timestamps.push(record.timestamp_ms.unwrap_or(-1));
-        chunk.key_lengths.push(append(&mut chunk.keys, record.key.as_deref()));
-        chunk.value_lengths.push(append(&mut chunk.values, record.value.as_deref()));
+        chunk
+            .key_lengths
+            .push(append(&mut chunk.keys, record.key.as_deref()));
+        chunk
+            .value_lengths
+            .push(append(&mut chunk.values, record.value.as_deref()));
         for h in &record.headers {
             chunk.headers.push(WireHeader {
                 event: i as u32,
@@ -103,16 +124,28 @@ pub fn span<'a>(records: impl IntoIterator<Item = &'a Record>) -> EventSpan {
 pub fn decode(verdicts: Verdicts, n: usize, max_output: ByteSize) -> Result<Vec<Verdict>, Failure> {
     let bad = |reason: String| Err(Failure::BadAnswer { reason });
     if verdicts.actions.len() != n {
-        return bad(format!("answered {} actions for {n} events", verdicts.actions.len()));
+        return bad(format!(
+            "answered {} actions for {n} events",
+            verdicts.actions.len()
+        ));
     }
-    let output: u64 = verdicts.rewrites.iter().map(|r| r.value.len() as u64).sum::<u64>()
+    let output: u64 = verdicts
+        .rewrites
+        .iter()
+        .map(|r| r.value.len() as u64)
+        .sum::<u64>()
         + verdicts
             .rejections
             .iter()
-            .map(|r| (r.code.len() + r.message.len() + r.field.as_ref().map_or(0, String::len)) as u64)
+            .map(|r| {
+                (r.code.len() + r.message.len() + r.field.as_ref().map_or(0, String::len)) as u64
+            })
             .sum::<u64>();
     if output > max_output.0 {
-        return Err(Failure::OutputTooLarge { bytes: output, limit: max_output });
+        return Err(Failure::OutputTooLarge {
+            bytes: output,
+            limit: max_output,
+        });
     }
     let mut rewrites = verdicts.rewrites.into_iter().peekable();
     let mut rejections = verdicts.rejections.into_iter().peekable();
@@ -123,28 +156,44 @@ pub fn decode(verdicts: Verdicts, n: usize, max_output: ByteSize) -> Result<Vec<
             Action::Keep => Verdict::Keep,
             Action::Rewrite => match rewrites.next_if(|r| r.event == i) {
                 Some(r) => Verdict::Rewrite(r.value),
-                None => return bad(format!("event {i} is marked rewrite but has no rewrite in order")),
+                None => {
+                    return bad(format!(
+                        "event {i} is marked rewrite but has no rewrite in order"
+                    ));
+                }
             },
             Action::Reject => match rejections.next_if(|r| r.event == i) {
-                Some(r) => Verdict::Reject(Rejection { code: r.code, message: r.message, field: r.field }),
-                None => return bad(format!("event {i} is marked reject but has no rejection in order")),
+                Some(r) => Verdict::Reject(Rejection {
+                    code: r.code,
+                    message: r.message,
+                    field: r.field,
+                }),
+                None => {
+                    return bad(format!(
+                        "event {i} is marked reject but has no rejection in order"
+                    ));
+                }
             },
         };
         out.push(verdict);
     }
     if let Some(r) = rewrites.next() {
-        return bad(format!("rewrite for event {} does not match a rewrite action", r.event));
+        return bad(format!(
+            "rewrite for event {} does not match a rewrite action",
+            r.event
+        ));
     }
     if let Some(r) = rejections.next() {
-        return bad(format!("rejection for event {} does not match a reject action", r.event));
+        return bad(format!(
+            "rejection for event {} does not match a reject action",
+            r.event
+        ));
     }
     Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::super::bindings::sluice::plugin::types::{Rejection as WireRejection, Rewrite};
     use super::*;
     use crate::record::Header;
@@ -154,7 +203,10 @@ mod tests {
         let clicks: Arc<str> = "clicks".into();
         let mut a = Record::with_value(clicks.clone(), 5, b"{}".to_vec());
         a.key = Some(b"k".to_vec());
-        a.headers.push(Header { name: "h".into(), value: None });
+        a.headers.push(Header {
+            name: "h".into(),
+            value: None,
+        });
         let mut b = Record::with_value("orders".into(), 9, b"[1]".to_vec());
         b.value = None;
         b.timestamp_ms = Some(42);
@@ -168,16 +220,30 @@ mod tests {
         assert_eq!(chunk.value_lengths, vec![2, -1, 1]);
         assert_eq!(chunk.values, b"{}x");
         assert_eq!(chunk.headers.len(), 1);
-        assert_eq!(span([&a, &b, &c]).to_string(), "3 events (clicks/0@5 .. clicks/0@6)");
+        assert_eq!(
+            span([&a, &b, &c]).to_string(),
+            "3 events (clicks/0@5 .. clicks/0@6)"
+        );
     }
 
     fn answer(actions: Vec<Action>, rewrites: Vec<u32>, rejections: Vec<u32>) -> Verdicts {
         Verdicts {
             actions,
-            rewrites: rewrites.into_iter().map(|event| Rewrite { event, value: b"v".to_vec() }).collect(),
+            rewrites: rewrites
+                .into_iter()
+                .map(|event| Rewrite {
+                    event,
+                    value: b"v".to_vec(),
+                })
+                .collect(),
             rejections: rejections
                 .into_iter()
-                .map(|event| WireRejection { event, code: "c".into(), message: "m".into(), field: None })
+                .map(|event| WireRejection {
+                    event,
+                    code: "c".into(),
+                    message: "m".into(),
+                    field: None,
+                })
                 .collect(),
         }
     }
@@ -186,7 +252,12 @@ mod tests {
     fn answers_are_checked() {
         use Action::*;
         let max = ByteSize::mib(1);
-        let ok = decode(answer(vec![Keep, Rewrite, Reject], vec![1], vec![2]), 3, max).unwrap();
+        let ok = decode(
+            answer(vec![Keep, Rewrite, Reject], vec![1], vec![2]),
+            3,
+            max,
+        )
+        .unwrap();
         assert_eq!(ok[1], Verdict::Rewrite(b"v".to_vec()));
         assert!(matches!(&ok[2], Verdict::Reject(r) if r.code == "c"));
 
@@ -197,9 +268,15 @@ mod tests {
             (answer(vec![Reject, Keep], vec![], vec![0, 1]), 2),
             (answer(vec![Reject], vec![], vec![]), 1),
         ] {
-            assert!(matches!(decode(answer, n, max), Err(Failure::BadAnswer { .. })));
+            assert!(matches!(
+                decode(answer, n, max),
+                Err(Failure::BadAnswer { .. })
+            ));
         }
         let big = answer(vec![Rewrite], vec![0], vec![]);
-        assert!(matches!(decode(big, 1, ByteSize(0)), Err(Failure::OutputTooLarge { bytes: 1, .. })));
+        assert!(matches!(
+            decode(big, 1, ByteSize(0)),
+            Err(Failure::OutputTooLarge { bytes: 1, .. })
+        ));
     }
 }

@@ -161,7 +161,11 @@ impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Failure::Deadline { limit } => {
-                write!(f, "exceeded its call-timeout of {}ms and was interrupted", limit.as_millis())
+                write!(
+                    f,
+                    "exceeded its call-timeout of {}ms and was interrupted",
+                    limit.as_millis()
+                )
             }
             Failure::Memory { limit } => write!(f, "exceeded its memory limit of {limit}"),
             Failure::StackOverflow { limit } => {
@@ -169,7 +173,10 @@ impl fmt::Display for Failure {
             }
             Failure::Trap { message } => write!(f, "trapped: {message}"),
             Failure::OutputTooLarge { bytes, limit } => {
-                write!(f, "returned {bytes} bytes, more than its max-output of {limit}")
+                write!(
+                    f,
+                    "returned {bytes} bytes, more than its max-output of {limit}"
+                )
             }
             Failure::BadAnswer { reason } => write!(f, "broke the plugin contract: {reason}"),
             Failure::Plugin { message } => write!(f, "returned an error: {message}"),

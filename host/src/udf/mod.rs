@@ -30,8 +30,8 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine, Store, Trap};
 
-use self::bindings::{EventProcessor, EventProcessorPre};
 pub use self::bindings::WIT_VERSION;
+use self::bindings::{EventProcessor, EventProcessorPre};
 pub use self::chunk::{Rejection, Verdict};
 use self::config::{Grants, Limits, RuntimeConfig};
 pub use self::error::{EventSpan, Failure, UdfError};
@@ -52,7 +52,9 @@ pub struct Runtime {
 
 impl fmt::Debug for Runtime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Runtime").field("config", &self.config).finish_non_exhaustive()
+        f.debug_struct("Runtime")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
     }
 }
 
@@ -69,7 +71,8 @@ impl Runtime {
 
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(engine_error)?;
-        EventProcessor::add_to_linker::<_, HasSelf<StoreState>>(&mut linker, |s| s).map_err(engine_error)?;
+        EventProcessor::add_to_linker::<_, HasSelf<StoreState>>(&mut linker, |s| s)
+            .map_err(engine_error)?;
 
         let weak = engine.weak();
         std::thread::Builder::new()
@@ -83,7 +86,11 @@ impl Runtime {
             })
             .map_err(|e| UdfError::Engine(format!("cannot start the deadline ticker: {e}")))?;
 
-        Ok(Runtime { engine, linker: Arc::new(linker), config })
+        Ok(Runtime {
+            engine,
+            linker: Arc::new(linker),
+            config,
+        })
     }
 
     /// The runtime's settings.
@@ -129,7 +136,10 @@ impl Runtime {
             version: WIT_VERSION,
             message: format!("{e:#}"),
         };
-        let pre = self.linker.instantiate_pre(&component).map_err(incompatible)?;
+        let pre = self
+            .linker
+            .instantiate_pre(&component)
+            .map_err(incompatible)?;
         let pre = EventProcessorPre::new(pre).map_err(incompatible)?;
 
         let shared = Arc::new(Shared {
@@ -194,7 +204,10 @@ impl Instance {
             .bindings
             .sluice_plugin_processor()
             .call_describe(&mut self.store)
-            .map_err(|e| UdfError::Init { plugin: plugin.to_string(), message: format!("describe failed: {e:#}") })?;
+            .map_err(|e| UdfError::Init {
+                plugin: plugin.to_string(),
+                message: format!("describe failed: {e:#}"),
+            })?;
         Ok((info.name, info.version))
     }
 }
@@ -212,7 +225,12 @@ impl Plugin {
 
     /// The name and version the plugin declares about itself.
     pub fn declared(&self) -> (String, String) {
-        self.shared.info.lock().unwrap_or_else(|e| e.into_inner()).clone().unwrap_or_default()
+        self.shared
+            .info
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .unwrap_or_default()
     }
 
     /// The plugin's limits.
@@ -229,7 +247,9 @@ impl Plugin {
         let chunk = chunk::encode(records.iter().copied());
         let mut instance = self.checkout()?;
         let limits = &self.shared.limits;
-        instance.store.set_epoch_deadline(deadline_ticks(limits.call_timeout));
+        instance
+            .store
+            .set_epoch_deadline(deadline_ticks(limits.call_timeout));
         let result = instance
             .bindings
             .sluice_plugin_processor()
@@ -257,7 +277,10 @@ impl Plugin {
     /// Creates and initialises a fresh instance.
     fn instantiate(&self) -> Result<Instance, UdfError> {
         let s = &self.shared;
-        let init_error = |message: String| UdfError::Init { plugin: s.name.to_string(), message };
+        let init_error = |message: String| UdfError::Init {
+            plugin: s.name.to_string(),
+            message,
+        };
         let state = StoreState::new(s.name.clone(), &s.grants, s.limits.memory)
             .map_err(|e| init_error(e.to_string()))?;
         let mut store = Store::new(s.pre.engine(), state);
@@ -267,15 +290,23 @@ impl Plugin {
         let bindings = match s.pre.instantiate(&mut store) {
             Ok(b) => b,
             Err(e) => {
-                let mut instance_failure = Failure::Trap { message: String::new() };
+                let mut instance_failure = Failure::Trap {
+                    message: String::new(),
+                };
                 if store.data().limiter.hit {
-                    instance_failure = Failure::Memory { limit: s.limits.memory };
+                    instance_failure = Failure::Memory {
+                        limit: s.limits.memory,
+                    };
                 }
-                return Err(init_error(format!("cannot instantiate: {e:#} ({instance_failure})")));
+                return Err(init_error(format!(
+                    "cannot instantiate: {e:#} ({instance_failure})"
+                )));
             }
         };
         let mut instance = Instance { store, bindings };
-        instance.store.set_epoch_deadline(deadline_ticks(s.limits.call_timeout));
+        instance
+            .store
+            .set_epoch_deadline(deadline_ticks(s.limits.call_timeout));
         match instance
             .bindings
             .sluice_plugin_processor()
@@ -291,7 +322,12 @@ impl Plugin {
     }
 
     fn checkout(&self) -> Result<Instance, UdfError> {
-        let idle = self.shared.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let idle = self
+            .shared
+            .idle
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop();
         match idle {
             Some(instance) => Ok(instance),
             None => self.instantiate(),
@@ -299,7 +335,11 @@ impl Plugin {
     }
 
     fn release(&self, instance: Instance) {
-        self.shared.idle.lock().unwrap_or_else(|e| e.into_inner()).push(instance);
+        self.shared
+            .idle
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(instance);
     }
 
     /// Turns a trap into the failure it stands for.
@@ -307,18 +347,27 @@ impl Plugin {
         let limits = &self.shared.limits;
         let stderr = instance.store.data().stderr.take();
         match error.downcast_ref::<Trap>() {
-            Some(Trap::Interrupt) => Failure::Deadline { limit: limits.call_timeout },
-            Some(Trap::StackOverflow) => Failure::StackOverflow { limit: self.shared.max_stack },
-            _ if instance.store.data().limiter.hit => Failure::Memory { limit: limits.memory },
+            Some(Trap::Interrupt) => Failure::Deadline {
+                limit: limits.call_timeout,
+            },
+            Some(Trap::StackOverflow) => Failure::StackOverflow {
+                limit: self.shared.max_stack,
+            },
+            _ if instance.store.data().limiter.hit => Failure::Memory {
+                limit: limits.memory,
+            },
             trap => {
                 let what = trap.map_or_else(|| format!("{error:#}"), |t| t.to_string());
-                let message = if stderr.is_empty() { what } else { format!("{what}; plugin stderr: {stderr}") };
+                let message = if stderr.is_empty() {
+                    what
+                } else {
+                    format!("{what}; plugin stderr: {stderr}")
+                };
                 Failure::Trap { message }
             }
         }
     }
 }
-
 
 fn deadline_ticks(timeout: Duration) -> u64 {
     (timeout.as_millis() / EPOCH_TICK.as_millis()).max(1) as u64 + 1

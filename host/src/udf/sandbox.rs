@@ -30,7 +30,11 @@ pub struct StoreState {
 }
 
 impl StoreState {
-    pub(crate) fn new(plugin: Arc<str>, grants: &Grants, memory: ByteSize) -> std::io::Result<Self> {
+    pub(crate) fn new(
+        plugin: Arc<str>,
+        grants: &Grants,
+        memory: ByteSize,
+    ) -> std::io::Result<Self> {
         let stderr = StderrTail::default();
         let mut wasi = WasiCtx::builder();
         wasi.stderr(stderr.clone());
@@ -43,13 +47,18 @@ impl StoreState {
         for dir in &grants.read_only_dirs {
             let guest = dir.to_string_lossy();
             wasi.preopened_dir(dir, guest.as_ref(), FsPerms::ReadOnly)
-                .map_err(|e| std::io::Error::other(format!("cannot grant {}: {e}", dir.display())))?;
+                .map_err(|e| {
+                    std::io::Error::other(format!("cannot grant {}: {e}", dir.display()))
+                })?;
         }
         // No network: sockets and name lookups are refused by the default WASI context.
         Ok(StoreState {
             wasi: wasi.build(),
             table: ResourceTable::new(),
-            limiter: MemoryLimiter { cap: memory.as_usize(), hit: false },
+            limiter: MemoryLimiter {
+                cap: memory.as_usize(),
+                hit: false,
+            },
             stderr,
             plugin,
         })
@@ -58,7 +67,10 @@ impl StoreState {
 
 impl WasiView for StoreState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
     }
 }
 
@@ -94,7 +106,12 @@ pub(crate) struct MemoryLimiter {
 }
 
 impl wasmtime::ResourceLimiter for MemoryLimiter {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         if desired > self.cap {
             self.hit = true;
             return Ok(false);
@@ -102,7 +119,12 @@ impl wasmtime::ResourceLimiter for MemoryLimiter {
         Ok(true)
     }
 
-    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         Ok(desired <= 1_000_000)
     }
 }
@@ -201,10 +223,16 @@ impl tokio::io::AsyncWrite for StderrTail {
         self.push(buf);
         std::task::Poll::Ready(Ok(buf.len()))
     }
-    fn poll_flush(self: std::pin::Pin<&mut Self>, _cx: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
         std::task::Poll::Ready(Ok(()))
     }
-    fn poll_shutdown(self: std::pin::Pin<&mut Self>, _cx: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
         std::task::Poll::Ready(Ok(()))
     }
 }

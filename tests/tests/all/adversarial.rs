@@ -26,7 +26,14 @@ fn failure_of(mode: &str, extra: &[(&str, &str)], limits: Limits) -> Failure {
     let plugin = misbehave(mode, extra, limits).expect("loads");
     let records = records(&["{}", "{}", "{}"]);
     let error = plugin.process(&refs(&records)).expect_err("the call fails");
-    let UdfError::Call { plugin: name, failure, events } = error else { panic!("not a call error: {error}") };
+    let UdfError::Call {
+        plugin: name,
+        failure,
+        events,
+    } = error
+    else {
+        panic!("not a call error: {error}")
+    };
     assert_eq!(name, "misbehave");
     assert_eq!(events.count, 3);
     assert_eq!(events.first.as_deref(), Some("clicks/0@0"));
@@ -45,88 +52,166 @@ fn assert_host_still_serves() {
 
 #[test]
 fn infinite_loop_hits_the_call_timeout() {
-    let limits = Limits { call_timeout: Duration::from_millis(200), ..Limits::default() };
+    let limits = Limits {
+        call_timeout: Duration::from_millis(200),
+        ..Limits::default()
+    };
     let failure = failure_of("spin", &[], limits);
-    assert_eq!(failure, Failure::Deadline { limit: Duration::from_millis(200) });
+    assert_eq!(
+        failure,
+        Failure::Deadline {
+            limit: Duration::from_millis(200)
+        }
+    );
     assert_eq!(failure.limit(), Some("call-timeout"));
 }
 
 #[test]
 fn memory_bomb_hits_the_memory_limit() {
-    let limits = Limits { memory: ByteSize::mib(16), ..Limits::default() };
+    let limits = Limits {
+        memory: ByteSize::mib(16),
+        ..Limits::default()
+    };
     let failure = failure_of("memory-bomb", &[], limits);
-    assert_eq!(failure, Failure::Memory { limit: ByteSize::mib(16) });
+    assert_eq!(
+        failure,
+        Failure::Memory {
+            limit: ByteSize::mib(16)
+        }
+    );
     assert_eq!(failure.limit(), Some("memory"));
 }
 
 #[test]
 fn deep_recursion_hits_the_stack_limit() {
     let failure = failure_of("recursion", &[], Limits::default());
-    assert!(matches!(failure, Failure::StackOverflow { .. }), "{failure}");
+    assert!(
+        matches!(failure, Failure::StackOverflow { .. }),
+        "{failure}"
+    );
     assert_eq!(failure.limit(), Some("max-stack"));
 }
 
 #[test]
 fn a_panic_traps_with_its_message() {
     let failure = failure_of("trap", &[], Limits::default());
-    let Failure::Trap { message } = &failure else { panic!("{failure}") };
+    let Failure::Trap { message } = &failure else {
+        panic!("{failure}")
+    };
     assert!(message.contains("deliberate trap at offset 0"), "{message}");
     assert_eq!(failure.limit(), None);
 }
 
 #[test]
 fn huge_output_hits_the_output_limit() {
-    let limits = Limits { max_output: ByteSize::kib(256), ..Limits::default() };
+    let limits = Limits {
+        max_output: ByteSize::kib(256),
+        ..Limits::default()
+    };
     let failure = failure_of("huge-output", &[("bytes", "131072")], limits);
-    assert_eq!(failure, Failure::OutputTooLarge { bytes: 3 * 131072, limit: ByteSize::kib(256) });
+    assert_eq!(
+        failure,
+        Failure::OutputTooLarge {
+            bytes: 3 * 131072,
+            limit: ByteSize::kib(256)
+        }
+    );
 }
 
 #[test]
 fn wrong_result_count_is_a_broken_contract() {
     let failure = failure_of("wrong-count", &[], Limits::default());
-    assert_eq!(failure, Failure::BadAnswer { reason: "answered 2 actions for 3 events".into() });
+    assert_eq!(
+        failure,
+        Failure::BadAnswer {
+            reason: "answered 2 actions for 3 events".into()
+        }
+    );
     let failure = failure_of("bad-index", &[], Limits::default());
-    assert!(matches!(&failure, Failure::BadAnswer { reason } if reason.contains("rewrite for event 0")), "{failure}");
+    assert!(
+        matches!(&failure, Failure::BadAnswer { reason } if reason.contains("rewrite for event 0")),
+        "{failure}"
+    );
 }
 
 #[test]
 fn a_chunk_error_from_the_plugin_is_reported() {
     let failure = failure_of("process-error", &[], Limits::default());
-    assert_eq!(failure, Failure::Plugin { message: "deliberate failure of the whole chunk".into() });
+    assert_eq!(
+        failure,
+        Failure::Plugin {
+            message: "deliberate failure of the whole chunk".into()
+        }
+    );
 }
 
 #[test]
 fn failing_init_refuses_the_plugin_at_load() {
     let error = misbehave("fail-init", &[], Limits::default()).unwrap_err();
-    let UdfError::Init { plugin, message } = &error else { panic!("{error}") };
+    let UdfError::Init { plugin, message } = &error else {
+        panic!("{error}")
+    };
     assert_eq!(plugin, "misbehave");
-    assert!(message.contains("deliberately refusing to start"), "{message}");
+    assert!(
+        message.contains("deliberately refusing to start"),
+        "{message}"
+    );
 
-    let limits = Limits { call_timeout: Duration::from_millis(100), ..Limits::default() };
+    let limits = Limits {
+        call_timeout: Duration::from_millis(100),
+        ..Limits::default()
+    };
     let error = misbehave("spin-init", &[], limits).unwrap_err();
-    assert!(matches!(&error, UdfError::Init { message, .. } if message.contains("call-timeout")), "{error}");
+    assert!(
+        matches!(&error, UdfError::Init { message, .. } if message.contains("call-timeout")),
+        "{error}"
+    );
     assert_host_still_serves();
 }
 
 #[test]
 fn another_wit_version_is_refused_at_load() {
     let error = load(plugins::FUTURE_VERSION, &[]).unwrap_err();
-    assert!(matches!(error, UdfError::Incompatible { version: "0.1.0", .. }), "{error}");
-    assert!(error.to_string().contains("sluice:plugin/processor@0.1.0"), "{error}");
+    assert!(
+        matches!(
+            error,
+            UdfError::Incompatible {
+                version: "0.1.0",
+                ..
+            }
+        ),
+        "{error}"
+    );
+    assert!(
+        error.to_string().contains("sluice:plugin/processor@0.1.0"),
+        "{error}"
+    );
 
-    let not_wasm = runtime().load("junk", b"\0asm but not really", vec![], Limits::default(), Grants::default());
-    assert!(matches!(not_wasm, Err(UdfError::Compile { .. })), "{not_wasm:?}");
+    let not_wasm = runtime().load(
+        "junk",
+        b"\0asm but not really",
+        vec![],
+        Limits::default(),
+        Grants::default(),
+    );
+    assert!(
+        matches!(not_wasm, Err(UdfError::Compile { .. })),
+        "{not_wasm:?}"
+    );
     assert_host_still_serves();
 }
 
 #[test]
 fn only_the_events_that_trap_fail() {
     let plugin = misbehave("trap", &[("trap-offset", "5")], Limits::default()).unwrap();
-    let outcomes = chain::run(&[plugin.clone()], records(&["{}"; 16]), 16);
+    let outcomes = chain::run(std::slice::from_ref(&plugin), records(&["{}"; 16]), 16);
     for (i, outcome) in outcomes.iter().enumerate() {
         match (&outcome.fate, i) {
             (Fate::Failed { stage: 0, error }, 5) => {
-                assert!(error.to_string().contains("1 event (clicks/0@5)"), "{error}");
+                assert!(
+                    error.to_string().contains("1 event (clicks/0@5)"),
+                    "{error}"
+                );
                 assert!(matches!(error.failure(), Some(Failure::Trap { .. })));
             }
             (Fate::Kept, i) if i != 5 => {}
@@ -143,7 +228,9 @@ fn the_sandbox_grants_nothing_by_default() {
     let plugin = misbehave("probe", &[], Limits::default()).unwrap();
     let records = records(&["{}"]);
     let verdicts = plugin.process(&refs(&records)).unwrap();
-    let Verdict::Reject(report) = &verdicts[0] else { panic!("{verdicts:?}") };
+    let Verdict::Reject(report) = &verdicts[0] else {
+        panic!("{verdicts:?}")
+    };
     let message = &report.message;
     assert!(message.contains("env=0 "), "{message}");
     assert!(message.contains("dir=Err("), "{message}");
@@ -162,16 +249,35 @@ fn grants_open_exactly_what_they_name() {
         env: [("PROBE_DIR".to_string(), dir.display().to_string())].into(),
         read_only_dirs: vec![dir.clone()],
     };
-    let plugin = load_with(plugins::MISBEHAVE, &[("mode", "probe")], Limits::default(), grants).unwrap();
+    let plugin = load_with(
+        plugins::MISBEHAVE,
+        &[("mode", "probe")],
+        Limits::default(),
+        grants,
+    )
+    .unwrap();
     let records = records(&["{}"]);
     let verdicts = plugin.process(&refs(&records)).unwrap();
-    let Verdict::Reject(report) = &verdicts[0] else { panic!("{verdicts:?}") };
+    let Verdict::Reject(report) = &verdicts[0] else {
+        panic!("{verdicts:?}")
+    };
     let message = &report.message;
     assert!(message.contains("env=1 "), "{message}");
-    assert!(message.contains("dir=Ok(1)"), "the granted folder is readable: {message}");
+    assert!(
+        message.contains("dir=Ok(1)"),
+        "the granted folder is readable: {message}"
+    );
     assert!(message.contains("passwd=Err("), "{message}");
     assert!(message.contains("net=Err("), "{message}");
-    let clock: u64 = message.split("clock=").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    let clock: u64 = message
+        .split("clock=")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!(clock > 1_600_000_000, "{message}");
     std::fs::remove_dir_all(dir).unwrap();
 }

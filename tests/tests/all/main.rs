@@ -4,4 +4,5 @@
 mod adversarial;
 mod cli;
 mod enricher;
+mod readme;
 mod validator;

@@ -38,7 +38,9 @@ fn unset(k: &'static str) -> (&'static str, Option<Value>) {
 fn judge(values: &[String], params: &[(&str, &str)]) -> Vec<Verdict> {
     let plugin = load(plugins::CLICKSTREAM_VALIDATOR, params).expect("validator loads");
     let records = records(values);
-    plugin.process(&records.iter().collect::<Vec<_>>()).expect("validator runs")
+    plugin
+        .process(&records.iter().collect::<Vec<_>>())
+        .expect("validator runs")
 }
 
 fn accepted() -> Vec<String> {
@@ -46,8 +48,22 @@ fn accepted() -> Vec<String> {
     let typed = [
         ("search", vec![set("search_query", json!("trail mug"))]),
         ("product_view", vec![set("product_id", json!("P1"))]),
-        ("add_to_cart", vec![set("product_id", json!("P1")), set("cart_id", json!("c1")), set("quantity", json!(2))]),
-        ("remove_from_cart", vec![set("product_id", json!("P1")), set("cart_id", json!("c1")), set("quantity", json!(1))]),
+        (
+            "add_to_cart",
+            vec![
+                set("product_id", json!("P1")),
+                set("cart_id", json!("c1")),
+                set("quantity", json!(2)),
+            ],
+        ),
+        (
+            "remove_from_cart",
+            vec![
+                set("product_id", json!("P1")),
+                set("cart_id", json!("c1")),
+                set("quantity", json!(1)),
+            ],
+        ),
         ("checkout_start", vec![set("cart_id", json!("c1"))]),
         ("purchase", vec![set("order_id", json!("o1"))]),
     ];
@@ -57,7 +73,10 @@ fn accepted() -> Vec<String> {
     }
     events.extend([
         event(&[set("unknown_field", json!({"nested": [1, 2]}))]),
-        event(&[set("referrer_url", Value::Null), set("product_name", json!("Mug"))]),
+        event(&[
+            set("referrer_url", Value::Null),
+            set("product_name", json!("Mug")),
+        ]),
         event(&[set("price", json!(0))]),
         event(&[set("price", json!("18.00"))]),
         event(&[set("price", json!(99999999.99))]),
@@ -80,23 +99,50 @@ fn valid_events_are_kept() {
 }
 
 const REQUIRED: [&str; 9] = [
-    "event_id", "event_time", "user_id", "session_id", "event_type", "page_url", "device_type", "browser",
+    "event_id",
+    "event_time",
+    "user_id",
+    "session_id",
+    "event_type",
+    "page_url",
+    "device_type",
+    "browser",
     "traffic_source",
 ];
 
 fn rejected() -> Vec<(String, &'static str, Option<&'static str>)> {
     let mut cases = Vec::new();
     for field in REQUIRED {
-        cases.push((event(&[unset(field)]), "missing_required_field", Some(field)));
-        cases.push((event(&[set(field, Value::Null)]), "missing_required_field", Some(field)));
-        cases.push((event(&[set(field, json!("   "))]), "blank_required_field", Some(field)));
+        cases.push((
+            event(&[unset(field)]),
+            "missing_required_field",
+            Some(field),
+        ));
+        cases.push((
+            event(&[set(field, Value::Null)]),
+            "missing_required_field",
+            Some(field),
+        ));
+        cases.push((
+            event(&[set(field, json!("   "))]),
+            "blank_required_field",
+            Some(field),
+        ));
     }
     let needs = |event_type: &str, fields: &[(&'static str, Value)], missing: &'static str| {
-        let mut changes: Vec<_> = fields.iter().filter(|(k, _)| *k != missing).map(|(k, v)| set(k, v.clone())).collect();
+        let mut changes: Vec<_> = fields
+            .iter()
+            .filter(|(k, _)| *k != missing)
+            .map(|(k, v)| set(k, v.clone()))
+            .collect();
         changes.push(set("event_type", json!(event_type)));
         (event(&changes), "missing_event_type_field", Some(missing))
     };
-    let cart = [("product_id", json!("P1")), ("cart_id", json!("c1")), ("quantity", json!(1))];
+    let cart = [
+        ("product_id", json!("P1")),
+        ("cart_id", json!("c1")),
+        ("quantity", json!(1)),
+    ];
     cases.extend([
         needs("search", &[("search_query", json!("mug"))], "search_query"),
         needs("product_view", &[("product_id", json!("P1"))], "product_id"),
@@ -106,23 +152,94 @@ fn rejected() -> Vec<(String, &'static str, Option<&'static str>)> {
         needs("remove_from_cart", &cart, "cart_id"),
         needs("checkout_start", &[("cart_id", json!("c1"))], "cart_id"),
         needs("purchase", &[("order_id", json!("o1"))], "order_id"),
-        (event(&[set("event_type", json!("search")), set("search_query", json!(" "))]), "missing_event_type_field", Some("search_query")),
-        (event(&[set("event_time", json!("yesterday"))]), "invalid_event_time", Some("event_time")),
-        (event(&[set("event_time", json!("2026-02-30T00:00:00Z"))]), "invalid_event_time", Some("event_time")),
-        (event(&[set("event_time", json!("2026-01-09 12:00"))]), "invalid_event_time", Some("event_time")),
-        (event(&[set("event_type", json!("click"))]), "invalid_event_type", Some("event_type")),
-        (event(&[set("quantity", json!("several"))]), "invalid_quantity", Some("quantity")),
-        (event(&[set("quantity", json!(0))]), "invalid_quantity", Some("quantity")),
-        (event(&[set("quantity", json!(-3))]), "invalid_quantity", Some("quantity")),
-        (event(&[set("quantity", json!(1.5))]), "invalid_quantity", Some("quantity")),
-        (event(&[set("quantity", json!(2147483648u64))]), "invalid_quantity", Some("quantity")),
-        (event(&[set("price", json!(-1))]), "invalid_price", Some("price")),
-        (event(&[set("price", json!(1.234))]), "invalid_price", Some("price")),
-        (event(&[set("price", json!(100000000))]), "invalid_price", Some("price")),
-        (event(&[set("price", json!("cheap"))]), "invalid_price", Some("price")),
-        (event(&[set("user_id", json!(123))]), "invalid_field_type", Some("user_id")),
-        (event(&[set("page_url", json!(["/"]))]), "invalid_field_type", Some("page_url")),
-        (r#"{"event_id": "evt_1", "event_time": "#.to_string(), "malformed_json", None),
+        (
+            event(&[
+                set("event_type", json!("search")),
+                set("search_query", json!(" ")),
+            ]),
+            "missing_event_type_field",
+            Some("search_query"),
+        ),
+        (
+            event(&[set("event_time", json!("yesterday"))]),
+            "invalid_event_time",
+            Some("event_time"),
+        ),
+        (
+            event(&[set("event_time", json!("2026-02-30T00:00:00Z"))]),
+            "invalid_event_time",
+            Some("event_time"),
+        ),
+        (
+            event(&[set("event_time", json!("2026-01-09 12:00"))]),
+            "invalid_event_time",
+            Some("event_time"),
+        ),
+        (
+            event(&[set("event_type", json!("click"))]),
+            "invalid_event_type",
+            Some("event_type"),
+        ),
+        (
+            event(&[set("quantity", json!("several"))]),
+            "invalid_quantity",
+            Some("quantity"),
+        ),
+        (
+            event(&[set("quantity", json!(0))]),
+            "invalid_quantity",
+            Some("quantity"),
+        ),
+        (
+            event(&[set("quantity", json!(-3))]),
+            "invalid_quantity",
+            Some("quantity"),
+        ),
+        (
+            event(&[set("quantity", json!(1.5))]),
+            "invalid_quantity",
+            Some("quantity"),
+        ),
+        (
+            event(&[set("quantity", json!(2147483648u64))]),
+            "invalid_quantity",
+            Some("quantity"),
+        ),
+        (
+            event(&[set("price", json!(-1))]),
+            "invalid_price",
+            Some("price"),
+        ),
+        (
+            event(&[set("price", json!(1.234))]),
+            "invalid_price",
+            Some("price"),
+        ),
+        (
+            event(&[set("price", json!(100000000))]),
+            "invalid_price",
+            Some("price"),
+        ),
+        (
+            event(&[set("price", json!("cheap"))]),
+            "invalid_price",
+            Some("price"),
+        ),
+        (
+            event(&[set("user_id", json!(123))]),
+            "invalid_field_type",
+            Some("user_id"),
+        ),
+        (
+            event(&[set("page_url", json!(["/"]))]),
+            "invalid_field_type",
+            Some("page_url"),
+        ),
+        (
+            r#"{"event_id": "evt_1", "event_time": "#.to_string(),
+            "malformed_json",
+            None,
+        ),
         ("[1, 2]".to_string(), "malformed_json", None),
         ("not json".to_string(), "malformed_json", None),
     ]);
@@ -150,20 +267,38 @@ fn a_null_value_is_rejected() {
     let mut records = records(&[event(&[])]);
     records[0].value = None;
     let verdicts = plugin.process(&[&records[0]]).unwrap();
-    assert!(matches!(&verdicts[0], Verdict::Reject(r) if r.code == "null_value"), "{verdicts:?}");
+    assert!(
+        matches!(&verdicts[0], Verdict::Reject(r) if r.code == "null_value"),
+        "{verdicts:?}"
+    );
 }
 
 #[test]
 fn allowed_event_types_can_be_overridden() {
-    let values = [event(&[]), event(&[set("event_type", json!("wishlist_add"))])];
+    let values = [
+        event(&[]),
+        event(&[set("event_type", json!("wishlist_add"))]),
+    ];
     let verdicts = judge(&values, &[("allowed-event-types", "wishlist_add, search")]);
-    assert!(matches!(&verdicts[0], Verdict::Reject(r) if r.code == "invalid_event_type"), "{verdicts:?}");
+    assert!(
+        matches!(&verdicts[0], Verdict::Reject(r) if r.code == "invalid_event_type"),
+        "{verdicts:?}"
+    );
     assert_eq!(verdicts[1], Verdict::Keep);
 }
 
 #[test]
 fn unknown_parameters_refuse_the_plugin_at_load() {
-    let error = load(plugins::CLICKSTREAM_VALIDATOR, &[("allowed-event-type", "search")]).unwrap_err();
+    let error = load(
+        plugins::CLICKSTREAM_VALIDATOR,
+        &[("allowed-event-type", "search")],
+    )
+    .unwrap_err();
     assert!(matches!(error, UdfError::Init { .. }), "{error}");
-    assert!(error.to_string().contains("unknown parameter `allowed-event-type`"), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("unknown parameter `allowed-event-type`"),
+        "{error}"
+    );
 }

@@ -19,7 +19,11 @@ pub fn enrich(event: &Event<'_>) -> Result<Verdict, Rejection> {
         let path = page_path(url).to_string();
         fields.insert("page_path".into(), Value::String(path));
     }
-    if let Some(step) = fields.get("event_type").and_then(Value::as_str).and_then(funnel_step) {
+    if let Some(step) = fields
+        .get("event_type")
+        .and_then(Value::as_str)
+        .and_then(funnel_step)
+    {
         fields.insert("funnel_step".into(), Value::from(step));
     }
     Ok(Verdict::rewrite_json(&fields))
@@ -27,7 +31,11 @@ pub fn enrich(event: &Event<'_>) -> Result<Verdict, Rejection> {
 
 sluice_guest::export!(enrich);
 
-fn normalise(fields: &mut Map<String, Value>, name: &str, canonical: fn(&str) -> Option<&'static str>) {
+fn normalise(
+    fields: &mut Map<String, Value>,
+    name: &str,
+    canonical: fn(&str) -> Option<&'static str>,
+) {
     if let Some(Value::String(raw)) = fields.get_mut(name) {
         let lower = raw.trim().to_lowercase();
         *raw = canonical(&lower).map_or(lower, str::to_string);
@@ -102,7 +110,9 @@ mod tests {
             br#"{"browser":" Google Chrome ","device_type":"Phone","page_url":"/p?x=1","event_type":"purchase","extra":1}"#,
         ))
         .unwrap();
-        let Verdict::Rewrite(bytes) = verdict else { panic!("not rewritten: {verdict:?}") };
+        let Verdict::Rewrite(bytes) = verdict else {
+            panic!("not rewritten: {verdict:?}")
+        };
         let v: Value = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(v["browser"], "chrome");
         assert_eq!(v["device_type"], "mobile");

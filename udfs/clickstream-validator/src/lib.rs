@@ -143,7 +143,11 @@ impl Rules {
     /// Checks one event; `Err` carries the first violation.
     pub fn check(&self, event: &Event<'_>) -> Result<(), Rejection> {
         let value = event.value().unwrap_or_default();
-        if value.iter().find(|b| !b.is_ascii_whitespace()).is_some_and(|&b| b != b'{') {
+        if value
+            .iter()
+            .find(|b| !b.is_ascii_whitespace())
+            .is_some_and(|&b| b != b'{')
+        {
             return Err(Rejection::new(
                 sluice_guest::codes::MALFORMED_JSON,
                 "the value is not a JSON object",
@@ -247,8 +251,10 @@ fn fields_needed_by(event_type: &str) -> &'static [&'static str] {
 
 fn check_quantity(raw: &str) -> Result<(), Rejection> {
     let reject = |why: &str| {
-        Err(Rejection::new(codes::INVALID_QUANTITY, format!("quantity {raw} {why}"))
-            .with_field("quantity"))
+        Err(
+            Rejection::new(codes::INVALID_QUANTITY, format!("quantity {raw} {why}"))
+                .with_field("quantity"),
+        )
     };
     if raw.starts_with('"') {
         return reject("must be a JSON integer, not a string");
@@ -268,8 +274,7 @@ const PRICE_SCALE: i64 = 2;
 
 fn check_price(raw: &str) -> Result<(), Rejection> {
     let reject = |why: &str| {
-        Err(Rejection::new(codes::INVALID_PRICE, format!("price {raw} {why}"))
-            .with_field("price"))
+        Err(Rejection::new(codes::INVALID_PRICE, format!("price {raw} {why}")).with_field("price"))
     };
     // A numeric string ("18.00") is accepted, as Spark's JSON reader does for decimals.
     let text = raw
@@ -335,7 +340,11 @@ impl Decimal {
         if digits.is_empty() {
             scale = 0;
         }
-        Some(Decimal { negative, digits, scale })
+        Some(Decimal {
+            negative,
+            digits,
+            scale,
+        })
     }
 
     fn is_zero(&self) -> bool {
@@ -355,8 +364,17 @@ mod tests {
     #[test]
     fn decimals_are_normalised() {
         let d = |s| Decimal::parse(s).unwrap();
-        assert_eq!(d("18.0"), Decimal { negative: false, digits: "18".into(), scale: -1 });
+        assert_eq!(
+            d("18.0"),
+            Decimal {
+                negative: false,
+                digits: "18".into(),
+                scale: 0
+            }
+        );
         assert_eq!(d("18.50").scale, 1);
+        assert_eq!(d("180").scale, -1);
+        assert_eq!(d("180").integer_digits(), 3);
         assert_eq!(d("0.001").scale, 3);
         assert_eq!(d("1.5e2").integer_digits(), 3);
         assert_eq!(d("12345678.99").integer_digits(), 8);

@@ -10,10 +10,11 @@ pub fn is_rfc3339(s: &str) -> bool {
     }
     let num = |range: std::ops::Range<usize>| -> Option<u32> {
         let digits = &b[range];
-        digits
-            .iter()
-            .all(u8::is_ascii_digit)
-            .then(|| digits.iter().fold(0u32, |n, d| n * 10 + u32::from(d - b'0')))
+        digits.iter().all(u8::is_ascii_digit).then(|| {
+            digits
+                .iter()
+                .fold(0u32, |n, d| n * 10 + u32::from(d - b'0'))
+        })
     };
     let (Some(year), Some(month), Some(day), Some(hour), Some(minute), Some(second)) = (
         num(0..4),
@@ -49,7 +50,9 @@ pub fn is_rfc3339(s: &str) -> bool {
         [b'Z' | b'z'] => true,
         [b'+' | b'-', h1, h2, b':', m1, m2] => {
             let all_digits = [h1, h2, m1, m2].iter().all(|c| c.is_ascii_digit());
-            all_digits && (h1 - b'0') * 10 + (h2 - b'0') <= 23 && (m1 - b'0') * 10 + (m2 - b'0') <= 59
+            all_digits
+                && (h1 - b'0') * 10 + (h2 - b'0') <= 23
+                && (m1 - b'0') * 10 + (m2 - b'0') <= 59
         }
         _ => false,
     }
@@ -58,7 +61,9 @@ pub fn is_rfc3339(s: &str) -> bool {
 fn days_in_month(year: u32, month: u32) -> u32 {
     match month {
         4 | 6 | 9 | 11 => 30,
-        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
+        2 if year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400)) => {
+            29
+        }
         2 => 28,
         _ => 31,
     }

@@ -10,7 +10,10 @@ struct Future;
 
 impl Guest for Future {
     fn describe() -> PluginInfo {
-        PluginInfo { name: "future-version".into(), version: "0.2.0".into() }
+        PluginInfo {
+            name: "future-version".into(),
+            version: "0.2.0".into(),
+        }
     }
 
     fn init(_params: Vec<(String, String)>) -> Result<(), String> {
@@ -18,7 +21,11 @@ impl Guest for Future {
     }
 
     fn process(chunk: EventChunk) -> Result<Verdicts, String> {
-        Ok(Verdicts { actions: vec![Action::Keep; chunk.offsets.len()], rewrites: vec![], rejections: vec![] })
+        Ok(Verdicts {
+            actions: vec![Action::Keep; chunk.offsets.len()],
+            rewrites: vec![],
+            rejections: vec![],
+        })
     }
 }
 

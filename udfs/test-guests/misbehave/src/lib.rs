@@ -24,8 +24,8 @@ use std::cell::RefCell;
 use sluice_guest::bindings::exports::sluice::plugin::processor::{
     EventChunk, Guest, PluginInfo, Verdicts,
 };
-use sluice_guest::bindings::sluice::plugin::types::{Action, Rejection, Rewrite};
 use sluice_guest::bindings::sluice::plugin::host::{self, Level};
+use sluice_guest::bindings::sluice::plugin::types::{Action, Rejection, Rewrite};
 
 #[derive(Default)]
 struct Config {
@@ -42,16 +42,25 @@ struct Misbehave;
 
 impl Guest for Misbehave {
     fn describe() -> PluginInfo {
-        PluginInfo { name: "misbehave".into(), version: env!("CARGO_PKG_VERSION").into() }
+        PluginInfo {
+            name: "misbehave".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        }
     }
 
     fn init(params: Vec<(String, String)>) -> Result<(), String> {
-        let mut config = Config { mode: "ok".into(), bytes: 1 << 20, trap_offset: None };
+        let mut config = Config {
+            mode: "ok".into(),
+            bytes: 1 << 20,
+            trap_offset: None,
+        };
         for (k, v) in params {
             match k.as_str() {
                 "mode" => config.mode = v,
                 "bytes" => config.bytes = v.parse().map_err(|e| format!("bytes: {e}"))?,
-                "trap-offset" => config.trap_offset = Some(v.parse().map_err(|e| format!("trap-offset: {e}"))?),
+                "trap-offset" => {
+                    config.trap_offset = Some(v.parse().map_err(|e| format!("trap-offset: {e}"))?)
+                }
                 other => return Err(format!("unknown parameter `{other}`")),
             }
         }
@@ -66,7 +75,11 @@ impl Guest for Misbehave {
 
     fn process(chunk: EventChunk) -> Result<Verdicts, String> {
         let n = chunk.offsets.len();
-        let keep_all = || Verdicts { actions: vec![Action::Keep; n], rewrites: vec![], rejections: vec![] };
+        let keep_all = || Verdicts {
+            actions: vec![Action::Keep; n],
+            rewrites: vec![],
+            rejections: vec![],
+        };
         CONFIG.with_borrow(|config| match config.mode.as_str() {
             "ok" => Ok(keep_all()),
             "spin" => spin(),
@@ -77,11 +90,10 @@ impl Guest for Misbehave {
                     std::hint::black_box(&hoard);
                 }
             }
-            "recursion" => Ok(Verdicts {
-                actions: vec![Action::Keep; recurse(n as u64) as usize % 1 + n],
-                rewrites: vec![],
-                rejections: vec![],
-            }),
+            "recursion" => {
+                std::hint::black_box(recurse(n as u64));
+                Ok(keep_all())
+            }
             "trap" => {
                 for &offset in &chunk.offsets {
                     if config.trap_offset.is_none_or(|t| t == offset) {
@@ -92,7 +104,12 @@ impl Guest for Misbehave {
             }
             "huge-output" => Ok(Verdicts {
                 actions: vec![Action::Rewrite; n],
-                rewrites: (0..n as u32).map(|event| Rewrite { event, value: vec![b'x'; config.bytes] }).collect(),
+                rewrites: (0..n as u32)
+                    .map(|event| Rewrite {
+                        event,
+                        value: vec![b'x'; config.bytes],
+                    })
+                    .collect(),
                 rejections: vec![],
             }),
             "wrong-count" => Ok(Verdicts {
@@ -102,7 +119,10 @@ impl Guest for Misbehave {
             }),
             "bad-index" => {
                 let mut v = keep_all();
-                v.rewrites.push(Rewrite { event: 0, value: b"{}".to_vec() });
+                v.rewrites.push(Rewrite {
+                    event: 0,
+                    value: b"{}".to_vec(),
+                });
                 Ok(v)
             }
             "process-error" => Err("deliberate failure of the whole chunk".into()),
@@ -112,7 +132,12 @@ impl Guest for Misbehave {
                     actions: vec![Action::Reject; n],
                     rewrites: vec![],
                     rejections: (0..n as u32)
-                        .map(|event| Rejection { event, code: "probe".into(), message: message.clone(), field: None })
+                        .map(|event| Rejection {
+                            event,
+                            code: "probe".into(),
+                            message: message.clone(),
+                            field: None,
+                        })
                         .collect(),
                 })
             }
@@ -145,13 +170,19 @@ fn probe() -> String {
     let env = std::env::vars().count();
     // The folder to list: `PROBE_DIR` from the (granted) environment, else the root.
     let dir = std::env::var("PROBE_DIR").unwrap_or_else(|_| "/".into());
-    let listed = std::fs::read_dir(&dir).map(|d| d.count()).map_err(|e| e.kind());
-    let passwd = std::fs::read("/etc/passwd").map(|b| b.len()).map_err(|e| e.kind());
+    let listed = std::fs::read_dir(&dir)
+        .map(|d| d.count())
+        .map_err(|e| e.kind());
+    let passwd = std::fs::read("/etc/passwd")
+        .map(|b| b.len())
+        .map_err(|e| e.kind());
     let clock = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    let net = std::net::TcpStream::connect("127.0.0.1:1").map(|_| ()).map_err(|e| e.kind());
+    let net = std::net::TcpStream::connect("127.0.0.1:1")
+        .map(|_| ())
+        .map_err(|e| e.kind());
     format!("env={env} dir={listed:?} passwd={passwd:?} clock={clock} net={net:?}")
 }
 

@@ -1,0 +1,92 @@
+//! The README's "Writing a plugin" section works as written: its Cargo.toml and src/lib.rs
+//! build into a component, and `sluice try` prints the verdicts the README shows.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use sluice::cli;
+use sluice_tests::{plugins, repo_root};
+
+/// The fenced block that follows `<!-- readme-plugin: NAME -->`.
+fn block(readme: &str, name: &str) -> String {
+    let marker = format!("<!-- readme-plugin: {name} -->");
+    let after = &readme[readme
+        .find(&marker)
+        .unwrap_or_else(|| panic!("no {marker}"))
+        + marker.len()..];
+    let fence = after.find("```").unwrap();
+    let body = &after[fence..];
+    let body = &body[body.find('\n').unwrap() + 1..];
+    body[..body.find("```").unwrap()].to_string()
+}
+
+#[test]
+fn the_readme_plugin_builds_and_gives_the_readme_verdicts() {
+    let root = repo_root();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let dir = std::env::temp_dir().join(format!("sluice-readme-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    let manifest = block(&readme, "Cargo.toml").replace("SLUICE", &root.display().to_string());
+    std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
+    std::fs::write(dir.join("src/lib.rs"), block(&readme, "src/lib.rs")).unwrap();
+    // Start from the udfs lock file so the build uses the versions already downloaded.
+    std::fs::copy(root.join("udfs/Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+
+    // Share the build cache of the plugins built by build.rs.
+    let udfs_target: PathBuf = Path::new(plugins::KEEP_ALL)
+        .ancestors()
+        .nth(3)
+        .unwrap()
+        .to_path_buf();
+    let status = Command::new(option_env!("CARGO").unwrap_or("cargo"))
+        .current_dir(&dir)
+        .args([
+            "build",
+            "--release",
+            "--offline",
+            "--target",
+            "wasm32-wasip2",
+            "--target-dir",
+        ])
+        .arg(&udfs_target)
+        .status()
+        .unwrap();
+    assert!(status.success(), "the README plugin does not build");
+    let wasm = udfs_target.join("wasm32-wasip2/release/no_bots.wasm");
+
+    // The input is the README's printf line.
+    let printf = readme
+        .lines()
+        .find(|l| l.starts_with("printf '%s\\n' "))
+        .unwrap();
+    let inputs: Vec<&str> = printf
+        .split('\'')
+        .skip(3)
+        .step_by(2)
+        .take_while(|s| s.starts_with('{'))
+        .collect();
+    assert_eq!(inputs.len(), 3, "{printf}");
+    let input = dir.join("events.jsonl");
+    std::fs::write(&input, inputs.join("\n") + "\n").unwrap();
+
+    let args = [
+        "sluice",
+        "try",
+        "--plugin",
+        wasm.to_str().unwrap(),
+        "--input",
+        input.to_str().unwrap(),
+    ];
+    let invocation = cli::parse(args).unwrap();
+    let cli::Command::Try(try_args) = &invocation.cli.command;
+    let mut out = Vec::new();
+    cli::r#try::run(
+        try_args,
+        &invocation.plugin_params,
+        &mut out,
+        &mut Vec::new(),
+    )
+    .unwrap();
+    assert_eq!(String::from_utf8(out).unwrap(), block(&readme, "output"));
+    std::fs::remove_dir_all(dir).unwrap();
+}
