@@ -97,7 +97,7 @@ fn judge_within(
     records: &[&Record],
     budget: &mut usize,
 ) -> Vec<Result<Verdict, Arc<UdfError>>> {
-    match plugin.process(records) {
+    match plugin.process_records(records) {
         Ok(verdicts) => verdicts.into_iter().map(Ok).collect(),
         Err(error) => {
             let isolate = records.len() > 1

@@ -1,5 +1,9 @@
-//! Crossing the boundary: records → columnar [`EventChunk`], and the plugin's columnar
-//! answer → one [`Verdict`] per record, checked against the contract.
+//! Crossing the boundary: records → a columnar [`Chunk`] (the WIT layout), and the plugin's
+//! columnar answer → one [`Verdict`] per event, checked against the contract.
+//!
+//! A [`Chunk`] is laid out exactly as the plugin receives it, so a batch that is built as
+//! chunks from the start (as the pipeline's batches are) crosses into a plugin with one
+//! copy per list and no per-event work on the host.
 
 use std::sync::Arc;
 
@@ -30,8 +34,49 @@ pub struct Rejection {
     pub field: Option<String>,
 }
 
-/// Lays out records in the columnar chunk format of the WIT contract.
-pub fn encode<'a>(records: impl IntoIterator<Item = &'a Record> + Clone) -> EventChunk {
+/// Events in the columnar layout of the WIT contract, ready to cross into a plugin.
+#[derive(Debug, Clone)]
+pub struct Chunk {
+    pub(crate) wire: EventChunk,
+}
+
+impl Chunk {
+    /// Lays out records as a chunk.
+    pub fn from_records<'a>(records: impl IntoIterator<Item = &'a Record> + Clone) -> Self {
+        Chunk {
+            wire: encode(records),
+        }
+    }
+
+    /// Number of events.
+    pub fn len(&self) -> usize {
+        self.wire.offsets.len()
+    }
+
+    /// Whether the chunk has no events.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Position (`topic/partition@offset`) of event `i`.
+    pub fn position(&self, i: usize) -> Option<String> {
+        let w = &self.wire;
+        let topic = w.topics.get(usize::from(*w.topic_index.get(i)?))?;
+        Some(format!("{topic}/{}@{}", w.partitions[i], w.offsets[i]))
+    }
+
+    /// The span of the chunk's events, for error messages.
+    pub fn span(&self) -> EventSpan {
+        let n = self.len();
+        EventSpan {
+            count: n,
+            first: self.position(0),
+            last: n.checked_sub(1).and_then(|i| self.position(i)),
+        }
+    }
+}
+
+fn encode<'a>(records: impl IntoIterator<Item = &'a Record> + Clone) -> EventChunk {
     // Size every buffer first: values are most of the bytes, and growing a buffer copies it.
     let (mut n, mut key_bytes, mut value_bytes, mut header_count) = (0, 0, 0, 0);
     for r in records.clone() {
@@ -97,25 +142,6 @@ fn append(into: &mut Vec<u8>, bytes: Option<&[u8]>) -> i32 {
             i32::try_from(b.len()).unwrap_or(i32::MAX)
         }
         None => -1,
-    }
-}
-
-/// The span of a chunk's records, for error messages.
-pub fn span<'a>(records: impl IntoIterator<Item = &'a Record>) -> EventSpan {
-    let mut count = 0;
-    let mut first = None;
-    let mut last = None;
-    for r in records {
-        count += 1;
-        if first.is_none() {
-            first = Some(r);
-        }
-        last = Some(r);
-    }
-    EventSpan {
-        count,
-        first: first.map(Record::position),
-        last: last.map(Record::position),
     }
 }
 
@@ -211,7 +237,13 @@ mod tests {
         b.value = None;
         b.timestamp_ms = Some(42);
         let c = Record::with_value(clicks, 6, b"x".to_vec());
-        let chunk = encode([&a, &b, &c]);
+        let chunk = Chunk::from_records([&a, &b, &c]);
+        assert_eq!(chunk.len(), 3);
+        assert_eq!(
+            chunk.span().to_string(),
+            "3 events (clicks/0@5 .. clicks/0@6)"
+        );
+        let chunk = chunk.wire;
         assert_eq!(chunk.topics, vec!["clicks", "orders"]);
         assert_eq!(chunk.topic_index, vec![0, 1, 0]);
         assert_eq!(chunk.offsets, vec![5, 9, 6]);
@@ -220,10 +252,6 @@ mod tests {
         assert_eq!(chunk.value_lengths, vec![2, -1, 1]);
         assert_eq!(chunk.values, b"{}x");
         assert_eq!(chunk.headers.len(), 1);
-        assert_eq!(
-            span([&a, &b, &c]).to_string(),
-            "3 events (clicks/0@5 .. clicks/0@6)"
-        );
     }
 
     fn answer(actions: Vec<Action>, rewrites: Vec<u32>, rejections: Vec<u32>) -> Verdicts {

@@ -32,7 +32,7 @@ use wasmtime::{Config, Engine, Store, Trap};
 
 pub use self::bindings::WIT_VERSION;
 use self::bindings::{EventProcessor, EventProcessorPre};
-pub use self::chunk::{Rejection, Verdict};
+pub use self::chunk::{Chunk, Rejection, Verdict};
 use self::config::{Grants, Limits, RuntimeConfig};
 pub use self::error::{EventSpan, Failure, UdfError};
 use self::sandbox::StoreState;
@@ -238,13 +238,21 @@ impl Plugin {
         &self.shared.limits
     }
 
-    /// Judges records: one verdict per record, in order. On failure nothing is judged and
-    /// the error says why and for which events.
-    pub fn process(&self, records: &[&Record]) -> Result<Vec<Verdict>, UdfError> {
+    /// Judges records: one verdict per record, in order. Lays them out as a [`Chunk`] first;
+    /// see [`Plugin::process`].
+    pub fn process_records(&self, records: &[&Record]) -> Result<Vec<Verdict>, UdfError> {
         if records.is_empty() {
             return Ok(Vec::new());
         }
-        let chunk = chunk::encode(records.iter().copied());
+        self.process(&Chunk::from_records(records.iter().copied()))
+    }
+
+    /// Judges a chunk: one verdict per event, in order. On failure nothing is judged and the
+    /// error says why and for which events.
+    pub fn process(&self, chunk: &Chunk) -> Result<Vec<Verdict>, UdfError> {
+        if chunk.is_empty() {
+            return Ok(Vec::new());
+        }
         let mut instance = self.checkout()?;
         let limits = &self.shared.limits;
         instance
@@ -253,9 +261,9 @@ impl Plugin {
         let result = instance
             .bindings
             .sluice_plugin_processor()
-            .call_process(&mut instance.store, &chunk);
+            .call_process(&mut instance.store, &chunk.wire);
         let failure = match result {
-            Ok(Ok(verdicts)) => match chunk::decode(verdicts, records.len(), limits.max_output) {
+            Ok(Ok(verdicts)) => match chunk::decode(verdicts, chunk.len(), limits.max_output) {
                 Ok(verdicts) => {
                     self.release(instance);
                     return Ok(verdicts);
@@ -268,7 +276,7 @@ impl Plugin {
         let error = UdfError::Call {
             plugin: self.shared.name.to_string(),
             failure,
-            events: chunk::span(records.iter().copied()),
+            events: chunk.span(),
         };
         tracing::debug!(%error, "Plugin call failed; its instance is discarded.");
         Err(error)

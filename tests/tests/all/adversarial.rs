@@ -25,7 +25,9 @@ fn refs(records: &[Record]) -> Vec<&Record> {
 fn failure_of(mode: &str, extra: &[(&str, &str)], limits: Limits) -> Failure {
     let plugin = misbehave(mode, extra, limits).expect("loads");
     let records = records(&["{}", "{}", "{}"]);
-    let error = plugin.process(&refs(&records)).expect_err("the call fails");
+    let error = plugin
+        .process_records(&refs(&records))
+        .expect_err("the call fails");
     let UdfError::Call {
         plugin: name,
         failure,
@@ -46,7 +48,7 @@ fn failure_of(mode: &str, extra: &[(&str, &str)], limits: Limits) -> Failure {
 fn assert_host_still_serves() {
     let validator = load(plugins::CLICKSTREAM_VALIDATOR, &[]).unwrap();
     let records = records(&seed_events());
-    let verdicts = validator.process(&refs(&records)).unwrap();
+    let verdicts = validator.process_records(&refs(&records)).unwrap();
     assert_eq!(verdicts, vec![Verdict::Keep; 5]);
 }
 
@@ -220,14 +222,17 @@ fn only_the_events_that_trap_fail() {
     }
     // The plugin itself recovers: a fresh instance replaces the one that trapped.
     let ok = records(&["{}"; 3]);
-    assert_eq!(plugin.process(&refs(&ok)).unwrap(), vec![Verdict::Keep; 3]);
+    assert_eq!(
+        plugin.process_records(&refs(&ok)).unwrap(),
+        vec![Verdict::Keep; 3]
+    );
 }
 
 #[test]
 fn the_sandbox_grants_nothing_by_default() {
     let plugin = misbehave("probe", &[], Limits::default()).unwrap();
     let records = records(&["{}"]);
-    let verdicts = plugin.process(&refs(&records)).unwrap();
+    let verdicts = plugin.process_records(&refs(&records)).unwrap();
     let Verdict::Reject(report) = &verdicts[0] else {
         panic!("{verdicts:?}")
     };
@@ -257,7 +262,7 @@ fn grants_open_exactly_what_they_name() {
     )
     .unwrap();
     let records = records(&["{}"]);
-    let verdicts = plugin.process(&refs(&records)).unwrap();
+    let verdicts = plugin.process_records(&refs(&records)).unwrap();
     let Verdict::Reject(report) = &verdicts[0] else {
         panic!("{verdicts:?}")
     };
@@ -295,7 +300,7 @@ fn one_plugin_serves_several_threads() {
                 s.spawn(move || {
                     for _ in 0..20 {
                         let records = records(&values);
-                        let verdicts = validator.process(&refs(&records)).unwrap();
+                        let verdicts = validator.process_records(&refs(&records)).unwrap();
                         assert_eq!(verdicts[..5], vec![Verdict::Keep; 5][..]);
                         assert!(matches!(&verdicts[5], Verdict::Reject(r) if r.code == "missing_required_field"));
                     }

@@ -13,7 +13,9 @@ fn enricher_rewrites_values() {
         r#"{"browser":"Safari"}"#,
         "[1,2]",
     ]);
-    let verdicts = plugin.process(&records.iter().collect::<Vec<_>>()).unwrap();
+    let verdicts = plugin
+        .process_records(&records.iter().collect::<Vec<_>>())
+        .unwrap();
     let Verdict::Rewrite(first) = &verdicts[0] else {
         panic!("{verdicts:?}")
     };

@@ -39,7 +39,7 @@ fn judge(values: &[String], params: &[(&str, &str)]) -> Vec<Verdict> {
     let plugin = load(plugins::CLICKSTREAM_VALIDATOR, params).expect("validator loads");
     let records = records(values);
     plugin
-        .process(&records.iter().collect::<Vec<_>>())
+        .process_records(&records.iter().collect::<Vec<_>>())
         .expect("validator runs")
 }
 
@@ -266,7 +266,7 @@ fn a_null_value_is_rejected() {
     let plugin = load(plugins::CLICKSTREAM_VALIDATOR, &[]).unwrap();
     let mut records = records(&[event(&[])]);
     records[0].value = None;
-    let verdicts = plugin.process(&[&records[0]]).unwrap();
+    let verdicts = plugin.process_records(&[&records[0]]).unwrap();
     assert!(
         matches!(&verdicts[0], Verdict::Reject(r) if r.code == "null_value"),
         "{verdicts:?}"
