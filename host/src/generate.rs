@@ -10,6 +10,12 @@ pub struct GeneratorConfig {
     pub seed: u64,
     /// Share of events (0.0 to 1.0) that break one validation rule.
     pub invalid_share: f64,
+    /// Share of events (0.0 to 1.0) whose event time is 30 to 90 seconds behind the others
+    /// (mobile devices and flaky networks deliver late).
+    pub late_share: f64,
+    /// Share of events (0.0 to 1.0) that repeat one of the last 20 events exactly
+    /// (at-least-once producers resend).
+    pub duplicate_share: f64,
     /// Event time of the first event, seconds since the Unix epoch.
     pub start_epoch_seconds: i64,
 }
@@ -19,10 +25,39 @@ impl Default for GeneratorConfig {
         GeneratorConfig {
             seed: 42,
             invalid_share: 0.05,
+            late_share: 0.0,
+            duplicate_share: 0.0,
             start_epoch_seconds: 1_767_960_000,
         }
     }
 }
+
+/// What kind of event was generated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A valid event, on time.
+    Valid,
+    /// A valid event whose event time is 30 to 90 seconds late.
+    Late,
+    /// An event that breaks one validation rule.
+    Invalid,
+    /// An exact copy of a recent event.
+    Duplicate,
+}
+
+/// One generated event: its Kafka key (the session) and its JSON value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GeneratedEvent {
+    /// Kafka key: the session id, so that a session stays in order on one partition.
+    pub key: String,
+    /// The JSON value.
+    pub value: String,
+    /// What kind of event it is.
+    pub kind: Kind,
+}
+
+/// How many recent events a duplicate is drawn from.
+const RECENT: usize = 20;
 
 /// Event types with their weights (per thousand), in funnel order.
 const EVENT_TYPES: [(&str, u64); 7] = [
@@ -51,6 +86,7 @@ pub struct Generator {
     rng: SplitMix64,
     config: GeneratorConfig,
     sequence: u64,
+    recent: std::collections::VecDeque<GeneratedEvent>,
 }
 
 impl Generator {
@@ -60,11 +96,28 @@ impl Generator {
             rng: SplitMix64(config.seed),
             config,
             sequence: 0,
+            recent: Default::default(),
         }
     }
 
-    /// The next event's value.
-    pub fn next_event(&mut self) -> String {
+    /// The next event.
+    pub fn next_event(&mut self) -> GeneratedEvent {
+        if !self.recent.is_empty() && self.rng.chance(self.config.duplicate_share) {
+            let pick = self.rng.below(self.recent.len() as u64) as usize;
+            let mut copy = self.recent[pick].clone();
+            copy.kind = Kind::Duplicate;
+            return copy;
+        }
+        let (key, value, kind) = self.fresh_event();
+        let event = GeneratedEvent { key, value, kind };
+        if self.recent.len() == RECENT {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(event.clone());
+        event
+    }
+
+    fn fresh_event(&mut self) -> (String, String, Kind) {
         let n = self.sequence;
         self.sequence += 1;
         let r = &mut self.rng;
@@ -81,22 +134,40 @@ impl Generator {
             .map_or("page_view", |(t, _)| *t);
         let (product_id, product_name, category, price) =
             PRODUCTS[r.below(PRODUCTS.len() as u64) as usize];
-        let time = self.config.start_epoch_seconds + (n / 10) as i64;
+        let mut time = self.config.start_epoch_seconds + (n / 10) as i64;
+        let late = r.chance(self.config.late_share);
+        if late {
+            time -= 30 + r.below(61) as i64;
+        }
         let mut event_time = rfc3339(time);
         let mut json = String::with_capacity(512);
         let mut user_field = format!("\"user_id\":\"user_{user}\",");
         let mut quantity = format!("{}", 1 + r.below(3));
         let mut event_type_text = event_type.to_string();
         let mut price_text = price.to_string();
-        let invalid = (r.below(1_000_000) as f64) < self.config.invalid_share * 1_000_000.0;
+        let key = format!("sess_{session}");
+        let invalid = r.chance(self.config.invalid_share);
+        let kind = match (invalid, late) {
+            (true, _) => Kind::Invalid,
+            (false, true) => Kind::Late,
+            (false, false) => Kind::Valid,
+        };
         if invalid {
+            let has_quantity = matches!(event_type, "add_to_cart" | "remove_from_cart");
+            let has_price = has_quantity || matches!(event_type, "product_view" | "purchase");
             match r.below(6) {
-                0 => user_field.clear(),
-                1 => quantity = "\"several\"".into(),
+                1 if has_quantity => quantity = "\"several\"".into(),
                 2 => event_time = "yesterday".into(),
                 3 => event_type_text = "wishlist_add".into(),
-                4 => price_text = "-5.00".into(),
-                _ => return format!("{{\"event_id\":\"evt_{n:09}\",\"event_time\":"),
+                4 if has_price => price_text = "-5.00".into(),
+                5 => {
+                    return (
+                        key,
+                        format!("{{\"event_id\":\"evt_{n:09}\",\"event_time\":"),
+                        kind,
+                    );
+                }
+                _ => user_field.clear(),
             }
         }
         let device = DEVICES[r.below(3) as usize];
@@ -137,14 +208,14 @@ impl Generator {
             json,
             "\"device_type\":\"{device}\",\"browser\":\"{browser}\",\"traffic_source\":\"{source}\"}}"
         );
-        json
+        (key, json, kind)
     }
 }
 
 impl Iterator for Generator {
-    type Item = String;
+    type Item = GeneratedEvent;
 
-    fn next(&mut self) -> Option<String> {
+    fn next(&mut self) -> Option<GeneratedEvent> {
         Some(self.next_event())
     }
 }
@@ -197,6 +268,11 @@ impl SplitMix64 {
     fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
+
+    /// True with probability `p`.
+    fn chance(&mut self, p: f64) -> bool {
+        p > 0.0 && (self.below(1_000_000) as f64) < p * 1_000_000.0
+    }
 }
 
 #[cfg(test)]
@@ -212,16 +288,16 @@ mod tests {
 
     #[test]
     fn same_seed_same_events_and_valid_json() {
-        let a: Vec<String> = Generator::new(GeneratorConfig::default())
+        let a: Vec<GeneratedEvent> = Generator::new(GeneratorConfig::default())
             .take(200)
             .collect();
-        let b: Vec<String> = Generator::new(GeneratorConfig::default())
+        let b: Vec<GeneratedEvent> = Generator::new(GeneratorConfig::default())
             .take(200)
             .collect();
         assert_eq!(a, b);
         let parsed = a
             .iter()
-            .filter(|e| serde_json::from_str::<serde_json::Value>(e).is_ok())
+            .filter(|e| serde_json::from_str::<serde_json::Value>(&e.value).is_ok())
             .count();
         assert!(parsed >= 190, "{parsed}");
         let clean = Generator::new(GeneratorConfig {
@@ -229,10 +305,50 @@ mod tests {
             ..GeneratorConfig::default()
         });
         for e in clean.take(500) {
-            let v: serde_json::Value = serde_json::from_str(&e).unwrap();
+            assert_eq!(e.kind, Kind::Valid);
+            let v: serde_json::Value = serde_json::from_str(&e.value).unwrap();
+            assert_eq!(v["session_id"], e.key.as_str());
             assert!(
                 v["user_id"].is_string() && v["event_time"].as_str().unwrap().ends_with('Z'),
-                "{e}"
+                "{e:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn late_and_duplicate_events_are_marked() {
+        let config = GeneratorConfig {
+            late_share: 0.2,
+            duplicate_share: 0.1,
+            invalid_share: 0.0,
+            ..GeneratorConfig::default()
+        };
+        let events: Vec<GeneratedEvent> = Generator::new(config).take(2000).collect();
+        let count = |k| events.iter().filter(|e| e.kind == k).count();
+        assert!(
+            (150..250).contains(&count(Kind::Duplicate)),
+            "{}",
+            count(Kind::Duplicate)
+        );
+        assert!(
+            (300..450).contains(&count(Kind::Late)),
+            "{}",
+            count(Kind::Late)
+        );
+        let id = |e: &GeneratedEvent| {
+            serde_json::from_str::<serde_json::Value>(&e.value).unwrap()["event_id"].clone()
+        };
+        for (i, e) in events
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.kind == Kind::Duplicate)
+        {
+            assert!(
+                events[..i]
+                    .iter()
+                    .rev()
+                    .take(40)
+                    .any(|p| p.kind != Kind::Duplicate && id(p) == id(e))
             );
         }
     }

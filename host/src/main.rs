@@ -51,5 +51,31 @@ fn run(invocation: cli::Invocation) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Produce(args) => {
+            let stop = stop_flag()?;
+            let summary =
+                cli::produce::run(args, &|| stop.load(std::sync::atomic::Ordering::Relaxed))
+                    .context("sluice produce failed")?;
+            println!(
+                "produced {} events to {} ({} valid, {} late, {} invalid, {} duplicates)",
+                summary.delivered,
+                args.topic,
+                summary.valid,
+                summary.late,
+                summary.invalid,
+                summary.duplicates
+            );
+            Ok(ExitCode::SUCCESS)
+        }
     }
+}
+
+/// A flag set by SIGINT or SIGTERM, so that long-running commands stop cleanly.
+fn stop_flag() -> anyhow::Result<std::sync::Arc<std::sync::atomic::AtomicBool>> {
+    let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, flag.clone())
+            .context("cannot install a signal handler")?;
+    }
+    Ok(flag)
 }

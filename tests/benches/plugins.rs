@@ -31,6 +31,7 @@ fn main() {
 
     let values: Vec<String> = Generator::new(GeneratorConfig::default())
         .take(events)
+        .map(|e| e.value)
         .collect();
     let records = records(&values);
     let refs: Vec<&Record> = records.iter().collect();

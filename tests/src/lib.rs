@@ -8,6 +8,8 @@ use sluice::record::Record;
 use sluice::udf::config::{Grants, Limits, RuntimeConfig};
 use sluice::udf::{Plugin, Runtime, UdfError};
 
+pub mod broker;
+
 /// Paths of the plugin components built from source.
 pub mod plugins {
     include!(concat!(env!("OUT_DIR"), "/plugins.rs"));

@@ -1,5 +1,6 @@
 //! The `sluice` command line.
 
+pub mod produce;
 pub mod r#try;
 
 use std::ffi::OsString;
@@ -24,6 +25,17 @@ pub enum Command {
     /// Run plugins over a JSON-lines file and print each event's verdict: what a plugin
     /// author runs before deploying.
     Try(r#try::TryArgs),
+    /// Send realistic retail clickstream events to a Kafka topic (a load generator), with
+    /// chosen shares of invalid, late and duplicate events.
+    Produce(produce::ProduceArgs),
+}
+
+/// Parses `KEY=VALUE`.
+pub(crate) fn parse_key_value(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+        _ => Err(format!("expected KEY=VALUE, got {text:?}")),
+    }
 }
 
 /// A parsed command line, with what clap's derive cannot express: which `--param` belongs

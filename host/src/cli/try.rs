@@ -25,7 +25,7 @@ pub struct TryArgs {
     #[arg(long, value_name = "FILE.wasm", required_unless_present = "stages")]
     pub plugin: Vec<PathBuf>,
     /// A parameter `KEY=VALUE` for the `--plugin` it follows. Repeatable.
-    #[arg(long, value_name = "KEY=VALUE", value_parser = parse_param)]
+    #[arg(long, value_name = "KEY=VALUE", value_parser = super::parse_key_value)]
     pub param: Vec<(String, String)>,
     /// A TOML file of `[[stages]]` (name, plugin, params, limits, grants) instead of
     /// `--plugin` and `--param`; see `examples/plugins/stages.toml`.
@@ -51,13 +51,6 @@ pub struct TryArgs {
     /// Topic name the events appear to come from.
     #[arg(long, value_name = "NAME", default_value = "try")]
     pub topic: String,
-}
-
-fn parse_param(text: &str) -> Result<(String, String), String> {
-    match text.split_once('=') {
-        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
-        _ => Err(format!("expected KEY=VALUE, got {text:?}")),
-    }
 }
 
 /// Assigns each `--param` to the `--plugin` before it.

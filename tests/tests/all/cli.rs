@@ -16,7 +16,9 @@ fn events_file() -> String {
 /// Runs `sluice ARGS…`; returns the summary, standard output and the JSON-mode summary.
 fn sluice_try(args: &[&str]) -> anyhow::Result<(Summary, String, String)> {
     let invocation = cli::parse(std::iter::once("sluice").chain(args.iter().copied()))?;
-    let Command::Try(try_args) = &invocation.cli.command;
+    let Command::Try(try_args) = &invocation.cli.command else {
+        panic!("not try")
+    };
     let (mut out, mut summary_out) = (Vec::new(), Vec::new());
     let summary = cli::r#try::run(
         try_args,

@@ -4,5 +4,7 @@
 mod adversarial;
 mod cli;
 mod enricher;
+mod generator;
+mod produce;
 mod readme;
 mod validator;

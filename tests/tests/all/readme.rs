@@ -78,7 +78,9 @@ fn the_readme_plugin_builds_and_gives_the_readme_verdicts() {
         input.to_str().unwrap(),
     ];
     let invocation = cli::parse(args).unwrap();
-    let cli::Command::Try(try_args) = &invocation.cli.command;
+    let cli::Command::Try(try_args) = &invocation.cli.command else {
+        panic!("not try")
+    };
     let mut out = Vec::new();
     cli::r#try::run(
         try_args,

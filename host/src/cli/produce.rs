@@ -1,0 +1,202 @@
+//! `sluice produce`: a load generator of realistic retail clickstream events.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use clap::Args;
+use rdkafka::ClientContext;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
+
+use crate::generate::{Generator, GeneratorConfig, Kind};
+use crate::kafka;
+
+/// Arguments of `sluice produce`.
+#[derive(Debug, Args)]
+pub struct ProduceArgs {
+    /// Kafka bootstrap servers.
+    #[arg(
+        long,
+        env = "KAFKA_BOOTSTRAP",
+        default_value = "localhost:9092",
+        value_name = "HOST:PORT"
+    )]
+    pub bootstrap_servers: String,
+    /// Topic to write to.
+    #[arg(long, env = "KAFKA_TOPIC", value_name = "NAME")]
+    pub topic: String,
+    /// Number of events to send; 0 sends until interrupted.
+    #[arg(long, default_value_t = 1000, value_name = "N")]
+    pub count: u64,
+    /// Events per second; 0 sends as fast as the broker takes them.
+    #[arg(long, default_value_t = 0.0, value_name = "PER_SECOND")]
+    pub rate: f64,
+    /// Seed of the generator: the same seed sends the same events.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Share of events (0 to 1) that break one validation rule.
+    #[arg(long, default_value_t = 0.05, value_name = "SHARE")]
+    pub invalid_share: f64,
+    /// Share of events (0 to 1) whose event time is 30 to 90 seconds late.
+    #[arg(long, default_value_t = 0.0, value_name = "SHARE")]
+    pub late_share: f64,
+    /// Share of events (0 to 1) that repeat a recent event exactly.
+    #[arg(long, default_value_t = 0.0, value_name = "SHARE")]
+    pub duplicate_share: f64,
+    /// Create the topic first if it does not exist, with `--partitions` partitions.
+    #[arg(long)]
+    pub create_topic: bool,
+    /// Partitions of a topic created by `--create-topic`.
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub partitions: i32,
+    /// An extra librdkafka producer property `KEY=VALUE` (e.g. `compression.type=zstd`). Repeatable.
+    #[arg(long = "kafka", value_name = "KEY=VALUE", value_parser = super::parse_key_value)]
+    pub kafka: Vec<(String, String)>,
+}
+
+/// What `sluice produce` sent.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ProduceSummary {
+    /// Events acknowledged by the broker.
+    pub delivered: u64,
+    /// Valid, on-time events.
+    pub valid: u64,
+    /// Valid events with a late event time.
+    pub late: u64,
+    /// Events that break a validation rule.
+    pub invalid: u64,
+    /// Exact repeats of recent events.
+    pub duplicates: u64,
+}
+
+/// Counts deliveries; keeps the first failure.
+#[derive(Default)]
+struct Deliveries {
+    delivered: AtomicU64,
+    failed: AtomicU64,
+    first_error: Mutex<Option<String>>,
+}
+
+impl ClientContext for Deliveries {}
+
+impl ProducerContext for Deliveries {
+    type DeliveryOpaque = ();
+
+    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
+        match result {
+            Ok(_) => {
+                self.delivered.fetch_add(1, Ordering::Relaxed);
+            }
+            Err((error, _)) => {
+                self.failed.fetch_add(1, Ordering::Relaxed);
+                let mut first = self.first_error.lock().unwrap_or_else(|e| e.into_inner());
+                first.get_or_insert_with(|| error.to_string());
+            }
+        }
+    }
+}
+
+/// Sends generated events; returns once every event is acknowledged (or fails).
+pub fn run(args: &ProduceArgs, stop: &dyn Fn() -> bool) -> anyhow::Result<ProduceSummary> {
+    for (name, share) in [
+        ("--invalid-share", args.invalid_share),
+        ("--late-share", args.late_share),
+        ("--duplicate-share", args.duplicate_share),
+    ] {
+        if !(0.0..=1.0).contains(&share) {
+            bail!("{name} must be between 0 and 1, not {share}");
+        }
+    }
+    let mut config = kafka::client_config(&args.bootstrap_servers, &[]);
+    config.set("linger.ms", "5").set("acks", "all");
+    for (k, v) in &args.kafka {
+        config.set(k, v);
+    }
+    if args.create_topic {
+        kafka::ensure_topic(
+            &config,
+            &args.topic,
+            args.partitions,
+            Duration::from_secs(30),
+        )?;
+    }
+    let producer: ThreadedProducer<Deliveries> = config
+        .create_with_context(Deliveries::default())
+        .with_context(|| {
+            format!(
+                "cannot create a Kafka producer for {}",
+                args.bootstrap_servers
+            )
+        })?;
+
+    let mut generator = Generator::new(GeneratorConfig {
+        seed: args.seed,
+        invalid_share: args.invalid_share,
+        late_share: args.late_share,
+        duplicate_share: args.duplicate_share,
+        ..GeneratorConfig::default()
+    });
+    let mut summary = ProduceSummary::default();
+    let start = Instant::now();
+    let mut sent = 0u64;
+    while (args.count == 0 || sent < args.count) && !stop() {
+        if args.rate > 0.0 {
+            let due = start + Duration::from_secs_f64(sent as f64 / args.rate);
+            if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                std::thread::sleep(wait);
+            }
+        }
+        let event = generator.next_event();
+        match event.kind {
+            Kind::Valid => summary.valid += 1,
+            Kind::Late => summary.late += 1,
+            Kind::Invalid => summary.invalid += 1,
+            Kind::Duplicate => summary.duplicates += 1,
+        }
+        let mut record = BaseRecord::to(&args.topic)
+            .key(&event.key)
+            .payload(&event.value);
+        loop {
+            match producer.send(record) {
+                Ok(()) => break,
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                    record = back;
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Err((error, _)) => return Err(error).context("cannot send an event"),
+            }
+        }
+        sent += 1;
+    }
+    producer
+        .flush(Duration::from_secs(60))
+        .context("events were not all acknowledged within 60s")?;
+    let context = producer.context();
+    summary.delivered = context.delivered.load(Ordering::Relaxed);
+    let failed = context.failed.load(Ordering::Relaxed);
+    if failed > 0 {
+        let first = context
+            .first_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        bail!(
+            "{failed} of {sent} events were not delivered; first error: {}",
+            first.unwrap_or_default()
+        );
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    tracing::info!(
+        topic = %args.topic,
+        delivered = summary.delivered,
+        valid = summary.valid,
+        late = summary.late,
+        invalid = summary.invalid,
+        duplicates = summary.duplicates,
+        events_per_second = (summary.delivered as f64 / seconds.max(1e-9)).round(),
+        "Produced events."
+    );
+    Ok(summary)
+}

@@ -1,0 +1,81 @@
+//! A real Kafka-compatible broker for the tests: tansu, started on a free loopback port with
+//! in-memory storage, stopped when dropped. `scripts/test` installs tansu when it is missing.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running tansu broker.
+pub struct Broker {
+    child: Child,
+    /// `127.0.0.1:PORT`, for `bootstrap.servers`.
+    pub bootstrap: String,
+}
+
+/// The tansu binary: `$TANSU`, else `tansu` in `$CARGO_HOME/bin` or `~/.cargo/bin`, else on
+/// the `PATH`.
+fn tansu_binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("TANSU") {
+        return path.into();
+    }
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
+    match cargo_home.map(|home| home.join("bin/tansu")) {
+        Some(path) if path.exists() => path,
+        _ => "tansu".into(),
+    }
+}
+
+impl Broker {
+    /// Starts a broker and waits until it accepts connections.
+    pub fn start() -> Broker {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let url = format!("tcp://127.0.0.1:{port}");
+        let binary = tansu_binary();
+        let child = Command::new(&binary)
+            .args([
+                "broker",
+                "--listener-url",
+                &url,
+                "--advertised-listener-url",
+                &url,
+            ])
+            .args(["--storage-engine", "memory://tansu/"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot start {} ({e}); scripts/test installs tansu",
+                    binary.display()
+                )
+            });
+        let broker = Broker {
+            child,
+            bootstrap: format!("127.0.0.1:{port}"),
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect(&broker.bootstrap).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "tansu did not listen on {} within 30s",
+                broker.bootstrap
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        broker
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
