@@ -12,12 +12,12 @@ use rdkafka::error::RDKafkaErrorCode;
 #[derive(Debug, thiserror::Error)]
 pub enum KafkaError {
     /// A client could not be created from the configuration.
-    #[error("cannot create a Kafka client for {bootstrap}: {source}")]
+    #[error("cannot create a Kafka client for {bootstrap}: {error}")]
     Client {
         /// The bootstrap servers.
         bootstrap: String,
         /// What librdkafka said.
-        source: rdkafka::error::KafkaError,
+        error: rdkafka::error::KafkaError,
     },
     /// A topic could not be created.
     #[error("cannot create topic `{topic}`: {message}")]
@@ -53,7 +53,7 @@ pub fn ensure_topic(
         .to_string();
     let admin: AdminClient<DefaultClientContext> = config
         .create()
-        .map_err(|source| KafkaError::Client { bootstrap, source })?;
+        .map_err(|error| KafkaError::Client { bootstrap, error })?;
     let new = NewTopic::new(topic, partitions, TopicReplication::Fixed(1));
     let options = AdminOptions::new().operation_timeout(Some(timeout));
     let results =

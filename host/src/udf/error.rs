@@ -11,14 +11,14 @@ use crate::units::ByteSize;
 #[derive(Debug, thiserror::Error)]
 pub enum UdfError {
     /// The plugin file could not be read.
-    #[error("cannot read plugin `{plugin}` from {path}: {source}")]
+    #[error("cannot read plugin `{plugin}` from {path}: {error}")]
     Read {
         /// Plugin (stage) name.
         plugin: String,
         /// The path that was read.
         path: String,
         /// The I/O error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The bytes are not a valid WebAssembly component.
     #[error("plugin `{plugin}` is not a valid WebAssembly component: {message}")]

@@ -107,10 +107,10 @@ impl Runtime {
         limits: Limits,
         grants: Grants,
     ) -> Result<Plugin, UdfError> {
-        let bytes = std::fs::read(path).map_err(|source| UdfError::Read {
+        let bytes = std::fs::read(path).map_err(|error| UdfError::Read {
             plugin: name.to_string(),
             path: path.display().to_string(),
-            source,
+            error,
         })?;
         self.load(name, &bytes, params, limits, grants)
     }
