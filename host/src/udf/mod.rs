@@ -297,19 +297,13 @@ impl Plugin {
         store.set_epoch_deadline(deadline_ticks(s.limits.call_timeout));
         let bindings = match s.pre.instantiate(&mut store) {
             Ok(b) => b,
-            Err(e) => {
-                let mut instance_failure = Failure::Trap {
-                    message: String::new(),
+            Err(_) if store.data().limiter.hit => {
+                let failure = Failure::Memory {
+                    limit: s.limits.memory,
                 };
-                if store.data().limiter.hit {
-                    instance_failure = Failure::Memory {
-                        limit: s.limits.memory,
-                    };
-                }
-                return Err(init_error(format!(
-                    "cannot instantiate: {e:#} ({instance_failure})"
-                )));
+                return Err(init_error(format!("cannot instantiate: {failure}")));
             }
+            Err(e) => return Err(init_error(format!("cannot instantiate: {e:#}"))),
         };
         let mut instance = Instance { store, bindings };
         instance
