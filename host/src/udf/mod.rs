@@ -23,7 +23,7 @@ mod sandbox;
 
 use std::fmt;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
@@ -145,7 +145,7 @@ impl Runtime {
         let shared = Arc::new(Shared {
             name: name.into(),
             digest,
-            info: Mutex::new(None),
+            info: OnceLock::new(),
             pre,
             params,
             limits,
@@ -157,7 +157,7 @@ impl Runtime {
         let mut first = plugin.instantiate()?;
         let info = first.describe()?;
         tracing::info!(plugin = name, name = %info.0, version = %info.1, digest = %plugin.digest(), "Loaded plugin.");
-        *plugin.shared.info.lock().unwrap_or_else(|e| e.into_inner()) = Some(info);
+        let _ = plugin.shared.info.set(info);
         plugin.release(first);
         Ok(plugin)
     }
@@ -172,7 +172,8 @@ pub struct Plugin {
 struct Shared {
     name: Arc<str>,
     digest: String,
-    info: Mutex<Option<(String, String)>>,
+    /// Name and version the plugin declares, set once at load.
+    info: OnceLock<(String, String)>,
     pre: EventProcessorPre<StoreState>,
     params: Vec<(String, String)>,
     limits: Limits,
@@ -225,12 +226,7 @@ impl Plugin {
 
     /// The name and version the plugin declares about itself.
     pub fn declared(&self) -> (String, String) {
-        self.shared
-            .info
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-            .unwrap_or_default()
+        self.shared.info.get().cloned().unwrap_or_default()
     }
 
     /// The plugin's limits.
@@ -241,9 +237,6 @@ impl Plugin {
     /// Judges records: one verdict per record, in order. Lays them out as a [`Chunk`] first;
     /// see [`Plugin::process`].
     pub fn process_records(&self, records: &[&Record]) -> Result<Vec<Verdict>, UdfError> {
-        if records.is_empty() {
-            return Ok(Vec::new());
-        }
         self.process(&Chunk::from_records(records.iter().copied()))
     }
 

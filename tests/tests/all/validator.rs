@@ -264,6 +264,12 @@ fn each_violation_has_its_code_and_field() {
 #[test]
 fn a_null_value_is_rejected() {
     let plugin = load(plugins::CLICKSTREAM_VALIDATOR, &[]).unwrap();
+    // The plugin names itself, and its identity is the sha256 of its bytes.
+    assert_eq!(
+        plugin.declared(),
+        ("clickstream-validator".to_string(), "0.1.0".to_string())
+    );
+    assert_eq!(plugin.digest().len(), 64);
     let mut records = records(&[event(&[])]);
     records[0].value = None;
     let verdicts = plugin.process_records(&[&records[0]]).unwrap();
