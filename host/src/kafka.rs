@@ -1,12 +1,15 @@
 //! Kafka plumbing shared by sources, sinks and `sluice produce`: client configuration and
 //! topic administration (rdkafka, which bundles librdkafka).
 
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use rdkafka::ClientConfig;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::error::RDKafkaErrorCode;
+use rdkafka::producer::{DeliveryResult, ProducerContext};
+use rdkafka::{ClientConfig, ClientContext};
 
 /// A Kafka operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -78,4 +81,51 @@ pub fn ensure_topic(
         }
     }
     Ok(())
+}
+
+/// A producer context that counts deliveries and keeps the first failure.
+#[derive(Debug, Default)]
+pub struct Deliveries {
+    delivered: AtomicU64,
+    failed: AtomicU64,
+    first_error: Mutex<Option<String>>,
+}
+
+impl Deliveries {
+    /// Records acknowledged so far.
+    pub fn delivered(&self) -> u64 {
+        self.delivered.load(Ordering::Relaxed)
+    }
+
+    /// Records that failed so far.
+    pub fn failed(&self) -> u64 {
+        self.failed.load(Ordering::Relaxed)
+    }
+
+    /// The first failure's message.
+    pub fn first_error(&self) -> Option<String> {
+        self.first_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+impl ClientContext for Deliveries {}
+
+impl ProducerContext for Deliveries {
+    type DeliveryOpaque = ();
+
+    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
+        match result {
+            Ok(_) => {
+                self.delivered.fetch_add(1, Ordering::Relaxed);
+            }
+            Err((error, _)) => {
+                self.failed.fetch_add(1, Ordering::Relaxed);
+                let mut first = self.first_error.lock().unwrap_or_else(|e| e.into_inner());
+                first.get_or_insert_with(|| error.to_string());
+            }
+        }
+    }
 }

@@ -2,19 +2,31 @@
 //! plugins.
 //!
 //! Data flows one way: source → batch → stages (Wasm plugins) → encode (Arrow) → sinks →
-//! commit. This crate grows one module per step; so far:
+//! commit. One module per step:
 //!
 //! - [`record`]: the unit of data, one Kafka record;
+//! - [`source`]: where records come from (Kafka), positioned by the table's offsets;
+//! - [`batch`]: the trigger and the caps of a micro-batch;
 //! - [`udf`]: the plugin runtime (stages): sandboxed components that keep, rewrite or
 //!   reject events;
+//! - [`encode`]: JSON values to Arrow against the table's schema;
+//! - [`sink`]: the Iceberg table and the dead-letter topic;
+//! - [`commit`]: the marks each table commit carries, from which a restart resumes;
+//! - [`pipeline`]: the loop that ties them together (`sluice run`);
 //! - [`cli`]: the `sluice` command line (`sluice try`, `sluice produce`);
 //! - [`kafka`]: Kafka client configuration and topic administration;
 //! - [`generate`]: deterministic retail clickstream events for demos, tests and benchmarks;
 //! - [`units`]: durations and byte sizes in configuration.
 
+pub mod batch;
 pub mod cli;
+pub mod commit;
+pub mod encode;
 pub mod generate;
 pub mod kafka;
+pub mod pipeline;
 pub mod record;
+pub mod sink;
+pub mod source;
 pub mod udf;
 pub mod units;

@@ -1,9 +1,16 @@
 //! The `sluice` command line.
 
 pub mod produce;
+pub mod run;
+pub mod show;
 pub mod r#try;
 
 use std::ffi::OsString;
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use tracing_subscriber::EnvFilter;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
@@ -28,6 +35,10 @@ pub enum Command {
     /// Send realistic retail clickstream events to a Kafka topic (a load generator), with
     /// chosen shares of invalid, late and duplicate events.
     Produce(produce::ProduceArgs),
+    /// Run a pipeline: Kafka → plugins → Iceberg, exactly once, with a dead-letter topic.
+    Run(run::RunArgs),
+    /// Print what a pipeline's table and dead-letter topic hold.
+    Show(show::ShowArgs),
 }
 
 /// Parses `KEY=VALUE`.
@@ -63,4 +74,95 @@ where
         _ => Vec::new(),
     };
     Ok(Invocation { cli, plugin_params })
+}
+
+/// Exit code when some events made a plugin fail (trap, limit) in `sluice try`.
+const EXIT_PLUGIN_FAILED: u8 = 3;
+
+/// Runs the `sluice` command line with the process's arguments: what the binary does.
+pub fn main() -> ExitCode {
+    let invocation = match parse(std::env::args_os()) {
+        Ok(invocation) => invocation,
+        Err(e) => e.exit(),
+    };
+    let filter = EnvFilter::try_from_default_env()
+        .or_else(|_| EnvFilter::try_new(&invocation.cli.log))
+        .unwrap_or_else(|_| EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr)
+        .init();
+
+    match run(invocation) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(invocation: Invocation) -> anyhow::Result<ExitCode> {
+    match &invocation.cli.command {
+        Command::Try(args) => {
+            let stdout = std::io::stdout();
+            let stderr = std::io::stderr();
+            let summary = r#try::run(
+                args,
+                &invocation.plugin_params,
+                &mut stdout.lock(),
+                &mut stderr.lock(),
+            )
+            .context("sluice try failed")?;
+            if summary.failed_total() > 0 {
+                return Ok(ExitCode::from(EXIT_PLUGIN_FAILED));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Produce(args) => {
+            let stop = stop_flag()?;
+            let summary = produce::run(args, &|| stop.load(std::sync::atomic::Ordering::Relaxed))
+                .context("sluice produce failed")?;
+            println!(
+                "produced {} events to {} ({} valid, {} late, {} invalid, {} duplicates)",
+                summary.delivered,
+                args.topic,
+                summary.valid,
+                summary.late,
+                summary.invalid,
+                summary.duplicates
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Run(args) => {
+            let stop = stop_flag()?;
+            let summary = run::run(args, &stop)?;
+            if !args.check {
+                println!(
+                    "{} batches: {} records read, {} rows written, {} dead-lettered{}",
+                    summary.batches,
+                    summary.input_rows,
+                    summary.rows_written,
+                    summary.rows_dead_lettered,
+                    if summary.stopped { " (stopped)" } else { "" }
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Show(args) => {
+            show::run(args, &mut std::io::stdout().lock())?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// A flag set by SIGINT or SIGTERM, so that long-running commands stop cleanly.
+fn stop_flag() -> anyhow::Result<std::sync::Arc<std::sync::atomic::AtomicBool>> {
+    let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, flag.clone())
+            .context("cannot install a signal handler")?;
+    }
+    Ok(flag)
 }

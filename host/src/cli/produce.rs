@@ -1,17 +1,14 @@
 //! `sluice produce`: a load generator of realistic retail clickstream events.
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::Args;
-use rdkafka::ClientContext;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
+use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 
-use crate::generate::{Generator, GeneratorConfig, Kind};
-use crate::kafka;
+use crate::generate::{GeneratedEvent, Generator, GeneratorConfig, Kind};
+use crate::kafka::{self, Deliveries};
 
 /// Arguments of `sluice produce`.
 #[derive(Debug, Args)]
@@ -54,6 +51,10 @@ pub struct ProduceArgs {
     /// An extra librdkafka producer property `KEY=VALUE` (e.g. `compression.type=zstd`). Repeatable.
     #[arg(long = "kafka", value_name = "KEY=VALUE", value_parser = super::parse_key_value)]
     pub kafka: Vec<(String, String)>,
+    /// Send the lines of this JSON-lines file as they are (blank lines skipped, no key)
+    /// instead of generated events; `--count` and the shares are then ignored.
+    #[arg(long, value_name = "FILE")]
+    pub input: Option<std::path::PathBuf>,
 }
 
 /// What `sluice produce` sent.
@@ -69,33 +70,6 @@ pub struct ProduceSummary {
     pub invalid: u64,
     /// Exact repeats of recent events.
     pub duplicates: u64,
-}
-
-/// Counts deliveries; keeps the first failure.
-#[derive(Default)]
-struct Deliveries {
-    delivered: AtomicU64,
-    failed: AtomicU64,
-    first_error: Mutex<Option<String>>,
-}
-
-impl ClientContext for Deliveries {}
-
-impl ProducerContext for Deliveries {
-    type DeliveryOpaque = ();
-
-    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
-        match result {
-            Ok(_) => {
-                self.delivered.fetch_add(1, Ordering::Relaxed);
-            }
-            Err((error, _)) => {
-                self.failed.fetch_add(1, Ordering::Relaxed);
-                let mut first = self.first_error.lock().unwrap_or_else(|e| e.into_inner());
-                first.get_or_insert_with(|| error.to_string());
-            }
-        }
-    }
 }
 
 /// Sends generated events; returns once every event is acknowledged (or fails).
@@ -139,25 +113,50 @@ pub fn run(args: &ProduceArgs, stop: &dyn Fn() -> bool) -> anyhow::Result<Produc
         ..GeneratorConfig::default()
     });
     let mut summary = ProduceSummary::default();
+    let mut lines = match &args.input {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            Some(
+                text.lines()
+                    .filter(|l| !l.trim().is_empty())
+                    .map(|l| l.as_bytes().to_vec())
+                    .collect::<Vec<_>>()
+                    .into_iter(),
+            )
+        }
+        None => None,
+    };
     let start = Instant::now();
     let mut sent = 0u64;
-    while (args.count == 0 || sent < args.count) && !stop() {
+    while (lines.is_some() || args.count == 0 || sent < args.count) && !stop() {
         if args.rate > 0.0 {
             let due = start + Duration::from_secs_f64(sent as f64 / args.rate);
             if let Some(wait) = due.checked_duration_since(Instant::now()) {
                 std::thread::sleep(wait);
             }
         }
-        let event = generator.next_event();
+        let event = match lines.as_mut() {
+            Some(lines) => match lines.next() {
+                Some(value) => GeneratedEvent {
+                    key: String::new(),
+                    value: String::from_utf8_lossy(&value).into_owned(),
+                    kind: Kind::Valid,
+                },
+                None => break,
+            },
+            None => generator.next_event(),
+        };
         match event.kind {
             Kind::Valid => summary.valid += 1,
             Kind::Late => summary.late += 1,
             Kind::Invalid => summary.invalid += 1,
             Kind::Duplicate => summary.duplicates += 1,
         }
-        let mut record = BaseRecord::to(&args.topic)
-            .key(&event.key)
-            .payload(&event.value);
+        let mut record = BaseRecord::to(&args.topic).payload(&event.value);
+        if !event.key.is_empty() {
+            record = record.key(&event.key);
+        }
         loop {
             match producer.send(record) {
                 Ok(()) => break,
@@ -174,17 +173,12 @@ pub fn run(args: &ProduceArgs, stop: &dyn Fn() -> bool) -> anyhow::Result<Produc
         .flush(Duration::from_secs(60))
         .context("events were not all acknowledged within 60s")?;
     let context = producer.context();
-    summary.delivered = context.delivered.load(Ordering::Relaxed);
-    let failed = context.failed.load(Ordering::Relaxed);
+    summary.delivered = context.delivered();
+    let failed = context.failed();
     if failed > 0 {
-        let first = context
-            .first_error
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
         bail!(
             "{failed} of {sent} events were not delivered; first error: {}",
-            first.unwrap_or_default()
+            context.first_error().unwrap_or_default()
         );
     }
     let seconds = start.elapsed().as_secs_f64();

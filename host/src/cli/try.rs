@@ -152,20 +152,7 @@ pub fn run(
     let runtime = Runtime::new(runtime_config.clone())?;
     let plugins = stages
         .iter()
-        .map(|s| {
-            let params = s
-                .params
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            runtime.load_file(
-                &s.name,
-                &s.plugin,
-                params,
-                s.limits.clone(),
-                s.grants.clone(),
-            )
-        })
+        .map(|s| runtime.load_stage(s))
         .collect::<Result<Vec<Plugin>, _>>()?;
 
     let (lines, records) = read_events(&args.input, &args.topic)?;

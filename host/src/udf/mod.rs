@@ -98,6 +98,22 @@ impl Runtime {
         &self.config
     }
 
+    /// Loads the plugin of a configured stage.
+    pub fn load_stage(&self, stage: &config::StageConfig) -> Result<Plugin, UdfError> {
+        let params = stage
+            .params
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        self.load_file(
+            &stage.name,
+            &stage.plugin,
+            params,
+            stage.limits.clone(),
+            stage.grants.clone(),
+        )
+    }
+
     /// Reads and loads a plugin file. See [`Runtime::load`].
     pub fn load_file(
         &self,

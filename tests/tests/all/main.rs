@@ -5,6 +5,7 @@ mod adversarial;
 mod cli;
 mod enricher;
 mod generator;
+mod pipeline;
 mod produce;
 mod readme;
 mod validator;

@@ -1,0 +1,142 @@
+//! Commit marks: what each table commit records about the pipeline, and how a restarted
+//! pipeline finds where it stopped.
+//!
+//! Each batch is committed to the table in one snapshot whose summary carries the
+//! pipeline's name, the batch id, the next Kafka offset of every partition the pipeline
+//! owns, and a deterministic commit id. The table is the only checkpoint: data and offsets
+//! change in the same atomic commit, so they cannot drift apart.
+
+use std::collections::HashMap;
+
+use sha2::{Digest, Sha256};
+
+use crate::source::Offsets;
+
+/// Snapshot summary key: the pipeline's name.
+pub const PIPELINE: &str = "sluice.pipeline";
+/// Snapshot summary key: the batch id (1, 2, ...; counted per pipeline).
+pub const BATCH_ID: &str = "sluice.batch-id";
+/// Snapshot summary key: the deterministic commit id.
+pub const COMMIT_ID: &str = "sluice.commit-id";
+/// Snapshot summary key: the next offset of every owned partition, as JSON.
+pub const OFFSETS: &str = "sluice.offsets";
+/// Snapshot summary key: rows of the batch sent to the dead-letter topic.
+pub const DEAD_LETTERED: &str = "sluice.dead-lettered";
+
+/// What one commit records about the pipeline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitMark {
+    /// The pipeline's name.
+    pub pipeline: String,
+    /// The batch id.
+    pub batch_id: u64,
+    /// The next offset to read of every owned partition after this batch.
+    pub offsets: Offsets,
+}
+
+/// A snapshot summary that names a pipeline but cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("snapshot {snapshot} of pipeline `{pipeline}` has an unreadable commit mark: {reason}")]
+pub struct MarkError {
+    /// The pipeline.
+    pub pipeline: String,
+    /// The snapshot id.
+    pub snapshot: i64,
+    /// What is wrong.
+    pub reason: String,
+}
+
+impl CommitMark {
+    /// The commit id: the same for every attempt at the same batch, so a commit that may
+    /// or may not have landed can be recognised.
+    pub fn commit_id(&self) -> String {
+        let digest = Sha256::digest(self.offsets.to_json().as_bytes());
+        let short: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+        format!("{}-{:010}-{short}", self.pipeline, self.batch_id)
+    }
+
+    /// The snapshot summary properties of this mark.
+    pub fn to_properties(&self) -> HashMap<String, String> {
+        HashMap::from([
+            (PIPELINE.to_string(), self.pipeline.clone()),
+            (BATCH_ID.to_string(), self.batch_id.to_string()),
+            (COMMIT_ID.to_string(), self.commit_id()),
+            (OFFSETS.to_string(), self.offsets.to_json()),
+        ])
+    }
+
+    /// Reads the mark of `pipeline` from a snapshot summary: `None` when the snapshot was
+    /// written by someone else.
+    pub fn from_properties(
+        pipeline: &str,
+        snapshot: i64,
+        properties: &HashMap<String, String>,
+    ) -> Option<Result<CommitMark, MarkError>> {
+        if properties.get(PIPELINE).map(String::as_str) != Some(pipeline) {
+            return None;
+        }
+        let error = |reason: String| MarkError {
+            pipeline: pipeline.to_string(),
+            snapshot,
+            reason,
+        };
+        let read = || -> Result<CommitMark, MarkError> {
+            let batch_id = properties
+                .get(BATCH_ID)
+                .ok_or_else(|| error(format!("no `{BATCH_ID}`")))?
+                .parse()
+                .map_err(|e| error(format!("`{BATCH_ID}`: {e}")))?;
+            let offsets = properties
+                .get(OFFSETS)
+                .ok_or_else(|| error(format!("no `{OFFSETS}`")))?;
+            let offsets = Offsets::from_json(offsets).map_err(error)?;
+            Ok(CommitMark {
+                pipeline: pipeline.to_string(),
+                batch_id,
+                offsets,
+            })
+        };
+        Some(read())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::TopicPartition;
+
+    #[test]
+    fn round_trip_and_stable_id() {
+        let mut offsets = Offsets::default();
+        offsets.set(
+            TopicPartition {
+                topic: "clicks".into(),
+                partition: 2,
+            },
+            17,
+        );
+        let mark = CommitMark {
+            pipeline: "p".into(),
+            batch_id: 3,
+            offsets,
+        };
+        let props = mark.to_properties();
+        assert_eq!(
+            CommitMark::from_properties("p", 1, &props),
+            Some(Ok(mark.clone()))
+        );
+        assert_eq!(CommitMark::from_properties("other", 1, &props), None);
+        assert_eq!(mark.commit_id(), mark.clone().commit_id());
+        assert!(
+            mark.commit_id().starts_with("p-0000000003-"),
+            "{}",
+            mark.commit_id()
+        );
+        let mut broken = props.clone();
+        broken.insert(OFFSETS.into(), "{".into());
+        assert!(matches!(
+            CommitMark::from_properties("p", 9, &broken),
+            Some(Err(_))
+        ));
+    }
+}

@@ -1,0 +1,276 @@
+//! The pipeline file read by `sluice run --config FILE`: source, trigger, stages, sink,
+//! dead-letter output. See `examples/retail-clickstream/pipeline.toml`.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::env::{SubstError, substitute_env};
+use crate::batch::TriggerConfig;
+use crate::sink::deadletter::DeadLetterConfig;
+use crate::sink::iceberg::IcebergSinkConfig;
+use crate::source::kafka::KafkaSourceConfig;
+use crate::udf::config::{RuntimeConfig, StageConfig};
+
+/// What happens to an event that a plugin rejects, that fails in a plugin, or that does
+/// not fit the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnInvalid {
+    /// Send it to the dead-letter topic with the reason, and go on.
+    DeadLetter,
+    /// Stop the pipeline without committing the batch (Spark's FAILFAST). A restart
+    /// meets the same event again.
+    Fail,
+}
+
+/// The `[pipeline]` section.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct PipelineSection {
+    /// Name of the pipeline. It keys the offsets stored in the table, so two pipelines
+    /// writing one table must have different names; renaming a pipeline starts it anew.
+    pub name: String,
+    /// `dead-letter` (default) or `fail`.
+    #[serde(default = "default_on_invalid")]
+    pub on_invalid: OnInvalid,
+    /// Threads that run plugins and encoding; default: the machine's cores.
+    #[serde(default)]
+    pub threads: Option<usize>,
+}
+
+const fn default_on_invalid() -> OnInvalid {
+    OnInvalid::DeadLetter
+}
+
+/// A whole pipeline file.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct PipelineConfig {
+    /// Name and behaviour of the pipeline.
+    pub pipeline: PipelineSection,
+    /// Where records come from.
+    pub source: KafkaSourceConfig,
+    /// When batches run and how large they may be.
+    #[serde(default)]
+    pub trigger: TriggerConfig,
+    /// Engine-wide plugin settings.
+    #[serde(default)]
+    pub runtime: RuntimeConfig,
+    /// Plugin stages, run in order on every batch.
+    #[serde(default)]
+    pub stages: Vec<StageConfig>,
+    /// The Iceberg table.
+    pub sink: IcebergSinkConfig,
+    /// The dead-letter topic; required unless `pipeline.on-invalid = "fail"`.
+    #[serde(default)]
+    pub dead_letter: Option<DeadLetterConfig>,
+}
+
+/// A pipeline file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {error}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// A `${VAR}` could not be substituted.
+    #[error("{path}: {error}")]
+    Env {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        error: SubstError,
+    },
+    /// The file is not valid TOML, or a key is unknown, missing or of the wrong type.
+    #[error("{path}:{line}: {}{message}", if key.is_empty() { String::new() } else { format!("`{key}`: ") })]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line (after substitution, which never adds lines).
+        line: usize,
+        /// Dotted path of the key, when known.
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The values do not make sense together.
+    #[error("{path}: {message}")]
+    Inconsistent {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+impl PipelineConfig {
+    /// Reads, substitutes and parses `path`; plugin paths become relative to its folder.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Read {
+            path: path.to_owned(),
+            error,
+        })?;
+        let mut config = Self::parse(&text, path)?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        for stage in &mut config.stages {
+            if stage.plugin.is_relative() {
+                stage.plugin = base.join(&stage.plugin);
+            }
+        }
+        Ok(config)
+    }
+
+    /// Substitutes and parses `text`; `path` is only used in messages.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        let text = substitute_env(text).map_err(|error| ConfigError::Env {
+            path: path.to_owned(),
+            error,
+        })?;
+        let invalid = |line, key: String, message: String| ConfigError::Invalid {
+            path: path.to_owned(),
+            line,
+            key,
+            message,
+        };
+        let de = toml::Deserializer::parse(&text).map_err(|e| {
+            let line = e.span().map_or(1, |s| line_of(&text, s.start));
+            invalid(line, String::new(), e.message().to_string())
+        })?;
+        let config: PipelineConfig = serde_path_to_error::deserialize(de).map_err(|e| {
+            let key = e.path().to_string();
+            let inner = e.into_inner();
+            let line = inner.span().map_or(1, |s| line_of(&text, s.start));
+            invalid(
+                line,
+                if key == "." { String::new() } else { key },
+                inner.message().to_string(),
+            )
+        })?;
+        config
+            .check()
+            .map_err(|message| ConfigError::Inconsistent {
+                path: path.to_owned(),
+                message,
+            })?;
+        Ok(config)
+    }
+
+    fn check(&self) -> Result<(), String> {
+        if self.pipeline.name.trim().is_empty() {
+            return Err("pipeline.name must not be empty".into());
+        }
+        if self.source.topics.is_empty() {
+            return Err("source.topics must name at least one topic".into());
+        }
+        let mut names = HashSet::new();
+        for stage in &self.stages {
+            if !names.insert(&stage.name) {
+                return Err(format!("two stages are named `{}`", stage.name));
+            }
+        }
+        if self.pipeline.on_invalid == OnInvalid::DeadLetter && self.dead_letter.is_none() {
+            return Err(
+                "no [dead-letter] topic: add one, or set pipeline.on-invalid = \"fail\"".into(),
+            );
+        }
+        if let Some(dl) = &self.dead_letter
+            && self.source.topics.contains(&dl.topic)
+        {
+            return Err(format!(
+                "dead-letter topic `{}` is also a source topic",
+                dl.topic
+            ));
+        }
+        if self.sink.columns.is_empty() {
+            return Ok(()); // the table must exist already
+        }
+        let schema = self.sink.schema()?;
+        self.sink.partition_spec(&schema)?;
+        if let Some(column) = &self.sink.ingestion_time_column
+            && !self.sink.columns.iter().any(|c| &c.name == column)
+        {
+            return Err(format!(
+                "sink.ingestion-time-column `{column}` is not one of sink.columns"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Threads for plugins and encoding.
+    pub fn threads(&self) -> usize {
+        self.pipeline
+            .threads
+            .unwrap_or_else(|| {
+                std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+            })
+            .max(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"
+[pipeline]
+name = "p"
+on-invalid = "fail"
+
+[source]
+bootstrap-servers = "localhost:9092"
+topics = ["t"]
+
+[sink]
+warehouse = "w"
+namespace = "n"
+table = "t"
+columns = [{ name = "a", type = "string" }]
+"#;
+
+    #[test]
+    fn minimal_parses_with_defaults() {
+        let c = PipelineConfig::parse(MINIMAL, Path::new("p.toml")).unwrap();
+        assert_eq!(c.pipeline.on_invalid, OnInvalid::Fail);
+        assert_eq!(c.trigger, TriggerConfig::default());
+        assert!(c.stages.is_empty());
+    }
+
+    #[test]
+    fn unknown_key_names_key_and_line() {
+        let text = MINIMAL.replace("topics = [\"t\"]", "topics = [\"t\"]\ntopicz = 1");
+        let err = PipelineConfig::parse(&text, Path::new("p.toml")).unwrap_err();
+        let shown = err.to_string();
+        assert!(shown.starts_with("p.toml:9: `source.topicz`: "), "{shown}");
+        assert!(shown.contains("topicz"), "{shown}");
+    }
+
+    #[test]
+    fn wrong_type_names_the_key() {
+        let text = MINIMAL.replace("name = \"p\"", "name = 5");
+        let err = PipelineConfig::parse(&text, Path::new("p.toml")).unwrap_err();
+        let ConfigError::Invalid { key, line, .. } = &err else {
+            panic!("{err}")
+        };
+        assert_eq!((key.as_str(), *line), ("pipeline.name", 3));
+    }
+
+    #[test]
+    fn inconsistencies_are_refused() {
+        let text = MINIMAL.replace("on-invalid = \"fail\"", "");
+        let err = PipelineConfig::parse(&text, Path::new("p.toml")).unwrap_err();
+        assert!(err.to_string().contains("[dead-letter]"), "{err}");
+        let text = MINIMAL.replace("\"a\", type = \"string\"", "\"a\", type = \"varchar\"");
+        let err = PipelineConfig::parse(&text, Path::new("p.toml")).unwrap_err();
+        assert!(err.to_string().contains("varchar"), "{err}");
+    }
+}

@@ -1,0 +1,72 @@
+//! Per-batch progress, like Spark's `StreamingQueryProgress`: logged as one JSON line under
+//! the `sluice::progress` target after every committed batch.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+/// Milliseconds spent in each phase of a batch.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Durations {
+    /// Reading records from the source.
+    pub poll: u64,
+    /// Running the plugin stages (the slowest thread).
+    pub plugins: u64,
+    /// Encoding to Arrow (the slowest thread).
+    pub encode: u64,
+    /// Sending dead letters and waiting for their acknowledgement.
+    pub dead_letter: u64,
+    /// Writing Parquet files.
+    pub write: u64,
+    /// The table commit, with its check.
+    pub commit: u64,
+    /// The whole batch.
+    pub total: u64,
+}
+
+/// What one batch did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Progress {
+    /// The pipeline.
+    pub pipeline: String,
+    /// The batch id.
+    pub batch_id: u64,
+    /// The commit id in the table's snapshot summary.
+    pub commit_id: String,
+    /// The table.
+    pub table: String,
+    /// Records read.
+    pub input_rows: u64,
+    /// Rows appended to the table.
+    pub rows_written: u64,
+    /// Records sent to the dead-letter topic.
+    pub rows_dead_lettered: u64,
+    /// Dead letters by code.
+    pub dead_lettered_by_code: BTreeMap<String, u64>,
+    /// Records read per second since the previous batch ended.
+    pub input_rows_per_second: f64,
+    /// Records processed per second of this batch's duration.
+    pub processed_rows_per_second: f64,
+    /// Data files added.
+    pub files_written: u64,
+    /// Bytes of data files added.
+    pub bytes_written: u64,
+    /// Time per phase.
+    pub durations_ms: Durations,
+    /// Offsets the batch started from (JSON).
+    pub start_offsets: String,
+    /// Offsets after the batch, as committed (JSON).
+    pub end_offsets: String,
+    /// Records known to remain behind the batch's target end offsets.
+    pub lag: i64,
+}
+
+impl Progress {
+    /// Logs the progress line.
+    pub fn log(&self) {
+        match serde_json::to_string(self) {
+            Ok(json) => tracing::info!(target: "sluice::progress", "{json}"),
+            Err(error) => tracing::warn!(%error, "cannot serialise progress"),
+        }
+    }
+}

@@ -1,0 +1,195 @@
+//! Sources: where records come from. A source owns a set of topic-partitions, knows their
+//! end offsets, and reads records from a position up to a target, in capped batches.
+//!
+//! Positions are the pipeline's, not the broker's: the pipeline tells the source where to
+//! start (from the offsets stored in the sink's last commit), and the source never commits
+//! anything that matters for correctness.
+
+pub mod kafka;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use crate::batch::Caps;
+use crate::record::Record;
+
+/// One partition of one topic.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TopicPartition {
+    /// The topic.
+    pub topic: Arc<str>,
+    /// The partition.
+    pub partition: i32,
+}
+
+impl fmt::Display for TopicPartition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.topic, self.partition)
+    }
+}
+
+/// The next offset to read of each topic-partition.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Offsets(pub BTreeMap<TopicPartition, i64>);
+
+impl Offsets {
+    /// The next offset of `tp`, if known.
+    pub fn get(&self, tp: &TopicPartition) -> Option<i64> {
+        self.0.get(tp).copied()
+    }
+
+    /// Sets the next offset of `tp`.
+    pub fn set(&mut self, tp: TopicPartition, next: i64) {
+        self.0.insert(tp, next);
+    }
+
+    /// Records between `self` and `later` (the sum over partitions of the offset gaps).
+    pub fn distance_to(&self, later: &Offsets) -> i64 {
+        later
+            .0
+            .iter()
+            .map(|(tp, &end)| (end - self.get(tp).unwrap_or(end)).max(0))
+            .sum()
+    }
+
+    /// As JSON, `{"topic": {"0": 42, "1": 7}}`: what a commit stores.
+    pub fn to_json(&self) -> String {
+        let mut map: BTreeMap<&str, BTreeMap<String, i64>> = BTreeMap::new();
+        for (tp, &next) in &self.0 {
+            map.entry(&tp.topic)
+                .or_default()
+                .insert(tp.partition.to_string(), next);
+        }
+        serde_json::to_string(&map).expect("a map of numbers serialises")
+    }
+
+    /// Parses what [`Offsets::to_json`] wrote.
+    pub fn from_json(text: &str) -> Result<Offsets, String> {
+        let map: BTreeMap<String, BTreeMap<String, i64>> =
+            serde_json::from_str(text).map_err(|e| format!("invalid offsets {text:?}: {e}"))?;
+        let mut offsets = Offsets::default();
+        for (topic, partitions) in map {
+            let topic: Arc<str> = topic.into();
+            for (partition, next) in partitions {
+                let partition = partition
+                    .parse()
+                    .map_err(|_| format!("invalid partition {partition:?} in offsets"))?;
+                offsets.set(
+                    TopicPartition {
+                        topic: topic.clone(),
+                        partition,
+                    },
+                    next,
+                );
+            }
+        }
+        Ok(offsets)
+    }
+}
+
+impl fmt::Display for Offsets {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_json())
+    }
+}
+
+/// A source failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// A Kafka client could not be created or a request failed.
+    #[error("Kafka: {0}")]
+    Kafka(#[from] crate::kafka::KafkaError),
+    /// A topic to read does not exist.
+    #[error("topic `{0}` does not exist (create it, or check `source.topics`)")]
+    NoSuchTopic(String),
+    /// A broker request failed.
+    #[error("{what}: {error}")]
+    Request {
+        /// What was asked.
+        what: String,
+        /// What the client said.
+        error: rdkafka::error::KafkaError,
+    },
+    /// No record arrived for too long while records were known to be there.
+    #[error(
+        "no progress reading {partitions} for {seconds}s although end offsets say more records exist"
+    )]
+    Stalled {
+        /// The partitions still behind.
+        partitions: String,
+        /// How long we waited.
+        seconds: u64,
+    },
+    /// The table says to resume past the end of a partition: the topic was recreated or
+    /// the broker replaced since the last commit (Spark's stale-checkpoint pitfall).
+    #[error(
+        "the table's last commit says to resume {partition} at offset {next}, but the partition ends at {end}: was the topic recreated or the broker replaced? Rename the pipeline (pipeline.name) to start anew"
+    )]
+    OffsetBeyondEnd {
+        /// The partition.
+        partition: String,
+        /// The stored next offset.
+        next: i64,
+        /// The partition's end offset.
+        end: i64,
+    },
+    /// The stop flag was raised while reading.
+    #[error("stopped while reading")]
+    Stopped,
+}
+
+/// A source of records.
+pub trait Source: Send {
+    /// Assigns the source's partitions. `resume` holds the positions stored by the last
+    /// commit (`None` for a brand-new pipeline, which starts where its configuration says).
+    /// Partitions missing from `resume` start at their earliest offset. Returns the
+    /// starting positions.
+    fn start(&mut self, resume: Option<&Offsets>) -> Result<Offsets, SourceError>;
+
+    /// The current end offsets of every partition the source owns, discovering partitions
+    /// added since the last call (which then start at earliest).
+    fn end_offsets(&mut self) -> Result<Offsets, SourceError>;
+
+    /// Reads records from the current positions, stopping at `until` (exclusive) or when
+    /// the batch is full, whichever comes first. Returns the records in read order and the
+    /// positions after them.
+    fn read(
+        &mut self,
+        until: &Offsets,
+        caps: Caps,
+        stop: &AtomicBool,
+    ) -> Result<(Vec<Record>, Offsets), SourceError>;
+
+    /// Tells the broker how far the pipeline has committed, for lag monitoring only.
+    fn acknowledge(&mut self, committed: &Offsets);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tp(t: &str, p: i32) -> TopicPartition {
+        TopicPartition {
+            topic: t.into(),
+            partition: p,
+        }
+    }
+
+    #[test]
+    fn offsets_round_trip_and_distance() {
+        let mut a = Offsets::default();
+        a.set(tp("clicks", 0), 5);
+        a.set(tp("clicks", 1), 0);
+        a.set(tp("other", 0), 3);
+        let json = a.to_json();
+        assert_eq!(json, r#"{"clicks":{"0":5,"1":0},"other":{"0":3}}"#);
+        assert_eq!(Offsets::from_json(&json).unwrap(), a);
+        let mut b = a.clone();
+        b.set(tp("clicks", 1), 10);
+        b.set(tp("clicks", 2), 4);
+        assert_eq!(a.distance_to(&b), 10);
+        assert!(Offsets::from_json(r#"{"clicks":{"x":1}}"#).is_err());
+    }
+}

@@ -1,0 +1,572 @@
+//! `sluice run` end to end: a real broker (tansu), the real SQL catalog on SQLite, plugins
+//! built from source, the example pipeline file. The pipeline runs as a process (so it can
+//! be killed); what landed is read back with `sluice show --json` and with pyiceberg.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use sluice::cli::{self, Command as Sub};
+use sluice::generate::{Generator, GeneratorConfig, Kind};
+use sluice_tests::broker::Broker;
+use sluice_tests::{plugins, repo_root};
+
+const BIN: &str = env!("CARGO_BIN_EXE_sluice-under-test");
+
+/// One pipeline under test: a broker, a fresh warehouse, topic names.
+struct Setup {
+    broker: Broker,
+    warehouse: PathBuf,
+    topic: String,
+    dead_letter: String,
+    config: PathBuf,
+    extra_env: Vec<(String, String)>,
+}
+
+fn example_config() -> PathBuf {
+    repo_root().join("examples/retail-clickstream/pipeline.toml")
+}
+
+impl Setup {
+    fn new(name: &str) -> Setup {
+        let warehouse =
+            std::env::temp_dir().join(format!("sluice-test-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&warehouse);
+        Setup {
+            broker: Broker::start(),
+            warehouse,
+            topic: format!("{name}-events"),
+            dead_letter: format!("{name}-dead-letter"),
+            config: example_config(),
+            extra_env: Vec::new(),
+        }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let plugins_dir = Path::new(plugins::CLICKSTREAM_VALIDATOR).parent().unwrap();
+        let mut c = Command::new(BIN);
+        c.args(args)
+            .env("KAFKA_BOOTSTRAP", &self.broker.bootstrap)
+            .env("KAFKA_TOPIC", &self.topic)
+            .env("SLUICE_WAREHOUSE", &self.warehouse)
+            .env("SLUICE_PLUGINS", plugins_dir)
+            .env("SLUICE_DEAD_LETTER_TOPIC", &self.dead_letter)
+            .env("SLUICE_CONFIG", &self.config)
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null());
+        for (k, v) in &self.extra_env {
+            c.env(k, v);
+        }
+        c
+    }
+
+    fn produce(&self, extra: &[&str]) -> cli::produce::ProduceSummary {
+        let mut args = vec![
+            "sluice",
+            "produce",
+            "--bootstrap-servers",
+            &self.broker.bootstrap,
+            "--topic",
+            &self.topic,
+            "--create-topic",
+        ];
+        args.extend_from_slice(extra);
+        let invocation = cli::parse(args).unwrap();
+        let Sub::Produce(produce) = &invocation.cli.command else {
+            panic!()
+        };
+        cli::produce::run(produce, &|| false).unwrap()
+    }
+
+    /// Runs `sluice run --available-now` to its end.
+    fn run(&self, env: &[(&str, &str)]) -> Output {
+        let mut c = self.command(&["run", "--available-now"]);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    }
+
+    fn spawn(&self, env: &[(&str, &str)]) -> Child {
+        let mut c = self.command(&["run", "--available-now"]);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    /// `sluice show --json`.
+    fn show(&self) -> Value {
+        let out = self.command(&["show", "--json"]).output().unwrap();
+        assert!(
+            out.status.success(),
+            "show failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+}
+
+impl Drop for Setup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.warehouse);
+    }
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn progress_lines(stderr: &str) -> Vec<Value> {
+    stderr
+        .lines()
+        .filter_map(|l| {
+            l.split_once("sluice::progress: ")
+                .map(|(_, json)| serde_json::from_str(json).unwrap())
+        })
+        .collect()
+}
+
+fn rows(shown: &Value) -> &Vec<Value> {
+    shown["rows"].as_array().unwrap()
+}
+
+fn dead_letters(shown: &Value) -> &Vec<Value> {
+    shown["dead_letters"].as_array().unwrap()
+}
+
+fn header<'a>(d: &'a Value, name: &str) -> &'a str {
+    d["headers"][name]
+        .as_str()
+        .unwrap_or_else(|| panic!("no header {name} in {d}"))
+}
+
+#[test]
+fn seed_events_land_and_invalid_ones_are_dead_lettered() {
+    let s = Setup::new("seed");
+    let events = repo_root().join("examples/retail-clickstream/events.jsonl");
+    let produced = s.produce(&["--partitions", "1", "--input", events.to_str().unwrap()]);
+    assert_eq!(produced.delivered, 10);
+
+    let before = chrono_now_micros();
+    let out = s.run(&[]);
+    let after = chrono_now_micros();
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("10 records read, 5 rows written, 5 dead-lettered"),
+        "{}",
+        text(&out)
+    );
+    let progress = progress_lines(&String::from_utf8_lossy(&out.stderr));
+    assert_eq!(progress.len(), 1, "{}", text(&out));
+    assert_eq!(progress[0]["input_rows"], 10);
+    assert_eq!(progress[0]["dead_lettered_by_code"]["invalid_quantity"], 1);
+    for phase in [
+        "poll",
+        "plugins",
+        "encode",
+        "dead_letter",
+        "write",
+        "commit",
+        "total",
+    ] {
+        assert!(progress[0]["durations_ms"][phase].is_u64(), "{phase}");
+    }
+
+    let shown = s.show();
+    assert_eq!(shown["table"], "tutorial.retail_clickstream_events");
+    let rows = rows(&shown);
+    let ids: Vec<&str> = rows
+        .iter()
+        .map(|r| r["event_id"].as_str().unwrap())
+        .collect();
+    let mut sorted = ids.clone();
+    sorted.sort();
+    assert_eq!(
+        sorted,
+        [
+            "evt_stream_000001",
+            "evt_stream_000002",
+            "evt_stream_000003",
+            "evt_stream_000004",
+            "evt_stream_000005"
+        ]
+    );
+    let by_id: BTreeMap<&str, &Value> = ids.iter().copied().zip(rows).collect();
+    // The seed's values, typed: timestamps in UTC, DECIMAL(10,2), int.
+    let four = by_id["evt_stream_000004"];
+    assert_eq!(four["event_time"], "2026-01-09T10:07:00Z");
+    assert_eq!(four["price"], "18.00");
+    assert_eq!(four["product_name"], "Trail Mug");
+    assert_eq!(four["browser"], "Firefox");
+    assert_eq!(four["quantity"], Value::Null);
+    let five = by_id["evt_stream_000005"];
+    assert_eq!(five["quantity"], 1);
+    assert_eq!(five["cart_id"], "cart_stream_005");
+    assert_eq!(by_id["evt_stream_000003"]["search_query"], "trail mug");
+    // Columns in the table's (the tutorial's) order, ingestion_time set by the host.
+    let columns: Vec<&String> = rows[0].as_object().unwrap().keys().collect();
+    assert_eq!(columns.len(), 19);
+    let order: Vec<String> = shown["rows"][0]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(&order[..3], ["event_id", "event_time", "ingestion_time"]);
+    for row in rows {
+        let t = parse_rfc3339_micros(row["ingestion_time"].as_str().unwrap());
+        assert!(
+            before <= t && t <= after,
+            "ingestion_time {t} not within the run [{before}, {after}]"
+        );
+    }
+
+    // Each invalid kind is in the dead-letter topic with its reason and origin.
+    let dead = dead_letters(&shown);
+    let got: BTreeSet<(String, String, String)> = dead
+        .iter()
+        .map(|d| {
+            (
+                header(d, "sluice.source.offset").to_string(),
+                header(d, "sluice.error.code").to_string(),
+                d["headers"]["sluice.error.field"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
+            )
+        })
+        .collect();
+    let want: BTreeSet<(String, String, String)> = [
+        ("5", "missing_required_field", "user_id"),
+        ("6", "invalid_quantity", "quantity"),
+        ("7", "invalid_event_time", "event_time"),
+        ("8", "invalid_price", "price"),
+        ("9", "malformed_json", ""),
+    ]
+    .iter()
+    .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+    .collect();
+    assert_eq!(got, want);
+    let lines: Vec<String> = std::fs::read_to_string(&events)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    for d in dead {
+        let offset: usize = header(d, "sluice.source.offset").parse().unwrap();
+        assert_eq!(
+            d["value"].as_str().unwrap(),
+            lines[offset],
+            "the original value is kept"
+        );
+        assert_eq!(header(d, "sluice.source.topic"), s.topic);
+        assert_eq!(header(d, "sluice.source.partition"), "0");
+        assert_eq!(header(d, "sluice.error.stage"), "validate");
+        assert_eq!(header(d, "sluice.stage.digest").len(), 64);
+        assert!(!header(d, "sluice.error.message").is_empty());
+    }
+    assert_eq!(
+        rows.len() + dead.len(),
+        10,
+        "every record is in the table or the dead-letter topic"
+    );
+    let summary = &shown["snapshot_summary"];
+    assert_eq!(
+        summary["sluice.offsets"],
+        format!("{{\"{}\":{{\"0\":10}}}}", s.topic)
+    );
+    assert_eq!(summary["sluice.batch-id"], "1");
+
+    // A second run finds nothing new and commits nothing.
+    let out = s.run(&[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("0 batches: 0 records read"),
+        "{}",
+        text(&out)
+    );
+    let again = s.show();
+    assert_eq!(rows.len(), self::rows(&again).len());
+    assert_eq!(dead.len(), dead_letters(&again).len());
+    assert_eq!(again["snapshot_summary"]["sluice.batch-id"], "1");
+
+    // pyiceberg, an independent reader, sees the same rows.
+    let py = pyiceberg_rows(&s.warehouse, "tutorial.retail_clickstream_events");
+    assert_eq!(py.len(), 5, "{py:?}");
+    for row in &py {
+        let id = row["event_id"].as_str().unwrap();
+        let ours = by_id[id];
+        for column in ["user_id", "event_type", "page_url", "browser", "quantity"] {
+            assert_eq!(row[column], ours[column], "{id}.{column}");
+        }
+        let price = row["price"].as_str().map(String::from);
+        assert_eq!(price.as_deref(), ours["price"].as_str(), "{id}.price");
+        assert_eq!(
+            parse_rfc3339_micros(row["event_time"].as_str().unwrap()),
+            parse_rfc3339_micros(ours["event_time"].as_str().unwrap()),
+            "{id}.event_time"
+        );
+    }
+}
+
+#[test]
+fn fail_fast_stops_without_committing() {
+    let s = Setup::new("failfast");
+    let events = repo_root().join("examples/retail-clickstream/events.jsonl");
+    s.produce(&["--partitions", "1", "--input", events.to_str().unwrap()]);
+    let out = s.run(&[("SLUICE_ON_INVALID", "fail")]);
+    assert!(!out.status.success(), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "event {}/0@5 refused by validate (missing_required_field)",
+            s.topic
+        )),
+        "{}",
+        text(&out)
+    );
+    let shown = s.show();
+    assert!(rows(&shown).is_empty());
+    assert_eq!(shown["snapshot_summary"], serde_json::json!({}));
+}
+
+#[test]
+fn a_trapping_plugin_is_contained() {
+    let mut s = Setup::new("trap");
+    let dir = s.warehouse.with_extension("config");
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = std::fs::read_to_string(example_config()).unwrap().replace(
+        "[[stages]]\nname = \"validate\"",
+        &format!(
+            "[[stages]]\nname = \"flaky\"\nplugin = \"{}\"\nparams = {{ mode = \"trap\", trap-offset = \"3\" }}\n\n[[stages]]\nname = \"validate\"",
+            plugins::MISBEHAVE
+        ),
+    );
+    let path = dir.join("pipeline.toml");
+    std::fs::write(&path, config).unwrap();
+    s.config = path;
+    let events = repo_root().join("examples/retail-clickstream/events.jsonl");
+    s.produce(&["--partitions", "1", "--input", events.to_str().unwrap()]);
+    let out = s.run(&[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let shown = s.show();
+    let ids: BTreeSet<&str> = rows(&shown)
+        .iter()
+        .map(|r| r["event_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 4);
+    assert!(
+        !ids.contains("evt_stream_000004"),
+        "the trapping event is not in the table"
+    );
+    let trapped: Vec<&Value> = dead_letters(&shown)
+        .iter()
+        .filter(|d| header(d, "sluice.error.stage") == "flaky")
+        .collect();
+    assert_eq!(trapped.len(), 1);
+    assert_eq!(header(trapped[0], "sluice.source.offset"), "3");
+    assert_eq!(header(trapped[0], "sluice.error.code"), "plugin_trapped");
+    assert!(header(trapped[0], "sluice.error.message").contains("deliberate trap at offset 3"));
+    assert_eq!(dead_letters(&shown).len(), 6);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn crashes_at_any_point_neither_lose_nor_duplicate() {
+    let s = Setup::new("crash");
+    let produced = s.produce(&[
+        "--partitions",
+        "3",
+        "--count",
+        "3000",
+        "--seed",
+        "11",
+        "--invalid-share",
+        "0.05",
+    ]);
+    assert_eq!(produced.delivered, 3000);
+    // What should land, computed from the generator, not from sluice.
+    let events: Vec<_> = Generator::new(GeneratorConfig {
+        seed: 11,
+        invalid_share: 0.05,
+        ..GeneratorConfig::default()
+    })
+    .take(3000)
+    .collect();
+    let valid: BTreeSet<String> = events
+        .iter()
+        .filter(|e| e.kind != Kind::Invalid)
+        .map(|e| {
+            serde_json::from_str::<Value>(&e.value).unwrap()["event_id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let invalid = events.iter().filter(|e| e.kind == Kind::Invalid).count();
+    assert_eq!(valid.len() + invalid, 3000);
+
+    let small = [("SLUICE_MAX_RECORDS", "250")];
+    // Power cuts at each point of a batch: after the dead letters, after the files, after
+    // the commit.
+    for point in ["after-dead-letter:2", "after-write:3", "after-commit:4"] {
+        let out = s.run(&[small[0], ("SLUICE_CRASH_AT", point)]);
+        assert!(!out.status.success(), "{point}: {}", text(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("SLUICE_CRASH_AT: aborting"),
+            "{}",
+            text(&out)
+        );
+    }
+    // A SIGKILL at an arbitrary moment, once batches are flowing.
+    let mut child = s.spawn(&[("SLUICE_MAX_RECORDS", "100")]);
+    let stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut seen = 0;
+        for line in std::io::BufReader::new(stderr).lines() {
+            let line = line.unwrap();
+            if line.contains("sluice::progress") {
+                seen += 1;
+                if seen == 3 {
+                    return true;
+                }
+            }
+        }
+        false
+    });
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !reader.is_finished() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let _ = child.kill();
+    let status = child.wait().unwrap();
+    assert!(
+        reader.join().unwrap(),
+        "the pipeline never committed three batches"
+    );
+    assert!(!status.success(), "killed mid-run: {status:?}");
+
+    // The last run finishes the job.
+    let out = s.run(&[small[0]]);
+    assert!(out.status.success(), "{}", text(&out));
+    let shown = s.show();
+    let ids: Vec<String> = rows(&shown)
+        .iter()
+        .map(|r| r["event_id"].as_str().unwrap().to_string())
+        .collect();
+    let unique: BTreeSet<String> = ids.iter().cloned().collect();
+    assert_eq!(ids.len(), unique.len(), "no row is duplicated");
+    assert_eq!(unique, valid, "exactly the valid events are in the table");
+    // Dead letters are at least once: count distinct origins.
+    let origins: BTreeSet<(String, String)> = dead_letters(&shown)
+        .iter()
+        .map(|d| {
+            (
+                header(d, "sluice.source.partition").to_string(),
+                header(d, "sluice.source.offset").to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(origins.len(), invalid);
+    assert_eq!(ids.len() + origins.len(), 3000);
+    let offsets: Value = serde_json::from_str(
+        shown["snapshot_summary"]["sluice.offsets"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    let total: i64 = offsets[&s.topic]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_i64().unwrap())
+        .sum();
+    assert_eq!(total, 3000);
+    assert_eq!(
+        offsets[&s.topic].as_object().unwrap().len(),
+        3,
+        "three partitions"
+    );
+}
+
+fn chrono_now_micros() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as i64
+}
+
+/// Parses `2026-01-09T10:07:00Z` or `2026-01-09T10:07:00.123456+00:00` (UTC only).
+fn parse_rfc3339_micros(text: &str) -> i64 {
+    let t = text.trim_end_matches('Z').trim_end_matches("+00:00");
+    let (date, time) = t.split_once(['T', ' ']).unwrap_or_else(|| panic!("{text}"));
+    let d: Vec<i64> = date.split('-').map(|x| x.parse().unwrap()).collect();
+    let (hms, frac) = time.split_once('.').unwrap_or((time, ""));
+    let h: Vec<i64> = hms.split(':').map(|x| x.parse().unwrap()).collect();
+    let micros: i64 = format!("{frac:0<6}")[..6].parse().unwrap();
+    // Days from civil (Howard Hinnant's algorithm).
+    let (y, m) = if d[1] <= 2 {
+        (d[0] - 1, d[1] + 9)
+    } else {
+        (d[0], d[1] - 3)
+    };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * m + 2) / 5 + d[2] - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    ((days * 86_400 + h[0] * 3600 + h[1] * 60 + h[2]) * 1_000_000) + micros
+}
+
+/// Rows of `table` as pyiceberg reads them (`tests/py/read_table.py`, in a venv made by
+/// `tests/py/setup-venv`).
+fn pyiceberg_rows(warehouse: &Path, table: &str) -> Vec<Value> {
+    let setup = Command::new(repo_root().join("tests/py/setup-venv"))
+        .output()
+        .unwrap();
+    assert!(setup.status.success(), "setup-venv: {}", text(&setup));
+    let python = String::from_utf8_lossy(&setup.stdout)
+        .lines()
+        .last()
+        .unwrap()
+        .trim()
+        .to_string();
+    let warehouse = std::fs::canonicalize(warehouse).unwrap();
+    let out = Command::new(python)
+        .arg(repo_root().join("tests/py/read_table.py"))
+        .args([
+            "--catalog-uri",
+            &format!("sqlite:{}/catalog.db", warehouse.display()),
+        ])
+        .args(["--warehouse", &format!("file://{}", warehouse.display())])
+        .args(["--catalog-name", "sluice", "--table", table])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "read_table.py: {}", text(&out));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v.get("__snapshot_summary").is_none())
+        .collect()
+}
+
+#[test]
+fn the_example_pipeline_parses() {
+    let config = sluice::pipeline::config::PipelineConfig::load(&example_config()).unwrap();
+    assert_eq!(config.sink.columns.len(), 19);
+    assert_eq!(config.sink.partition_by, ["day(event_time)"]);
+    assert_eq!(config.stages.len(), 1);
+}
