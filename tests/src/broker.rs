@@ -1,5 +1,10 @@
 //! A real Kafka-compatible broker for the tests: tansu, started on a free loopback port with
-//! in-memory storage, stopped when dropped. `scripts/test` installs tansu when it is missing.
+//! its SQLite storage engine in a fresh folder, stopped (and the folder removed) when
+//! dropped. `scripts/test` installs tansu when it is missing.
+//!
+//! Not the `memory://` engine: in tansu 0.6.0 it answers ListOffsets(latest) with the base
+//! offset of the last record batch plus one, not the partition's end, so a consumer that
+//! reads "up to the end offsets" stops early. The SQLite engine answers from its watermark.
 
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -9,6 +14,7 @@ use std::time::{Duration, Instant};
 /// A running tansu broker.
 pub struct Broker {
     child: Child,
+    dir: PathBuf,
     /// `127.0.0.1:PORT`, for `bootstrap.servers`.
     pub bootstrap: String,
 }
@@ -38,7 +44,11 @@ impl Broker {
             .port();
         let url = format!("tcp://127.0.0.1:{port}");
         let binary = tansu_binary();
+        let dir = std::env::temp_dir().join(format!("sluice-tansu-{}-{port}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
         let child = Command::new(&binary)
+            .current_dir(&dir)
             .args([
                 "broker",
                 "--listener-url",
@@ -46,7 +56,7 @@ impl Broker {
                 "--advertised-listener-url",
                 &url,
             ])
-            .args(["--storage-engine", "memory://tansu/"])
+            .args(["--storage-engine", "sqlite://tansu.db"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -58,6 +68,7 @@ impl Broker {
             });
         let broker = Broker {
             child,
+            dir,
             bootstrap: format!("127.0.0.1:{port}"),
         };
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -77,5 +88,6 @@ impl Drop for Broker {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

@@ -56,8 +56,16 @@ pub fn run(args: &ShowArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         None => None,
     };
     if args.json {
+        let columns: Vec<&str> = sink
+            .schema()
+            .as_struct()
+            .fields()
+            .iter()
+            .map(|f| f.name.as_str())
+            .collect();
         let document = json!({
             "table": sink.name(),
+            "columns": columns,
             "rows": rows,
             "snapshot_summary": summary,
             "dead_letter_topic": dead.as_ref().map(|(t, _)| t),
