@@ -124,15 +124,23 @@ fn run(invocation: Invocation) -> anyhow::Result<ExitCode> {
             let stop = stop_flag()?;
             let summary = produce::run(args, &|| stop.load(std::sync::atomic::Ordering::Relaxed))
                 .context("sluice produce failed")?;
-            println!(
-                "produced {} events to {} ({} valid, {} late, {} invalid, {} duplicates)",
-                summary.delivered,
-                args.topic,
-                summary.valid,
-                summary.late,
-                summary.invalid,
-                summary.duplicates
-            );
+            match &args.input {
+                Some(file) => println!(
+                    "produced {} records from {} to {}",
+                    summary.delivered,
+                    file.display(),
+                    args.topic
+                ),
+                None => println!(
+                    "produced {} events to {} ({} valid, {} late, {} invalid, {} duplicates)",
+                    summary.delivered,
+                    args.topic,
+                    summary.valid,
+                    summary.late,
+                    summary.invalid,
+                    summary.duplicates
+                ),
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Run(args) => {

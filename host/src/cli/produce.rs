@@ -147,11 +147,12 @@ pub fn run(args: &ProduceArgs, stop: &dyn Fn() -> bool) -> anyhow::Result<Produc
             },
             None => generator.next_event(),
         };
-        match event.kind {
-            Kind::Valid => summary.valid += 1,
-            Kind::Late => summary.late += 1,
-            Kind::Invalid => summary.invalid += 1,
-            Kind::Duplicate => summary.duplicates += 1,
+        match (lines.is_some(), event.kind) {
+            (true, _) => {} // lines of a file: their kinds are unknown
+            (false, Kind::Valid) => summary.valid += 1,
+            (false, Kind::Late) => summary.late += 1,
+            (false, Kind::Invalid) => summary.invalid += 1,
+            (false, Kind::Duplicate) => summary.duplicates += 1,
         }
         let mut record = BaseRecord::to(&args.topic).payload(&event.value);
         if !event.key.is_empty() {

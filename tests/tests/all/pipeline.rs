@@ -597,3 +597,239 @@ fn the_example_pipeline_parses() {
     assert_eq!(config.sink.partition_by, ["day(event_time)"]);
     assert_eq!(config.stages.len(), 1);
 }
+
+/// A copy of the example pipeline with `edit` applied, in a folder of its own.
+fn edited_config(s: &Setup, edit: impl FnOnce(String) -> String) -> PathBuf {
+    let dir = s.warehouse.with_extension("config");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("pipeline.toml");
+    std::fs::write(
+        &path,
+        edit(std::fs::read_to_string(example_config()).unwrap()),
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn without_plugins_the_table_schema_dead_letters_misfits() {
+    let mut s = Setup::new("schema");
+    s.config = edited_config(&s, |text| {
+        let start = text.find("[[stages]]").unwrap();
+        let end = text.find("# An enrichment stage").unwrap();
+        format!("{}{}", &text[..start], &text[end..])
+    });
+    let events = repo_root().join("examples/retail-clickstream/events.jsonl");
+    s.produce(&["--partitions", "1", "--input", events.to_str().unwrap()]);
+    let out = s.run(&[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let shown = s.show();
+    // Line 6 lacks user_id, which the table allows: only a plugin can require it.
+    assert_eq!(rows(&shown).len(), 6);
+    let got: BTreeSet<(String, String, String, String)> = dead_letters(&shown)
+        .iter()
+        .map(|d| {
+            (
+                header(d, "sluice.source.offset").to_string(),
+                header(d, "sluice.error.stage").to_string(),
+                header(d, "sluice.error.code").to_string(),
+                d["headers"]["sluice.error.field"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
+            )
+        })
+        .collect();
+    let want: BTreeSet<(String, String, String, String)> = [
+        ("6", "type_mismatch", "quantity"),
+        ("7", "invalid_timestamp", "event_time"),
+        ("8", "invalid_decimal", "price"),
+        ("9", "malformed_json", ""),
+    ]
+    .iter()
+    .map(|(o, c, f)| {
+        (
+            o.to_string(),
+            "encode".to_string(),
+            c.to_string(),
+            f.to_string(),
+        )
+    })
+    .collect();
+    assert_eq!(got, want);
+    let _ = std::fs::remove_dir_all(s.config.parent().unwrap());
+}
+
+#[test]
+fn interval_trigger_commits_only_new_data_and_stops_cleanly_on_sigterm() {
+    let s = Setup::new("interval");
+    let events = repo_root().join("examples/retail-clickstream/events.jsonl");
+    let file = ["--partitions", "2", "--input", events.to_str().unwrap()];
+    s.produce(&file);
+    let mut c = s.command(&["run"]);
+    c.env("SLUICE_TRIGGER", "interval")
+        .env("SLUICE_INTERVAL", "1s")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, progress) = std::sync::mpsc::channel::<Value>();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut all = String::new();
+        for line in std::io::BufReader::new(stderr).lines() {
+            let line = line.unwrap();
+            if let Some((_, json)) = line.split_once("sluice::progress: ") {
+                let _ = tx.send(serde_json::from_str(json).unwrap());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    let first = progress
+        .recv_timeout(Duration::from_secs(60))
+        .expect("a first batch");
+    assert_eq!(first["input_rows"], 10);
+    // Three intervals with no new data: no batch, no commit.
+    assert!(
+        progress.recv_timeout(Duration::from_millis(3500)).is_err(),
+        "a batch without new data"
+    );
+    s.produce(&file);
+    let second = progress
+        .recv_timeout(Duration::from_secs(60))
+        .expect("a second batch");
+    assert_eq!(
+        (second["batch_id"].as_u64(), second["input_rows"].as_u64()),
+        (Some(2), Some(10))
+    );
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = child.wait().unwrap();
+    let log = reader.join().unwrap();
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut stdout).unwrap();
+    assert!(exit.success(), "SIGTERM exits 0: {exit:?}\n{log}");
+    assert!(
+        stdout.contains("2 batches: 20 records read, 10 rows written, 10 dead-lettered (stopped)"),
+        "{stdout}"
+    );
+    let shown = s.show();
+    assert_eq!(shown["snapshot_summary"]["sluice.batch-id"], "2");
+    assert_eq!(rows(&shown).len(), 10);
+}
+
+#[test]
+fn latest_start_then_a_topic_added_later_is_read_from_its_earliest_offset() {
+    let mut s = Setup::new("latest");
+    let events = repo_root().join("examples/retail-clickstream/events.jsonl");
+    let file = ["--partitions", "1", "--input", events.to_str().unwrap()];
+    let other = format!("{}-more", s.topic);
+    let one = format!("topics = [\"{}\"]\nstarting-offsets = \"latest\"", s.topic);
+    let two = format!(
+        "topics = [\"{}\", \"{other}\"]\nstarting-offsets = \"latest\"",
+        s.topic
+    );
+    let set_topics = |topics: String| {
+        move |text: String| {
+            text.replace(
+                "topics = [\"${KAFKA_TOPIC:-retail-clickstream-events}\"]",
+                &topics,
+            )
+            .replace("starting-offsets = \"earliest\"\n", "")
+        }
+    };
+    s.config = edited_config(&s, set_topics(one));
+    s.produce(&file);
+    // A brand-new pipeline starting at `latest` skips what is there: nothing to commit.
+    let out = s.run(&[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("0 batches"),
+        "{}",
+        text(&out)
+    );
+    assert!(rows(&s.show()).is_empty());
+    // Still brand-new (nothing committed): it starts at `latest` again, now 10.
+    let out = s.run(&[]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("0 batches"),
+        "{}",
+        text(&out)
+    );
+    // A pipeline running before records arrive reads them: starting at `latest` means
+    // "from when the pipeline first starts".
+    let mut c = s.command(&["run"]);
+    c.env("SLUICE_TRIGGER", "interval")
+        .env("SLUICE_INTERVAL", "500ms")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (started_tx, started) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut log = String::new();
+        for line in std::io::BufReader::new(stderr).lines() {
+            let line = line.unwrap();
+            if line.contains("new pipeline") {
+                let _ = started_tx.send(());
+            }
+            log.push_str(&line);
+            log.push('\n');
+        }
+        log
+    });
+    started
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the run started");
+    s.produce(&file);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while s.show()["snapshot_summary"]
+        .get("sluice.batch-id")
+        .is_none()
+    {
+        assert!(Instant::now() < deadline, "no commit");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let exit = child.wait().unwrap();
+    let log = reader.join().unwrap();
+    assert!(exit.success(), "{exit:?}\n{log}");
+    let shown = s.show();
+    assert_eq!(
+        rows(&shown).len(),
+        5,
+        "only the records produced after the start"
+    );
+    let offsets = shown["snapshot_summary"]["sluice.offsets"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(offsets, format!("{{\"{}\":{{\"0\":20}}}}", s.topic));
+
+    // A topic added to the pipeline later is read from its earliest offset, although the
+    // pipeline once started at `latest`.
+    s.topic = other.clone();
+    s.produce(&file);
+    s.config = edited_config(&s, set_topics(two));
+    let out = s.run(&[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let shown = s.show();
+    assert_eq!(rows(&shown).len(), 10, "{}", text(&out));
+    let offsets: Value = serde_json::from_str(
+        shown["snapshot_summary"]["sluice.offsets"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(offsets[&other]["0"], 10);
+    let _ = std::fs::remove_dir_all(s.config.parent().unwrap());
+}
