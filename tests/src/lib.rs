@@ -9,6 +9,7 @@ use sluice::udf::config::{Grants, Limits, RuntimeConfig};
 use sluice::udf::{Plugin, Runtime, UdfError};
 
 pub mod broker;
+pub mod postgres;
 
 /// Paths of the plugin components built from source.
 pub mod plugins {

@@ -833,3 +833,95 @@ fn latest_start_then_a_topic_added_later_is_read_from_its_earliest_offset() {
     assert_eq!(offsets[&other]["0"], 10);
     let _ = std::fs::remove_dir_all(s.config.parent().unwrap());
 }
+
+#[test]
+fn the_same_pipeline_works_with_a_postgresql_catalog() {
+    let pg = sluice_tests::postgres::Postgres::start();
+    let mut s = Setup::new("postgres");
+    let url = pg.url.clone();
+    s.config = edited_config(&s, |text| {
+        text.replace(
+            "type = \"sql\"\nname = \"sluice\"",
+            &format!("type = \"sql\"\nname = \"sluice\"\nuri = \"{url}\""),
+        )
+    });
+    let events = repo_root().join("examples/retail-clickstream/events.jsonl");
+    s.produce(&["--partitions", "1", "--input", events.to_str().unwrap()]);
+    let out = s.run(&[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let shown = s.show();
+    assert_eq!(rows(&shown).len(), 5);
+    assert_eq!(dead_letters(&shown).len(), 5);
+    assert_eq!(shown["snapshot_summary"]["sluice.batch-id"], "1");
+    // The catalog is in PostgreSQL, not in a SQLite file in the warehouse.
+    assert!(!s.warehouse.join("catalog.db").exists());
+    // A second run resumes from the offsets in the PostgreSQL-cataloged table.
+    let out = s.run(&[]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("0 batches"),
+        "{}",
+        text(&out)
+    );
+    let _ = std::fs::remove_dir_all(s.config.parent().unwrap());
+}
+
+#[test]
+fn run_help_documents_every_section() {
+    let err = cli::parse(["sluice", "run", "--help"]).unwrap_err();
+    let help = err.render().to_string();
+    for item in [
+        "--config",
+        "--available-now",
+        "--check",
+        "[pipeline]",
+        "[source]",
+        "[trigger]",
+        "[runtime]",
+        "[[stages]]",
+        "[sink]",
+        "[sink.catalog]",
+        "[dead-letter]",
+        "${VAR:-default}",
+        "starting-offsets",
+        "max-records",
+        "max-bytes",
+        "on-invalid",
+        "partition-by",
+        "ingestion-time-column",
+    ] {
+        assert!(
+            help.contains(item),
+            "`sluice run --help` does not mention {item}:\n{help}"
+        );
+    }
+}
+
+/// The container files name commands and paths that exist: the compose producer's
+/// arguments parse, and the image's default pipeline is in the repository.
+#[test]
+fn container_files_agree_with_the_code() {
+    let compose = std::fs::read_to_string(repo_root().join("docker-compose.yml")).unwrap();
+    let producer = &compose[compose.find("\n  producer:").expect("a producer service")..];
+    let command = &producer[producer.find("command:").unwrap()..];
+    let args: Vec<String> = command
+        .lines()
+        .skip(1)
+        .take_while(|l| l.trim_start().starts_with("- "))
+        .map(|l| l.trim_start()[2..].trim().trim_matches('"').to_string())
+        .collect();
+    assert_eq!(args[0], "produce");
+    let invocation = cli::parse(std::iter::once("sluice".to_string()).chain(args)).unwrap();
+    assert!(matches!(invocation.cli.command, Sub::Produce(_)));
+    let dockerfile = std::fs::read_to_string(repo_root().join("Dockerfile")).unwrap();
+    assert!(dockerfile.contains("/opt/sluice/examples/retail-clickstream/pipeline.toml"));
+    assert!(dockerfile.contains("COPY examples/ /opt/sluice/examples/"));
+    assert!(example_config().exists());
+    for var in ["KAFKA_BOOTSTRAP", "SLUICE_WAREHOUSE"] {
+        assert!(
+            compose.contains(var)
+                && std::fs::read_to_string(example_config())
+                    .unwrap()
+                    .contains(var)
+        );
+    }
+}

@@ -1,0 +1,209 @@
+//! Ingestion throughput and memory: `sluice run --available-now` over a topic of generated
+//! events, beside the raw consume rate of the same topic with the same client library
+//! (librdkafka through rdkafka), which is the ceiling this broker allows. One run, one
+//! machine, one broker (tansu with its SQLite engine, started here).
+//!
+//! Run with `cargo bench -p sluice-tests --bench ingest` (optionally `-- EVENTS`, default
+//! 200 000). Prints events/s for both, the ratio, and sluice's peak resident memory with two
+//! batch caps, to show that memory follows the cap and not the topic's size.
+//! Target: sluice ≥ 50% of the raw consume rate.
+
+use std::io::BufRead;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::Message;
+use rdkafka::{Offset, TopicPartitionList};
+use sluice::cli::{self, Command as Sub};
+use sluice_tests::broker::Broker;
+use sluice_tests::{plugins, repo_root};
+
+const BIN: &str = env!("CARGO_BIN_EXE_sluice-under-test");
+const TOPIC: &str = "bench-events";
+
+fn main() {
+    let events: u64 = std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with("--"))
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(200_000);
+    let broker = Broker::start();
+    let t = Instant::now();
+    let count = events.to_string();
+    let args = [
+        "sluice",
+        "produce",
+        "--bootstrap-servers",
+        &broker.bootstrap,
+        "--topic",
+        TOPIC,
+        "--create-topic",
+        "--partitions",
+        "3",
+        "--count",
+        &count,
+        "--invalid-share",
+        "0.05",
+        "--kafka",
+        "linger.ms=20",
+        "--kafka",
+        "batch.num.messages=10000",
+    ];
+    let invocation = cli::parse(args).unwrap();
+    let Sub::Produce(produce) = &invocation.cli.command else {
+        unreachable!()
+    };
+    let produced = cli::produce::run(produce, &|| false).unwrap();
+    assert_eq!(produced.delivered, events);
+    println!(
+        "loaded {events} events into {TOPIC} (3 partitions) in {:.1}s",
+        t.elapsed().as_secs_f64()
+    );
+
+    let raw = raw_consume(&broker.bootstrap, events);
+    println!(
+        "raw consume (rdkafka BaseConsumer, no processing): {:>9.0} events/s",
+        raw
+    );
+
+    let mut results = Vec::new();
+    for (cap, label) in [
+        (100_000, "max-records 100000"),
+        (20_000, "max-records 20000"),
+    ] {
+        let r = sluice_run(&broker.bootstrap, events, cap);
+        println!(
+            "sluice run --available-now ({label}): {:>9.0} events/s over {:.2}s of ingestion ({:.2}s with start-up), {} batches, peak RSS {} MiB",
+            r.rate,
+            r.ingest_seconds,
+            r.wall_seconds,
+            r.batches,
+            r.peak_rss_kib / 1024
+        );
+        results.push(r);
+    }
+    let ratio = results[0].rate / raw;
+    println!(
+        "sluice / raw consume: {:.0}% (target ≥ 50%: {})",
+        ratio * 100.0,
+        if ratio >= 0.5 { "met" } else { "NOT met" }
+    );
+    println!(
+        "peak memory follows the batch cap: {} MiB at 100000 records per batch, {} MiB at 20000",
+        results[0].peak_rss_kib / 1024,
+        results[1].peak_rss_kib / 1024
+    );
+}
+
+/// Reads the whole topic once; returns events per second.
+fn raw_consume(bootstrap: &str, events: u64) -> f64 {
+    let consumer: BaseConsumer = sluice::kafka::client_config(bootstrap, &[])
+        .set("group.id", "bench-raw")
+        .set("enable.auto.commit", "false")
+        .set("enable.partition.eof", "false")
+        .create()
+        .unwrap();
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..3 {
+        tpl.add_partition_offset(TOPIC, p, Offset::Beginning)
+            .unwrap();
+    }
+    consumer.assign(&tpl).unwrap();
+    let start = Instant::now();
+    let (mut n, mut bytes) = (0u64, 0usize);
+    while n < events {
+        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(100)) {
+            bytes += m.payload().map_or(0, <[u8]>::len);
+            n += 1;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(600),
+            "raw consume stalled at {n}"
+        );
+    }
+    std::hint::black_box(bytes);
+    n as f64 / start.elapsed().as_secs_f64()
+}
+
+struct RunResult {
+    rate: f64,
+    ingest_seconds: f64,
+    wall_seconds: f64,
+    batches: u64,
+    peak_rss_kib: u64,
+}
+
+/// Runs the example pipeline over the topic into a fresh warehouse.
+fn sluice_run(bootstrap: &str, events: u64, max_records: u64) -> RunResult {
+    let warehouse =
+        std::env::temp_dir().join(format!("sluice-bench-{}-{max_records}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&warehouse);
+    let plugins_dir = Path::new(plugins::CLICKSTREAM_VALIDATOR).parent().unwrap();
+    let start = Instant::now();
+    let mut child = Command::new(BIN)
+        .args(["run", "--available-now", "--config"])
+        .arg(repo_root().join("examples/retail-clickstream/pipeline.toml"))
+        .env("KAFKA_BOOTSTRAP", bootstrap)
+        .env("KAFKA_TOPIC", TOPIC)
+        .env("SLUICE_WAREHOUSE", &warehouse)
+        .env("SLUICE_PLUGINS", plugins_dir)
+        .env(
+            "SLUICE_DEAD_LETTER_TOPIC",
+            format!("bench-dead-letter-{max_records}"),
+        )
+        .env("SLUICE_MAX_RECORDS", max_records.to_string())
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut reading_from = None;
+        let (mut batches, mut rows) = (0u64, 0u64);
+        for line in std::io::BufReader::new(stderr).lines() {
+            let line = line.unwrap();
+            if line.contains("available-now: reading up to") {
+                reading_from = Some(Instant::now());
+            }
+            if let Some((_, json)) = line.split_once("sluice::progress: ") {
+                let p: serde_json::Value = serde_json::from_str(json).unwrap();
+                batches += 1;
+                rows += p["input_rows"].as_u64().unwrap();
+            }
+        }
+        (reading_from, batches, rows)
+    });
+    let mut peak = 0;
+    while child.try_wait().unwrap().is_none() {
+        if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
+            for line in status.lines() {
+                if let Some(kib) = line.strip_prefix("VmHWM:") {
+                    let kib: u64 = kib
+                        .trim()
+                        .trim_end_matches("kB")
+                        .trim()
+                        .parse()
+                        .unwrap_or(0);
+                    peak = peak.max(kib);
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let end = Instant::now();
+    let (reading_from, batches, rows) = reader.join().unwrap();
+    assert_eq!(rows, events, "sluice read every event");
+    let ingest = end - reading_from.expect("sluice started reading");
+    let _ = std::fs::remove_dir_all(&warehouse);
+    RunResult {
+        rate: events as f64 / ingest.as_secs_f64(),
+        ingest_seconds: ingest.as_secs_f64(),
+        wall_seconds: (end - start).as_secs_f64(),
+        batches,
+        peak_rss_kib: peak,
+    }
+}
