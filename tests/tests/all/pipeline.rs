@@ -145,6 +145,29 @@ fn dead_letters(shown: &Value) -> &Vec<Value> {
     shown["dead_letters"].as_array().unwrap()
 }
 
+/// (source offset, stage, code, field) of each dead letter.
+type Reasons = BTreeSet<(String, String, String, String)>;
+
+fn reasons(dead: &[Value]) -> Reasons {
+    dead.iter()
+        .map(|d| {
+            let field = d["headers"]["sluice.error.field"].as_str().unwrap_or("");
+            (
+                header(d, "sluice.source.offset").to_string(),
+                header(d, "sluice.error.stage").to_string(),
+                header(d, "sluice.error.code").to_string(),
+                field.to_string(),
+            )
+        })
+        .collect()
+}
+
+fn expected_reasons(list: &[(&str, &str, &str, &str)]) -> Reasons {
+    list.iter()
+        .map(|(o, s, c, f)| (o.to_string(), s.to_string(), c.to_string(), f.to_string()))
+        .collect()
+}
+
 fn header<'a>(d: &'a Value, name: &str) -> &'a str {
     d["headers"][name]
         .as_str()
@@ -257,30 +280,16 @@ fn seed_events_land_and_invalid_ones_are_dead_lettered() {
 
     // Each invalid kind is in the dead-letter topic with its reason and origin.
     let dead = dead_letters(&shown);
-    let got: BTreeSet<(String, String, String)> = dead
-        .iter()
-        .map(|d| {
-            (
-                header(d, "sluice.source.offset").to_string(),
-                header(d, "sluice.error.code").to_string(),
-                d["headers"]["sluice.error.field"]
-                    .as_str()
-                    .unwrap_or("")
-                    .to_string(),
-            )
-        })
-        .collect();
-    let want: BTreeSet<(String, String, String)> = [
-        ("5", "missing_required_field", "user_id"),
-        ("6", "invalid_quantity", "quantity"),
-        ("7", "invalid_event_time", "event_time"),
-        ("8", "invalid_price", "price"),
-        ("9", "malformed_json", ""),
-    ]
-    .iter()
-    .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
-    .collect();
-    assert_eq!(got, want);
+    assert_eq!(
+        reasons(dead),
+        expected_reasons(&[
+            ("5", "validate", "missing_required_field", "user_id"),
+            ("6", "validate", "invalid_quantity", "quantity"),
+            ("7", "validate", "invalid_event_time", "event_time"),
+            ("8", "validate", "invalid_price", "price"),
+            ("9", "validate", "malformed_json", ""),
+        ])
+    );
     let lines: Vec<String> = std::fs::read_to_string(&events)
         .unwrap()
         .lines()
@@ -626,37 +635,15 @@ fn without_plugins_the_table_schema_dead_letters_misfits() {
     let shown = s.show();
     // Line 6 lacks user_id, which the table allows: only a plugin can require it.
     assert_eq!(rows(&shown).len(), 6);
-    let got: BTreeSet<(String, String, String, String)> = dead_letters(&shown)
-        .iter()
-        .map(|d| {
-            (
-                header(d, "sluice.source.offset").to_string(),
-                header(d, "sluice.error.stage").to_string(),
-                header(d, "sluice.error.code").to_string(),
-                d["headers"]["sluice.error.field"]
-                    .as_str()
-                    .unwrap_or("")
-                    .to_string(),
-            )
-        })
-        .collect();
-    let want: BTreeSet<(String, String, String, String)> = [
-        ("6", "type_mismatch", "quantity"),
-        ("7", "invalid_timestamp", "event_time"),
-        ("8", "invalid_decimal", "price"),
-        ("9", "malformed_json", ""),
-    ]
-    .iter()
-    .map(|(o, c, f)| {
-        (
-            o.to_string(),
-            "encode".to_string(),
-            c.to_string(),
-            f.to_string(),
-        )
-    })
-    .collect();
-    assert_eq!(got, want);
+    assert_eq!(
+        reasons(dead_letters(&shown)),
+        expected_reasons(&[
+            ("6", "encode", "type_mismatch", "quantity"),
+            ("7", "encode", "invalid_timestamp", "event_time"),
+            ("8", "encode", "invalid_decimal", "price"),
+            ("9", "encode", "malformed_json", ""),
+        ])
+    );
     let _ = std::fs::remove_dir_all(s.config.parent().unwrap());
 }
 
@@ -924,4 +911,109 @@ fn container_files_agree_with_the_code() {
                     .contains(var)
         );
     }
+}
+
+#[test]
+fn the_byte_cap_cuts_batches() {
+    let s = Setup::new("bytes");
+    let events = repo_root().join("examples/retail-clickstream/events.jsonl");
+    s.produce(&["--partitions", "1", "--input", events.to_str().unwrap()]);
+    let sizes: Vec<usize> = std::fs::read_to_string(&events)
+        .unwrap()
+        .lines()
+        .map(str::len)
+        .collect();
+    let out = s.run(&[("SLUICE_MAX_BYTES", "1KiB")]);
+    assert!(out.status.success(), "{}", text(&out));
+    let progress = progress_lines(&String::from_utf8_lossy(&out.stderr));
+    // Expected cuts, computed from the line sizes: a batch closes once it holds ≥ 1024 bytes.
+    let mut expected = Vec::new();
+    let (mut n, mut bytes) = (0, 0);
+    for size in sizes {
+        n += 1;
+        bytes += size;
+        if bytes >= 1024 {
+            expected.push(n);
+            (n, bytes) = (0, 0);
+        }
+    }
+    if n > 0 {
+        expected.push(n);
+    }
+    let got: Vec<usize> = progress
+        .iter()
+        .map(|p| p["input_rows"].as_u64().unwrap() as usize)
+        .collect();
+    assert_eq!(got, expected);
+    assert!(got.len() > 1);
+    assert_eq!(rows(&s.show()).len(), 5);
+}
+
+/// The Python venv's interpreter (pyiceberg), made by `tests/py/setup-venv`.
+fn venv_python() -> String {
+    let setup = Command::new(repo_root().join("tests/py/setup-venv"))
+        .output()
+        .unwrap();
+    assert!(setup.status.success(), "setup-venv: {}", text(&setup));
+    String::from_utf8_lossy(&setup.stdout)
+        .lines()
+        .last()
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn the_same_pipeline_works_with_a_rest_catalog() {
+    let mut s = Setup::new("rest");
+    std::fs::create_dir_all(&s.warehouse).unwrap();
+    let warehouse = std::fs::canonicalize(&s.warehouse).unwrap();
+    // A REST catalog server (tests/py/rest_catalog.py: the REST protocol over pyiceberg's
+    // SQL catalog), sharing the warehouse folder.
+    let mut server = Command::new(venv_python())
+        .arg(repo_root().join("tests/py/rest_catalog.py"))
+        .args(["--port", "0", "--warehouse"])
+        .arg(&warehouse)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(server.stdout.take().unwrap()),
+        &mut first,
+    )
+    .unwrap();
+    let url = first
+        .trim()
+        .strip_prefix("listening on ")
+        .expect("the server's address")
+        .to_string();
+    s.config = edited_config(&s, |text| {
+        text.replace(
+            "type = \"sql\"\nname = \"sluice\"",
+            &format!("type = \"rest\"\nname = \"rest\"\nuri = \"{url}\""),
+        )
+    });
+    let events = repo_root().join("examples/retail-clickstream/events.jsonl");
+    s.produce(&["--partitions", "1", "--input", events.to_str().unwrap()]);
+    let out = s.run(&[]);
+    let again = s.run(&[]);
+    let shown = s.show();
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(rows(&shown).len(), 5);
+    assert_eq!(dead_letters(&shown).len(), 5);
+    assert_eq!(shown["snapshot_summary"]["sluice.batch-id"], "1");
+    assert!(
+        String::from_utf8_lossy(&again.stdout).starts_with("0 batches"),
+        "{}",
+        text(&again)
+    );
+    assert!(
+        !warehouse.join("catalog.db").exists(),
+        "no SQLite catalog of sluice's own"
+    );
+    let _ = std::fs::remove_dir_all(s.config.parent().unwrap());
 }
