@@ -319,6 +319,15 @@ fn seed_events_land_and_invalid_ones_are_dead_lettered() {
         format!("{{\"{}\":{{\"0\":10}}}}", s.topic)
     );
     assert_eq!(summary["sluice.batch-id"], "1");
+    // Partitioned by day(event_time): the seed's events are all on 2026-01-09.
+    let files = data_files(&s.warehouse);
+    assert!(!files.is_empty(), "no data files");
+    assert!(
+        files
+            .iter()
+            .all(|f| f.contains("event_time_day=2026-01-09/")),
+        "{files:?}"
+    );
 
     // A second run finds nothing new and commits nothing.
     let out = s.run(&[]);
@@ -538,6 +547,20 @@ fn crashes_at_any_point_neither_lose_nor_duplicate() {
     );
 }
 
+/// The Parquet data files below a warehouse.
+fn data_files(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(data_files(&path));
+        } else if path.extension().is_some_and(|e| e == "parquet") {
+            out.push(path.display().to_string());
+        }
+    }
+    out
+}
+
 fn chrono_now_micros() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -626,7 +649,9 @@ fn without_plugins_the_table_schema_dead_letters_misfits() {
     s.config = edited_config(&s, |text| {
         let start = text.find("[[stages]]").unwrap();
         let end = text.find("# An enrichment stage").unwrap();
+        // And an unpartitioned table, for the writer without fanout.
         format!("{}{}", &text[..start], &text[end..])
+            .replace("partition-by = [\"day(event_time)\"]", "partition-by = []")
     });
     let events = repo_root().join("examples/retail-clickstream/events.jsonl");
     s.produce(&["--partitions", "1", "--input", events.to_str().unwrap()]);
@@ -635,6 +660,11 @@ fn without_plugins_the_table_schema_dead_letters_misfits() {
     let shown = s.show();
     // Line 6 lacks user_id, which the table allows: only a plugin can require it.
     assert_eq!(rows(&shown).len(), 6);
+    let files = data_files(&s.warehouse);
+    assert!(
+        !files.is_empty() && files.iter().all(|f| !f.contains("event_time_day=")),
+        "{files:?}"
+    );
     assert_eq!(
         reasons(dead_letters(&shown)),
         expected_reasons(&[
