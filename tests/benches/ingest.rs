@@ -16,9 +16,8 @@ use std::time::{Duration, Instant};
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
-use sluice::cli::{self, Command as Sub};
 use sluice_tests::broker::Broker;
-use sluice_tests::{plugins, repo_root};
+use sluice_tests::{plugins, produce, repo_root};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sluice-under-test");
 const TOPIC: &str = "bench-events";
@@ -76,28 +75,20 @@ fn loaded_broker(events: u64) -> Broker {
     let broker = Broker::start();
     let t = Instant::now();
     let count = events.to_string();
-    let args = [
-        "sluice",
-        "produce",
-        "--bootstrap-servers",
+    let produced = produce(
         &broker.bootstrap,
-        "--topic",
         TOPIC,
-        "--create-topic",
-        "--partitions",
-        "3",
-        "--count",
-        &count,
-        "--invalid-share",
-        "0.05",
-        "--kafka",
-        "linger.ms=20",
-    ];
-    let invocation = cli::parse(args).unwrap();
-    let Sub::Produce(produce) = &invocation.cli.command else {
-        unreachable!()
-    };
-    let produced = cli::produce::run(produce, &|| false).unwrap();
+        &[
+            "--partitions",
+            "3",
+            "--count",
+            &count,
+            "--invalid-share",
+            "0.05",
+            "--kafka",
+            "linger.ms=20",
+        ],
+    );
     assert_eq!(produced.delivered, events);
     println!(
         "loaded {events} events into {TOPIC} (3 partitions) in {:.1}s",

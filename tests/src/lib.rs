@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
+use sluice::cli::produce::ProduceSummary;
+use sluice::cli::{self, Command};
 use sluice::record::Record;
 use sluice::udf::config::{Grants, Limits, RuntimeConfig};
 use sluice::udf::{Plugin, Runtime, UdfError};
@@ -62,6 +64,31 @@ pub fn records<S: AsRef<[u8]>>(values: &[S]) -> Vec<Record> {
         .enumerate()
         .map(|(i, v)| Record::with_value(topic.clone(), i as i64, v.as_ref().to_vec()))
         .collect()
+}
+
+/// Runs `sluice produce --bootstrap-servers BOOTSTRAP --topic TOPIC --create-topic EXTRA…`
+/// in this process, through the command-line parser; panics if it fails.
+pub fn produce(bootstrap: &str, topic: &str, extra: &[&str]) -> ProduceSummary {
+    let mut args = vec![
+        "sluice",
+        "produce",
+        "--bootstrap-servers",
+        bootstrap,
+        "--topic",
+        topic,
+        "--create-topic",
+    ];
+    args.extend_from_slice(extra);
+    let invocation = cli::parse(args).unwrap();
+    let Command::Produce(produce) = &invocation.cli.command else {
+        unreachable!("parsed as produce")
+    };
+    cli::produce::run(produce, &|| false).unwrap()
+}
+
+/// The retail tutorial's five events and five invalid ones, as JSON lines.
+pub fn retail_events_file() -> PathBuf {
+    repo_root().join("examples/retail-clickstream/events.jsonl")
 }
 
 /// The five events of the retail tutorial, as JSON lines (the first five lines of

@@ -93,6 +93,7 @@ pub struct Pipeline {
     positions: Offsets,
     last_batch: u64,
     last_end: Instant,
+    crash_at: CrashAt,
 }
 
 impl std::fmt::Debug for Pipeline {
@@ -116,10 +117,24 @@ struct Slice {
 /// process at `point` of that batch, as a power cut would. Points: `after-dead-letter`
 /// (dead letters acknowledged, nothing written), `after-write` (data files written, not
 /// committed) and `after-commit` (committed, group offsets not yet).
-fn crash_point(point: &str, batch_id: u64) {
-    if std::env::var("SLUICE_CRASH_AT").is_ok_and(|v| v == format!("{point}:{batch_id}")) {
-        eprintln!("SLUICE_CRASH_AT: aborting at {point} of batch {batch_id}");
-        std::process::abort();
+/// The variable is read once, when the pipeline opens.
+#[derive(Debug, Default)]
+struct CrashAt(Option<String>);
+
+impl CrashAt {
+    fn from_env() -> Self {
+        CrashAt(std::env::var("SLUICE_CRASH_AT").ok())
+    }
+
+    fn point(&self, point: &str, batch_id: u64) {
+        if self
+            .0
+            .as_ref()
+            .is_some_and(|v| *v == format!("{point}:{batch_id}"))
+        {
+            eprintln!("SLUICE_CRASH_AT: aborting at {point} of batch {batch_id}");
+            std::process::abort();
+        }
     }
 }
 
@@ -184,6 +199,7 @@ impl Pipeline {
             encoder,
             positions,
             last_end: Instant::now(),
+            crash_at: CrashAt::from_env(),
         })
     }
 
@@ -307,12 +323,12 @@ impl Pipeline {
             None => 0,
         };
         let dead_letter_time = t.elapsed();
-        crash_point("after-dead-letter", batch_id);
+        self.crash_at.point("after-dead-letter", batch_id);
 
         let t = Instant::now();
         let written = self.sink.write(batches, batch_id)?;
         let write = t.elapsed();
-        crash_point("after-write", batch_id);
+        self.crash_at.point("after-write", batch_id);
 
         let t = Instant::now();
         let mark = CommitMark {
@@ -333,7 +349,7 @@ impl Pipeline {
         let files = written.files.len();
         self.sink.commit(written.files, &mark, extra)?;
         let commit = t.elapsed();
-        crash_point("after-commit", batch_id);
+        self.crash_at.point("after-commit", batch_id);
         self.positions = next;
         self.last_batch = batch_id;
         self.source.acknowledge(&self.positions);
@@ -378,10 +394,12 @@ impl Pipeline {
     /// Runs the stages and the encoder over `records`, in contiguous slices on the
     /// pipeline's threads.
     fn process(&self, records: Vec<Record>, ingestion: i64) -> Result<Vec<Slice>, PipelineError> {
+        // No slice smaller than a plugin chunk, unless the batch is.
         let per_thread = records
             .len()
             .div_ceil(self.threads)
-            .max(self.chunk_size.min(records.len()).max(1));
+            .max(self.chunk_size)
+            .max(1);
         let mut parts: Vec<Vec<Record>> = Vec::new();
         let mut records = records.into_iter().peekable();
         while records.peek().is_some() {

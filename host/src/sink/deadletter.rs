@@ -166,26 +166,27 @@ impl DeadLetterSink {
                     value: h.value.as_deref(),
                 });
             }
-            let mut add = |key: &str, value: Option<&str>| {
+            let added = [
+                ("sluice.error.stage", Some(reason.stage.as_str())),
+                ("sluice.error.code", Some(&reason.code)),
+                ("sluice.error.message", Some(&reason.message)),
+                ("sluice.error.field", reason.field.as_deref()),
+                ("sluice.stage.digest", reason.digest.as_deref()),
+                ("sluice.source.topic", Some(&record.topic)),
+                ("sluice.source.partition", Some(&partition)),
+                ("sluice.source.offset", Some(&offset)),
+                ("sluice.source.timestamp", timestamp.as_deref()),
+                ("sluice.pipeline", Some(pipeline)),
+                ("sluice.batch-id", Some(&batch)),
+            ];
+            for (key, value) in added {
                 if let Some(value) = value {
-                    headers =
-                        std::mem::replace(&mut headers, OwnedHeaders::new()).insert(KafkaHeader {
-                            key,
-                            value: Some(value.as_bytes()),
-                        });
+                    headers = headers.insert(KafkaHeader {
+                        key,
+                        value: Some(value.as_bytes()),
+                    });
                 }
-            };
-            add("sluice.error.stage", Some(&reason.stage));
-            add("sluice.error.code", Some(&reason.code));
-            add("sluice.error.message", Some(&reason.message));
-            add("sluice.error.field", reason.field.as_deref());
-            add("sluice.stage.digest", reason.digest.as_deref());
-            add("sluice.source.topic", Some(&record.topic));
-            add("sluice.source.partition", Some(&partition));
-            add("sluice.source.offset", Some(&offset));
-            add("sluice.source.timestamp", timestamp.as_deref());
-            add("sluice.pipeline", Some(pipeline));
-            add("sluice.batch-id", Some(&batch));
+            }
             let mut message = BaseRecord::to(&self.topic).headers(headers);
             if let Some(key) = &record.key {
                 message = message.key(key.as_slice());

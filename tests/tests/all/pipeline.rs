@@ -11,7 +11,7 @@ use serde_json::Value;
 use sluice::cli::{self, Command as Sub};
 use sluice::generate::{Generator, GeneratorConfig, Kind};
 use sluice_tests::broker::Broker;
-use sluice_tests::{plugins, repo_root};
+use sluice_tests::{plugins, produce, repo_root, retail_events_file};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sluice-under-test");
 
@@ -63,41 +63,51 @@ impl Setup {
     }
 
     fn produce(&self, extra: &[&str]) -> cli::produce::ProduceSummary {
-        let mut args = vec![
-            "sluice",
-            "produce",
-            "--bootstrap-servers",
-            &self.broker.bootstrap,
-            "--topic",
-            &self.topic,
-            "--create-topic",
-        ];
-        args.extend_from_slice(extra);
-        let invocation = cli::parse(args).unwrap();
-        let Sub::Produce(produce) = &invocation.cli.command else {
-            panic!()
-        };
-        cli::produce::run(produce, &|| false).unwrap()
+        produce(&self.broker.bootstrap, &self.topic, extra)
+    }
+
+    /// Produces the lines of `examples/retail-clickstream/events.jsonl` (five valid
+    /// events, then five invalid ones) to a topic of `partitions` partitions.
+    fn produce_file(&self, partitions: &str) -> cli::produce::ProduceSummary {
+        let events = retail_events_file();
+        self.produce(&[
+            "--partitions",
+            partitions,
+            "--input",
+            events.to_str().unwrap(),
+        ])
     }
 
     /// Runs `sluice run --available-now` to its end.
     fn run(&self, env: &[(&str, &str)]) -> Output {
         let mut c = self.command(&["run", "--available-now"]);
-        for (k, v) in env {
-            c.env(k, v);
-        }
+        c.envs(env.iter().copied());
         c.output().unwrap()
     }
 
-    fn spawn(&self, env: &[(&str, &str)]) -> Child {
-        let mut c = self.command(&["run", "--available-now"]);
-        for (k, v) in env {
-            c.env(k, v);
-        }
-        c.stdout(Stdio::piped())
+    /// Starts `sluice ARGS…` and follows its log.
+    fn start(&self, args: &[&str], env: &[(&str, &str)]) -> Running {
+        let mut child = self
+            .command(args)
+            .envs(env.iter().copied())
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .unwrap()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        let log = std::thread::spawn(move || {
+            use std::io::BufRead;
+            let mut log = String::new();
+            for line in std::io::BufReader::new(stderr).lines() {
+                let line = line.unwrap();
+                log.push_str(&line);
+                log.push('\n');
+                let _ = tx.send(line);
+            }
+            log
+        });
+        Running { child, lines, log }
     }
 
     /// `sluice show --json`.
@@ -115,6 +125,57 @@ impl Setup {
 impl Drop for Setup {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.warehouse);
+    }
+}
+
+/// A running `sluice` process; its standard error is read as it comes, so it never blocks.
+struct Running {
+    child: Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    log: std::thread::JoinHandle<String>,
+}
+
+impl Running {
+    /// The next log line containing `needle`, if one comes within `timeout`.
+    fn wait_for(&self, needle: &str, timeout: Duration) -> Option<String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.checked_duration_since(Instant::now())?;
+            match self.lines.recv_timeout(left) {
+                Ok(line) if line.contains(needle) => return Some(line),
+                Ok(_) => {}
+                Err(_) => return None,
+            }
+        }
+    }
+
+    /// The next progress line, parsed, if one comes within `timeout`.
+    fn progress(&self, timeout: Duration) -> Option<Value> {
+        let line = self.wait_for("sluice::progress: ", timeout)?;
+        Some(serde_json::from_str(line.split_once("sluice::progress: ").unwrap().1).unwrap())
+    }
+
+    /// Sends SIGTERM and waits: the exit status, standard output and the whole log.
+    fn terminate(self) -> (std::process::ExitStatus, String, String) {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        self.finish()
+    }
+
+    /// Kills the process (SIGKILL) and waits.
+    fn kill(mut self) -> (std::process::ExitStatus, String, String) {
+        let _ = self.child.kill();
+        self.finish()
+    }
+
+    fn finish(mut self) -> (std::process::ExitStatus, String, String) {
+        let status = self.child.wait().unwrap();
+        let mut stdout = String::new();
+        std::io::Read::read_to_string(&mut self.child.stdout.take().unwrap(), &mut stdout).unwrap();
+        (status, stdout, self.log.join().unwrap())
     }
 }
 
@@ -177,8 +238,8 @@ fn header<'a>(d: &'a Value, name: &str) -> &'a str {
 #[test]
 fn seed_events_land_and_invalid_ones_are_dead_lettered() {
     let s = Setup::new("seed");
-    let events = repo_root().join("examples/retail-clickstream/events.jsonl");
-    let produced = s.produce(&["--partitions", "1", "--input", events.to_str().unwrap()]);
+    let events = retail_events_file();
+    let produced = s.produce_file("1");
     assert_eq!(produced.delivered, 10);
 
     let before = chrono_now_micros();
@@ -364,8 +425,7 @@ fn seed_events_land_and_invalid_ones_are_dead_lettered() {
 #[test]
 fn fail_fast_stops_without_committing() {
     let s = Setup::new("failfast");
-    let events = repo_root().join("examples/retail-clickstream/events.jsonl");
-    s.produce(&["--partitions", "1", "--input", events.to_str().unwrap()]);
+    s.produce_file("1");
     let out = s.run(&[("SLUICE_ON_INVALID", "fail")]);
     assert!(!out.status.success(), "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -397,8 +457,7 @@ fn a_trapping_plugin_is_contained() {
     let path = dir.join("pipeline.toml");
     std::fs::write(&path, config).unwrap();
     s.config = path;
-    let events = repo_root().join("examples/retail-clickstream/events.jsonl");
-    s.produce(&["--partitions", "1", "--input", events.to_str().unwrap()]);
+    s.produce_file("1");
     let out = s.run(&[]);
     assert!(out.status.success(), "{}", text(&out));
     let shown = s.show();
@@ -471,32 +530,17 @@ fn crashes_at_any_point_neither_lose_nor_duplicate() {
         );
     }
     // A SIGKILL at an arbitrary moment, once batches are flowing.
-    let mut child = s.spawn(&[("SLUICE_MAX_RECORDS", "100")]);
-    let stderr = child.stderr.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        use std::io::BufRead;
-        let mut seen = 0;
-        for line in std::io::BufReader::new(stderr).lines() {
-            let line = line.unwrap();
-            if line.contains("sluice::progress") {
-                seen += 1;
-                if seen == 3 {
-                    return true;
-                }
-            }
-        }
-        false
-    });
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !reader.is_finished() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let _ = child.kill();
-    let status = child.wait().unwrap();
-    assert!(
-        reader.join().unwrap(),
-        "the pipeline never committed three batches"
+    let running = s.start(
+        &["run", "--available-now"],
+        &[("SLUICE_MAX_RECORDS", "100")],
     );
+    for _ in 0..3 {
+        assert!(
+            running.progress(Duration::from_secs(120)).is_some(),
+            "the pipeline never committed three batches"
+        );
+    }
+    let (status, _, _) = running.kill();
     assert!(!status.success(), "killed mid-run: {status:?}");
 
     // The last run finishes the job.
@@ -653,8 +697,7 @@ fn without_plugins_the_table_schema_dead_letters_misfits() {
         format!("{}{}", &text[..start], &text[end..])
             .replace("partition-by = [\"day(event_time)\"]", "partition-by = []")
     });
-    let events = repo_root().join("examples/retail-clickstream/events.jsonl");
-    s.produce(&["--partitions", "1", "--input", events.to_str().unwrap()]);
+    s.produce_file("1");
     let out = s.run(&[]);
     assert!(out.status.success(), "{}", text(&out));
     let shown = s.show();
@@ -680,56 +723,29 @@ fn without_plugins_the_table_schema_dead_letters_misfits() {
 #[test]
 fn interval_trigger_commits_only_new_data_and_stops_cleanly_on_sigterm() {
     let s = Setup::new("interval");
-    let events = repo_root().join("examples/retail-clickstream/events.jsonl");
-    let file = ["--partitions", "2", "--input", events.to_str().unwrap()];
-    s.produce(&file);
-    let mut c = s.command(&["run"]);
-    c.env("SLUICE_TRIGGER", "interval")
-        .env("SLUICE_INTERVAL", "1s")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = c.spawn().unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, progress) = std::sync::mpsc::channel::<Value>();
-    let reader = std::thread::spawn(move || {
-        use std::io::BufRead;
-        let mut all = String::new();
-        for line in std::io::BufReader::new(stderr).lines() {
-            let line = line.unwrap();
-            if let Some((_, json)) = line.split_once("sluice::progress: ") {
-                let _ = tx.send(serde_json::from_str(json).unwrap());
-            }
-            all.push_str(&line);
-            all.push('\n');
-        }
-        all
-    });
-    let first = progress
-        .recv_timeout(Duration::from_secs(60))
+    s.produce_file("2");
+    let running = s.start(
+        &["run"],
+        &[("SLUICE_TRIGGER", "interval"), ("SLUICE_INTERVAL", "1s")],
+    );
+    let first = running
+        .progress(Duration::from_secs(60))
         .expect("a first batch");
     assert_eq!(first["input_rows"], 10);
     // Three intervals with no new data: no batch, no commit.
     assert!(
-        progress.recv_timeout(Duration::from_millis(3500)).is_err(),
+        running.progress(Duration::from_millis(3500)).is_none(),
         "a batch without new data"
     );
-    s.produce(&file);
-    let second = progress
-        .recv_timeout(Duration::from_secs(60))
+    s.produce_file("2");
+    let second = running
+        .progress(Duration::from_secs(60))
         .expect("a second batch");
     assert_eq!(
         (second["batch_id"].as_u64(), second["input_rows"].as_u64()),
         (Some(2), Some(10))
     );
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let exit = child.wait().unwrap();
-    let log = reader.join().unwrap();
-    let mut stdout = String::new();
-    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut stdout).unwrap();
+    let (exit, stdout, log) = running.terminate();
     assert!(exit.success(), "SIGTERM exits 0: {exit:?}\n{log}");
     assert!(
         stdout.contains("2 batches: 20 records read, 10 rows written, 10 dead-lettered (stopped)"),
@@ -743,8 +759,6 @@ fn interval_trigger_commits_only_new_data_and_stops_cleanly_on_sigterm() {
 #[test]
 fn latest_start_then_a_topic_added_later_is_read_from_its_earliest_offset() {
     let mut s = Setup::new("latest");
-    let events = repo_root().join("examples/retail-clickstream/events.jsonl");
-    let file = ["--partitions", "1", "--input", events.to_str().unwrap()];
     let other = format!("{}-more", s.topic);
     let one = format!("topics = [\"{}\"]\nstarting-offsets = \"latest\"", s.topic);
     let two = format!(
@@ -761,7 +775,7 @@ fn latest_start_then_a_topic_added_later_is_read_from_its_earliest_offset() {
         }
     };
     s.config = edited_config(&s, set_topics(one));
-    s.produce(&file);
+    s.produce_file("1");
     // A brand-new pipeline starting at `latest` skips what is there: nothing to commit.
     let out = s.run(&[]);
     assert!(out.status.success(), "{}", text(&out));
@@ -780,31 +794,14 @@ fn latest_start_then_a_topic_added_later_is_read_from_its_earliest_offset() {
     );
     // A pipeline running before records arrive reads them: starting at `latest` means
     // "from when the pipeline first starts".
-    let mut c = s.command(&["run"]);
-    c.env("SLUICE_TRIGGER", "interval")
-        .env("SLUICE_INTERVAL", "500ms")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    let mut child = c.spawn().unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (started_tx, started) = std::sync::mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        use std::io::BufRead;
-        let mut log = String::new();
-        for line in std::io::BufReader::new(stderr).lines() {
-            let line = line.unwrap();
-            if line.contains("new pipeline") {
-                let _ = started_tx.send(());
-            }
-            log.push_str(&line);
-            log.push('\n');
-        }
-        log
-    });
-    started
-        .recv_timeout(Duration::from_secs(60))
+    let running = s.start(
+        &["run"],
+        &[("SLUICE_TRIGGER", "interval"), ("SLUICE_INTERVAL", "500ms")],
+    );
+    running
+        .wait_for("new pipeline", Duration::from_secs(60))
         .expect("the run started");
-    s.produce(&file);
+    s.produce_file("1");
     let deadline = Instant::now() + Duration::from_secs(60);
     while s.show()["snapshot_summary"]
         .get("sluice.batch-id")
@@ -813,12 +810,7 @@ fn latest_start_then_a_topic_added_later_is_read_from_its_earliest_offset() {
         assert!(Instant::now() < deadline, "no commit");
         std::thread::sleep(Duration::from_millis(200));
     }
-    Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    let exit = child.wait().unwrap();
-    let log = reader.join().unwrap();
+    let (exit, _, log) = running.terminate();
     assert!(exit.success(), "{exit:?}\n{log}");
     let shown = s.show();
     assert_eq!(
@@ -835,7 +827,7 @@ fn latest_start_then_a_topic_added_later_is_read_from_its_earliest_offset() {
     // A topic added to the pipeline later is read from its earliest offset, although the
     // pipeline once started at `latest`.
     s.topic = other.clone();
-    s.produce(&file);
+    s.produce_file("1");
     s.config = edited_config(&s, set_topics(two));
     let out = s.run(&[]);
     assert!(out.status.success(), "{}", text(&out));
@@ -862,8 +854,7 @@ fn the_same_pipeline_works_with_a_postgresql_catalog() {
             &format!("type = \"sql\"\nname = \"sluice\"\nuri = \"{url}\""),
         )
     });
-    let events = repo_root().join("examples/retail-clickstream/events.jsonl");
-    s.produce(&["--partitions", "1", "--input", events.to_str().unwrap()]);
+    s.produce_file("1");
     let out = s.run(&[]);
     assert!(out.status.success(), "{}", text(&out));
     let shown = s.show();
@@ -946,9 +937,8 @@ fn container_files_agree_with_the_code() {
 #[test]
 fn the_byte_cap_cuts_batches() {
     let s = Setup::new("bytes");
-    let events = repo_root().join("examples/retail-clickstream/events.jsonl");
-    s.produce(&["--partitions", "1", "--input", events.to_str().unwrap()]);
-    let sizes: Vec<usize> = std::fs::read_to_string(&events)
+    s.produce_file("1");
+    let sizes: Vec<usize> = std::fs::read_to_string(retail_events_file())
         .unwrap()
         .lines()
         .map(str::len)
@@ -1025,8 +1015,7 @@ fn the_same_pipeline_works_with_a_rest_catalog() {
             &format!("type = \"rest\"\nname = \"rest\"\nuri = \"{url}\""),
         )
     });
-    let events = repo_root().join("examples/retail-clickstream/events.jsonl");
-    s.produce(&["--partitions", "1", "--input", events.to_str().unwrap()]);
+    s.produce_file("1");
     let out = s.run(&[]);
     let again = s.run(&[]);
     let shown = s.show();

@@ -6,39 +6,31 @@ use std::time::{Duration, Instant};
 
 use rdkafka::Message;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use sluice::cli::{self, Command};
 use sluice::generate::{Generator, GeneratorConfig};
 use sluice_tests::broker::Broker;
+use sluice_tests::produce;
 
 #[test]
 fn produced_events_arrive_keyed_by_session() {
     let broker = Broker::start();
-    let args = [
-        "sluice",
-        "produce",
-        "--bootstrap-servers",
+    let summary = produce(
         &broker.bootstrap,
-        "--topic",
         "clicks",
-        "--create-topic",
-        "--partitions",
-        "3",
-        "--count",
-        "600",
-        "--seed",
-        "7",
-        "--invalid-share",
-        "0.1",
-        "--late-share",
-        "0.1",
-        "--duplicate-share",
-        "0.05",
-    ];
-    let invocation = cli::parse(args).unwrap();
-    let Command::Produce(produce) = &invocation.cli.command else {
-        panic!()
-    };
-    let summary = cli::produce::run(produce, &|| false).unwrap();
+        &[
+            "--partitions",
+            "3",
+            "--count",
+            "600",
+            "--seed",
+            "7",
+            "--invalid-share",
+            "0.1",
+            "--late-share",
+            "0.1",
+            "--duplicate-share",
+            "0.05",
+        ],
+    );
     assert_eq!(summary.delivered, 600);
     assert_eq!(
         summary.valid + summary.late + summary.invalid + summary.duplicates,
