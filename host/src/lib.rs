@@ -9,6 +9,7 @@
 //! - [`batch`]: the trigger and the caps of a micro-batch;
 //! - [`udf`]: the plugin runtime (stages): sandboxed components that keep, rewrite or
 //!   reject events;
+//! - [`window`]: event time: watermarks, deduplication, windowed aggregates, late data;
 //! - [`encode`]: JSON values to Arrow against the table's schema;
 //! - [`sink`]: the Iceberg table and the dead-letter topic;
 //! - [`commit`]: the marks each table commit carries, from which a restart resumes;
@@ -30,3 +31,4 @@ pub mod sink;
 pub mod source;
 pub mod udf;
 pub mod units;
+pub mod window;

@@ -121,6 +121,17 @@ pub mod duration {
     }
 }
 
+/// Serde adapter: an optional [`Duration`] written as `"30s"`. Use with
+/// `#[serde(default, with = "crate::units::optional_duration")]`.
+pub mod optional_duration {
+    use super::*;
+
+    /// Deserialises a present duration from text like `"30s"`.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        super::duration::deserialize(d).map(Some)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

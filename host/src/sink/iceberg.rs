@@ -457,6 +457,56 @@ impl IcebergSink {
         Ok(())
     }
 
+    /// The table's location, e.g. `file:///warehouse/ns/table`.
+    pub fn location(&self) -> &str {
+        self.table.metadata().location()
+    }
+
+    /// Writes a whole file through the table's storage (any warehouse, local or not).
+    pub fn put_file(&self, path: &str, bytes: Vec<u8>) -> Result<(), SinkError> {
+        let io = self.table.file_io();
+        self.runtime
+            .block_on(async { io.new_output(path)?.write(bytes.into()).await })
+            .map_err(iceberg_err(format!("writing {path}")))
+    }
+
+    /// Reads a whole file through the table's storage; `None` if it does not exist.
+    pub fn get_file(&self, path: &str) -> Result<Option<Vec<u8>>, SinkError> {
+        let io = self.table.file_io();
+        self.runtime
+            .block_on(async {
+                if !io.exists(path).await? {
+                    return Ok(None);
+                }
+                io.new_input(path)?.read().await.map(|b| Some(b.to_vec()))
+            })
+            .map_err(iceberg_err(format!("reading {path}")))
+    }
+
+    /// Deletes a file through the table's storage.
+    pub fn delete_file(&self, path: &str) -> Result<(), SinkError> {
+        let io = self.table.file_io();
+        self.runtime
+            .block_on(io.delete(path))
+            .map_err(iceberg_err(format!("deleting {path}")))
+    }
+
+    /// The summary properties of the snapshot that carries `pipeline`'s latest mark.
+    pub fn last_mark_properties(&self, pipeline: &str) -> Option<&HashMap<String, String>> {
+        let metadata = self.table.metadata();
+        let mut next = metadata.current_snapshot();
+        while let Some(snapshot) = next {
+            let props = &snapshot.summary().additional_properties;
+            if props.get(crate::commit::PIPELINE).map(String::as_str) == Some(pipeline) {
+                return Some(props);
+            }
+            next = snapshot
+                .parent_snapshot_id()
+                .and_then(|id| metadata.snapshot_by_id(id));
+        }
+        None
+    }
+
     /// The latest commit mark of `pipeline`, walking back from the current snapshot.
     pub fn last_mark(&self, pipeline: &str) -> Result<Option<CommitMark>, SinkError> {
         let metadata = self.table.metadata();

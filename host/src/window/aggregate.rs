@@ -1,0 +1,457 @@
+//! Windowed aggregates: tumbling and sliding windows grouped by key fields, with count,
+//! sum, min, max, avg and distinct count.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::config::{EmitMode, Function, WindowConfig};
+use super::extract::Scalar;
+
+/// The group-by values of a row (`None`: missing or null).
+pub type GroupKey = Vec<Option<String>>;
+
+/// One aggregate's input from one event.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Input {
+    /// Nothing to aggregate (null, missing or not a number).
+    None,
+    /// A value is present (for `count` of a field).
+    Present,
+    /// A number.
+    Number(f64),
+    /// The hash of a value (for distinct counts).
+    Hash(u64),
+}
+
+/// One aggregate's running state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Accumulator {
+    /// count
+    Count(u64),
+    /// sum (and how many values)
+    Sum(f64, u64),
+    /// min
+    Min(Option<f64>),
+    /// max
+    Max(Option<f64>),
+    /// avg: sum and count
+    Avg(f64, u64),
+    /// distinct count: 64-bit hashes of the distinct values, sorted when saved
+    Distinct(HashSet<u64>),
+}
+
+impl Accumulator {
+    fn new(function: Function) -> Self {
+        match function {
+            Function::Count => Accumulator::Count(0),
+            Function::Sum => Accumulator::Sum(0.0, 0),
+            Function::Min => Accumulator::Min(None),
+            Function::Max => Accumulator::Max(None),
+            Function::Avg => Accumulator::Avg(0.0, 0),
+            Function::DistinctCount => Accumulator::Distinct(HashSet::new()),
+        }
+    }
+
+    fn add(&mut self, input: Input) {
+        match (self, input) {
+            (Accumulator::Count(n), Input::Present | Input::Number(_) | Input::Hash(_)) => *n += 1,
+            (Accumulator::Sum(s, n) | Accumulator::Avg(s, n), Input::Number(x)) => {
+                *s += x;
+                *n += 1;
+            }
+            (Accumulator::Min(m), Input::Number(x)) => *m = Some(m.map_or(x, |m| m.min(x))),
+            (Accumulator::Max(m), Input::Number(x)) => *m = Some(m.map_or(x, |m| m.max(x))),
+            (Accumulator::Distinct(set), Input::Hash(h)) => {
+                set.insert(h);
+            }
+            _ => {}
+        }
+    }
+
+    /// The result as JSON.
+    pub fn value(&self) -> serde_json::Value {
+        use serde_json::Value;
+        let float = |x: f64| serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number);
+        match self {
+            Accumulator::Count(n) => Value::from(*n),
+            Accumulator::Sum(s, n) => (*n > 0).then(|| float(*s)).unwrap_or(Value::Null),
+            Accumulator::Min(m) | Accumulator::Max(m) => m.map_or(Value::Null, float),
+            Accumulator::Avg(s, n) => (*n > 0)
+                .then(|| float(*s / *n as f64))
+                .unwrap_or(Value::Null),
+            Accumulator::Distinct(set) => Value::from(set.len() as u64),
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        match self {
+            Accumulator::Distinct(set) => 48 + set.capacity() * 9,
+            _ => 24,
+        }
+    }
+}
+
+/// What one event brings to one window operator.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowInput {
+    /// The group-by values.
+    pub key: GroupKey,
+    /// One input per aggregate.
+    pub inputs: Vec<Input>,
+}
+
+/// The slots (in the extractor) of the fields a window reads.
+#[derive(Debug, Clone)]
+pub struct Slots {
+    group_by: Vec<usize>,
+    aggregates: Vec<(Function, Option<usize>)>,
+}
+
+impl Slots {
+    /// Slots for `config`, assigned by `slot`.
+    pub fn new(config: &WindowConfig, mut slot: impl FnMut(&str) -> usize) -> Self {
+        Slots {
+            group_by: config.group_by.iter().map(|f| slot(f)).collect(),
+            aggregates: config
+                .aggregates
+                .iter()
+                .map(|a| (a.function, a.field.as_deref().map(&mut slot)))
+                .collect(),
+        }
+    }
+
+    /// The window input of an event whose fields are `values`.
+    pub fn input(&self, values: &[Option<Scalar>]) -> WindowInput {
+        WindowInput {
+            key: self
+                .group_by
+                .iter()
+                .map(|&i| values[i].as_ref().map(|v| v.text().to_string()))
+                .collect(),
+            inputs: self
+                .aggregates
+                .iter()
+                .map(|&(function, slot)| {
+                    let Some(slot) = slot else {
+                        return Input::Present; // count of events
+                    };
+                    let Some(value) = &values[slot] else {
+                        return Input::None;
+                    };
+                    match function {
+                        Function::Count => Input::Present,
+                        Function::DistinctCount => Input::Hash(stable_hash(value.text())),
+                        _ => value.number().map_or(Input::None, Input::Number),
+                    }
+                })
+                .collect(),
+        }
+    }
+}
+
+/// FNV-1a, 64 bits, with a final mix: stable across runs and builds, so saved state stays
+/// valid.
+pub fn stable_hash(text: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.as_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^ (h >> 33)
+}
+
+/// One emitted window result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowRow {
+    /// Window start, microseconds since 1970.
+    pub start: i64,
+    /// Window end (exclusive).
+    pub end: i64,
+    /// The group-by values.
+    pub key: GroupKey,
+    /// The aggregate results, in configured order.
+    pub values: Vec<serde_json::Value>,
+}
+
+/// Saved form of a window group.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SavedGroup {
+    /// Window start.
+    pub start: i64,
+    /// Group-by values.
+    pub key: GroupKey,
+    /// Accumulators.
+    pub acc: Vec<Accumulator>,
+}
+
+/// The state of one `[[windows]]` entry.
+#[derive(Debug, Clone)]
+pub struct WindowOperator {
+    config: WindowConfig,
+    size: i64,
+    slide: i64,
+    groups: BTreeMap<(i64, GroupKey), Vec<Accumulator>>,
+    changed: BTreeSet<(i64, GroupKey)>,
+}
+
+impl WindowOperator {
+    /// An empty operator.
+    pub fn new(config: WindowConfig) -> Self {
+        WindowOperator {
+            size: config.size_micros(),
+            slide: config.slide_micros(),
+            config,
+            groups: BTreeMap::new(),
+            changed: BTreeSet::new(),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &WindowConfig {
+        &self.config
+    }
+
+    /// The starts of the windows that hold `t`, latest first.
+    pub fn starts(&self, t: i64) -> impl Iterator<Item = i64> + use<> {
+        let (size, slide) = (self.size, self.slide);
+        let last = t.div_euclid(slide) * slide;
+        (0..)
+            .map(move |k| last - k * slide)
+            .take_while(move |s| s + size > t)
+    }
+
+    /// Adds one event at `t` to every window that holds it and is still open
+    /// (`end > watermark`).
+    pub fn add(&mut self, t: i64, input: &WindowInput, watermark: Option<i64>) {
+        for start in self.starts(t) {
+            if watermark.is_some_and(|w| start + self.size <= w) {
+                continue;
+            }
+            let id = (start, input.key.clone());
+            let accs = self.groups.entry(id.clone()).or_insert_with(|| {
+                self.config
+                    .aggregates
+                    .iter()
+                    .map(|a| Accumulator::new(a.function))
+                    .collect()
+            });
+            for (acc, &x) in accs.iter_mut().zip(&input.inputs) {
+                acc.add(x);
+            }
+            if self.config.emit == EmitMode::Update {
+                self.changed.insert(id);
+            }
+        }
+    }
+
+    fn row(&self, (start, key): &(i64, GroupKey), accs: &[Accumulator]) -> WindowRow {
+        WindowRow {
+            start: *start,
+            end: start + self.size,
+            key: key.clone(),
+            values: accs.iter().map(Accumulator::value).collect(),
+        }
+    }
+
+    /// Ends a batch: returns the rows to emit and drops the windows that the watermark
+    /// closed. `on-window-close` emits the closed windows; `update` emits the windows that
+    /// changed in the batch.
+    pub fn finish_batch(&mut self, watermark: Option<i64>) -> Vec<WindowRow> {
+        let mut rows = Vec::new();
+        if self.config.emit == EmitMode::Update {
+            for id in std::mem::take(&mut self.changed) {
+                if let Some(accs) = self.groups.get(&id) {
+                    rows.push(self.row(&id, accs));
+                }
+            }
+        }
+        let Some(w) = watermark else {
+            return rows;
+        };
+        // Windows are ordered by start, and all have the same size.
+        while let Some(entry) = self.groups.first_entry() {
+            if entry.key().0 + self.size > w {
+                break;
+            }
+            let (id, accs) = entry.remove_entry();
+            if self.config.emit == EmitMode::OnWindowClose {
+                rows.push(self.row(&id, &accs));
+            }
+        }
+        rows
+    }
+
+    /// The end of the last open window.
+    pub fn last_end(&self) -> Option<i64> {
+        self.groups.last_key_value().map(|((s, _), _)| s + self.size)
+    }
+
+    /// Whether a watermark of `w` would close a window.
+    pub fn closes_any(&self, w: i64) -> bool {
+        self.groups
+            .first_key_value()
+            .is_some_and(|((s, _), _)| s + self.size <= w)
+    }
+
+    /// Open (window, key) groups.
+    pub fn rows(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// Estimated bytes of state.
+    pub fn bytes(&self) -> usize {
+        self.groups
+            .iter()
+            .map(|((_, key), accs)| {
+                64 + key
+                    .iter()
+                    .map(|k| 24 + k.as_ref().map_or(0, String::len))
+                    .sum::<usize>()
+                    + accs.iter().map(Accumulator::bytes).sum::<usize>()
+            })
+            .sum()
+    }
+
+    /// The state, for saving.
+    pub fn save(&self) -> Vec<SavedGroup> {
+        self.groups
+            .iter()
+            .map(|((start, key), acc)| SavedGroup {
+                start: *start,
+                key: key.clone(),
+                acc: acc.clone(),
+            })
+            .collect()
+    }
+
+    /// Restores saved state.
+    pub fn restore(&mut self, saved: Vec<SavedGroup>) {
+        self.changed.clear();
+        self.groups = saved
+            .into_iter()
+            .map(|g| ((g.start, g.key), g.acc))
+            .collect();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::window::config::AggregateConfig;
+
+    const S: i64 = 1_000_000;
+
+    fn config(size: u64, slide: Option<u64>, emit: EmitMode) -> WindowConfig {
+        let agg = |name: &str, function, field: Option<&str>| AggregateConfig {
+            name: name.into(),
+            function,
+            field: field.map(String::from),
+        };
+        WindowConfig {
+            name: "w".into(),
+            size: std::time::Duration::from_secs(size),
+            slide: slide.map(std::time::Duration::from_secs),
+            group_by: vec!["k".into()],
+            aggregates: vec![
+                agg("n", Function::Count, None),
+                agg("sum", Function::Sum, Some("x")),
+                agg("min", Function::Min, Some("x")),
+                agg("max", Function::Max, Some("x")),
+                agg("avg", Function::Avg, Some("x")),
+                agg("users", Function::DistinctCount, Some("u")),
+            ],
+            emit,
+            kafka: None,
+            iceberg: None,
+        }
+    }
+
+    fn input(key: &str, x: Option<f64>, user: &str) -> WindowInput {
+        let x = x.map_or(Input::None, Input::Number);
+        WindowInput {
+            key: vec![Some(key.into())],
+            inputs: vec![
+                Input::Present,
+                x,
+                x,
+                x,
+                x,
+                Input::Hash(stable_hash(user)),
+            ],
+        }
+    }
+
+    #[test]
+    fn tumbling_windows_close_on_the_watermark() {
+        let mut op = WindowOperator::new(config(60, None, EmitMode::OnWindowClose));
+        assert_eq!(op.starts(61 * S).collect::<Vec<_>>(), vec![60 * S]);
+        assert_eq!(op.starts(-S).collect::<Vec<_>>(), vec![-60 * S]);
+        op.add(10 * S, &input("a", Some(2.0), "u1"), None);
+        op.add(59 * S, &input("a", Some(5.0), "u1"), None);
+        op.add(30 * S, &input("a", None, "u2"), None);
+        op.add(20 * S, &input("b", Some(1.5), "u1"), None);
+        op.add(60 * S, &input("a", Some(1.0), "u1"), None);
+        assert!(op.finish_batch(Some(59 * S)).is_empty());
+        assert!(op.closes_any(60 * S));
+        let rows = op.finish_batch(Some(60 * S));
+        assert_eq!(rows.len(), 2);
+        assert_eq!((rows[0].start, rows[0].end), (0, 60 * S));
+        assert_eq!(rows[0].key, vec![Some("a".to_string())]);
+        assert_eq!(
+            rows[0].values,
+            serde_json::json!([3, 7.0, 2.0, 5.0, 3.5, 2]).as_array().unwrap().clone()
+        );
+        assert_eq!(
+            rows[1].values,
+            serde_json::json!([1, 1.5, 1.5, 1.5, 1.5, 1]).as_array().unwrap().clone()
+        );
+        assert_eq!(op.rows(), 1);
+        // An event of a closed window is not added.
+        op.add(5 * S, &input("a", Some(1.0), "u1"), Some(60 * S));
+        assert_eq!(op.rows(), 1);
+        let saved = op.save();
+        let mut again = WindowOperator::new(config(60, None, EmitMode::OnWindowClose));
+        again.restore(saved);
+        assert_eq!(again.last_end(), Some(120 * S));
+        let rows = again.finish_batch(Some(200 * S));
+        assert_eq!(rows[0].values[0], serde_json::json!(1));
+        assert_eq!(rows[0].values[5], serde_json::json!(1));
+        assert_eq!(rows[0].values[1], serde_json::json!(1.0));
+    }
+
+    #[test]
+    fn sliding_windows_and_update_mode() {
+        let mut op = WindowOperator::new(config(60, Some(20), EmitMode::Update));
+        assert_eq!(
+            op.starts(65 * S).collect::<Vec<_>>(),
+            vec![60 * S, 40 * S, 20 * S]
+        );
+        op.add(65 * S, &input("a", Some(1.0), "u"), None);
+        let rows = op.finish_batch(None);
+        assert_eq!(
+            rows.iter().map(|r| r.start / S).collect::<Vec<_>>(),
+            vec![20, 40, 60]
+        );
+        // Only the windows that change are emitted again.
+        op.add(70 * S, &input("a", Some(1.0), "u"), Some(81 * S));
+        let rows = op.finish_batch(Some(81 * S));
+        assert_eq!(
+            rows.iter().map(|r| (r.start / S, r.values[0].clone())).collect::<Vec<_>>(),
+            vec![(40, serde_json::json!(2)), (60, serde_json::json!(2))]
+        );
+        assert_eq!(op.rows(), 2);
+        // Closing emits nothing more in update mode.
+        assert!(op.finish_batch(Some(1000 * S)).is_empty());
+        assert_eq!(op.rows(), 0);
+    }
+
+    #[test]
+    fn hash_is_stable() {
+        assert_eq!(stable_hash("user_1"), stable_hash("user_1"));
+        assert_ne!(stable_hash("user_1"), stable_hash("user_2"));
+    }
+}

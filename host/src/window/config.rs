@@ -1,0 +1,282 @@
+//! Configuration of the event-time operators: `[event-time]`, `[dedup]` and `[[windows]]`.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// What happens to an event whose event time is behind the watermark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LateData {
+    /// Send it to the dead-letter topic with code `late_event` (default).
+    DeadLetter,
+    /// Send it to `event-time.late-topic`, with the same headers as a dead letter.
+    Topic,
+    /// Drop it; it is counted in progress (`rows_late`) and logged per batch.
+    Drop,
+}
+
+/// What an `available-now` run does with windows still open when it has read everything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AtEnd {
+    /// Keep them in the state; the next run goes on filling them (default).
+    Keep,
+    /// Close and emit them all, moving the watermark to the end of the last one. Events
+    /// of those windows that arrive later are late.
+    Flush,
+}
+
+/// The `[event-time]` section: where event time comes from and how the watermark moves.
+///
+/// ```toml
+/// [event-time]
+/// field = "timestamp"
+/// max-delay = "2m"
+/// idle-timeout = "30s"
+/// late = "dead-letter"
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct EventTimeConfig {
+    /// JSON field holding the event time: an RFC 3339 string (`2026-07-29T10:05:00Z`), a
+    /// `YYYY-MM-DD HH:MM:SS[.f]` string (read as UTC), or a number of milliseconds since
+    /// 1970. An event without a readable event time is dead-lettered
+    /// (`missing_event_time`, `invalid_event_time`).
+    pub field: String,
+    /// How far behind the newest event time of a partition the watermark stays (Spark's
+    /// `withWatermark` delay), e.g. `"2m"`.
+    #[serde(with = "crate::units::duration")]
+    pub max_delay: Duration,
+    /// A partition that has sent nothing for this long (processing time) stops holding
+    /// the watermark back. When every partition is idle, the watermark moves on with
+    /// processing time from the highest partition watermark, so the last windows close
+    /// even when input stops.
+    #[serde(default = "default_idle_timeout", with = "crate::units::duration")]
+    pub idle_timeout: Duration,
+    /// Events behind the watermark: `dead-letter` (default), `topic` or `drop`.
+    #[serde(default = "default_late")]
+    pub late: LateData,
+    /// The topic for `late = "topic"`; created (one partition) if absent.
+    #[serde(default)]
+    pub late_topic: Option<String>,
+    /// At the end of an `available-now` run: `keep` open windows (default) or `flush`
+    /// them.
+    #[serde(default = "default_at_end")]
+    pub at_end: AtEnd,
+}
+
+const fn default_idle_timeout() -> Duration {
+    Duration::from_secs(30)
+}
+
+const fn default_late() -> LateData {
+    LateData::DeadLetter
+}
+
+const fn default_at_end() -> AtEnd {
+    AtEnd::Keep
+}
+
+/// The `[dedup]` section: drop repeated events within the watermark.
+///
+/// ```toml
+/// [dedup]
+/// keys = ["event_id"]
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct DedupConfig {
+    /// JSON fields that identify an event. A later event with the same values is dropped
+    /// (and counted) while the first copy's event time is not behind the watermark.
+    pub keys: Vec<String>,
+}
+
+/// An aggregate function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Function {
+    /// Events in the window (or, with `field`, events where it is not null). A `long`.
+    Count,
+    /// Sum of the field's numeric values. A `double`; null when there are none.
+    Sum,
+    /// Smallest numeric value. A `double`.
+    Min,
+    /// Largest numeric value. A `double`.
+    Max,
+    /// Mean of the numeric values. A `double`.
+    Avg,
+    /// Distinct non-null values of the field (compared by their JSON text). A `long`.
+    DistinctCount,
+}
+
+impl Function {
+    /// Whether the output column is a `long` (else a `double`).
+    pub fn is_integer(self) -> bool {
+        matches!(self, Function::Count | Function::DistinctCount)
+    }
+}
+
+/// One aggregate of a window.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct AggregateConfig {
+    /// Output column name, e.g. `"count"`.
+    pub name: String,
+    /// `count`, `sum`, `min`, `max`, `avg` or `distinct-count`.
+    #[serde(rename = "fn")]
+    pub function: Function,
+    /// The JSON field aggregated. Required except for `count`. Numbers and numeric
+    /// strings count as numbers; other values are ignored like nulls.
+    #[serde(default)]
+    pub field: Option<String>,
+}
+
+/// When a window's result is emitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EmitMode {
+    /// Once, final, when the watermark passes the window's end (Spark's `append`).
+    OnWindowClose,
+    /// After every batch, each window that changed in it, with its running values
+    /// (Spark's `update`). The latest `batch_id` of a window is its current value.
+    Update,
+}
+
+/// The Kafka output of a window.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct WindowKafkaConfig {
+    /// The topic; created (one partition) if absent. Values are JSON objects (window_start,
+    /// window_end, the group-by fields, the aggregates, batch_id); keys are JSON objects
+    /// of window_start, window_end and the group-by fields.
+    pub topic: String,
+}
+
+/// The Iceberg output of a window: a table in the sink's catalog and warehouse.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct WindowIcebergConfig {
+    /// Table name; created if absent with columns window_start, window_end
+    /// (`timestamptz`), the group-by fields (`string`), the aggregates and batch_id.
+    pub table: String,
+    /// Namespace; default: the sink's.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// Partition transforms of the table to create, e.g. `["day(window_start)"]`.
+    #[serde(default)]
+    pub partition_by: Vec<String>,
+}
+
+/// One `[[windows]]` entry: a windowed aggregate over the deduplicated, on-time events.
+///
+/// ```toml
+/// [[windows]]
+/// name = "counts_by_type"
+/// size = "1m"
+/// group-by = ["event_type"]
+/// aggregates = [{ name = "count", fn = "count" }]
+/// [windows.kafka]
+/// topic = "clickstream-analytics"
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct WindowConfig {
+    /// Name, unique in the pipeline; it keys the window's state and progress.
+    pub name: String,
+    /// Window length, e.g. `"1m"`. Windows start at multiples of `slide` since 1970.
+    #[serde(with = "crate::units::duration")]
+    pub size: Duration,
+    /// Distance between window starts; default `size` (tumbling windows). A smaller
+    /// slide makes sliding windows: each event counts in `size / slide` windows.
+    #[serde(default, with = "crate::units::optional_duration")]
+    pub slide: Option<Duration>,
+    /// JSON fields to group by; their values become string columns.
+    #[serde(default)]
+    pub group_by: Vec<String>,
+    /// The aggregates, in output order.
+    pub aggregates: Vec<AggregateConfig>,
+    /// `on-window-close` (default) or `update`.
+    #[serde(default = "default_emit")]
+    pub emit: EmitMode,
+    /// Send results to a Kafka topic.
+    #[serde(default)]
+    pub kafka: Option<WindowKafkaConfig>,
+    /// Append results to an Iceberg table.
+    #[serde(default)]
+    pub iceberg: Option<WindowIcebergConfig>,
+}
+
+const fn default_emit() -> EmitMode {
+    EmitMode::OnWindowClose
+}
+
+/// Column names a window output reserves.
+pub const RESERVED: [&str; 3] = ["window_start", "window_end", "batch_id"];
+
+impl WindowConfig {
+    /// The slide in microseconds.
+    pub fn slide_micros(&self) -> i64 {
+        self.slide.unwrap_or(self.size).as_micros() as i64
+    }
+
+    /// The size in microseconds.
+    pub fn size_micros(&self) -> i64 {
+        self.size.as_micros() as i64
+    }
+
+    /// Checks the entry on its own.
+    pub fn check(&self) -> Result<(), String> {
+        let at = format!("windows `{}`", self.name);
+        if self.name.trim().is_empty() {
+            return Err("a window's name must not be empty".into());
+        }
+        if self.size.is_zero() {
+            return Err(format!("{at}: size must be positive"));
+        }
+        if let Some(slide) = self.slide {
+            if slide.is_zero() || slide > self.size {
+                return Err(format!(
+                    "{at}: slide must be positive and at most size ({:?})",
+                    self.size
+                ));
+            }
+            if self.size.as_micros() / slide.as_micros() > 1000 {
+                return Err(format!(
+                    "{at}: size / slide is over 1000 windows per event"
+                ));
+            }
+        }
+        if self.aggregates.is_empty() {
+            return Err(format!("{at}: list at least one aggregate"));
+        }
+        let mut names = HashSet::new();
+        for name in self
+            .group_by
+            .iter()
+            .chain(self.aggregates.iter().map(|a| &a.name))
+        {
+            if RESERVED.contains(&name.as_str()) {
+                return Err(format!("{at}: `{name}` is a reserved column name"));
+            }
+            if !names.insert(name) {
+                return Err(format!("{at}: two output columns are named `{name}`"));
+            }
+        }
+        for aggregate in &self.aggregates {
+            if aggregate.field.is_none() && aggregate.function != Function::Count {
+                return Err(format!(
+                    "{at}: aggregate `{}` needs a field",
+                    aggregate.name
+                ));
+            }
+        }
+        if self.kafka.is_none() && self.iceberg.is_none() {
+            return Err(format!(
+                "{at}: give an output, [windows.kafka] and/or [windows.iceberg]"
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,300 @@
+//! Reads the few JSON fields the event-time operators need (event time, dedup keys,
+//! group-by fields, aggregated fields) from an event, skipping the rest without building
+//! it.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::value::RawValue;
+
+/// A scalar read from an event. Objects and arrays keep their JSON text.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Scalar {
+    /// A string.
+    Str(String),
+    /// A number, with its JSON text.
+    Num(f64, String),
+    /// Anything else that is not null: `true`, `false`, an object, an array.
+    Other(String),
+}
+
+impl Scalar {
+    fn from_raw(raw: &RawValue) -> Option<Scalar> {
+        let text = raw.get();
+        match text.as_bytes().first()? {
+            b'n' => None,
+            b'"' => serde_json::from_str(text).ok().map(Scalar::Str),
+            b'-' | b'0'..=b'9' => Some(Scalar::Num(
+                text.parse().unwrap_or(f64::NAN),
+                text.to_string(),
+            )),
+            _ => Some(Scalar::Other(text.to_string())),
+        }
+    }
+
+    /// The value as text: a string's content, otherwise the JSON text.
+    pub fn text(&self) -> &str {
+        match self {
+            Scalar::Str(s) | Scalar::Num(_, s) | Scalar::Other(s) => s,
+        }
+    }
+
+    /// The value as a number: a JSON number or a string that parses as one.
+    pub fn number(&self) -> Option<f64> {
+        match self {
+            Scalar::Num(n, _) => Some(*n).filter(|n| n.is_finite()),
+            Scalar::Str(s) => s.trim().parse().ok().filter(|n: &f64| n.is_finite()),
+            Scalar::Other(_) => None,
+        }
+    }
+}
+
+/// Why an event's fields could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ExtractError {
+    /// `malformed_json`, `not_an_object`, `missing_event_time` or `invalid_event_time`.
+    pub code: &'static str,
+    /// For people.
+    pub message: String,
+    /// The field to blame, if any.
+    pub field: Option<String>,
+}
+
+/// Reads a fixed set of top-level fields.
+#[derive(Debug, Clone)]
+pub struct Extractor {
+    names: Vec<String>,
+    index: HashMap<String, usize>,
+}
+
+impl Extractor {
+    /// An extractor of `names` (duplicates are read once).
+    pub fn new<'a>(names: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut extractor = Extractor {
+            names: Vec::new(),
+            index: HashMap::new(),
+        };
+        for name in names {
+            extractor.position(name);
+        }
+        extractor
+    }
+
+    /// The slot of `name`, adding it if new.
+    pub fn position(&mut self, name: &str) -> usize {
+        if let Some(&i) = self.index.get(name) {
+            return i;
+        }
+        self.names.push(name.to_string());
+        self.index.insert(name.to_string(), self.names.len() - 1);
+        self.names.len() - 1
+    }
+
+    /// The values of the fields, by slot (`None`: missing or null).
+    pub fn read(&self, value: Option<&[u8]>) -> Result<Vec<Option<Scalar>>, ExtractError> {
+        let value = value.ok_or_else(|| ExtractError {
+            code: "not_an_object",
+            message: "the record has no value".into(),
+            field: None,
+        })?;
+        let mut raw: Vec<Option<&RawValue>> = vec![None; self.names.len()];
+        let mut de = serde_json::Deserializer::from_slice(value);
+        let malformed = |e: serde_json::Error| ExtractError {
+            code: if e.is_data() {
+                "not_an_object"
+            } else {
+                "malformed_json"
+            },
+            message: format!("the value is not a JSON object: {e}"),
+            field: None,
+        };
+        de.deserialize_map(Fields {
+            index: &self.index,
+            out: &mut raw,
+        })
+        .map_err(malformed)?;
+        de.end().map_err(malformed)?;
+        Ok(raw
+            .into_iter()
+            .map(|r| r.and_then(Scalar::from_raw))
+            .collect())
+    }
+}
+
+struct Fields<'x, 'de> {
+    index: &'x HashMap<String, usize>,
+    out: &'x mut Vec<Option<&'de RawValue>>,
+}
+
+impl<'de> Visitor<'de> for Fields<'_, 'de> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<KeyText<'de>>()? {
+            match self.index.get(key.as_str()) {
+                Some(&slot) => self.out[slot] = Some(map.next_value::<&'de RawValue>()?),
+                None => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A key, borrowed from the input unless it has escapes.
+enum KeyText<'de> {
+    Borrowed(&'de str),
+    Owned(String),
+}
+
+impl KeyText<'_> {
+    fn as_str(&self) -> &str {
+        match self {
+            KeyText::Borrowed(s) => s,
+            KeyText::Owned(s) => s,
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for KeyText<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = KeyText<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(KeyText::Borrowed(v))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(KeyText::Owned(v.to_string()))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Fields<'_, 'de> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+/// Reads an event time: an RFC 3339 string, a `YYYY-MM-DD HH:MM:SS[.f]` string (UTC), or
+/// milliseconds since 1970. Returns microseconds since 1970.
+pub fn event_time(field: &str, value: Option<&Scalar>) -> Result<i64, ExtractError> {
+    let invalid = |message: String| ExtractError {
+        code: "invalid_event_time",
+        message,
+        field: Some(field.to_string()),
+    };
+    match value {
+        None => Err(ExtractError {
+            code: "missing_event_time",
+            message: format!("the event has no `{field}` (its event time)"),
+            field: Some(field.to_string()),
+        }),
+        Some(Scalar::Str(text)) => parse_time(text).ok_or_else(|| {
+            invalid(format!(
+                "`{field}` = {text:?} is not a timestamp (RFC 3339, or YYYY-MM-DD HH:MM:SS in UTC)"
+            ))
+        }),
+        Some(Scalar::Num(n, text)) => {
+            if n.fract() == 0.0 && n.abs() < 1e15 {
+                Ok(*n as i64 * 1000)
+            } else {
+                Err(invalid(format!(
+                    "`{field}` = {text} is not a whole number of milliseconds since 1970"
+                )))
+            }
+        }
+        Some(Scalar::Other(text)) => Err(invalid(format!(
+            "`{field}` = {text} is not a timestamp"
+        ))),
+    }
+}
+
+fn parse_time(text: &str) -> Option<i64> {
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(text) {
+        return Some(t.timestamp_micros());
+    }
+    ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f"]
+        .iter()
+        .find_map(|f| chrono::NaiveDateTime::parse_from_str(text, f).ok())
+        .map(|t| t.and_utc().timestamp_micros())
+}
+
+/// Formats microseconds since 1970 as RFC 3339 in UTC, e.g. `2026-07-29T10:05:00Z`.
+pub fn format_micros(micros: i64) -> String {
+    chrono::DateTime::from_timestamp_micros(micros)
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))
+        .unwrap_or_else(|| micros.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_only_named_fields() {
+        let ex = Extractor::new(["a", "b", "c", "d"]);
+        let v = ex
+            .read(Some(
+                br#"{"x":{"deep":[1,2]},"a":"s\"q","b":12.5,"c":null,"e":true,"d":[1]}"#,
+            ))
+            .unwrap();
+        assert_eq!(v[0], Some(Scalar::Str("s\"q".into())));
+        assert_eq!(v[1], Some(Scalar::Num(12.5, "12.5".into())));
+        assert_eq!(v[2], None);
+        assert_eq!(v[3], Some(Scalar::Other("[1]".into())));
+        assert_eq!(ex.read(Some(b"{}")).unwrap(), vec![None; 4]);
+        assert_eq!(ex.read(Some(b"[1]")).unwrap_err().code, "not_an_object");
+        assert_eq!(ex.read(Some(b"{\"a\":")).unwrap_err().code, "malformed_json");
+        assert_eq!(ex.read(Some(b"{} x")).unwrap_err().code, "malformed_json");
+        assert_eq!(ex.read(None).unwrap_err().code, "not_an_object");
+        // An escaped key still matches.
+        let v = ex.read(Some(br#"{"\u0061":"yes"}"#)).unwrap();
+        assert_eq!(v[0], Some(Scalar::Str("yes".into())));
+    }
+
+    #[test]
+    fn numbers_and_text() {
+        assert_eq!(Scalar::Str(" 2.5".into()).number(), Some(2.5));
+        assert_eq!(Scalar::Str("several".into()).number(), None);
+        assert_eq!(Scalar::Other("true".into()).number(), None);
+        assert_eq!(Scalar::Num(3.0, "3".into()).text(), "3");
+    }
+
+    #[test]
+    fn event_times() {
+        let t = |s: &str| event_time("ts", Some(&Scalar::Str(s.into())));
+        let base = 1_785_319_500_000_000; // 2026-07-29T10:05:00Z
+        assert_eq!(t("2026-07-29T10:05:00Z"), Ok(base));
+        assert_eq!(t("2026-07-29T10:05:00.000Z"), Ok(base));
+        assert_eq!(t("2026-07-29T12:05:00+02:00"), Ok(base));
+        assert_eq!(t("2026-07-29 10:05:00"), Ok(base));
+        assert_eq!(t("2026-07-29T10:05:00.5"), Ok(base + 500_000));
+        assert_eq!(
+            event_time("ts", Some(&Scalar::Num(1.7853195e12, "1785319500000".into()))),
+            Ok(base)
+        );
+        assert_eq!(t("yesterday").unwrap_err().code, "invalid_event_time");
+        let missing = event_time("ts", None).unwrap_err();
+        assert_eq!(
+            (missing.code, missing.field.as_deref()),
+            ("missing_event_time", Some("ts"))
+        );
+        assert_eq!(format_micros(base), "2026-07-29T10:05:00Z");
+        assert_eq!(format_micros(base + 250_000), "2026-07-29T10:05:00.250Z");
+    }
+}

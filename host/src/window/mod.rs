@@ -1,0 +1,446 @@
+//! Event time: the watermark, deduplication and windowed aggregates, run on every batch
+//! after the plugin stages, so rules and enrichment apply to all outputs.
+//!
+//! Per batch, in `(topic, partition, offset)` order:
+//!
+//! 1. the watermark at the batch's processing time is taken (see [`watermark`]);
+//! 2. an event whose event time is behind it is *late*: it leaves the stream for the
+//!    late-data output (dead-letter topic, a late topic, or a counted drop);
+//! 3. an event whose dedup key was seen, and whose first copy is not behind the
+//!    watermark, is a *duplicate*: it is dropped and counted;
+//! 4. the rest go to the table and into every window that holds them and is still open;
+//! 5. the watermark advances; windows it closed are emitted (`on-window-close`) or the
+//!    windows that changed are (`update`); dedup keys behind it are forgotten.
+//!
+//! The operators' state is a pure function of the batches and their processing times, so
+//! a batch replayed after a crash (same records, same recorded time) gives the same
+//! results. The pipeline saves it with every commit (see [`state`]).
+
+pub mod aggregate;
+pub mod config;
+pub mod extract;
+pub mod state;
+pub mod watermark;
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
+
+use self::aggregate::{Slots, WindowInput, WindowOperator, WindowRow};
+use self::config::{DedupConfig, EmitMode, EventTimeConfig, WindowConfig};
+use self::extract::{ExtractError, Extractor, event_time};
+use self::state::SavedState;
+use self::watermark::Watermark;
+
+/// What the operators read from one event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fields {
+    /// Event time, microseconds since 1970.
+    pub time: i64,
+    /// The dedup key, when deduplicating.
+    pub dedup_key: Option<Box<str>>,
+    /// One input per window.
+    pub windows: Vec<WindowInput>,
+}
+
+/// What became of one event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// On time and new: it goes on.
+    OnTime,
+    /// Behind the watermark.
+    Late,
+    /// A repeat of an event seen within the watermark.
+    Duplicate,
+}
+
+/// What a batch did to the operators.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// One verdict per event, in input order.
+    pub verdicts: Vec<Verdict>,
+    /// The watermark events were judged against.
+    pub watermark_before: Option<i64>,
+    /// The watermark after the batch.
+    pub watermark: Option<i64>,
+    /// Rows emitted, per window (in configured order).
+    pub emitted: Vec<Vec<WindowRow>>,
+    /// Late events.
+    pub late: u64,
+    /// Duplicates dropped.
+    pub duplicates: u64,
+}
+
+/// Size of one operator's state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct StateSize {
+    /// Keys (dedup) or open (window, group) pairs.
+    pub rows: u64,
+    /// Estimated bytes in memory.
+    pub bytes: u64,
+}
+
+/// The event-time operators of a pipeline and their state.
+#[derive(Debug, Clone)]
+pub struct EventTime {
+    config: EventTimeConfig,
+    delay: i64,
+    idle_ms: i64,
+    extractor: Extractor,
+    time_slot: usize,
+    dedup_slots: Option<Vec<usize>>,
+    windows: Vec<(Slots, WindowOperator)>,
+    watermark: Watermark,
+    seen: HashMap<Box<str>, i64>,
+}
+
+impl EventTime {
+    /// Operators with empty state.
+    pub fn new(
+        config: &EventTimeConfig,
+        dedup: Option<&DedupConfig>,
+        windows: &[WindowConfig],
+    ) -> Self {
+        let mut extractor = Extractor::new([config.field.as_str()]);
+        let time_slot = extractor.position(&config.field);
+        let dedup_slots = dedup.map(|d| d.keys.iter().map(|k| extractor.position(k)).collect());
+        let windows = windows
+            .iter()
+            .map(|w| {
+                (
+                    Slots::new(w, |f| extractor.position(f)),
+                    WindowOperator::new(w.clone()),
+                )
+            })
+            .collect();
+        EventTime {
+            config: config.clone(),
+            delay: config.max_delay.as_micros() as i64,
+            idle_ms: config.idle_timeout.as_millis() as i64,
+            extractor,
+            time_slot,
+            dedup_slots,
+            windows,
+            watermark: Watermark::default(),
+            seen: HashMap::new(),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &EventTimeConfig {
+        &self.config
+    }
+
+    /// The windows' configurations.
+    pub fn window_configs(&self) -> impl Iterator<Item = &WindowConfig> {
+        self.windows.iter().map(|(_, op)| op.config())
+    }
+
+    /// Reads what the operators need from an event. Safe to call from many threads.
+    pub fn fields(&self, value: Option<&[u8]>) -> Result<Fields, ExtractError> {
+        let values = self.extractor.read(value)?;
+        let time = event_time(&self.config.field, values[self.time_slot].as_ref())?;
+        let dedup_key = self.dedup_slots.as_ref().map(|slots| {
+            let mut key = String::new();
+            for (i, &slot) in slots.iter().enumerate() {
+                if i > 0 {
+                    key.push('\u{1f}');
+                }
+                match &values[slot] {
+                    Some(v) => key.push_str(v.text()),
+                    None => key.push('\u{0}'),
+                }
+            }
+            key.into_boxed_str()
+        });
+        Ok(Fields {
+            time,
+            dedup_key,
+            windows: self.windows.iter().map(|(s, _)| s.input(&values)).collect(),
+        })
+    }
+
+    /// The watermark at processing time `now_ms`.
+    pub fn watermark_at(&self, now_ms: i64) -> Option<i64> {
+        self.watermark.at(now_ms, self.delay, self.idle_ms)
+    }
+
+    /// Whether a batch without events at `now_ms` would emit a window (the watermark
+    /// moved on while input was idle), or, with `flush`, whether any window is open.
+    pub fn due(&self, now_ms: i64, flush: bool) -> bool {
+        let on_close = |op: &&WindowOperator| op.config().emit == EmitMode::OnWindowClose;
+        if flush {
+            return self.windows.iter().any(|(_, op)| op.rows() > 0);
+        }
+        let Some(w) = self.watermark_at(now_ms) else {
+            return false;
+        };
+        self.windows
+            .iter()
+            .map(|(_, op)| op)
+            .filter(on_close)
+            .any(|op| op.closes_any(w))
+    }
+
+    /// Runs one batch: `events` are `(partition, fields)` in `(topic, partition, offset)`
+    /// order. With `flush`, every open window is closed at the end.
+    pub fn process<'a>(
+        &mut self,
+        events: impl IntoIterator<Item = (&'a str, &'a Fields)>,
+        now_ms: i64,
+        flush: bool,
+    ) -> Outcome {
+        let before = self.watermark_at(now_ms);
+        let mut verdicts = Vec::new();
+        let (mut late, mut duplicates) = (0, 0);
+        for (partition, fields) in events {
+            self.watermark.observe(partition, fields.time, now_ms);
+            if before.is_some_and(|w| fields.time < w) {
+                verdicts.push(Verdict::Late);
+                late += 1;
+                continue;
+            }
+            if let Some(key) = &fields.dedup_key {
+                if self.seen.contains_key(key) {
+                    verdicts.push(Verdict::Duplicate);
+                    duplicates += 1;
+                    continue;
+                }
+                self.seen.insert(key.clone(), fields.time);
+            }
+            for ((_, op), input) in self.windows.iter_mut().zip(&fields.windows) {
+                op.add(fields.time, input, before);
+            }
+            verdicts.push(Verdict::OnTime);
+        }
+        let to = if flush {
+            self.windows.iter().filter_map(|(_, op)| op.last_end()).max()
+        } else {
+            None
+        };
+        let watermark = self
+            .watermark
+            .advance(now_ms, self.delay, self.idle_ms, to);
+        if let Some(w) = watermark {
+            self.seen.retain(|_, t| *t >= w);
+        }
+        let emitted = self
+            .windows
+            .iter_mut()
+            .map(|(_, op)| op.finish_batch(watermark))
+            .collect();
+        Outcome {
+            verdicts,
+            watermark_before: before,
+            watermark,
+            emitted,
+            late,
+            duplicates,
+        }
+    }
+
+    /// State size per operator: `dedup` and `window:<name>`.
+    pub fn state_sizes(&self) -> BTreeMap<String, StateSize> {
+        let mut sizes = BTreeMap::new();
+        if self.dedup_slots.is_some() {
+            sizes.insert(
+                "dedup".to_string(),
+                StateSize {
+                    rows: self.seen.len() as u64,
+                    bytes: self.seen.keys().map(|k| k.len() as u64 + 40).sum(),
+                },
+            );
+        }
+        for (_, op) in &self.windows {
+            sizes.insert(
+                format!("window:{}", op.config().name),
+                StateSize {
+                    rows: op.rows() as u64,
+                    bytes: op.bytes() as u64,
+                },
+            );
+        }
+        sizes
+    }
+
+    /// The state, for saving.
+    pub fn save(&self) -> SavedState {
+        let mut dedup: Vec<(String, i64)> = self
+            .seen
+            .iter()
+            .map(|(k, t)| (k.to_string(), *t))
+            .collect();
+        dedup.sort_unstable();
+        SavedState {
+            watermark: self.watermark.clone(),
+            dedup,
+            windows: self
+                .windows
+                .iter()
+                .map(|(_, op)| (op.config().name.clone(), op.save()))
+                .collect(),
+        }
+    }
+
+    /// Restores saved state. Windows not in `saved` start empty; saved windows that are
+    /// no longer configured are dropped with a warning.
+    pub fn restore(&mut self, saved: SavedState) {
+        self.watermark = saved.watermark;
+        self.seen = saved
+            .dedup
+            .into_iter()
+            .map(|(k, t)| (k.into_boxed_str(), t))
+            .collect();
+        let mut windows = saved.windows;
+        for (_, op) in &mut self.windows {
+            op.restore(windows.remove(&op.config().name).unwrap_or_default());
+        }
+        for name in windows.keys() {
+            tracing::warn!(window = %name, "saved state of a window that is no longer configured is dropped");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::config::{AggregateConfig, AtEnd, Function, LateData};
+    use super::*;
+
+    const S: i64 = 1_000_000;
+
+    fn operators(emit: EmitMode) -> EventTime {
+        let config = EventTimeConfig {
+            field: "ts".into(),
+            max_delay: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(5),
+            late: LateData::Drop,
+            late_topic: None,
+            at_end: AtEnd::Keep,
+        };
+        let window = WindowConfig {
+            name: "counts".into(),
+            size: Duration::from_secs(60),
+            slide: None,
+            group_by: vec!["type".into()],
+            aggregates: vec![AggregateConfig {
+                name: "count".into(),
+                function: Function::Count,
+                field: None,
+            }],
+            emit,
+            kafka: None,
+            iceberg: None,
+        };
+        EventTime::new(
+            &config,
+            Some(&DedupConfig {
+                keys: vec!["id".into()],
+            }),
+            &[window],
+        )
+    }
+
+    fn event(op: &EventTime, id: &str, secs: i64, ty: &str) -> Fields {
+        op.fields(Some(
+            format!(r#"{{"id":"{id}","ts":{},"type":"{ty}"}}"#, secs * 1000).as_bytes(),
+        ))
+        .unwrap()
+    }
+
+    fn counts(outcome: &Outcome) -> Vec<(i64, String, i64)> {
+        outcome.emitted[0]
+            .iter()
+            .map(|r| {
+                (
+                    r.start / S,
+                    r.key[0].clone().unwrap(),
+                    r.values[0].as_i64().unwrap(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn late_duplicates_and_closing() {
+        let mut op = operators(EmitMode::OnWindowClose);
+        let batch = [
+            event(&op, "a", 10, "view"),
+            event(&op, "b", 50, "view"),
+            event(&op, "a", 10, "view"), // duplicate in the same batch
+            event(&op, "c", 65, "buy"),
+        ];
+        let out = op.process(batch.iter().map(|f| ("t/0", f)), 0, false);
+        assert_eq!(
+            out.verdicts,
+            [
+                Verdict::OnTime,
+                Verdict::OnTime,
+                Verdict::Duplicate,
+                Verdict::OnTime
+            ]
+        );
+        assert_eq!(out.watermark, Some(55 * S));
+        assert!(out.emitted[0].is_empty());
+        // 40 s is late (behind 55 s); 58 s is on time; "c" again is a duplicate.
+        let batch = [
+            event(&op, "d", 40, "view"),
+            event(&op, "e", 58, "view"),
+            event(&op, "c", 65, "buy"),
+            event(&op, "f", 75, "view"),
+        ];
+        let out = op.process(batch.iter().map(|f| ("t/0", f)), 1_000, false);
+        assert_eq!(
+            out.verdicts,
+            [
+                Verdict::Late,
+                Verdict::OnTime,
+                Verdict::Duplicate,
+                Verdict::OnTime
+            ]
+        );
+        assert_eq!((out.late, out.duplicates), (1, 1));
+        assert_eq!(out.watermark, Some(65 * S));
+        assert_eq!(counts(&out), vec![(0, "view".into(), 3)]);
+        // Dedup keys behind the watermark (65 s) are forgotten: a, b, e.
+        assert_eq!(op.state_sizes()["dedup"].rows, 2);
+        assert!(!op.due(1_000, false));
+        // Input stops: after the idle timeout the watermark moves with processing time.
+        assert!(!op.due(6_000, false));
+        assert!(op.due(6_000 + 55_000, false)); // 75 - 10 + 55 = 120: closes [60, 120)
+        let out = op.process([], 6_000 + 55_000, false);
+        assert_eq!(
+            counts(&out),
+            vec![(60, "buy".into(), 1), (60, "view".into(), 1)]
+        );
+    }
+
+    #[test]
+    fn state_round_trips_and_flush_closes_everything() {
+        let mut op = operators(EmitMode::OnWindowClose);
+        let batch = [event(&op, "a", 10, "view"), event(&op, "b", 30, "view")];
+        op.process(batch.iter().map(|f| ("t/0", f)), 0, false);
+        let saved = op.save();
+        let json = serde_json::to_string(&saved).unwrap();
+        let mut again = operators(EmitMode::OnWindowClose);
+        again.restore(serde_json::from_str(&json).unwrap());
+        assert_eq!(again.save(), saved);
+        assert!(again.due(0, true));
+        let out = again.process([], 0, true);
+        assert_eq!(counts(&out), vec![(0, "view".into(), 2)]);
+        assert_eq!(out.watermark, Some(60 * S));
+        assert!(!again.due(0, true));
+    }
+
+    #[test]
+    fn bad_event_times_are_reported() {
+        let op = operators(EmitMode::Update);
+        let e = op.fields(Some(br#"{"id":"x"}"#)).unwrap_err();
+        assert_eq!(e.code, "missing_event_time");
+        let e = op.fields(Some(br#"{"ts":"soon"}"#)).unwrap_err();
+        assert_eq!(e.code, "invalid_event_time");
+        let e = op.fields(Some(b"nope")).unwrap_err();
+        assert_eq!(e.code, "malformed_json");
+    }
+}
