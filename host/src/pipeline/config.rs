@@ -12,6 +12,7 @@ use crate::sink::deadletter::DeadLetterConfig;
 use crate::sink::iceberg::IcebergSinkConfig;
 use crate::source::kafka::KafkaSourceConfig;
 use crate::udf::config::{RuntimeConfig, StageConfig};
+use crate::window::config::{DedupConfig, EventTimeConfig, LateData, WindowConfig};
 
 /// What happens to an event that a plugin rejects, that fails in a plugin, or that does
 /// not fit the table.
@@ -66,6 +67,16 @@ pub struct PipelineConfig {
     /// The dead-letter topic; required unless `pipeline.on-invalid = "fail"`.
     #[serde(default)]
     pub dead_letter: Option<DeadLetterConfig>,
+    /// Event time: the watermark and what becomes of late events. Required by `[dedup]`
+    /// and `[[windows]]`.
+    #[serde(default)]
+    pub event_time: Option<EventTimeConfig>,
+    /// Drop repeated events within the watermark.
+    #[serde(default)]
+    pub dedup: Option<DedupConfig>,
+    /// Windowed aggregates of the on-time, deduplicated events.
+    #[serde(default)]
+    pub windows: Vec<WindowConfig>,
 }
 
 /// A pipeline file could not be used.
@@ -191,6 +202,7 @@ impl PipelineConfig {
                 dl.topic
             ));
         }
+        self.check_event_time()?;
         if self.sink.columns.is_empty() {
             return Ok(()); // the table must exist already
         }
@@ -202,6 +214,73 @@ impl PipelineConfig {
             return Err(format!(
                 "sink.ingestion-time-column `{column}` is not one of sink.columns"
             ));
+        }
+        Ok(())
+    }
+
+    fn check_event_time(&self) -> Result<(), String> {
+        let Some(et) = &self.event_time else {
+            if self.dedup.is_some() || !self.windows.is_empty() {
+                return Err(
+                    "[dedup] and [[windows]] need an [event-time] section (its watermark bounds their state)"
+                        .into(),
+                );
+            }
+            return Ok(());
+        };
+        if et.field.trim().is_empty() {
+            return Err("event-time.field must not be empty".into());
+        }
+        match (et.late, &et.late_topic) {
+            (LateData::Topic, None) => {
+                return Err("event-time.late = \"topic\" needs event-time.late-topic".into());
+            }
+            (LateData::Topic, Some(topic)) if self.source.topics.contains(topic) => {
+                return Err(format!("late topic `{topic}` is also a source topic"));
+            }
+            (LateData::DeadLetter, _) if self.dead_letter.is_none() => {
+                return Err(
+                    "event-time.late = \"dead-letter\" needs a [dead-letter] topic; or set late = \"topic\" or \"drop\""
+                        .into(),
+                );
+            }
+            (LateData::DeadLetter | LateData::Drop, Some(_)) => {
+                return Err("event-time.late-topic is only used with late = \"topic\"".into());
+            }
+            _ => {}
+        }
+        if let Some(dedup) = &self.dedup
+            && dedup.keys.is_empty()
+        {
+            return Err("dedup.keys must name at least one field".into());
+        }
+        let mut names = HashSet::new();
+        let mut tables = HashSet::from([(self.sink.namespace.clone(), self.sink.table.clone())]);
+        for window in &self.windows {
+            window.check()?;
+            if !names.insert(&window.name) {
+                return Err(format!("two windows are named `{}`", window.name));
+            }
+            if let Some(kafka) = &window.kafka
+                && self.source.topics.contains(&kafka.topic)
+            {
+                return Err(format!(
+                    "windows `{}`: topic `{}` is also a source topic",
+                    window.name, kafka.topic
+                ));
+            }
+            if let Some(table) = &window.iceberg {
+                let namespace = table
+                    .namespace
+                    .clone()
+                    .unwrap_or(self.sink.namespace.clone());
+                if !tables.insert((namespace, table.table.clone())) {
+                    return Err(format!(
+                        "windows `{}`: table `{}` is written by another output",
+                        window.name, table.table
+                    ));
+                }
+            }
         }
         Ok(())
     }
@@ -272,5 +351,84 @@ columns = [{ name = "a", type = "string" }]
         let text = MINIMAL.replace("\"a\", type = \"string\"", "\"a\", type = \"varchar\"");
         let err = PipelineConfig::parse(&text, Path::new("p.toml")).unwrap_err();
         assert!(err.to_string().contains("varchar"), "{err}");
+    }
+
+    const WINDOWS: &str = r#"
+[event-time]
+field = "ts"
+max-delay = "2m"
+late = "drop"
+
+[dedup]
+keys = ["id"]
+
+[[windows]]
+name = "w"
+size = "1m"
+slide = "30s"
+group-by = ["type"]
+aggregates = [{ name = "count", fn = "count" }, { name = "users", fn = "distinct-count", field = "user" }]
+emit = "update"
+kafka = { topic = "out" }
+iceberg = { table = "counts", partition-by = ["day(window_start)"] }
+"#;
+
+    #[test]
+    fn event_time_sections_parse_and_are_checked() {
+        use crate::window::config::{EmitMode, Function};
+        let c = PipelineConfig::parse(&format!("{MINIMAL}{WINDOWS}"), Path::new("p.toml")).unwrap();
+        let et = c.event_time.as_ref().unwrap();
+        assert_eq!(et.max_delay, std::time::Duration::from_secs(120));
+        assert_eq!(et.idle_timeout, std::time::Duration::from_secs(30));
+        let w = &c.windows[0];
+        assert_eq!(w.slide, Some(std::time::Duration::from_secs(30)));
+        assert_eq!(w.emit, EmitMode::Update);
+        assert_eq!(w.aggregates[1].function, Function::DistinctCount);
+        let refused = |text: String, needle: &str| {
+            let err = PipelineConfig::parse(&format!("{MINIMAL}{text}"), Path::new("p.toml"))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(needle), "{err}");
+        };
+        refused(
+            WINDOWS.replace(
+                "[event-time]\nfield = \"ts\"\nmax-delay = \"2m\"\nlate = \"drop\"",
+                "",
+            ),
+            "need an [event-time]",
+        );
+        refused(
+            WINDOWS.replace("late = \"drop\"", ""),
+            "needs a [dead-letter]",
+        );
+        refused(
+            WINDOWS.replace("late = \"drop\"", "late = \"topic\""),
+            "late-topic",
+        );
+        refused(
+            WINDOWS.replace("slide = \"30s\"", "slide = \"2m\""),
+            "at most size",
+        );
+        refused(
+            WINDOWS.replace("name = \"users\"", "name = \"count\""),
+            "two output columns",
+        );
+        refused(
+            WINDOWS.replace("name = \"users\"", "name = \"window_end\""),
+            "reserved",
+        );
+        refused(WINDOWS.replace(", field = \"user\"", ""), "needs a field");
+        refused(
+            WINDOWS.replace("table = \"counts\"", "table = \"t\""),
+            "another output",
+        );
+        refused(
+            WINDOWS.replace("max-delay = \"2m\"", "max-delay = \"soon\""),
+            "event-time.max-delay",
+        );
+        refused(
+            WINDOWS.replace("fn = \"count\" }", "fn = \"median\" }"),
+            "median",
+        );
     }
 }

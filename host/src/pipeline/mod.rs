@@ -16,20 +16,25 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use arrow_array::RecordBatch;
+use arrow_array::{BooleanArray, RecordBatch};
 
 use self::config::{OnInvalid, PipelineConfig};
-use self::progress::{Durations, Progress};
-use crate::batch::TriggerMode;
+use self::progress::{Durations, EventTimeProgress, Progress};
+use crate::batch::{Caps, TriggerMode};
 use crate::commit::{CommitMark, DEAD_LETTERED};
 use crate::encode::{Encoder, SchemaError};
 use crate::record::Record;
-use crate::sink::deadletter::{DeadLetterError, DeadLetterSink, Reason};
+use crate::sink::deadletter::{DeadLetterConfig, DeadLetterError, DeadLetterSink, Reason};
 use crate::sink::iceberg::{IcebergSink, SinkError};
+use crate::sink::window::{WindowSink, WindowSinkError};
 use crate::source::kafka::KafkaSource;
 use crate::source::{Offsets, Source, SourceError};
 use crate::udf::chain::{self, Fate};
 use crate::udf::{Plugin, Runtime, UdfError};
+use crate::window::config::{AtEnd, LateData};
+use crate::window::extract::format_micros;
+use crate::window::state::{self, Plan, StateFile};
+use crate::window::{EventTime, Fields, Verdict};
 
 /// The pipeline failed.
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +54,12 @@ pub enum PipelineError {
     /// The table's schema cannot be encoded.
     #[error("table schema: {0}")]
     Schema(#[from] SchemaError),
+    /// A window output failed.
+    #[error("{0}")]
+    Window(#[from] WindowSinkError),
+    /// The saved event-time state cannot be used.
+    #[error("event-time state: {0}")]
+    State(String),
     /// An event was refused and `on-invalid = "fail"`.
     #[error(
         "event {position} refused by {stage} ({code}): {message}; nothing of this batch was committed (on-invalid = \"fail\")"
@@ -76,6 +87,12 @@ pub struct RunSummary {
     pub rows_written: u64,
     /// Records sent to the dead-letter topic.
     pub rows_dead_lettered: u64,
+    /// Events behind the watermark (wherever `event-time.late` sent them).
+    pub rows_late: u64,
+    /// Duplicates dropped.
+    pub rows_deduplicated: u64,
+    /// Window results emitted.
+    pub window_rows: u64,
     /// Whether a stop signal ended the run.
     pub stopped: bool,
 }
@@ -94,6 +111,25 @@ pub struct Pipeline {
     last_batch: u64,
     last_end: Instant,
     crash_at: CrashAt,
+    event_time: Option<EventTime>,
+    late_sink: Option<DeadLetterSink>,
+    windows: Vec<WindowSink>,
+    replay: Option<Plan>,
+}
+
+/// The records of one batch and how it runs.
+struct Input {
+    records: Vec<Record>,
+    /// Offsets after the batch.
+    next: Offsets,
+    /// The end offsets the batch was reading towards (for lag).
+    ends: Offsets,
+    /// Processing time, milliseconds since 1970.
+    now_ms: i64,
+    /// Close every open window at the end (`at-end = "flush"`).
+    flush: bool,
+    started: Instant,
+    poll: Duration,
 }
 
 impl std::fmt::Debug for Pipeline {
@@ -109,6 +145,8 @@ impl std::fmt::Debug for Pipeline {
 struct Slice {
     batch: Option<RecordBatch>,
     dead: Vec<(Record, Reason)>,
+    /// With event time: the records of `batch`'s rows, in order, with their fields.
+    timed: Vec<(Record, Fields)>,
     plugins: Duration,
     encode: Duration,
 }
@@ -116,7 +154,9 @@ struct Slice {
 /// Fault injection for crash tests: `SLUICE_CRASH_AT=<point>:<batch id>` aborts the
 /// process at `point` of that batch, as a power cut would. Points: `after-dead-letter`
 /// (dead letters acknowledged, nothing written), `after-write` (data files written, not
-/// committed) and `after-commit` (committed, group offsets not yet).
+/// committed) and `after-commit` (committed, group offsets not yet); with event time also
+/// `after-state` (state file written, nothing sent) and `after-window-commit` (window
+/// tables committed, the main table not).
 /// The variable is read once, when the pipeline opens.
 #[derive(Debug, Default)]
 struct CrashAt(Option<String>);
@@ -138,11 +178,14 @@ impl CrashAt {
     }
 }
 
-fn now_micros() -> i64 {
+fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros() as i64)
+        .map_or(0, |d| d.as_millis() as i64)
 }
+
+/// How many state files are kept behind the current one.
+const KEEP_STATE_FILES: u64 = 10;
 
 impl Pipeline {
     /// Loads the plugins, opens the table (creating it if absent), connects to Kafka and
@@ -187,10 +230,36 @@ impl Pipeline {
                 tracing::info!(pipeline = %name, table = %sink.name(), offsets = %positions, "new pipeline: starting at {:?} offsets", config.source.starting_offsets)
             }
         }
-        Ok(Pipeline {
+        let last_batch = mark.as_ref().map_or(0, |m| m.batch_id);
+        let windows = config
+            .windows
+            .iter()
+            .map(|w| WindowSink::open(w, &config.sink, &config.source.bootstrap_servers, base))
+            .collect::<Result<Vec<_>, _>>()?;
+        let late_sink = match &config.event_time {
+            Some(et) if et.late == LateData::Topic => {
+                let topic = et.late_topic.clone().unwrap_or_default();
+                let late = DeadLetterConfig {
+                    topic,
+                    bootstrap_servers: None,
+                    ack_timeout: Duration::from_secs(60),
+                    properties: BTreeMap::new(),
+                };
+                Some(DeadLetterSink::new(
+                    &late,
+                    &config.source.bootstrap_servers,
+                )?)
+            }
+            _ => None,
+        };
+        let mut pipeline = Pipeline {
             chunk_size: config.runtime.chunk_size,
             threads: config.threads(),
-            last_batch: mark.map_or(0, |m| m.batch_id),
+            last_batch,
+            event_time: config
+                .event_time
+                .as_ref()
+                .map(|et| EventTime::new(et, config.dedup.as_ref(), &config.windows)),
             config,
             stages,
             source,
@@ -200,7 +269,74 @@ impl Pipeline {
             positions,
             last_end: Instant::now(),
             crash_at: CrashAt::from_env(),
-        })
+            late_sink,
+            windows,
+            replay: None,
+        };
+        pipeline.recover_state(mark.is_some())?;
+        Ok(pipeline)
+    }
+
+    /// Loads the event-time state named by the table's last commit, and finds a batch
+    /// that was planned (its state file written) but not committed: it is replayed first.
+    fn recover_state(&mut self, resumed: bool) -> Result<(), PipelineError> {
+        let Some(et) = &mut self.event_time else {
+            return Ok(());
+        };
+        let name = self.config.pipeline.name.clone();
+        let saved = self
+            .sink
+            .last_mark_properties(&name)
+            .and_then(|p| p.get(state::STATE))
+            .cloned();
+        match saved {
+            Some(path) => {
+                let file = read_state(&self.sink, &path)?.ok_or_else(|| {
+                    PipelineError::State(format!(
+                        "the state file {path} named by the table's last commit is missing"
+                    ))
+                })?;
+                et.restore(file.state);
+                tracing::info!(state = %path, watermark = ?et.watermark_at(now_ms()).map(format_micros), "restored event-time state");
+            }
+            None if resumed => {
+                tracing::warn!(
+                    "the table's last commit names no event-time state: starting with none"
+                );
+            }
+            None => {}
+        }
+        let next = self.last_batch + 1;
+        let pending = state::path(self.sink.location(), &name, next);
+        let plan = match read_state(&self.sink, &pending) {
+            Ok(Some(file)) if file.plan.start == self.positions.to_json() => Some(file.plan),
+            Ok(Some(_)) => {
+                tracing::warn!(state = %pending, "ignoring a state file planned from other offsets");
+                None
+            }
+            Ok(None) => None,
+            Err(error) => {
+                tracing::warn!(state = %pending, %error, "ignoring an unreadable state file");
+                None
+            }
+        };
+        for window in &self.windows {
+            if let Some(held) = window.table_batch(&name)?
+                && held > self.last_batch
+                && plan.as_ref().is_none_or(|p| p.batch_id != held)
+            {
+                return Err(PipelineError::State(format!(
+                    "window `{}`'s table holds batch {held} but the main table is at batch {} and there is no plan to replay it",
+                    window.name(),
+                    self.last_batch
+                )));
+            }
+        }
+        if let Some(plan) = &plan {
+            tracing::warn!(batch_id = plan.batch_id, start = %plan.start, end = %plan.end, "a batch was planned but not committed: replaying it exactly");
+        }
+        self.replay = plan;
+        Ok(())
     }
 
     /// The positions the next batch starts from.
@@ -217,6 +353,11 @@ impl Pipeline {
     /// Runs until the trigger says to stop (`available-now`) or `stop` is raised.
     pub fn run(&mut self, stop: &AtomicBool) -> Result<RunSummary, PipelineError> {
         let mut summary = RunSummary::default();
+        if let Some(plan) = self.replay.take()
+            && !self.replay(plan, stop, &mut summary)?
+        {
+            return Ok(summary);
+        }
         let trigger = self.config.trigger.clone();
         match trigger.mode {
             TriggerMode::AvailableNow => {
@@ -230,6 +371,13 @@ impl Pipeline {
                     if !self.batch(&ends, stop, &mut summary)? {
                         break;
                     }
+                }
+                let flush = self
+                    .event_time
+                    .as_ref()
+                    .is_some_and(|et| et.config().at_end == AtEnd::Flush);
+                if flush && !summary.stopped {
+                    self.tick(true, &mut summary)?;
                 }
             }
             TriggerMode::Interval => {
@@ -252,11 +400,83 @@ impl Pipeline {
                             break;
                         }
                     }
+                    if !stop.load(Ordering::Relaxed) {
+                        self.tick(false, &mut summary)?;
+                    }
                 }
                 summary.stopped = true;
             }
         }
         Ok(summary)
+    }
+
+    /// Replays a batch that was planned before a crash: the same records, the same
+    /// processing time. Returns `false` when stopped.
+    fn replay(
+        &mut self,
+        plan: Plan,
+        stop: &AtomicBool,
+        summary: &mut RunSummary,
+    ) -> Result<bool, PipelineError> {
+        let ends = Offsets::from_json(&plan.end).map_err(PipelineError::State)?;
+        let started = Instant::now();
+        let unlimited = Caps {
+            records: usize::MAX,
+            bytes: u64::MAX,
+        };
+        let (records, next) = match self.source.read(&ends, unlimited, stop) {
+            Ok(read) => read,
+            Err(SourceError::Stopped) => {
+                summary.stopped = true;
+                return Ok(false);
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if next != ends {
+            return Err(PipelineError::State(format!(
+                "replaying batch {}: read up to {next}, but it was planned up to {ends}",
+                plan.batch_id
+            )));
+        }
+        let poll = started.elapsed();
+        self.commit_batch(
+            Input {
+                records,
+                next,
+                ends,
+                now_ms: plan.now_ms,
+                flush: plan.flush,
+                started,
+                poll,
+            },
+            summary,
+        )?;
+        Ok(true)
+    }
+
+    /// Runs a batch without records when the watermark, moving on while input is idle,
+    /// closes a window; or, with `flush`, when any window is open.
+    fn tick(&mut self, flush: bool, summary: &mut RunSummary) -> Result<(), PipelineError> {
+        let now = now_ms();
+        if !self
+            .event_time
+            .as_ref()
+            .is_some_and(|et| et.due(now, flush))
+        {
+            return Ok(());
+        }
+        self.commit_batch(
+            Input {
+                records: Vec::new(),
+                next: self.positions.clone(),
+                ends: self.positions.clone(),
+                now_ms: now,
+                flush,
+                started: Instant::now(),
+                poll: Duration::ZERO,
+            },
+            summary,
+        )
     }
 
     /// Runs one batch up to `ends`. Returns `false` when stopped mid-batch (the batch is
@@ -268,7 +488,6 @@ impl Pipeline {
         summary: &mut RunSummary,
     ) -> Result<bool, PipelineError> {
         let started = Instant::now();
-        let start_offsets = self.positions.clone();
         let (records, next) = match self.source.read(ends, self.config.trigger.caps(), stop) {
             Ok(read) => read,
             Err(SourceError::Stopped) => {
@@ -285,22 +504,55 @@ impl Pipeline {
             self.positions = next;
             return Ok(true);
         }
+        self.commit_batch(
+            Input {
+                records,
+                next,
+                ends: ends.clone(),
+                now_ms: now_ms(),
+                flush: false,
+                started,
+                poll,
+            },
+            summary,
+        )?;
+        Ok(true)
+    }
+
+    /// Processes the records of a batch and commits the results to every output.
+    fn commit_batch(
+        &mut self,
+        input: Input,
+        summary: &mut RunSummary,
+    ) -> Result<(), PipelineError> {
+        let Input {
+            mut records,
+            next,
+            ends,
+            now_ms,
+            flush,
+            started,
+            poll,
+        } = input;
+        let start_offsets = self.positions.clone();
         let input_rows = records.len() as u64;
         let batch_id = self.last_batch + 1;
+        let name = self.config.pipeline.name.clone();
+        if self.event_time.is_some() {
+            // Event-time state depends on order: make a replay see the same one.
+            records.sort_unstable_by(|a, b| {
+                (&a.topic, a.partition, a.offset).cmp(&(&b.topic, b.partition, b.offset))
+            });
+        }
 
-        let ingestion = now_micros();
-        let slices = self.process(records, ingestion)?;
+        let slices = self.process(records, now_ms * 1000)?;
         let plugins = slices.iter().map(|s| s.plugins).max().unwrap_or_default();
         let encode = slices.iter().map(|s| s.encode).max().unwrap_or_default();
-        let mut batches = Vec::new();
         let mut dead = Vec::new();
+        let mut parts = Vec::with_capacity(slices.len());
         for slice in slices {
-            batches.extend(slice.batch);
             dead.extend(slice.dead);
-        }
-        let mut by_code: BTreeMap<String, u64> = BTreeMap::new();
-        for (_, reason) in &dead {
-            *by_code.entry(reason.code.clone()).or_default() += 1;
+            parts.push((slice.batch, slice.timed));
         }
         if let Some((record, reason)) = dead.first()
             && self.config.pipeline.on_invalid == OnInvalid::Fail
@@ -313,17 +565,112 @@ impl Pipeline {
             });
         }
 
+        // Event time: late events leave, duplicates are dropped, windows are updated.
+        let mut batches = Vec::new();
+        let mut late = Vec::new();
+        let mut event = None;
+        match &mut self.event_time {
+            Some(et) => {
+                let keys: Vec<String> = parts
+                    .iter()
+                    .flat_map(|(_, timed)| timed.iter())
+                    .map(|(r, _)| format!("{}/{}", r.topic, r.partition))
+                    .collect();
+                let fields = parts
+                    .iter()
+                    .flat_map(|(_, timed)| timed.iter().map(|(_, f)| f));
+                let outcome =
+                    et.process(keys.iter().map(String::as_str).zip(fields), now_ms, flush);
+                let mut verdicts = outcome.verdicts.iter();
+                let field = &et.config().field;
+                for (batch, timed) in parts {
+                    let mut on_time = Vec::with_capacity(timed.len());
+                    for (record, fields) in timed {
+                        let verdict = *verdicts.next().expect("one verdict per event");
+                        on_time.push(verdict == Verdict::OnTime);
+                        if verdict == Verdict::Late {
+                            late.push((
+                                record,
+                                late_reason(field, fields.time, outcome.watermark_before),
+                            ));
+                        }
+                    }
+                    if let Some(batch) = batch
+                        && let Some(kept) = keep_rows(batch, on_time)?
+                    {
+                        batches.push(kept);
+                    }
+                }
+                event = Some((et.config().late, outcome));
+            }
+            None => batches.extend(parts.into_iter().filter_map(|(batch, _)| batch)),
+        }
+        let rows_late = late.len() as u64;
+        let mut late_to_topic = Vec::new();
+        match event.as_ref().map(|(late, _)| *late) {
+            Some(LateData::DeadLetter) => dead.append(&mut late),
+            Some(LateData::Topic) => late_to_topic = late,
+            Some(LateData::Drop) if rows_late > 0 => {
+                tracing::info!(
+                    batch_id,
+                    rows_late,
+                    "dropped events behind the watermark (event-time.late = \"drop\")"
+                );
+            }
+            _ => {}
+        }
+        let mut by_code: BTreeMap<String, u64> = BTreeMap::new();
+        for (_, reason) in &dead {
+            *by_code.entry(reason.code.clone()).or_default() += 1;
+        }
+
+        // The state and the plan, before anything leaves: a crash from here on replays
+        // exactly this batch.
+        let mut state_file = None;
+        if let Some(et) = &self.event_time {
+            let file = StateFile {
+                version: 1,
+                pipeline: name.clone(),
+                plan: Plan {
+                    batch_id,
+                    start: start_offsets.to_json(),
+                    end: next.to_json(),
+                    now_ms,
+                    flush,
+                },
+                state: et.save(),
+            };
+            let bytes = serde_json::to_vec(&file)
+                .map_err(|e| PipelineError::State(format!("cannot serialise the state: {e}")))?;
+            let path = state::path(self.sink.location(), &name, batch_id);
+            let size = bytes.len() as u64;
+            self.sink.put_file(&path, bytes)?;
+            state_file = Some((path, size));
+            self.crash_at.point("after-state", batch_id);
+        }
+
         let t = Instant::now();
         let dead_lettered = match &self.dead_letter {
-            Some(sink) => sink.send_all(
-                dead.iter().map(|(r, why)| (r, why)),
-                &self.config.pipeline.name,
-                batch_id,
-            )?,
+            Some(sink) => sink.send_all(dead.iter().map(|(r, why)| (r, why)), &name, batch_id)?,
             None => 0,
         };
+        if let Some(sink) = &self.late_sink {
+            sink.send_all(
+                late_to_topic.iter().map(|(r, why)| (r, why)),
+                &name,
+                batch_id,
+            )?;
+        }
         let dead_letter_time = t.elapsed();
         self.crash_at.point("after-dead-letter", batch_id);
+
+        let emitted = event
+            .as_ref()
+            .map(|(_, outcome)| outcome.emitted.clone())
+            .unwrap_or_default();
+        for (window, rows) in self.windows.iter().zip(&emitted) {
+            window.send(rows, &name, batch_id)?;
+        }
 
         let t = Instant::now();
         let written = self.sink.write(batches, batch_id)?;
@@ -332,10 +679,16 @@ impl Pipeline {
 
         let t = Instant::now();
         let mark = CommitMark {
-            pipeline: self.config.pipeline.name.clone(),
+            pipeline: name.clone(),
             batch_id,
             offsets: next.clone(),
         };
+        for (window, rows) in self.windows.iter_mut().zip(&emitted) {
+            window.commit(rows, &mark)?;
+        }
+        if !self.windows.is_empty() {
+            self.crash_at.point("after-window-commit", batch_id);
+        }
         let mut extra = std::collections::HashMap::from([(
             DEAD_LETTERED.to_string(),
             dead_lettered.to_string(),
@@ -346,6 +699,12 @@ impl Pipeline {
                 plugin.digest().to_string(),
             );
         }
+        if let Some((path, _)) = &state_file {
+            extra.insert(state::STATE.to_string(), path.clone());
+        }
+        if let Some(w) = event.as_ref().and_then(|(_, o)| o.watermark) {
+            extra.insert(state::WATERMARK.to_string(), format_micros(w));
+        }
         let files = written.files.len();
         self.sink.commit(written.files, &mark, extra)?;
         let commit = t.elapsed();
@@ -353,16 +712,43 @@ impl Pipeline {
         self.positions = next;
         self.last_batch = batch_id;
         self.source.acknowledge(&self.positions);
+        if state_file.is_some() && batch_id > KEEP_STATE_FILES {
+            let old = state::path(self.sink.location(), &name, batch_id - KEEP_STATE_FILES);
+            if let Err(error) = self.sink.delete_file(&old) {
+                tracing::debug!(%error, "cannot delete an old state file");
+            }
+        }
 
         let total = started.elapsed();
         let since_last = self.last_end.elapsed();
         self.last_end = Instant::now();
+        let event_progress = event.map(|(_, outcome)| {
+            let et = self.event_time.as_ref().expect("event time is configured");
+            EventTimeProgress {
+                watermark: outcome.watermark.map(format_micros),
+                rows_late,
+                rows_deduplicated: outcome.duplicates,
+                windows_emitted: self
+                    .windows
+                    .iter()
+                    .zip(&outcome.emitted)
+                    .map(|(w, rows)| (w.name().to_string(), rows.len() as u64))
+                    .collect(),
+                state: et.state_sizes(),
+                state_file_bytes: state_file.as_ref().map_or(0, |(_, size)| *size),
+            }
+        });
         summary.batches += 1;
         summary.input_rows += input_rows;
         summary.rows_written += written.rows;
         summary.rows_dead_lettered += dead_lettered;
+        if let Some(e) = &event_progress {
+            summary.rows_late += e.rows_late;
+            summary.rows_deduplicated += e.rows_deduplicated;
+            summary.window_rows += e.windows_emitted.values().sum::<u64>();
+        }
         let progress = Progress {
-            pipeline: self.config.pipeline.name.clone(),
+            pipeline: name,
             batch_id,
             commit_id: mark.commit_id(),
             table: self.sink.name(),
@@ -385,10 +771,11 @@ impl Pipeline {
             },
             start_offsets: start_offsets.to_json(),
             end_offsets: self.positions.to_json(),
-            lag: self.positions.distance_to(ends),
+            lag: self.positions.distance_to(&ends),
+            event_time: event_progress,
         };
         progress.log();
-        Ok(true)
+        Ok(())
     }
 
     /// Runs the stages and the encoder over `records`, in contiguous slices on the
@@ -409,8 +796,13 @@ impl Pipeline {
             let handles: Vec<_> = parts
                 .into_iter()
                 .map(|part| {
-                    let (stages, encoder, chunk) = (&self.stages, &self.encoder, self.chunk_size);
-                    scope.spawn(move || process_slice(stages, encoder, chunk, part, ingestion))
+                    let step = Step {
+                        stages: &self.stages,
+                        encoder: &self.encoder,
+                        event_time: self.event_time.as_ref(),
+                        chunk_size: self.chunk_size,
+                    };
+                    scope.spawn(move || step.run(part, ingestion))
                 })
                 .collect();
             handles
@@ -424,55 +816,91 @@ impl Pipeline {
     }
 }
 
-/// Runs the stages and the encoder over one slice of a batch.
-fn process_slice(
-    stages: &[Plugin],
-    encoder: &Encoder,
-    chunk_size: usize,
-    records: Vec<Record>,
-    ingestion: i64,
-) -> Result<Slice, PipelineError> {
-    let t = Instant::now();
-    let outcomes = chain::run(stages, records, chunk_size);
-    let plugins = t.elapsed();
-    let t = Instant::now();
-    let mut kept = Vec::with_capacity(outcomes.len());
-    let mut dead = Vec::new();
-    for outcome in outcomes {
-        match outcome.fate {
-            Fate::Kept | Fate::Rewritten => kept.push(outcome.record),
-            Fate::Rejected { stage, rejection } => {
-                let plugin = &stages[stage];
-                dead.push((
-                    outcome.record,
-                    Reason {
-                        stage: plugin.name().to_string(),
-                        digest: Some(plugin.digest().to_string()),
-                        code: rejection.code,
-                        message: rejection.message,
-                        field: rejection.field,
-                    },
-                ));
-            }
-            Fate::Failed { stage, error } => {
-                let plugin = &stages[stage];
-                let code = error.failure().map_or("plugin_error", |f| f.code());
-                dead.push((
-                    outcome.record,
-                    Reason {
-                        stage: plugin.name().to_string(),
-                        digest: Some(plugin.digest().to_string()),
-                        code: code.to_string(),
-                        message: error.to_string(),
-                        field: None,
-                    },
-                ));
-            }
-        }
+/// Why a late event left the stream.
+fn late_reason(field: &str, time: i64, watermark: Option<i64>) -> Reason {
+    Reason {
+        stage: "event-time".into(),
+        digest: None,
+        code: "late_event".into(),
+        message: format!(
+            "event time {} is behind the watermark {}",
+            format_micros(time),
+            watermark.map_or_else(|| "(none)".into(), format_micros)
+        ),
+        field: Some(field.to_string()),
     }
-    let encoded = encoder.encode(kept.iter().map(|r| r.value.as_deref()), ingestion)?;
-    if !encoded.errors.is_empty() {
+}
+
+/// The rows of `batch` where `keep` is true; `None` if there are none.
+fn keep_rows(batch: RecordBatch, keep: Vec<bool>) -> Result<Option<RecordBatch>, PipelineError> {
+    if keep.iter().all(|k| *k) {
+        return Ok((batch.num_rows() > 0).then_some(batch));
+    }
+    let filtered = arrow_select::filter::filter_record_batch(&batch, &BooleanArray::from(keep))
+        .map_err(|e| PipelineError::Schema(SchemaError::from(e)))?;
+    Ok((filtered.num_rows() > 0).then_some(filtered))
+}
+
+fn read_state(sink: &IcebergSink, path: &str) -> Result<Option<StateFile>, PipelineError> {
+    let Some(bytes) = sink.get_file(path)? else {
+        return Ok(None);
+    };
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| PipelineError::State(format!("cannot read {path}: {e}")))
+}
+
+/// What each thread runs over its slice of a batch: the stages, the encoder and, with
+/// event time, the reading of event-time fields.
+#[derive(Clone, Copy)]
+struct Step<'a> {
+    stages: &'a [Plugin],
+    encoder: &'a Encoder,
+    event_time: Option<&'a EventTime>,
+    chunk_size: usize,
+}
+
+impl Step<'_> {
+    fn run(self, records: Vec<Record>, ingestion: i64) -> Result<Slice, PipelineError> {
+        let stages = self.stages;
+        let t = Instant::now();
+        let outcomes = chain::run(stages, records, self.chunk_size);
+        let plugins = t.elapsed();
+        let t = Instant::now();
+        let mut kept = Vec::with_capacity(outcomes.len());
+        let mut dead = Vec::new();
+        for outcome in outcomes {
+            let (stage, code, message, field) = match outcome.fate {
+                Fate::Kept | Fate::Rewritten => {
+                    kept.push(outcome.record);
+                    continue;
+                }
+                Fate::Rejected { stage, rejection } => {
+                    (stage, rejection.code, rejection.message, rejection.field)
+                }
+                Fate::Failed { stage, error } => {
+                    let code = error.failure().map_or("plugin_error", |f| f.code());
+                    (stage, code.to_string(), error.to_string(), None)
+                }
+            };
+            let plugin = &stages[stage];
+            dead.push((
+                outcome.record,
+                Reason {
+                    stage: plugin.name().to_string(),
+                    digest: Some(plugin.digest().to_string()),
+                    code,
+                    message,
+                    field,
+                },
+            ));
+        }
+        let encoded = self
+            .encoder
+            .encode(kept.iter().map(|r| r.value.as_deref()), ingestion)?;
         let mut failed = encoded.errors.into_iter().peekable();
+        let mut timed = Vec::new();
+        let mut on_time = Vec::new();
         for (index, record) in kept.into_iter().enumerate() {
             if failed.peek().is_some_and(|(i, _)| *i == index) {
                 let (_, error) = failed.next().expect("peeked");
@@ -486,17 +914,46 @@ fn process_slice(
                         field: error.field,
                     },
                 ));
+                continue;
+            }
+            let Some(et) = self.event_time else {
+                continue;
+            };
+            match et.fields(record.value.as_deref()) {
+                Ok(fields) => {
+                    on_time.push(true);
+                    timed.push((record, fields));
+                }
+                Err(error) => {
+                    on_time.push(false);
+                    dead.push((
+                        record,
+                        Reason {
+                            stage: "event-time".into(),
+                            digest: None,
+                            code: error.code.into(),
+                            message: error.message,
+                            field: error.field,
+                        },
+                    ));
+                }
             }
         }
+        let batch = if self.event_time.is_some() {
+            keep_rows(encoded.batch, on_time)?
+        } else {
+            (encoded.batch.num_rows() > 0).then_some(encoded.batch)
+        };
+        // Dead letters in offset order, whichever step refused them.
+        dead.sort_by(|a, b| {
+            (&a.0.topic, a.0.partition, a.0.offset).cmp(&(&b.0.topic, b.0.partition, b.0.offset))
+        });
+        Ok(Slice {
+            batch,
+            dead,
+            timed,
+            plugins,
+            encode: t.elapsed(),
+        })
     }
-    // Dead letters in offset order, whichever step refused them.
-    dead.sort_by(|a, b| {
-        (&a.0.topic, a.0.partition, a.0.offset).cmp(&(&b.0.topic, b.0.partition, b.0.offset))
-    });
-    Ok(Slice {
-        batch: (encoded.batch.num_rows() > 0).then_some(encoded.batch),
-        dead,
-        plugins,
-        encode: t.elapsed(),
-    })
 }

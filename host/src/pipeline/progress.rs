@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::window::StateSize;
+
 /// Milliseconds spent in each phase of a batch.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Durations {
@@ -59,6 +61,28 @@ pub struct Progress {
     pub end_offsets: String,
     /// Records known to remain behind the batch's target end offsets.
     pub lag: i64,
+    /// Event-time operators, when configured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event_time: Option<EventTimeProgress>,
+}
+
+/// What the event-time operators did in one batch (Spark's `eventTime` and
+/// `stateOperators`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EventTimeProgress {
+    /// The watermark after the batch, RFC 3339.
+    pub watermark: Option<String>,
+    /// Events behind the watermark (Spark's `numRowsDroppedByWatermark`), wherever
+    /// `event-time.late` sent them.
+    pub rows_late: u64,
+    /// Duplicates dropped.
+    pub rows_deduplicated: u64,
+    /// Window results emitted, by window.
+    pub windows_emitted: BTreeMap<String, u64>,
+    /// State after the batch, by operator (`dedup`, `window:<name>`).
+    pub state: BTreeMap<String, StateSize>,
+    /// Size of the saved state file.
+    pub state_file_bytes: u64,
 }
 
 impl Progress {

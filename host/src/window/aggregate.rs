@@ -76,11 +76,10 @@ impl Accumulator {
         let float = |x: f64| serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number);
         match self {
             Accumulator::Count(n) => Value::from(*n),
-            Accumulator::Sum(s, n) => (*n > 0).then(|| float(*s)).unwrap_or(Value::Null),
+            Accumulator::Sum(s, n) if *n > 0 => float(*s),
             Accumulator::Min(m) | Accumulator::Max(m) => m.map_or(Value::Null, float),
-            Accumulator::Avg(s, n) => (*n > 0)
-                .then(|| float(*s / *n as f64))
-                .unwrap_or(Value::Null),
+            Accumulator::Avg(s, n) if *n > 0 => float(*s / *n as f64),
+            Accumulator::Sum(..) | Accumulator::Avg(..) => Value::Null,
             Accumulator::Distinct(set) => Value::from(set.len() as u64),
         }
     }
@@ -287,7 +286,9 @@ impl WindowOperator {
 
     /// The end of the last open window.
     pub fn last_end(&self) -> Option<i64> {
-        self.groups.last_key_value().map(|((s, _), _)| s + self.size)
+        self.groups
+            .last_key_value()
+            .map(|((s, _), _)| s + self.size)
     }
 
     /// Whether a watermark of `w` would close a window.
@@ -374,14 +375,7 @@ mod tests {
         let x = x.map_or(Input::None, Input::Number);
         WindowInput {
             key: vec![Some(key.into())],
-            inputs: vec![
-                Input::Present,
-                x,
-                x,
-                x,
-                x,
-                Input::Hash(stable_hash(user)),
-            ],
+            inputs: vec![Input::Present, x, x, x, x, Input::Hash(stable_hash(user))],
         }
     }
 
@@ -403,11 +397,17 @@ mod tests {
         assert_eq!(rows[0].key, vec![Some("a".to_string())]);
         assert_eq!(
             rows[0].values,
-            serde_json::json!([3, 7.0, 2.0, 5.0, 3.5, 2]).as_array().unwrap().clone()
+            serde_json::json!([3, 7.0, 2.0, 5.0, 3.5, 2])
+                .as_array()
+                .unwrap()
+                .clone()
         );
         assert_eq!(
             rows[1].values,
-            serde_json::json!([1, 1.5, 1.5, 1.5, 1.5, 1]).as_array().unwrap().clone()
+            serde_json::json!([1, 1.5, 1.5, 1.5, 1.5, 1])
+                .as_array()
+                .unwrap()
+                .clone()
         );
         assert_eq!(op.rows(), 1);
         // An event of a closed window is not added.
@@ -440,7 +440,9 @@ mod tests {
         op.add(70 * S, &input("a", Some(1.0), "u"), Some(81 * S));
         let rows = op.finish_batch(Some(81 * S));
         assert_eq!(
-            rows.iter().map(|r| (r.start / S, r.values[0].clone())).collect::<Vec<_>>(),
+            rows.iter()
+                .map(|r| (r.start / S, r.values[0].clone()))
+                .collect::<Vec<_>>(),
             vec![(40, serde_json::json!(2)), (60, serde_json::json!(2))]
         );
         assert_eq!(op.rows(), 2);

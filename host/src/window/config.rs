@@ -243,9 +243,7 @@ impl WindowConfig {
                 ));
             }
             if self.size.as_micros() / slide.as_micros() > 1000 {
-                return Err(format!(
-                    "{at}: size / slide is over 1000 windows per event"
-                ));
+                return Err(format!("{at}: size / slide is over 1000 windows per event"));
             }
         }
         if self.aggregates.is_empty() {

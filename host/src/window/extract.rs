@@ -218,9 +218,7 @@ pub fn event_time(field: &str, value: Option<&Scalar>) -> Result<i64, ExtractErr
                 )))
             }
         }
-        Some(Scalar::Other(text)) => Err(invalid(format!(
-            "`{field}` = {text} is not a timestamp"
-        ))),
+        Some(Scalar::Other(text)) => Err(invalid(format!("`{field}` = {text} is not a timestamp"))),
     }
 }
 
@@ -259,7 +257,10 @@ mod tests {
         assert_eq!(v[3], Some(Scalar::Other("[1]".into())));
         assert_eq!(ex.read(Some(b"{}")).unwrap(), vec![None; 4]);
         assert_eq!(ex.read(Some(b"[1]")).unwrap_err().code, "not_an_object");
-        assert_eq!(ex.read(Some(b"{\"a\":")).unwrap_err().code, "malformed_json");
+        assert_eq!(
+            ex.read(Some(b"{\"a\":")).unwrap_err().code,
+            "malformed_json"
+        );
         assert_eq!(ex.read(Some(b"{} x")).unwrap_err().code, "malformed_json");
         assert_eq!(ex.read(None).unwrap_err().code, "not_an_object");
         // An escaped key still matches.
@@ -285,7 +286,10 @@ mod tests {
         assert_eq!(t("2026-07-29 10:05:00"), Ok(base));
         assert_eq!(t("2026-07-29T10:05:00.5"), Ok(base + 500_000));
         assert_eq!(
-            event_time("ts", Some(&Scalar::Num(1.7853195e12, "1785319500000".into()))),
+            event_time(
+                "ts",
+                Some(&Scalar::Num(1.7853195e12, "1785319500000".into()))
+            ),
             Ok(base)
         );
         assert_eq!(t("yesterday").unwrap_err().code, "invalid_event_time");

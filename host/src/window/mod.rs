@@ -214,13 +214,14 @@ impl EventTime {
             verdicts.push(Verdict::OnTime);
         }
         let to = if flush {
-            self.windows.iter().filter_map(|(_, op)| op.last_end()).max()
+            self.windows
+                .iter()
+                .filter_map(|(_, op)| op.last_end())
+                .max()
         } else {
             None
         };
-        let watermark = self
-            .watermark
-            .advance(now_ms, self.delay, self.idle_ms, to);
+        let watermark = self.watermark.advance(now_ms, self.delay, self.idle_ms, to);
         if let Some(w) = watermark {
             self.seen.retain(|_, t| *t >= w);
         }
@@ -265,11 +266,8 @@ impl EventTime {
 
     /// The state, for saving.
     pub fn save(&self) -> SavedState {
-        let mut dedup: Vec<(String, i64)> = self
-            .seen
-            .iter()
-            .map(|(k, t)| (k.to_string(), *t))
-            .collect();
+        let mut dedup: Vec<(String, i64)> =
+            self.seen.iter().map(|(k, t)| (k.to_string(), *t)).collect();
         dedup.sort_unstable();
         SavedState {
             watermark: self.watermark.clone(),

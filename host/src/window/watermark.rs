@@ -132,7 +132,10 @@ mod tests {
         assert_eq!(w.at(5_000, 10 * S, 3_000), Some(90 * S));
         assert_eq!(w.at(7_500, 10 * S, 3_000), Some(92 * S + S / 2));
         // A forced end (flush) wins when later.
-        assert_eq!(w.advance(5_000, 10 * S, 3_000, Some(500 * S)), Some(500 * S));
+        assert_eq!(
+            w.advance(5_000, 10 * S, 3_000, Some(500 * S)),
+            Some(500 * S)
+        );
         assert_eq!(w.at(5_000, 10 * S, 3_000), Some(500 * S));
     }
 }

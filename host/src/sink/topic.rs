@@ -1,0 +1,259 @@
+//! Writing keyed records to a Kafka topic and waiting for the broker's acknowledgement;
+//! reading a topic back. Shared by the dead-letter sink, the late-data topic and the
+//! window results.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use rdkafka::Message;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::{Headers, OwnedHeaders};
+use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
+
+use crate::kafka::{Deliveries, KafkaError, client_config, ensure_topic};
+
+/// Writing to a topic failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TopicError {
+    /// The producer could not be created or the topic could not be made.
+    #[error(transparent)]
+    Kafka(#[from] KafkaError),
+    /// A record could not be queued.
+    #[error("cannot send to topic `{topic}`: {error}")]
+    Send {
+        /// The topic.
+        topic: String,
+        /// What librdkafka said.
+        error: rdkafka::error::KafkaError,
+    },
+    /// Records were not acknowledged.
+    #[error("{failed} records to `{topic}` were not acknowledged: {first}")]
+    NotAcknowledged {
+        /// The topic.
+        topic: String,
+        /// How many.
+        failed: u64,
+        /// The first error.
+        first: String,
+    },
+}
+
+/// One record to send.
+#[derive(Debug)]
+pub struct Outgoing<'a> {
+    /// The key.
+    pub key: Option<&'a [u8]>,
+    /// The value.
+    pub value: Option<&'a [u8]>,
+    /// The headers.
+    pub headers: OwnedHeaders,
+}
+
+/// Sends records to one Kafka topic, at least once.
+pub struct TopicSink {
+    topic: String,
+    producer: ThreadedProducer<Deliveries>,
+    ack_timeout: Duration,
+}
+
+impl std::fmt::Debug for TopicSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TopicSink")
+            .field("topic", &self.topic)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TopicSink {
+    /// Connects, creating the topic (one partition) if absent. `properties` are extra
+    /// librdkafka producer properties.
+    pub fn new(
+        bootstrap: &str,
+        topic: &str,
+        properties: &BTreeMap<String, String>,
+        ack_timeout: Duration,
+    ) -> Result<Self, TopicError> {
+        let mut client = client_config(bootstrap, &[]);
+        client
+            .set("acks", "all")
+            .set("linger.ms", "5")
+            .set("enable.idempotence", "false");
+        for (k, v) in properties {
+            client.set(k, v);
+        }
+        ensure_topic(&client, topic, 1, Duration::from_secs(30))?;
+        let producer = client
+            .create_with_context(Deliveries::default())
+            .map_err(|error| KafkaError::Client {
+                bootstrap: bootstrap.to_string(),
+                error,
+            })?;
+        Ok(TopicSink {
+            topic: topic.to_string(),
+            producer,
+            ack_timeout,
+        })
+    }
+
+    /// The topic.
+    pub fn topic(&self) -> &str {
+        &self.topic
+    }
+
+    /// Sends `records` and waits until the broker acknowledged all of them.
+    pub fn send_all<'a>(
+        &self,
+        records: impl IntoIterator<Item = Outgoing<'a>>,
+    ) -> Result<u64, TopicError> {
+        let before = (
+            self.producer.context().delivered(),
+            self.producer.context().failed(),
+        );
+        let mut sent = 0u64;
+        for record in records {
+            let mut message = BaseRecord::to(&self.topic).headers(record.headers);
+            if let Some(key) = record.key {
+                message = message.key(key);
+            }
+            if let Some(value) = record.value {
+                message = message.payload(value);
+            }
+            loop {
+                match self.producer.send(message) {
+                    Ok(()) => break,
+                    Err((
+                        rdkafka::error::KafkaError::MessageProduction(
+                            rdkafka::types::RDKafkaErrorCode::QueueFull,
+                        ),
+                        back,
+                    )) => {
+                        message = back;
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    Err((error, _)) => {
+                        return Err(TopicError::Send {
+                            topic: self.topic.clone(),
+                            error,
+                        });
+                    }
+                }
+            }
+            sent += 1;
+        }
+        if sent == 0 {
+            return Ok(0);
+        }
+        self.producer
+            .flush(self.ack_timeout)
+            .map_err(|error| TopicError::Send {
+                topic: self.topic.clone(),
+                error,
+            })?;
+        let context = self.producer.context();
+        let failed = context.failed() - before.1;
+        if failed > 0 || context.delivered() - before.0 < sent {
+            return Err(TopicError::NotAcknowledged {
+                topic: self.topic.clone(),
+                failed: failed.max(sent - (context.delivered() - before.0)),
+                first: context
+                    .first_error()
+                    .unwrap_or_else(|| "no acknowledgement".into()),
+            });
+        }
+        Ok(sent)
+    }
+}
+
+/// One record read back from a topic.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct TopicRecord {
+    /// Partition.
+    pub partition: i32,
+    /// Offset.
+    pub offset: i64,
+    /// The key, as text.
+    pub key: Option<String>,
+    /// The value, as text (invalid UTF-8 replaced).
+    pub value: Option<String>,
+    /// All headers, as text.
+    pub headers: BTreeMap<String, String>,
+}
+
+/// Reads every record of `topic` (from the earliest offset to the end seen now), without
+/// a consumer group. For `sluice show` and tests.
+pub fn read_all(
+    bootstrap: &str,
+    topic: &str,
+    timeout: Duration,
+) -> Result<Vec<TopicRecord>, TopicError> {
+    let request = |error| TopicError::Send {
+        topic: topic.to_string(),
+        error,
+    };
+    let consumer: BaseConsumer = client_config(bootstrap, &[])
+        .set("group.id", "sluice-show")
+        .set("enable.auto.commit", "false")
+        .create()
+        .map_err(|error| KafkaError::Client {
+            bootstrap: bootstrap.to_string(),
+            error,
+        })?;
+    let metadata = consumer
+        .fetch_metadata(Some(topic), timeout)
+        .map_err(request)?;
+    let mut ends = BTreeMap::new();
+    let mut assignment = rdkafka::TopicPartitionList::new();
+    for t in metadata
+        .topics()
+        .iter()
+        .filter(|t| t.name() == topic && t.error().is_none())
+    {
+        for p in t.partitions() {
+            let (low, high) = consumer
+                .fetch_watermarks(topic, p.id(), timeout)
+                .map_err(request)?;
+            if high > low {
+                ends.insert(p.id(), high);
+                assignment
+                    .add_partition_offset(topic, p.id(), rdkafka::Offset::Offset(low))
+                    .map_err(request)?;
+            }
+        }
+    }
+    let mut out = Vec::new();
+    if ends.is_empty() {
+        return Ok(out);
+    }
+    consumer.assign(&assignment).map_err(request)?;
+    let deadline = std::time::Instant::now() + timeout;
+    while !ends.is_empty() && std::time::Instant::now() < deadline {
+        let Some(message) = consumer.poll(Duration::from_millis(100)) else {
+            continue;
+        };
+        let m = message.map_err(request)?;
+        if ends
+            .get(&m.partition())
+            .is_some_and(|&end| m.offset() + 1 >= end)
+        {
+            ends.remove(&m.partition());
+        }
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        let headers = m
+            .headers()
+            .map(|h| {
+                h.iter()
+                    .map(|h| (h.key.to_string(), h.value.map(text).unwrap_or_default()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.push(TopicRecord {
+            partition: m.partition(),
+            offset: m.offset(),
+            key: m.key().map(text),
+            value: m.payload().map(text),
+            headers,
+        });
+    }
+    out.sort_by_key(|d| (d.partition, d.offset));
+    Ok(out)
+}
