@@ -1,5 +1,6 @@
-//! Deterministic retail clickstream events (the 18-field schema of the retail tutorial), for
-//! demos, tests and benchmarks. The same seed gives the same events.
+//! Deterministic clickstream events, for demos, tests and benchmarks: the 18-field schema of
+//! the retail tutorial, or the 5-field events of the real-time analytics tutorial. The same
+//! seed gives the same events.
 
 use std::fmt::Write;
 
@@ -16,8 +17,23 @@ pub struct GeneratorConfig {
     /// Share of events (0.0 to 1.0) that repeat one of the last 20 events exactly
     /// (at-least-once producers resend).
     pub duplicate_share: f64,
-    /// Event time of the first event, seconds since the Unix epoch.
+    /// Event time of the first event, seconds since the Unix epoch. Event time moves on
+    /// one second every ten events.
     pub start_epoch_seconds: i64,
+    /// Which events.
+    pub shape: Shape,
+}
+
+/// The shape of generated events.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Shape {
+    /// The retail tutorial's 18 fields (`event_time`, sessions, products, prices...).
+    #[default]
+    Retail,
+    /// The analytics tutorial's 5 fields: `event_id`, `user_id` (50 users), `event_type`
+    /// (page_view, add_to_cart, purchase), `timestamp` (RFC 3339 with milliseconds) and
+    /// `page`. An invalid event has a `timestamp` that is not a time.
+    Analytics,
 }
 
 impl Default for GeneratorConfig {
@@ -28,6 +44,7 @@ impl Default for GeneratorConfig {
             late_share: 0.0,
             duplicate_share: 0.0,
             start_epoch_seconds: 1_767_960_000,
+            shape: Shape::Retail,
         }
     }
 }
@@ -139,6 +156,35 @@ impl Generator {
         if late {
             time -= 30 + r.below(61) as i64;
         }
+        let kind_of = |invalid: bool| match (invalid, late) {
+            (true, _) => Kind::Invalid,
+            (false, true) => Kind::Late,
+            (false, false) => Kind::Valid,
+        };
+        if self.config.shape == Shape::Analytics {
+            let invalid = r.chance(self.config.invalid_share);
+            const TYPES: [&str; 3] = ["page_view", "add_to_cart", "purchase"];
+            const PAGES: [&str; 6] = [
+                "/home",
+                "/products",
+                "/product/1",
+                "/product/2",
+                "/cart",
+                "/checkout",
+            ];
+            let user = 1 + user % 50;
+            let ty = TYPES[r.below(3) as usize];
+            let page = PAGES[r.below(6) as usize];
+            let timestamp = if invalid {
+                "not-a-time".to_string()
+            } else {
+                rfc3339(time).replace('Z', ".000Z")
+            };
+            let json = format!(
+                "{{\"event_id\":\"evt_{n:09}\",\"user_id\":\"user_{user}\",\"event_type\":\"{ty}\",\"timestamp\":\"{timestamp}\",\"page\":\"{page}\"}}"
+            );
+            return (format!("user_{user}"), json, kind_of(invalid));
+        }
         let mut event_time = rfc3339(time);
         let mut json = String::with_capacity(512);
         let mut user_field = format!("\"user_id\":\"user_{user}\",");
@@ -147,11 +193,7 @@ impl Generator {
         let mut price_text = price.to_string();
         let key = format!("sess_{session}");
         let invalid = r.chance(self.config.invalid_share);
-        let kind = match (invalid, late) {
-            (true, _) => Kind::Invalid,
-            (false, true) => Kind::Late,
-            (false, false) => Kind::Valid,
-        };
+        let kind = kind_of(invalid);
         if invalid {
             let has_quantity = matches!(event_type, "add_to_cart" | "remove_from_cart");
             let has_price = has_quantity || matches!(event_type, "product_view" | "purchase");

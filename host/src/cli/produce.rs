@@ -7,7 +7,7 @@ use clap::Args;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 
-use crate::generate::{GeneratedEvent, Generator, GeneratorConfig, Kind};
+use crate::generate::{GeneratedEvent, Generator, GeneratorConfig, Kind, Shape};
 use crate::kafka::{self, Deliveries};
 
 /// Arguments of `sluice produce`.
@@ -51,6 +51,13 @@ pub struct ProduceArgs {
     /// An extra librdkafka producer property `KEY=VALUE` (e.g. `compression.type=zstd`). Repeatable.
     #[arg(long = "kafka", value_name = "KEY=VALUE", value_parser = super::parse_key_value)]
     pub kafka: Vec<(String, String)>,
+    /// Events to generate: `retail` (the retail tutorial's 18 fields) or `analytics` (the
+    /// real-time analytics tutorial's 5 fields, event time in `timestamp`).
+    #[arg(long, value_enum, default_value_t = Shape::Retail)]
+    pub shape: Shape,
+    /// Send every event to this partition (default: the producer's partitioner).
+    #[arg(long, value_name = "N")]
+    pub partition: Option<i32>,
     /// Send the lines of this JSON-lines file as they are (blank lines skipped, no key)
     /// instead of generated events; `--count` and the shares are then ignored.
     #[arg(long, value_name = "FILE")]
@@ -110,6 +117,7 @@ pub fn run(args: &ProduceArgs, stop: &dyn Fn() -> bool) -> anyhow::Result<Produc
         invalid_share: args.invalid_share,
         late_share: args.late_share,
         duplicate_share: args.duplicate_share,
+        shape: args.shape,
         ..GeneratorConfig::default()
     });
     let mut summary = ProduceSummary::default();
@@ -157,6 +165,9 @@ pub fn run(args: &ProduceArgs, stop: &dyn Fn() -> bool) -> anyhow::Result<Produc
         let mut record = BaseRecord::to(&args.topic).payload(&event.value);
         if !event.key.is_empty() {
             record = record.key(&event.key);
+        }
+        if let Some(partition) = args.partition {
+            record = record.partition(partition);
         }
         loop {
             match producer.send(record) {

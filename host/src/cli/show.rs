@@ -1,4 +1,5 @@
-//! `sluice show`: what a pipeline's table and dead-letter topic hold.
+//! `sluice show`: what a pipeline's table and dead-letter topic hold, or what a window
+//! emitted.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -9,8 +10,8 @@ use clap::Args;
 use serde_json::json;
 
 use crate::pipeline::config::PipelineConfig;
-use crate::sink::deadletter;
 use crate::sink::iceberg::IcebergSink;
+use crate::sink::{deadletter, topic, window};
 
 /// Arguments of `sluice show`.
 #[derive(Debug, Args)]
@@ -24,6 +25,9 @@ pub struct ShowArgs {
     /// Print one JSON document with every row and dead letter, for programs.
     #[arg(long)]
     pub json: bool,
+    /// Show the results of this `[[windows]]` entry (its table and topic) instead.
+    #[arg(long, value_name = "NAME")]
+    pub window: Option<String>,
 }
 
 /// Prints the table's rows and the dead-letter records to `out`.
@@ -34,6 +38,9 @@ pub fn run(args: &ShowArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         .parent()
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("."));
+    if let Some(name) = &args.window {
+        return show_window(&config, name, &base, args, out);
+    }
     let sink = IcebergSink::open(config.sink.clone(), &base).context("cannot open the table")?;
     let rows = sink.read_rows()?;
     let summary = sink
@@ -104,6 +111,71 @@ pub fn run(args: &ShowArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         }
         if records.len() > limit {
             writeln!(out, "  … {} more", records.len() - limit)?;
+        }
+    }
+    Ok(())
+}
+
+/// Prints a window's results: its table's rows and its topic's records.
+fn show_window(
+    config: &PipelineConfig,
+    name: &str,
+    base: &std::path::Path,
+    args: &ShowArgs,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let window = config
+        .windows
+        .iter()
+        .find(|w| w.name == name)
+        .with_context(|| format!("the pipeline has no window named `{name}`"))?;
+    let (table, rows) = match window::table_config(window, &config.sink) {
+        Some(table_config) => {
+            let sink = IcebergSink::open(table_config, base).context("cannot open the table")?;
+            let rows = sink.read_rows()?;
+            (Some(sink.name()), Some(rows))
+        }
+        None => (None, None),
+    };
+    let messages = match &window.kafka {
+        Some(k) => Some(topic::read_all(
+            &config.source.bootstrap_servers,
+            &k.topic,
+            Duration::from_secs(30),
+        )?),
+        None => None,
+    };
+    if args.json {
+        let document = json!({
+            "window": name,
+            "table": table,
+            "rows": rows,
+            "topic": window.kafka.as_ref().map(|k| &k.topic),
+            "messages": messages,
+        });
+        writeln!(out, "{document}")?;
+        return Ok(());
+    }
+    let limit = if args.limit == 0 {
+        usize::MAX
+    } else {
+        args.limit
+    };
+    if let (Some(table), Some(rows)) = (table, rows) {
+        writeln!(out, "window {name}, table {table}: {} rows", rows.len())?;
+        for row in rows.iter().take(limit) {
+            writeln!(out, "  {}", serde_json::Value::Object(row.clone()))?;
+        }
+    }
+    if let (Some(k), Some(messages)) = (&window.kafka, messages) {
+        writeln!(
+            out,
+            "window {name}, topic {}: {} records",
+            k.topic,
+            messages.len()
+        )?;
+        for m in messages.iter().take(limit) {
+            writeln!(out, "  {}", m.value.as_deref().unwrap_or("null"))?;
         }
     }
     Ok(())

@@ -283,6 +283,7 @@ impl Pipeline {
         let Some(et) = &mut self.event_time else {
             return Ok(());
         };
+        et.set_session_start(now_ms());
         let name = self.config.pipeline.name.clone();
         let saved = self
             .sink
@@ -331,9 +332,6 @@ impl Pipeline {
                     self.last_batch
                 )));
             }
-        }
-        if let Some(plan) = &plan {
-            tracing::warn!(batch_id = plan.batch_id, start = %plan.start, end = %plan.end, "a batch was planned but not committed: replaying it exactly");
         }
         self.replay = plan;
         Ok(())
@@ -419,6 +417,7 @@ impl Pipeline {
         summary: &mut RunSummary,
     ) -> Result<bool, PipelineError> {
         let ends = Offsets::from_json(&plan.end).map_err(PipelineError::State)?;
+        tracing::warn!(batch_id = plan.batch_id, start = %plan.start, end = %plan.end, "a batch was planned but not committed: replaying it exactly");
         let started = Instant::now();
         let unlimited = Caps {
             records: usize::MAX,
@@ -439,6 +438,11 @@ impl Pipeline {
             )));
         }
         let poll = started.elapsed();
+        let session = self.event_time.as_mut().map(|et| {
+            let this_run = et.session_start();
+            et.set_session_start(plan.session_start_ms);
+            this_run
+        });
         self.commit_batch(
             Input {
                 records,
@@ -451,6 +455,9 @@ impl Pipeline {
             },
             summary,
         )?;
+        if let (Some(et), Some(this_run)) = (self.event_time.as_mut(), session) {
+            et.set_session_start(this_run);
+        }
         Ok(true)
     }
 
@@ -571,6 +578,12 @@ impl Pipeline {
         let mut event = None;
         match &mut self.event_time {
             Some(et) => {
+                let assigned: Vec<String> = start_offsets
+                    .0
+                    .keys()
+                    .map(|tp| format!("{}/{}", tp.topic, tp.partition))
+                    .collect();
+                et.register(assigned.iter().map(String::as_str), now_ms);
                 let keys: Vec<String> = parts
                     .iter()
                     .flat_map(|(_, timed)| timed.iter())
@@ -636,6 +649,7 @@ impl Pipeline {
                     start: start_offsets.to_json(),
                     end: next.to_json(),
                     now_ms,
+                    session_start_ms: et.session_start(),
                     flush,
                 },
                 state: et.save(),

@@ -91,6 +91,19 @@ pub fn table_columns(config: &WindowConfig) -> Vec<ColumnConfig> {
     columns
 }
 
+/// The configuration of a window's table, if it has one: in the catalog and warehouse of
+/// the pipeline's `sink`.
+pub fn table_config(config: &WindowConfig, sink: &IcebergSinkConfig) -> Option<IcebergSinkConfig> {
+    config.iceberg.as_ref().map(|t| IcebergSinkConfig {
+        namespace: t.namespace.clone().unwrap_or(sink.namespace.clone()),
+        table: t.table.clone(),
+        columns: table_columns(config),
+        partition_by: t.partition_by.clone(),
+        ingestion_time_column: None,
+        ..sink.clone()
+    })
+}
+
 impl WindowSink {
     /// Opens the outputs of `config`: its topic (on `bootstrap`) and its table (in the
     /// catalog and warehouse of `sink`).
@@ -116,16 +129,8 @@ impl WindowSink {
             ),
             None => None,
         };
-        let table = match &config.iceberg {
-            Some(t) => {
-                let table_config = IcebergSinkConfig {
-                    namespace: t.namespace.clone().unwrap_or(sink.namespace.clone()),
-                    table: t.table.clone(),
-                    columns: table_columns(config),
-                    partition_by: t.partition_by.clone(),
-                    ingestion_time_column: None,
-                    ..sink.clone()
-                };
+        let table = match table_config(config, sink) {
+            Some(table_config) => {
                 let table = IcebergSink::open(table_config, base).map_err(|error| {
                     WindowSinkError::Table {
                         window: window.clone(),

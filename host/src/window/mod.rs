@@ -30,7 +30,7 @@ use self::aggregate::{Slots, WindowInput, WindowOperator, WindowRow};
 use self::config::{DedupConfig, EmitMode, EventTimeConfig, WindowConfig};
 use self::extract::{ExtractError, Extractor, event_time};
 use self::state::SavedState;
-use self::watermark::Watermark;
+use self::watermark::{Clock, Watermark};
 
 /// What the operators read from one event.
 #[derive(Debug, Clone, PartialEq)]
@@ -84,8 +84,7 @@ pub struct StateSize {
 #[derive(Debug, Clone)]
 pub struct EventTime {
     config: EventTimeConfig,
-    delay: i64,
-    idle_ms: i64,
+    clock: Clock,
     extractor: Extractor,
     time_slot: usize,
     dedup_slots: Option<Vec<usize>>,
@@ -115,8 +114,11 @@ impl EventTime {
             .collect();
         EventTime {
             config: config.clone(),
-            delay: config.max_delay.as_micros() as i64,
-            idle_ms: config.idle_timeout.as_millis() as i64,
+            clock: Clock {
+                delay_micros: config.max_delay.as_micros() as i64,
+                idle_ms: config.idle_timeout.as_millis() as i64,
+                session_start_ms: 0,
+            },
             extractor,
             time_slot,
             dedup_slots,
@@ -162,7 +164,26 @@ impl EventTime {
 
     /// The watermark at processing time `now_ms`.
     pub fn watermark_at(&self, now_ms: i64) -> Option<i64> {
-        self.watermark.at(now_ms, self.delay, self.idle_ms)
+        self.watermark.at(now_ms, self.clock)
+    }
+
+    /// When this run started (milliseconds since 1970): time before it does not make a
+    /// partition idle.
+    pub fn session_start(&self) -> i64 {
+        self.clock.session_start_ms
+    }
+
+    /// Sets when this run started (or, to replay a batch, when its run started).
+    pub fn set_session_start(&mut self, now_ms: i64) {
+        self.clock.session_start_ms = now_ms;
+    }
+
+    /// Adds the assigned partitions (`topic/partition`) not known yet: each holds the
+    /// watermark back until it sends an event or is idle.
+    pub fn register<'a>(&mut self, partitions: impl IntoIterator<Item = &'a str>, now_ms: i64) {
+        for partition in partitions {
+            self.watermark.register(partition, now_ms);
+        }
     }
 
     /// Whether a batch without events at `now_ms` would emit a window (the watermark
@@ -221,7 +242,7 @@ impl EventTime {
         } else {
             None
         };
-        let watermark = self.watermark.advance(now_ms, self.delay, self.idle_ms, to);
+        let watermark = self.watermark.advance(now_ms, self.clock, to);
         if let Some(w) = watermark {
             self.seen.retain(|_, t| *t >= w);
         }

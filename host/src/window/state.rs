@@ -41,6 +41,9 @@ pub struct Plan {
     pub end: String,
     /// Processing time of the batch, milliseconds since 1970.
     pub now_ms: i64,
+    /// When the run that planned the batch started (see
+    /// [`super::watermark::Clock::session_start_ms`]).
+    pub session_start_ms: i64,
     /// Whether the batch closed every open window (`at-end = "flush"`).
     pub flush: bool,
 }

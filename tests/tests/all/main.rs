@@ -4,6 +4,7 @@
 mod adversarial;
 mod cli;
 mod enricher;
+mod event_time;
 mod generator;
 mod pipeline;
 mod produce;

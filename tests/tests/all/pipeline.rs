@@ -16,13 +16,13 @@ use sluice_tests::{plugins, produce, repo_root, retail_events_file};
 const BIN: &str = env!("CARGO_BIN_EXE_sluice-under-test");
 
 /// One pipeline under test: a broker, a fresh warehouse, topic names.
-struct Setup {
-    broker: Broker,
-    warehouse: PathBuf,
-    topic: String,
-    dead_letter: String,
-    config: PathBuf,
-    extra_env: Vec<(String, String)>,
+pub(crate) struct Setup {
+    pub(crate) broker: Broker,
+    pub(crate) warehouse: PathBuf,
+    pub(crate) topic: String,
+    pub(crate) dead_letter: String,
+    pub(crate) config: PathBuf,
+    pub(crate) extra_env: Vec<(String, String)>,
 }
 
 fn example_config() -> PathBuf {
@@ -30,7 +30,7 @@ fn example_config() -> PathBuf {
 }
 
 impl Setup {
-    fn new(name: &str) -> Setup {
+    pub(crate) fn new(name: &str) -> Setup {
         let warehouse =
             std::env::temp_dir().join(format!("sluice-test-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&warehouse);
@@ -44,7 +44,7 @@ impl Setup {
         }
     }
 
-    fn command(&self, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
         let plugins_dir = Path::new(plugins::CLICKSTREAM_VALIDATOR).parent().unwrap();
         let mut c = Command::new(BIN);
         c.args(args)
@@ -62,13 +62,13 @@ impl Setup {
         c
     }
 
-    fn produce(&self, extra: &[&str]) -> cli::produce::ProduceSummary {
+    pub(crate) fn produce(&self, extra: &[&str]) -> cli::produce::ProduceSummary {
         produce(&self.broker.bootstrap, &self.topic, extra)
     }
 
     /// Produces the lines of `examples/retail-clickstream/events.jsonl` (five valid
     /// events, then five invalid ones) to a topic of `partitions` partitions.
-    fn produce_file(&self, partitions: &str) -> cli::produce::ProduceSummary {
+    pub(crate) fn produce_file(&self, partitions: &str) -> cli::produce::ProduceSummary {
         let events = retail_events_file();
         self.produce(&[
             "--partitions",
@@ -79,14 +79,14 @@ impl Setup {
     }
 
     /// Runs `sluice run --available-now` to its end.
-    fn run(&self, env: &[(&str, &str)]) -> Output {
+    pub(crate) fn run(&self, env: &[(&str, &str)]) -> Output {
         let mut c = self.command(&["run", "--available-now"]);
         c.envs(env.iter().copied());
         c.output().unwrap()
     }
 
     /// Starts `sluice ARGS…` and follows its log.
-    fn start(&self, args: &[&str], env: &[(&str, &str)]) -> Running {
+    pub(crate) fn start(&self, args: &[&str], env: &[(&str, &str)]) -> Running {
         let mut child = self
             .command(args)
             .envs(env.iter().copied())
@@ -111,7 +111,7 @@ impl Setup {
     }
 
     /// `sluice show --json`.
-    fn show(&self) -> Value {
+    pub(crate) fn show(&self) -> Value {
         let out = self.command(&["show", "--json"]).output().unwrap();
         assert!(
             out.status.success(),
@@ -129,7 +129,7 @@ impl Drop for Setup {
 }
 
 /// A running `sluice` process; its standard error is read as it comes, so it never blocks.
-struct Running {
+pub(crate) struct Running {
     child: Child,
     lines: std::sync::mpsc::Receiver<String>,
     log: std::thread::JoinHandle<String>,
@@ -137,7 +137,7 @@ struct Running {
 
 impl Running {
     /// The next log line containing `needle`, if one comes within `timeout`.
-    fn wait_for(&self, needle: &str, timeout: Duration) -> Option<String> {
+    pub(crate) fn wait_for(&self, needle: &str, timeout: Duration) -> Option<String> {
         let deadline = Instant::now() + timeout;
         loop {
             let left = deadline.checked_duration_since(Instant::now())?;
@@ -150,13 +150,13 @@ impl Running {
     }
 
     /// The next progress line, parsed, if one comes within `timeout`.
-    fn progress(&self, timeout: Duration) -> Option<Value> {
+    pub(crate) fn progress(&self, timeout: Duration) -> Option<Value> {
         let line = self.wait_for("sluice::progress: ", timeout)?;
         Some(serde_json::from_str(line.split_once("sluice::progress: ").unwrap().1).unwrap())
     }
 
     /// Sends SIGTERM and waits: the exit status, standard output and the whole log.
-    fn terminate(self) -> (std::process::ExitStatus, String, String) {
+    pub(crate) fn terminate(self) -> (std::process::ExitStatus, String, String) {
         let sent = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status()
@@ -166,7 +166,7 @@ impl Running {
     }
 
     /// Kills the process (SIGKILL) and waits.
-    fn kill(mut self) -> (std::process::ExitStatus, String, String) {
+    pub(crate) fn kill(mut self) -> (std::process::ExitStatus, String, String) {
         let _ = self.child.kill();
         self.finish()
     }
@@ -179,7 +179,7 @@ impl Running {
     }
 }
 
-fn text(out: &Output) -> String {
+pub(crate) fn text(out: &Output) -> String {
     format!(
         "status {:?}\nstdout:\n{}\nstderr:\n{}",
         out.status,
@@ -188,7 +188,7 @@ fn text(out: &Output) -> String {
     )
 }
 
-fn progress_lines(stderr: &str) -> Vec<Value> {
+pub(crate) fn progress_lines(stderr: &str) -> Vec<Value> {
     stderr
         .lines()
         .filter_map(|l| {
@@ -636,17 +636,8 @@ fn parse_rfc3339_micros(text: &str) -> i64 {
 
 /// Rows of `table` as pyiceberg reads them (`tests/py/read_table.py`, in a venv made by
 /// `tests/py/setup-venv`).
-fn pyiceberg_rows(warehouse: &Path, table: &str) -> Vec<Value> {
-    let setup = Command::new(repo_root().join("tests/py/setup-venv"))
-        .output()
-        .unwrap();
-    assert!(setup.status.success(), "setup-venv: {}", text(&setup));
-    let python = String::from_utf8_lossy(&setup.stdout)
-        .lines()
-        .last()
-        .unwrap()
-        .trim()
-        .to_string();
+pub(crate) fn pyiceberg_rows(warehouse: &Path, table: &str) -> Vec<Value> {
+    let python = venv_python();
     let warehouse = std::fs::canonicalize(warehouse).unwrap();
     let out = Command::new(python)
         .arg(repo_root().join("tests/py/read_table.py"))

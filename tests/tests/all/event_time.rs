@@ -1,0 +1,605 @@
+//! Event time end to end: watermarks, dedup, windows, late data and exactly-once window
+//! outputs, with `sluice run` against tansu, the SQL catalog, and the enricher plugin built
+//! from source. Expected outputs are worked out by hand from the inputs (see each test).
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::Value;
+use sluice_tests::repo_root;
+
+use crate::pipeline::{Setup, progress_lines, pyiceberg_rows, text};
+
+fn analytics_config() -> PathBuf {
+    repo_root().join("examples/clickstream-analytics/pipeline.toml")
+}
+
+/// `examples/clickstream-analytics/events.jsonl`: twelve events, in this order (times are
+/// 2026-07-29T10:MM:SS):
+///
+/// | offset | id | type | time | with 4 records per batch and a 2-minute delay |
+/// |---|---|---|---|---|
+/// | 0 | e1 | page_view | 00:10 | batch 1; window [10:00, 10:01) |
+/// | 1 | e2 | purchase | 00:50 | batch 1; window [10:00, 10:01) |
+/// | 2 | e3 | page_view | 02:30 | batch 1; watermark after batch 1: 00:30 |
+/// | 3 | e1 | page_view | 00:10 | duplicate |
+/// | 4 | e4 | page_view | 00:20 | batch 2: late (behind 00:30) |
+/// | 5 | e5 | page_view | 00:40 | batch 2; window [10:00, 10:01) |
+/// | 6 | e2 | purchase | 00:50 | duplicate (first copy not behind 00:30) |
+/// | 7 | e6 | add_to_cart | 03:30 | watermark after batch 2: 01:30, closing [10:00, 10:01) |
+/// | 8 | e2 | purchase | 00:50 | batch 3: late (behind 01:30), not a duplicate |
+/// | 9 | e7 | page_view | 01:45 | batch 3; window [10:01, 10:02) |
+/// | 10 | e3 | page_view | 02:30 | duplicate |
+/// | 11 | e8 | page_view | "yesterday" | not a timestamp: dead-lettered by encode |
+///
+/// Table: e1, e2, e3, e5, e6, e7. Dead letters: offsets 4 and 8 (`late_event`), 11
+/// (`invalid_timestamp`). Three duplicates. The windows, with the enricher's funnel step
+/// (page_view 1, add_to_cart 4, purchase 6), are [`expected_windows`].
+fn events_file() -> PathBuf {
+    repo_root().join("examples/clickstream-analytics/events.jsonl")
+}
+
+/// (window start, event_type, count, distinct users, max funnel step, batch id): two
+/// windows closed by batch 2's watermark, three by the flush at the end (batch 4).
+fn expected_windows() -> Vec<(String, String, i64, i64, f64, i64)> {
+    [
+        ("10:00", "page_view", 2, 2, 1.0, 2),
+        ("10:00", "purchase", 1, 1, 6.0, 2),
+        ("10:01", "page_view", 1, 1, 1.0, 4),
+        ("10:02", "page_view", 1, 1, 1.0, 4),
+        ("10:03", "add_to_cart", 1, 1, 4.0, 4),
+    ]
+    .into_iter()
+    .map(|(start, ty, count, users, step, batch)| {
+        (
+            format!("2026-07-29T{start}:00"),
+            ty.to_string(),
+            count,
+            users,
+            step,
+            batch,
+        )
+    })
+    .collect()
+}
+
+fn number(v: &Value) -> f64 {
+    match v {
+        Value::Number(n) => n.as_f64().unwrap(),
+        Value::String(s) => s.parse().unwrap(),
+        other => panic!("not a number: {other}"),
+    }
+}
+
+/// A window row (from the table, pyiceberg or the topic) in the form of
+/// [`expected_windows`]; also checks that the end is one minute after the start.
+fn window_row(row: &Value) -> (String, String, i64, i64, f64, i64) {
+    let start = row["window_start"].as_str().unwrap();
+    let end = row["window_end"].as_str().unwrap();
+    let minute: u32 = start[14..16].parse().unwrap();
+    assert_eq!(&end[14..16], format!("{:02}", minute + 1), "{row}");
+    (
+        start[..16].to_string() + ":00",
+        row["event_type"].as_str().unwrap().to_string(),
+        number(&row["count"]) as i64,
+        number(&row["users"]) as i64,
+        number(&row["max_funnel_step"]),
+        number(&row["batch_id"]) as i64,
+    )
+}
+
+fn sorted<T: Ord + Clone>(rows: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut v: Vec<T> = rows.into_iter().collect();
+    v.sort();
+    v
+}
+
+fn sorted_f(
+    rows: impl IntoIterator<Item = (String, String, i64, i64, f64, i64)>,
+) -> Vec<(String, String, i64, i64, f64, i64)> {
+    let mut v: Vec<_> = rows.into_iter().collect();
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v
+}
+
+fn analytics(name: &str) -> Setup {
+    let mut s = Setup::new(name);
+    s.config = analytics_config();
+    s.extra_env
+        .push(("SLUICE_ANALYTICS_TOPIC".into(), format!("{name}-analytics")));
+    s
+}
+
+/// `sluice show --window event-type-counts --json`.
+fn show_window(s: &Setup) -> Value {
+    let out = s
+        .command(&["show", "--json", "--window", "event-type-counts"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn table_windows(shown: &Value) -> Vec<(String, String, i64, i64, f64, i64)> {
+    sorted_f(shown["rows"].as_array().unwrap().iter().map(window_row))
+}
+
+/// The distinct window results on the topic (delivery is at least once), checking that
+/// each key is the window and the group.
+fn topic_windows(shown: &Value) -> Vec<(String, String, i64, i64, f64, i64)> {
+    let mut distinct = BTreeSet::new();
+    for m in shown["messages"].as_array().unwrap() {
+        let key: Value = serde_json::from_str(m["key"].as_str().unwrap()).unwrap();
+        let value: Value = serde_json::from_str(m["value"].as_str().unwrap()).unwrap();
+        assert_eq!(
+            key.as_object().unwrap().keys().collect::<Vec<_>>(),
+            ["window_start", "window_end", "event_type"]
+        );
+        for k in ["window_start", "window_end", "event_type"] {
+            assert_eq!(key[k], value[k]);
+        }
+        distinct.insert(value.to_string());
+    }
+    sorted_f(
+        distinct
+            .iter()
+            .map(|v| window_row(&serde_json::from_str(v).unwrap())),
+    )
+}
+
+fn event_ids(shown: &Value) -> Vec<String> {
+    sorted(
+        shown["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["event_id"].as_str().unwrap().to_string()),
+    )
+}
+
+/// The distinct (source offset, code) of the dead letters (delivery is at least once).
+fn dead_letters(shown: &Value) -> Vec<(String, String)> {
+    let distinct: BTreeSet<(String, String)> = shown["dead_letters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["headers"]["sluice.source.offset"]
+                    .as_str()
+                    .unwrap()
+                    .to_string(),
+                d["headers"]["sluice.error.code"]
+                    .as_str()
+                    .unwrap()
+                    .to_string(),
+            )
+        })
+        .collect();
+    distinct.into_iter().collect()
+}
+
+fn expected_dead_letters() -> Vec<(String, String)> {
+    vec![
+        ("11".to_string(), "invalid_timestamp".to_string()),
+        ("4".into(), "late_event".into()),
+        ("8".into(), "late_event".into()),
+    ]
+}
+
+fn sum(progress: &[Value], key: &str) -> u64 {
+    progress
+        .iter()
+        .map(|p| p["event_time"][key].as_u64().unwrap())
+        .sum()
+}
+
+#[test]
+fn the_analytics_example_dedups_counts_windows_and_dead_letters_late_events() {
+    let s = analytics("windows");
+    let events = events_file();
+    s.produce(&["--partitions", "1", "--input", events.to_str().unwrap()]);
+    let out = s.run(&[("SLUICE_MAX_RECORDS", "4"), ("SLUICE_AT_END", "flush")]);
+    assert!(out.status.success(), "{}", text(&out));
+    let progress = progress_lines(&String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        progress
+            .iter()
+            .map(|p| p["input_rows"].as_u64().unwrap())
+            .collect::<Vec<_>>(),
+        [4, 4, 4, 0],
+        "three batches of four, then the flush"
+    );
+    assert_eq!(sum(&progress, "rows_deduplicated"), 3);
+    assert_eq!(sum(&progress, "rows_late"), 2);
+    let watermarks: Vec<&str> = progress
+        .iter()
+        .map(|p| p["event_time"]["watermark"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        watermarks,
+        [
+            "2026-07-29T10:00:30Z",
+            "2026-07-29T10:01:30Z",
+            "2026-07-29T10:01:30Z",
+            "2026-07-29T10:04:00Z"
+        ]
+    );
+    let emitted: Vec<u64> = progress
+        .iter()
+        .map(|p| {
+            p["event_time"]["windows_emitted"]["event-type-counts"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(emitted, [0, 2, 0, 3]);
+    // State is reported and bounded by the watermark: after batch 2, the dedup keys left
+    // are e3 and e6 (e1, e2, e5 are behind 10:01:30); the flush leaves no window open.
+    assert_eq!(progress[1]["event_time"]["state"]["dedup"]["rows"], 2);
+    assert_eq!(
+        progress[1]["event_time"]["state"]["window:event-type-counts"]["rows"],
+        2
+    );
+    assert_eq!(
+        progress[3]["event_time"]["state"]["window:event-type-counts"]["rows"],
+        0
+    );
+    assert!(
+        progress[3]["event_time"]["state_file_bytes"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+
+    let shown = s.show();
+    assert_eq!(event_ids(&shown), ["e1", "e2", "e3", "e5", "e6", "e7"]);
+    let steps: Vec<i64> = sorted(
+        shown["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["funnel_step"].as_i64().unwrap()),
+    );
+    assert_eq!(
+        steps,
+        [1, 1, 1, 1, 4, 6],
+        "the enricher ran before the table"
+    );
+    assert_eq!(dead_letters(&shown), expected_dead_letters());
+    let summary = &shown["snapshot_summary"];
+    assert_eq!(summary["sluice.watermark"], "2026-07-29T10:04:00Z");
+    assert!(
+        summary["sluice.state"]
+            .as_str()
+            .unwrap()
+            .ends_with("sluice-state/clickstream-analytics/00000000000000000004.json"),
+        "{summary}"
+    );
+
+    let windows = show_window(&s);
+    assert_eq!(table_windows(&windows), expected_windows());
+    assert_eq!(windows["messages"].as_array().unwrap().len(), 5);
+    assert_eq!(topic_windows(&windows), expected_windows());
+    // An independent reader sees the same window table.
+    let read = pyiceberg_rows(&s.warehouse, "analytics.event_type_counts");
+    assert_eq!(sorted_f(read.iter().map(window_row)), expected_windows());
+}
+
+#[test]
+fn open_windows_wait_for_the_next_run_and_a_crash_anywhere_changes_no_output() {
+    let mut s = analytics("crash");
+    let events = events_file();
+    let small = ("SLUICE_MAX_RECORDS", "4");
+    let flush = ("SLUICE_AT_END", "flush");
+
+    // `at-end = "keep"`: the first run emits what the watermark closed; the open windows
+    // are saved and a later run (here, flushing) emits them. Same outputs as one run.
+    s.produce(&["--partitions", "1", "--input", events.to_str().unwrap()]);
+    let out = s.run(&[small]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(table_windows(&show_window(&s)), expected_windows()[..2]);
+    let out = s.run(&[small, flush]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(table_windows(&show_window(&s)), expected_windows());
+
+    // A power cut at each point of batch 2 (which emits two windows) and of batch 4 (the
+    // flush), then a run with a larger batch cap: the interrupted batch is replayed as it
+    // was planned (four records), so the outputs are those of a run without a crash.
+    // (Read anew with the larger cap, batch 2 would take all eight records left: e2 at
+    // offset 8 would be a duplicate instead of late, and the flush would be batch 3.)
+    for (round, point) in [
+        "after-state:2",
+        "after-dead-letter:2",
+        "after-write:2",
+        "after-window-commit:2",
+        "after-commit:2",
+        "after-state:4",
+        "after-window-commit:4",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        s.topic = format!("crash{round}-events");
+        s.dead_letter = format!("crash{round}-dead-letter");
+        s.warehouse =
+            std::env::temp_dir().join(format!("sluice-test-crash{round}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&s.warehouse);
+        s.extra_env = vec![(
+            "SLUICE_ANALYTICS_TOPIC".into(),
+            format!("crash{round}-analytics"),
+        )];
+        s.produce(&["--partitions", "1", "--input", events.to_str().unwrap()]);
+        let out = s.run(&[small, flush, ("SLUICE_CRASH_AT", point)]);
+        assert!(!out.status.success(), "{point}: {}", text(&out));
+        let log = String::from_utf8_lossy(&out.stderr);
+        assert!(log.contains("SLUICE_CRASH_AT: aborting"), "{}", text(&out));
+        let out = s.run(&[("SLUICE_MAX_RECORDS", "100"), flush]);
+        assert!(out.status.success(), "{point}: {}", text(&out));
+        let replayed = String::from_utf8_lossy(&out.stderr).contains("replaying it exactly");
+        assert_eq!(
+            replayed,
+            point != "after-commit:2",
+            "{point}: a planned, uncommitted batch is replayed"
+        );
+        let shown = s.show();
+        assert_eq!(
+            event_ids(&shown),
+            ["e1", "e2", "e3", "e5", "e6", "e7"],
+            "{point}"
+        );
+        assert_eq!(dead_letters(&shown), expected_dead_letters(), "{point}");
+        let windows = show_window(&s);
+        assert_eq!(table_windows(&windows), expected_windows(), "{point}");
+        assert_eq!(topic_windows(&windows), expected_windows(), "{point}");
+        let _ = std::fs::remove_dir_all(&s.warehouse);
+    }
+}
+
+/// Writes JSON lines of `(event_id, event_type, time)` events for one user to a file.
+fn lines_file(s: &Setup, name: &str, events: &[(String, &str, String)]) -> PathBuf {
+    std::fs::create_dir_all(&s.warehouse).unwrap();
+    let path = s.warehouse.join(name);
+    let text: String = events
+        .iter()
+        .map(|(id, ty, time)| {
+            format!(
+                "{{\"event_id\":\"{id}\",\"user_id\":\"u\",\"event_type\":\"{ty}\",\"timestamp\":\"{time}\",\"page\":\"/\"}}\n"
+            )
+        })
+        .collect();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn a_lagging_partition_is_not_dropped_as_late() {
+    // Partition 0 is ten minutes ahead of partition 1. Spark's watermark (the global
+    // maximum minus 2 minutes) would drop partition 1's events read after the first
+    // batch; the minimum over partitions drops none.
+    let s = analytics("lagging");
+    let fast: Vec<_> = (0..12)
+        .map(|i| {
+            (
+                format!("f{i}"),
+                "page_view",
+                format!("2026-07-29T10:10:{:02}Z", i * 5),
+            )
+        })
+        .collect();
+    let slow: Vec<_> = (0..12)
+        .map(|i| {
+            (
+                format!("s{i}"),
+                "purchase",
+                format!("2026-07-29T10:00:{:02}Z", i * 5),
+            )
+        })
+        .collect();
+    let fast = lines_file(&s, "fast.jsonl", &fast);
+    let slow = lines_file(&s, "slow.jsonl", &slow);
+    for (file, partition) in [(&fast, "0"), (&slow, "1")] {
+        s.produce(&[
+            "--partitions",
+            "2",
+            "--partition",
+            partition,
+            "--input",
+            file.to_str().unwrap(),
+        ]);
+    }
+    let out = s.run(&[("SLUICE_MAX_RECORDS", "4"), ("SLUICE_AT_END", "flush")]);
+    assert!(out.status.success(), "{}", text(&out));
+    let progress = progress_lines(&String::from_utf8_lossy(&out.stderr));
+    assert!(
+        progress.len() >= 6,
+        "batches of at most four: {}",
+        progress.len()
+    );
+    assert_eq!(sum(&progress, "rows_late"), 0);
+    assert_eq!(s.show()["rows"].as_array().unwrap().len(), 24);
+    let counts: Vec<(String, String, i64)> =
+        sorted(show_window(&s)["rows"].as_array().unwrap().iter().map(|r| {
+            let (start, ty, count, ..) = window_row(r);
+            (start, ty, count)
+        }));
+    assert_eq!(
+        counts,
+        [
+            (
+                "2026-07-29T10:00:00".to_string(),
+                "purchase".to_string(),
+                12
+            ),
+            ("2026-07-29T10:10:00".into(), "page_view".into(), 12),
+        ]
+    );
+}
+
+#[test]
+fn the_last_window_closes_when_input_stops() {
+    // Three events near the end of [10:00, 10:01); 1-second delay: the watermark stops at
+    // 10:00:58. Nothing else arrives. After the 1-second idle timeout the watermark moves
+    // on with processing time and closes the window about two seconds later, in a batch
+    // without input (Spark would wait for the next event forever).
+    let s = analytics("idle");
+    let events: Vec<_> = (57..60)
+        .map(|sec| {
+            (
+                format!("i{sec}"),
+                "page_view",
+                format!("2026-07-29T10:00:{sec}Z"),
+            )
+        })
+        .collect();
+    let file = lines_file(&s, "idle.jsonl", &events);
+    s.produce(&["--partitions", "1", "--input", file.to_str().unwrap()]);
+    let running = s.start(
+        &["run"],
+        &[
+            ("SLUICE_INTERVAL", "200ms"),
+            ("SLUICE_MAX_DELAY", "1s"),
+            ("SLUICE_IDLE_TIMEOUT", "1s"),
+        ],
+    );
+    let first = running
+        .progress(Duration::from_secs(60))
+        .expect("a first batch");
+    assert_eq!(first["input_rows"], 3);
+    assert_eq!(first["event_time"]["watermark"], "2026-07-29T10:00:58Z");
+    assert_eq!(
+        first["event_time"]["windows_emitted"]["event-type-counts"],
+        0
+    );
+    let closing = running
+        .progress(Duration::from_secs(30))
+        .expect("the window closes without new input");
+    let (status, _, log) = running.terminate();
+    assert!(status.success(), "{log}");
+    assert_eq!(closing["input_rows"], 0);
+    assert_eq!(
+        closing["event_time"]["windows_emitted"]["event-type-counts"],
+        1
+    );
+    let rows = show_window(&s)["rows"].as_array().unwrap().clone();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(window_row(&rows[0]).2, 3);
+}
+
+#[test]
+fn sliding_windows_update_mode_and_a_late_topic() {
+    // Windows of one minute every 30 seconds, one event per batch, a 10-minute delay:
+    //   10:00:10 → [09:59:30, 10:00:30) and [10:00:00, 10:01:00)
+    //   10:00:40 → [10:00:00, 10:01:00) and [10:00:30, 10:01:30)
+    //   10:01:10 → [10:00:30, 10:01:30) and [10:01:00, 10:02:00)
+    //   09:40:00 → late (watermark 09:51:10 after the third batch) → the late topic
+    // `update` emits the windows each batch changed, with their running counts;
+    // `on-window-close` emits each window once, here at the flush.
+    let mut s = Setup::new("sliding");
+    std::fs::create_dir_all(&s.warehouse).unwrap();
+    let config = s.warehouse.join("sliding.toml");
+    std::fs::write(
+        &config,
+        r#"
+[pipeline]
+name = "sliding"
+on-invalid = "fail"
+[source]
+bootstrap-servers = "${KAFKA_BOOTSTRAP}"
+topics = ["${KAFKA_TOPIC}"]
+[trigger]
+mode = "available-now"
+max-records = 1
+[sink]
+warehouse = "${SLUICE_WAREHOUSE}"
+namespace = "sliding"
+table = "events"
+columns = [{ name = "event_id", type = "string" }, { name = "timestamp", type = "timestamptz" }]
+[event-time]
+field = "timestamp"
+max-delay = "10m"
+late = "topic"
+late-topic = "${KAFKA_TOPIC}-late"
+at-end = "flush"
+[[windows]]
+name = "closed"
+size = "1m"
+slide = "30s"
+aggregates = [{ name = "count", fn = "count" }]
+kafka = { topic = "${KAFKA_TOPIC}-closed" }
+[[windows]]
+name = "updates"
+size = "1m"
+slide = "30s"
+aggregates = [{ name = "count", fn = "count" }]
+emit = "update"
+kafka = { topic = "${KAFKA_TOPIC}-updates" }
+"#,
+    )
+    .unwrap();
+    s.config = config;
+    let events: Vec<_> = ["10:00:10", "10:00:40", "10:01:10", "09:40:00"]
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (format!("x{i}"), "page_view", format!("2026-07-29T{t}Z")))
+        .collect();
+    let file = lines_file(&s, "sliding.jsonl", &events);
+    s.produce(&["--partitions", "1", "--input", file.to_str().unwrap()]);
+    let out = s.run(&[]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    let window = |name: &str| -> Vec<(String, i64, i64)> {
+        let out = s
+            .command(&["show", "--json", "--window", name])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+        shown["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                let v: Value = serde_json::from_str(m["value"].as_str().unwrap()).unwrap();
+                let start = v["window_start"].as_str().unwrap();
+                (
+                    start[11..19].to_string(),
+                    v["count"].as_i64().unwrap(),
+                    v["batch_id"].as_i64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let w = |start: &str, count: i64, batch: i64| (start.to_string(), count, batch);
+    assert_eq!(
+        window("closed"),
+        [
+            w("09:59:30", 1, 5),
+            w("10:00:00", 2, 5),
+            w("10:00:30", 2, 5),
+            w("10:01:00", 1, 5)
+        ]
+    );
+    assert_eq!(
+        window("updates"),
+        [
+            w("09:59:30", 1, 1),
+            w("10:00:00", 1, 1),
+            w("10:00:00", 2, 2),
+            w("10:00:30", 1, 2),
+            w("10:00:30", 2, 3),
+            w("10:01:00", 1, 3),
+        ]
+    );
+    let late = sluice::sink::topic::read_all(
+        &s.broker.bootstrap,
+        &format!("{}-late", s.topic),
+        Duration::from_secs(30),
+    )
+    .unwrap();
+    assert_eq!(late.len(), 1);
+    assert_eq!(late[0].headers["sluice.error.code"], "late_event");
+    assert_eq!(late[0].headers["sluice.source.offset"], "3");
+    assert!(late[0].value.as_deref().unwrap().contains("09:40:00"));
+}
