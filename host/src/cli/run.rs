@@ -32,9 +32,18 @@ anywhere in the file; relative paths are relative to the file's folder)
                 <warehouse>/catalog.db; or postgres://...; or the REST URL), properties = {..}
 [dead-letter]   topic, bootstrap-servers (default: the source's), ack-timeout = \"60s\",
                 properties = {..}
+[event-time]    field (the event time: RFC 3339, \"YYYY-MM-DD HH:MM:SS\" or epoch ms),
+                max-delay = \"2m\", idle-timeout = \"30s\",
+                late = \"dead-letter\" | \"topic\" | \"drop\", late-topic,
+                at-end = \"keep\" | \"flush\" (open windows after --available-now)
+[dedup]         keys = [\"event_id\"]   (within the watermark)
+[[windows]]     name, size = \"1m\", slide (default: size, tumbling), group-by = [..],
+                aggregates = [{ name, fn = count | sum | min | max | avg | distinct-count,
+                field }], emit = \"on-window-close\" | \"update\",
+                kafka = { topic }, iceberg = { table, namespace, partition-by }
 
-Every field is documented in the README's configuration reference; a full example is
-examples/retail-clickstream/pipeline.toml.";
+Every field is documented in the README's configuration reference; full examples are
+examples/retail-clickstream/pipeline.toml and examples/clickstream-analytics/pipeline.toml.";
 
 /// Arguments of `sluice run`.
 #[derive(Debug, Args)]
@@ -78,6 +87,9 @@ pub fn run(args: &RunArgs, stop: &AtomicBool) -> anyhow::Result<RunSummary> {
         input_rows = summary.input_rows,
         rows_written = summary.rows_written,
         rows_dead_lettered = summary.rows_dead_lettered,
+        rows_late = summary.rows_late,
+        rows_deduplicated = summary.rows_deduplicated,
+        window_rows = summary.window_rows,
         stopped = summary.stopped,
         "pipeline finished"
     );

@@ -33,7 +33,7 @@ use crate::udf::chain::{self, Fate};
 use crate::udf::{Plugin, Runtime, UdfError};
 use crate::window::config::{AtEnd, LateData};
 use crate::window::extract::format_micros;
-use crate::window::state::{self, Plan, StateFile};
+use crate::window::state::{self, Plan, StateFile, StateFileRef};
 use crate::window::{EventTime, Fields, Verdict};
 
 /// The pipeline failed.
@@ -209,8 +209,14 @@ impl Pipeline {
             .into_iter()
             .collect();
         let encoder = Encoder::new(sink.schema(), &generated)?;
-        let dead_letter = match (&config.dead_letter, config.pipeline.on_invalid) {
-            (Some(dl), OnInvalid::DeadLetter) => {
+        let late_to_dead_letter = config
+            .event_time
+            .as_ref()
+            .is_some_and(|et| et.late == LateData::DeadLetter);
+        let dead_letter = match &config.dead_letter {
+            Some(dl)
+                if config.pipeline.on_invalid == OnInvalid::DeadLetter || late_to_dead_letter =>
+            {
                 Some(DeadLetterSink::new(dl, &config.source.bootstrap_servers)?)
             }
             _ => None,
@@ -641,18 +647,19 @@ impl Pipeline {
         // exactly this batch.
         let mut state_file = None;
         if let Some(et) = &self.event_time {
-            let file = StateFile {
+            let plan = Plan {
+                batch_id,
+                start: start_offsets.to_json(),
+                end: next.to_json(),
+                now_ms,
+                session_start_ms: et.session_start(),
+                flush,
+            };
+            let file = StateFileRef {
                 version: 1,
-                pipeline: name.clone(),
-                plan: Plan {
-                    batch_id,
-                    start: start_offsets.to_json(),
-                    end: next.to_json(),
-                    now_ms,
-                    session_start_ms: et.session_start(),
-                    flush,
-                },
-                state: et.save(),
+                pipeline: &name,
+                plan: &plan,
+                state: et.save_ref(),
             };
             let bytes = serde_json::to_vec(&file)
                 .map_err(|e| PipelineError::State(format!("cannot serialise the state: {e}")))?;

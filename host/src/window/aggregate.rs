@@ -329,6 +329,18 @@ impl WindowOperator {
             .collect()
     }
 
+    /// The state, borrowed for saving.
+    pub fn save_ref(&self) -> Vec<super::state::SavedGroupRef<'_>> {
+        self.groups
+            .iter()
+            .map(|((start, key), acc)| super::state::SavedGroupRef {
+                start: *start,
+                key,
+                acc,
+            })
+            .collect()
+    }
+
     /// Restores saved state.
     pub fn restore(&mut self, saved: Vec<SavedGroup>) {
         self.changed.clear();

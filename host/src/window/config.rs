@@ -89,7 +89,8 @@ const fn default_at_end() -> AtEnd {
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct DedupConfig {
     /// JSON fields that identify an event. A later event with the same values is dropped
-    /// (and counted) while the first copy's event time is not behind the watermark.
+    /// (and counted) while the first copy's event time is not behind the watermark. An
+    /// event missing one of them is not deduplicated.
     pub keys: Vec<String>,
 }
 

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::aggregate::SavedGroup;
+use super::aggregate::{Accumulator, GroupKey, SavedGroup};
 use super::watermark::Watermark;
 
 /// Snapshot summary key: the path of the state file after this commit.
@@ -28,6 +28,42 @@ pub struct SavedState {
     pub dedup: Vec<(String, i64)>,
     /// Open window groups, by window name.
     pub windows: BTreeMap<String, Vec<SavedGroup>>,
+}
+
+/// The operators' state, borrowed: serialised exactly like [`SavedState`], without copying
+/// the state first.
+#[derive(Debug, Serialize)]
+pub struct SavedStateRef<'a> {
+    /// The watermark and its partitions.
+    pub watermark: &'a Watermark,
+    /// Dedup keys and the event time of their first copy, sorted.
+    pub dedup: Vec<(&'a str, i64)>,
+    /// Open window groups, by window name.
+    pub windows: BTreeMap<&'a str, Vec<SavedGroupRef<'a>>>,
+}
+
+/// A window group, borrowed (see [`SavedGroup`]).
+#[derive(Debug, Serialize)]
+pub struct SavedGroupRef<'a> {
+    /// Window start.
+    pub start: i64,
+    /// Group-by values.
+    pub key: &'a GroupKey,
+    /// Accumulators.
+    pub acc: &'a [Accumulator],
+}
+
+/// A state file being written (see [`StateFile`]).
+#[derive(Debug, Serialize)]
+pub struct StateFileRef<'a> {
+    /// Format version, 1.
+    pub version: u32,
+    /// The pipeline.
+    pub pipeline: &'a str,
+    /// The batch this state follows.
+    pub plan: &'a Plan,
+    /// The state after the batch.
+    pub state: SavedStateRef<'a>,
 }
 
 /// What a batch read and when it ran: enough to replay it exactly.

@@ -603,3 +603,24 @@ kafka = { topic = "${KAFKA_TOPIC}-updates" }
     assert_eq!(late[0].headers["sluice.source.offset"], "3");
     assert!(late[0].value.as_deref().unwrap().contains("09:40:00"));
 }
+
+#[test]
+fn the_analytics_example_parses() {
+    let config = sluice::pipeline::config::PipelineConfig::load(&analytics_config()).unwrap();
+    let et = config.event_time.as_ref().unwrap();
+    assert_eq!(
+        (et.field.as_str(), et.max_delay),
+        ("timestamp", Duration::from_secs(120))
+    );
+    assert_eq!(config.dedup.as_ref().unwrap().keys, ["event_id"]);
+    let w = &config.windows[0];
+    assert_eq!(
+        (w.size, w.slide, &w.group_by[..]),
+        (
+            Duration::from_secs(60),
+            None,
+            &["event_type".to_string()][..]
+        )
+    );
+    assert_eq!(config.stages.len(), 1);
+}

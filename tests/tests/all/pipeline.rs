@@ -887,6 +887,16 @@ fn run_help_documents_every_section() {
         "on-invalid",
         "partition-by",
         "ingestion-time-column",
+        "[event-time]",
+        "max-delay",
+        "idle-timeout",
+        "late-topic",
+        "at-end",
+        "[dedup]",
+        "[[windows]]",
+        "slide",
+        "distinct-count",
+        "on-window-close",
     ] {
         assert!(
             help.contains(item),

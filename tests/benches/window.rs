@@ -1,0 +1,186 @@
+//! Event-time throughput and state memory: deduplication and a windowed aggregate over
+//! 1 000 000 events with 100 000 distinct group keys, in batches of 100 000 (the pipeline's
+//! default cap), in this process (no broker: this measures the operators).
+//!
+//! Run with `cargo bench -p sluice-tests --bench window` (optionally `-- EVENTS KEYS`).
+//! Event time spans ten minutes (about 1 700 events per second of event time), so with a
+//! 2-minute delay and 1-minute windows each open window holds tens of thousands of keys and
+//! the dedup state holds every event id of the last two minutes or more. 5% of events are
+//! repeats of a recent event.
+//!
+//! Prints: the rate of reading the fields from JSON (one thread; the pipeline does this on
+//! every core), the rate of the operators (dedup, watermark, windows; one thread, as in
+//! the pipeline), the largest state (rows and estimated bytes per operator), the size of
+//! the saved state file and the time to write it, and the process's peak resident memory.
+
+use std::time::{Duration, Instant};
+
+use sluice::window::config::{
+    AggregateConfig, AtEnd, DedupConfig, EmitMode, EventTimeConfig, Function, LateData,
+    WindowConfig,
+};
+use sluice::window::{EventTime, Fields};
+
+fn main() {
+    let mut args = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .filter_map(|a| a.parse::<u64>().ok());
+    let events = args.next().unwrap_or(1_000_000);
+    let keys = args.next().unwrap_or(100_000);
+    let batch = 100_000usize;
+
+    let values = generate(events, keys);
+    let mut operators = operators();
+
+    let t = Instant::now();
+    let fields: Vec<Fields> = values
+        .iter()
+        .map(|v| operators.fields(Some(v.as_bytes())).unwrap())
+        .collect();
+    let extract = t.elapsed();
+
+    let partition = "clicks/0";
+    let mut process = Duration::ZERO;
+    let mut save = Duration::ZERO;
+    let mut emitted = 0usize;
+    let mut duplicates = 0u64;
+    let mut late = 0u64;
+    let mut largest = (0u64, 0u64, 0u64, 0u64); // dedup rows, bytes; window rows, bytes
+    let mut largest_file = 0usize;
+    for (i, chunk) in fields.chunks(batch).enumerate() {
+        let now_ms = 1_000 * i as i64; // one batch a second of processing time
+        let t = Instant::now();
+        let outcome = operators.process(chunk.iter().map(|f| (partition, f)), now_ms, false);
+        process += t.elapsed();
+        emitted += outcome.emitted.iter().map(Vec::len).sum::<usize>();
+        duplicates += outcome.duplicates;
+        late += outcome.late;
+        let sizes = operators.state_sizes();
+        let (d, w) = (sizes["dedup"], sizes["window:by-user"]);
+        if d.bytes + w.bytes > largest.1 + largest.3 {
+            largest = (d.rows, d.bytes, w.rows, w.bytes);
+        }
+        let t = Instant::now();
+        let file = serde_json::to_vec(&operators.save_ref()).unwrap();
+        save += t.elapsed();
+        largest_file = largest_file.max(file.len());
+    }
+    let flushed = operators.process([], 1_000_000, true);
+    emitted += flushed.emitted.iter().map(Vec::len).sum::<usize>();
+    let batches = events.div_ceil(batch as u64);
+
+    let rate = |d: Duration| events as f64 / d.as_secs_f64();
+    println!("{events} events, {keys} distinct group keys, batches of {batch}");
+    println!(
+        "read fields from JSON (one thread):        {:>10.0} events/s",
+        rate(extract)
+    );
+    println!(
+        "dedup + watermark + window (one thread):   {:>10.0} events/s ({duplicates} duplicates dropped, {late} late, {emitted} window results)",
+        rate(process)
+    );
+    println!(
+        "both, one thread:                          {:>10.0} events/s",
+        rate(extract + process)
+    );
+    println!(
+        "largest state: dedup {} keys ≈ {:.1} MiB, window {} groups ≈ {:.1} MiB",
+        largest.0,
+        largest.1 as f64 / 1048576.0,
+        largest.2,
+        largest.3 as f64 / 1048576.0
+    );
+    println!(
+        "state file: up to {:.1} MiB, written in {:.0} ms per batch on average",
+        largest_file as f64 / 1048576.0,
+        save.as_secs_f64() * 1000.0 / batches as f64
+    );
+    println!(
+        "peak RSS of this process (including the {events} input events): {} MiB",
+        peak_rss_kib() / 1024
+    );
+}
+
+fn operators() -> EventTime {
+    let event_time = EventTimeConfig {
+        field: "timestamp".into(),
+        max_delay: Duration::from_secs(120),
+        idle_timeout: Duration::from_secs(30),
+        late: LateData::Drop,
+        late_topic: None,
+        at_end: AtEnd::Keep,
+    };
+    let aggregate = |name: &str, function, field: Option<&str>| AggregateConfig {
+        name: name.into(),
+        function,
+        field: field.map(String::from),
+    };
+    let window = WindowConfig {
+        name: "by-user".into(),
+        size: Duration::from_secs(60),
+        slide: None,
+        group_by: vec!["user_id".into()],
+        aggregates: vec![
+            aggregate("events", Function::Count, None),
+            aggregate("pages", Function::DistinctCount, Some("page")),
+            aggregate("spent", Function::Sum, Some("price")),
+        ],
+        emit: EmitMode::OnWindowClose,
+        kafka: None,
+        iceberg: None,
+    };
+    EventTime::new(
+        &event_time,
+        Some(&DedupConfig {
+            keys: vec!["event_id".into()],
+        }),
+        &[window],
+    )
+}
+
+/// `events` analytics events over ten minutes of event time, users drawn from `keys`, 5%
+/// repeats of one of the previous 100 events.
+fn generate(events: u64, keys: u64) -> Vec<String> {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let types = ["page_view", "add_to_cart", "purchase"];
+    let start = 1_785_319_200_000i64; // 2026-07-29T10:00:00Z, in ms
+    let mut out: Vec<String> = Vec::with_capacity(events as usize);
+    for i in 0..events {
+        if i > 100 && next() % 100 < 5 {
+            let copy = out[(i - 1 - next() % 100) as usize].clone();
+            out.push(copy);
+            continue;
+        }
+        let time = start + (i as i64 * 600_000) / events as i64;
+        let user = next() % keys;
+        let r = next();
+        out.push(format!(
+            "{{\"event_id\":\"evt_{i:09}\",\"user_id\":\"user_{user}\",\"event_type\":\"{}\",\"timestamp\":{time},\"page\":\"/product/{}\",\"price\":{}.{:02}}}",
+            types[(r % 3) as usize],
+            (r >> 8) % 50,
+            (r >> 16) % 100,
+            (r >> 24) % 100
+        ));
+    }
+    out
+}
+
+fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|n| n.parse().ok())
+        })
+        .unwrap_or(0)
+}
