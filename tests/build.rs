@@ -13,6 +13,8 @@ const PLUGINS: &[(&str, &str)] = &[
     ("KEEP_ALL", "keep_all"),
     ("MISBEHAVE", "misbehave"),
     ("FUTURE_VERSION", "future_version"),
+    ("TRAP_ALWAYS", "trap_always"),
+    ("FAIL_INIT", "fail_init"),
 ];
 
 fn main() {
