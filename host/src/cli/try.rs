@@ -138,6 +138,10 @@ pub fn run(
                         .collect(),
                     limits: limits.clone(),
                     grants: Grants::default(),
+                    watch: false,
+                    samples: None,
+                    allowed_digests: Vec::new(),
+                    rollback: Default::default(),
                 })
                 .collect();
             (

@@ -137,6 +137,11 @@ impl PipelineConfig {
             if stage.plugin.is_relative() {
                 stage.plugin = base.join(&stage.plugin);
             }
+            if let Some(samples) = &mut stage.samples
+                && samples.is_relative()
+            {
+                *samples = base.join(&*samples);
+            }
         }
         Ok(config)
     }

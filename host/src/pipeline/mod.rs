@@ -10,6 +10,7 @@
 pub mod config;
 pub mod env;
 pub mod progress;
+pub mod stages;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -20,6 +21,7 @@ use arrow_array::{BooleanArray, RecordBatch};
 
 use self::config::{OnInvalid, PipelineConfig};
 use self::progress::{Durations, EventTimeProgress, Progress};
+use self::stages::{StageCounts, StageError, Stages};
 use crate::batch::{Caps, TriggerMode};
 use crate::commit::{CommitMark, DEAD_LETTERED};
 use crate::encode::{Encoder, SchemaError};
@@ -42,6 +44,9 @@ pub enum PipelineError {
     /// A plugin could not be loaded.
     #[error("stage: {0}")]
     Udf(#[from] UdfError),
+    /// A stage's plugin failed a check at start.
+    #[error("{0}")]
+    Stage(#[from] StageError),
     /// The source failed.
     #[error("source: {0}")]
     Source(#[from] SourceError),
@@ -100,7 +105,7 @@ pub struct RunSummary {
 /// A running pipeline.
 pub struct Pipeline {
     config: PipelineConfig,
-    stages: Vec<Plugin>,
+    stages: Stages,
     chunk_size: usize,
     threads: usize,
     source: Box<dyn Source>,
@@ -147,6 +152,8 @@ struct Slice {
     dead: Vec<(Record, Reason)>,
     /// With event time: the records of `batch`'s rows, in order, with their fields.
     timed: Vec<(Record, Fields)>,
+    /// What each stage did with the slice's records.
+    stage_counts: Vec<StageCounts>,
     plugins: Duration,
     encode: Duration,
 }
@@ -193,15 +200,7 @@ impl Pipeline {
     /// relative paths are resolved against.
     pub fn open(config: PipelineConfig, base: &Path) -> Result<Self, PipelineError> {
         let runtime = Runtime::new(config.runtime.clone())?;
-        let stages = config
-            .stages
-            .iter()
-            .map(|s| runtime.load_stage(s))
-            .collect::<Result<Vec<_>, _>>()?;
-        for plugin in &stages {
-            let (declared, version) = plugin.declared();
-            tracing::info!(stage = plugin.name(), plugin = %declared, %version, digest = plugin.digest(), "loaded stage");
-        }
+        let stages = Stages::load(&runtime, &config.stages)?;
         let sink = IcebergSink::open(config.sink.clone(), base)?;
         let generated: Vec<String> = sink
             .ingestion_time_column()
@@ -558,7 +557,18 @@ impl Pipeline {
             });
         }
 
-        let slices = self.process(records, now_ms * 1000)?;
+        // New plugin versions start at a batch boundary; a batch on a version still on
+        // probation keeps its records, to process them again if it is rolled back.
+        self.stages.activate_new_versions();
+        let backup = self.stages.on_probation().then(|| records.clone());
+        let mut slices = self.process(records, now_ms * 1000)?;
+        let mut stage_counts = total_counts(&slices, self.stages.active().len());
+        if let Some(records) = backup
+            && self.stages.judge(&stage_counts)
+        {
+            slices = self.process(records, now_ms * 1000)?;
+            stage_counts = total_counts(&slices, self.stages.active().len());
+        }
         let plugins = slices.iter().map(|s| s.plugins).max().unwrap_or_default();
         let encode = slices.iter().map(|s| s.encode).max().unwrap_or_default();
         let mut dead = Vec::new();
@@ -714,12 +724,7 @@ impl Pipeline {
             DEAD_LETTERED.to_string(),
             dead_lettered.to_string(),
         )]);
-        for plugin in &self.stages {
-            extra.insert(
-                format!("sluice.stage.{}.digest", plugin.name()),
-                plugin.digest().to_string(),
-            );
-        }
+        extra.extend(self.stages.summary_properties());
         if let Some((path, _)) = &state_file {
             extra.insert(state::STATE.to_string(), path.clone());
         }
@@ -733,6 +738,7 @@ impl Pipeline {
         self.positions = next;
         self.last_batch = batch_id;
         self.source.acknowledge(&self.positions);
+        self.stages.committed(&stage_counts);
         if state_file.is_some() && batch_id > KEEP_STATE_FILES {
             let old = state::path(self.sink.location(), &name, batch_id - KEEP_STATE_FILES);
             if let Err(error) = self.sink.delete_file(&old) {
@@ -793,6 +799,7 @@ impl Pipeline {
             start_offsets: start_offsets.to_json(),
             end_offsets: self.positions.to_json(),
             lag: self.positions.distance_to(&ends),
+            stages: self.stages.progress(&stage_counts),
             event_time: event_progress,
         };
         progress.log();
@@ -818,7 +825,7 @@ impl Pipeline {
                 .into_iter()
                 .map(|part| {
                     let step = Step {
-                        stages: &self.stages,
+                        stages: self.stages.active(),
                         encoder: &self.encoder,
                         event_time: self.event_time.as_ref(),
                         chunk_size: self.chunk_size,
@@ -835,6 +842,20 @@ impl Pipeline {
                 .collect()
         })
     }
+}
+
+/// What each stage did over all slices of a batch.
+fn total_counts(slices: &[Slice], stages: usize) -> Vec<StageCounts> {
+    let mut total = vec![StageCounts::default(); stages];
+    for slice in slices {
+        for (t, c) in total.iter_mut().zip(&slice.stage_counts) {
+            t.events += c.events;
+            t.kept += c.kept;
+            t.rejected += c.rejected;
+            t.failed += c.failed;
+        }
+    }
+    total
 }
 
 /// Why a late event left the stream.
@@ -890,6 +911,25 @@ impl Step<'_> {
         let t = Instant::now();
         let mut kept = Vec::with_capacity(outcomes.len());
         let mut dead = Vec::new();
+        let mut stage_counts = vec![StageCounts::default(); stages.len()];
+        for outcome in &outcomes {
+            let (last, kind) = match &outcome.fate {
+                Fate::Kept | Fate::Rewritten => (stages.len(), 0),
+                Fate::Rejected { stage, .. } => (*stage, 1),
+                Fate::Failed { stage, .. } => (*stage, 2),
+            };
+            for (s, c) in stage_counts.iter_mut().enumerate().take(last + 1) {
+                if s >= stages.len() {
+                    break;
+                }
+                c.events += 1;
+                match (s == last, kind) {
+                    (true, 1) => c.rejected += 1,
+                    (true, 2) => c.failed += 1,
+                    _ => c.kept += 1,
+                }
+            }
+        }
         for outcome in outcomes {
             let (stage, code, message, field) = match outcome.fate {
                 Fate::Kept | Fate::Rewritten => {
@@ -973,6 +1013,7 @@ impl Step<'_> {
             batch,
             dead,
             timed,
+            stage_counts,
             plugins,
             encode: t.elapsed(),
         })

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::stages::StageProgress;
 use crate::window::StateSize;
 
 /// Milliseconds spent in each phase of a batch.
@@ -61,6 +62,8 @@ pub struct Progress {
     pub end_offsets: String,
     /// Records known to remain behind the batch's target end offsets.
     pub lag: i64,
+    /// Per plugin stage: the version that judged the batch and what it did.
+    pub stages: BTreeMap<String, StageProgress>,
     /// Event-time operators, when configured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub event_time: Option<EventTimeProgress>,

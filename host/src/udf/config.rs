@@ -35,6 +35,67 @@ pub struct StageConfig {
     /// What the plugin may reach outside its sandbox. Nothing by default.
     #[serde(default)]
     pub grants: Grants,
+    /// Watch the plugin file while `sluice run` runs, and swap in a new version between two
+    /// batches when it changes (after it is checked; see `samples`, `allowed-digests`).
+    #[serde(default = "default_watch")]
+    pub watch: bool,
+    /// A JSON-lines file of sample events with the verdict each must get, relative to the
+    /// configuration file: `{"event": {..}, "verdict": "kept" | "rewritten" | "rejected",
+    /// "code": "..."}` (`code` only for `rejected`, optional). A new version that judges
+    /// one differently is refused.
+    #[serde(default)]
+    pub samples: Option<PathBuf>,
+    /// sha256 digests (hex) of the modules this stage may run; empty: any. A module not in
+    /// the list is refused, at start and when swapped in.
+    #[serde(default)]
+    pub allowed_digests: Vec<String>,
+    /// When a new version swapped in is rolled back by itself.
+    #[serde(default)]
+    pub rollback: RollbackConfig,
+}
+
+const fn default_watch() -> bool {
+    true
+}
+
+/// Automatic rollback of a version swapped in while running: over its first
+/// `first-events` events, if it fails on (traps, limits) or rejects too many, sluice goes
+/// back to the previous version and re-processes that batch on it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RollbackConfig {
+    /// Events a new version is on probation for; `0` turns automatic rollback off.
+    #[serde(default = "default_first_events")]
+    pub first_events: u64,
+    /// Highest share of its events a new version may fail on (0 to 1).
+    #[serde(default = "default_max_failure_rate")]
+    pub max_failure_rate: f64,
+    /// Highest share of its events a new version may reject (0 to 1); default: no bound.
+    #[serde(default)]
+    pub max_rejection_rate: Option<f64>,
+    /// Highest rejection share as a multiple of the previous version's (e.g. `2.0`);
+    /// default: no bound.
+    #[serde(default)]
+    pub max_rejection_ratio: Option<f64>,
+}
+
+const fn default_first_events() -> u64 {
+    1000
+}
+
+const fn default_max_failure_rate() -> f64 {
+    0.01
+}
+
+impl Default for RollbackConfig {
+    fn default() -> Self {
+        RollbackConfig {
+            first_events: default_first_events(),
+            max_failure_rate: default_max_failure_rate(),
+            max_rejection_rate: None,
+            max_rejection_ratio: None,
+        }
+    }
 }
 
 /// Limits on one plugin instance. Exceeding one fails the call with an error naming the
@@ -105,6 +166,13 @@ pub struct RuntimeConfig {
     /// Number of events sent to a plugin in one call.
     #[serde(default = "default_chunk_size")]
     pub chunk_size: usize,
+    /// How often `sluice run` looks at the stages' plugin files for a new version.
+    #[serde(default = "default_watch_interval", with = "crate::units::duration")]
+    pub watch_interval: Duration,
+}
+
+const fn default_watch_interval() -> Duration {
+    Duration::from_millis(500)
 }
 
 const fn default_max_stack() -> ByteSize {
@@ -120,6 +188,7 @@ impl Default for RuntimeConfig {
         RuntimeConfig {
             max_stack: default_max_stack(),
             chunk_size: default_chunk_size(),
+            watch_interval: default_watch_interval(),
         }
     }
 }

@@ -15,4 +15,4 @@ impl Processor for FailInit {
     }
 }
 
-sluice_guest::export!(FailInit);
+sluice_guest::export!(processor FailInit);

@@ -1,0 +1,328 @@
+//! The pipeline's plugin stages while it runs: the active version of each, new versions
+//! swapped in between two batches, probation and automatic rollback, and what each batch
+//! records about them.
+//!
+//! Each batch runs entirely on one version of each stage: new versions found by the
+//! watcher ([`crate::udf::swap`]) are activated only when a batch starts. A version
+//! swapped in is on probation for its first `rollback.first-events` events. If, counted
+//! from its activation, it fails on (traps, limits) or rejects more events than the
+//! stage's `rollback` bounds allow, the pipeline goes back to the previous version and
+//! processes the same batch again on it before anything of the batch leaves, so no event
+//! is lost or judged twice.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
+
+use crate::udf::config::StageConfig;
+use crate::udf::swap::{self, Found, Watcher};
+use crate::udf::{Plugin, Runtime, UdfError};
+
+/// What one stage did with the events that reached it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct StageCounts {
+    /// Events that reached the stage.
+    pub events: u64,
+    /// Events it kept (or rewrote).
+    pub kept: u64,
+    /// Events it rejected.
+    pub rejected: u64,
+    /// Events it failed on (trap, limit, broken answer).
+    pub failed: u64,
+}
+
+impl StageCounts {
+    fn add(&mut self, other: &StageCounts) {
+        self.events += other.events;
+        self.kept += other.kept;
+        self.rejected += other.rejected;
+        self.failed += other.failed;
+    }
+
+    fn share(part: u64, events: u64) -> f64 {
+        if events == 0 {
+            0.0
+        } else {
+            part as f64 / events as f64
+        }
+    }
+}
+
+/// A stage in one batch's progress.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StageProgress {
+    /// sha256 of the module that judged this batch.
+    pub digest: String,
+    /// Name the plugin declares.
+    pub plugin: String,
+    /// Version the plugin declares.
+    pub version: String,
+    /// What it did in this batch.
+    #[serde(flatten)]
+    pub counts: StageCounts,
+    /// Whether this batch is the first on a version swapped in.
+    pub swapped_in: bool,
+    /// Milliseconds from seeing the file change to activating the version, when swapped in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub swap_ms: Option<u64>,
+    /// Why a version was rolled back in this batch (the batch then ran on the previous one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rolled_back: Option<String>,
+    /// Versions swapped in, rolled back and refused since the start.
+    pub swaps: u64,
+    /// See `swaps`.
+    pub rollbacks: u64,
+    /// See `swaps`.
+    pub refused: u64,
+}
+
+/// A stage's version history while running.
+#[derive(Debug, Default)]
+struct Slot {
+    previous: Option<Plugin>,
+    /// Counts of the active version since it became active.
+    since_active: StageCounts,
+    /// Rejection share of the version before it, over its life.
+    previous_rejection_share: Option<f64>,
+    on_probation: bool,
+    swapped_in: Option<u64>,
+    rolled_back: Option<String>,
+    swaps: u64,
+    rollbacks: u64,
+    refused: u64,
+}
+
+/// The stages of a running pipeline.
+#[derive(Debug)]
+pub struct Stages {
+    configs: Vec<StageConfig>,
+    active: Vec<Plugin>,
+    slots: Vec<Slot>,
+    watcher: Option<Watcher>,
+}
+
+/// A stage could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum StageError {
+    /// The plugin could not be loaded.
+    #[error(transparent)]
+    Udf(#[from] UdfError),
+    /// The plugin failed a check.
+    #[error("stage `{stage}`: {reason}")]
+    Refused {
+        /// The stage.
+        stage: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl Stages {
+    /// Loads and checks every stage's plugin, and starts watching the files of the stages
+    /// that ask for it.
+    pub fn load(runtime: &Runtime, configs: &[StageConfig]) -> Result<Self, StageError> {
+        let mut active = Vec::new();
+        let mut watched = Vec::new();
+        for (i, config) in configs.iter().enumerate() {
+            let refused = |reason: String| StageError::Refused {
+                stage: config.name.clone(),
+                reason,
+            };
+            let samples = match &config.samples {
+                Some(path) => swap::read_samples(path).map_err(refused)?,
+                None => Vec::new(),
+            };
+            let bytes = std::fs::read(&config.plugin).map_err(|error| UdfError::Read {
+                plugin: config.name.clone(),
+                path: config.plugin.display().to_string(),
+                error,
+            })?;
+            let plugin = swap::prepare(runtime, config, &bytes, &samples).map_err(refused)?;
+            let (declared, version) = plugin.declared();
+            tracing::info!(stage = plugin.name(), plugin = %declared, %version, digest = plugin.digest(), "loaded stage");
+            if config.watch {
+                watched.push((i, config.clone(), plugin.digest().to_string(), samples));
+            }
+            active.push(plugin);
+        }
+        let watcher = if watched.is_empty() {
+            None
+        } else {
+            let watcher = Watcher::start(runtime.clone(), watched, runtime.config().watch_interval)
+                .map_err(|e| {
+                    UdfError::Engine(format!("cannot start the plugin file watcher: {e}"))
+                })?;
+            Some(watcher)
+        };
+        Ok(Stages {
+            slots: configs.iter().map(|_| Slot::default()).collect(),
+            configs: configs.to_vec(),
+            active,
+            watcher,
+        })
+    }
+
+    /// The active version of each stage, in order.
+    pub fn active(&self) -> &[Plugin] {
+        &self.active
+    }
+
+    /// Activates the new versions found since the last batch (call between batches).
+    pub fn activate_new_versions(&mut self) {
+        for slot in &mut self.slots {
+            slot.swapped_in = None;
+            slot.rolled_back = None;
+        }
+        let Some(watcher) = &self.watcher else {
+            return;
+        };
+        for found in watcher.poll() {
+            match found {
+                Found::Refused(r) => self.slots[r.stage].refused += 1,
+                Found::Ready(candidate) => {
+                    let i = candidate.stage;
+                    let slot = &mut self.slots[i];
+                    let swap_ms = candidate.detected.elapsed().as_millis() as u64;
+                    let old = std::mem::replace(&mut self.active[i], candidate.plugin);
+                    tracing::info!(
+                        stage = %self.configs[i].name,
+                        digest = self.active[i].digest(),
+                        previous = old.digest(),
+                        swap_ms,
+                        prepared_ms = candidate.prepared_in.as_millis() as u64,
+                        "activated a new plugin version"
+                    );
+                    let c = slot.since_active;
+                    slot.previous_rejection_share =
+                        (c.events > 0).then(|| StageCounts::share(c.rejected, c.events));
+                    slot.previous = Some(old);
+                    slot.since_active = StageCounts::default();
+                    slot.on_probation = self.configs[i].rollback.first_events > 0;
+                    slot.swapped_in = Some(swap_ms);
+                    slot.swaps += 1;
+                }
+            }
+        }
+    }
+
+    /// Whether a stage is on probation (the batch's records must be kept to re-process
+    /// them if it is rolled back).
+    pub fn on_probation(&self) -> bool {
+        self.slots.iter().any(|s| s.on_probation)
+    }
+
+    /// Judges the versions on probation by what they did in this batch (`counts`, one per
+    /// stage). Rolls back each one that broke its bounds and returns `true` if any was:
+    /// the batch must then be processed again.
+    pub fn judge(&mut self, counts: &[StageCounts]) -> bool {
+        let mut rolled_back = false;
+        for (i, slot) in self.slots.iter_mut().enumerate() {
+            if !slot.on_probation {
+                continue;
+            }
+            let bounds = &self.configs[i].rollback;
+            let mut seen = slot.since_active;
+            seen.add(&counts[i]);
+            let failure = StageCounts::share(seen.failed, seen.events);
+            let rejection = StageCounts::share(seen.rejected, seen.events);
+            let mut why = None;
+            if failure > bounds.max_failure_rate {
+                why = Some(format!(
+                    "failed on {} of its first {} events ({:.1}%, bound {:.1}%)",
+                    seen.failed,
+                    seen.events,
+                    failure * 100.0,
+                    bounds.max_failure_rate * 100.0
+                ));
+            } else if let Some(max) = bounds.max_rejection_rate
+                && rejection > max
+            {
+                why = Some(format!(
+                    "rejected {} of its first {} events ({:.1}%, bound {:.1}%)",
+                    seen.rejected,
+                    seen.events,
+                    rejection * 100.0,
+                    max * 100.0
+                ));
+            } else if let (Some(ratio), Some(before)) =
+                (bounds.max_rejection_ratio, slot.previous_rejection_share)
+                && rejection > before * ratio
+                && seen.rejected > 0
+            {
+                why = Some(format!(
+                    "rejected {:.1}% of its first {} events, over {ratio}× the previous version's {:.1}%",
+                    rejection * 100.0,
+                    seen.events,
+                    before * 100.0
+                ));
+            }
+            match (why, slot.previous.take()) {
+                (Some(reason), Some(previous)) => {
+                    let bad = std::mem::replace(&mut self.active[i], previous);
+                    tracing::warn!(stage = %self.configs[i].name, digest = bad.digest(), back_to = self.active[i].digest(), %reason, "rolled back a new plugin version; the batch is processed again on the previous one");
+                    slot.on_probation = false;
+                    slot.rollbacks += 1;
+                    slot.rolled_back = Some(format!("{} {reason}", bad.digest()));
+                    slot.since_active = StageCounts::default();
+                    rolled_back = true;
+                }
+                (_, previous) => {
+                    slot.previous = previous;
+                    if seen.events >= bounds.first_events {
+                        tracing::info!(stage = %self.configs[i].name, digest = self.active[i].digest(), events = seen.events, "a new plugin version passed its probation");
+                        slot.on_probation = false;
+                    }
+                }
+            }
+        }
+        rolled_back
+    }
+
+    /// Records what a committed batch's stages did.
+    pub fn committed(&mut self, counts: &[StageCounts]) {
+        for (slot, c) in self.slots.iter_mut().zip(counts) {
+            slot.since_active.add(c);
+        }
+    }
+
+    /// Snapshot summary properties: per stage, the module's digest and the name and
+    /// version it declares.
+    pub fn summary_properties(&self) -> HashMap<String, String> {
+        let mut props = HashMap::new();
+        for plugin in &self.active {
+            let (declared, version) = plugin.declared();
+            let key = |what: &str| format!("sluice.stage.{}.{what}", plugin.name());
+            props.insert(key("digest"), plugin.digest().to_string());
+            props.insert(key("plugin"), declared);
+            props.insert(key("version"), version);
+        }
+        props
+    }
+
+    /// Progress of each stage in a batch.
+    pub fn progress(&self, counts: &[StageCounts]) -> BTreeMap<String, StageProgress> {
+        self.active
+            .iter()
+            .zip(&self.slots)
+            .zip(counts)
+            .map(|((plugin, slot), c)| {
+                let (declared, version) = plugin.declared();
+                (
+                    plugin.name().to_string(),
+                    StageProgress {
+                        digest: plugin.digest().to_string(),
+                        plugin: declared,
+                        version,
+                        counts: *c,
+                        swapped_in: slot.swapped_in.is_some(),
+                        swap_ms: slot.swapped_in,
+                        rolled_back: slot.rolled_back.clone(),
+                        swaps: slot.swaps,
+                        rollbacks: slot.rollbacks,
+                        refused: slot.refused,
+                    },
+                )
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,296 @@
+//! Hot swap: new versions of a stage's plugin, found by watching its file, prepared off
+//! the hot path and handed to the pipeline, which activates them between two batches.
+//!
+//! A watcher thread looks at every watched stage's file each `watch-interval`. A change
+//! (size or modification time) is taken only once the file has stayed the same for one
+//! more look, so a file still being written is never loaded; writing the new file next to
+//! the old one and renaming it over is best. The new bytes are then checked, on the
+//! watcher's thread, while batches go on:
+//!
+//! 1. its sha256 is on the stage's `allowed-digests`, if the stage has that list;
+//! 2. it compiles, implements this host's WIT world and version, and its `init` succeeds
+//!    with the stage's parameters ([`Runtime::load`]);
+//! 3. it gives the expected verdict on each of the stage's `samples`, if any.
+//!
+//! A version that fails a check is refused with a message and the old one stays active.
+//! One that passes waits in a queue as a [`Candidate`] until the next batch boundary.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use super::config::StageConfig;
+use super::{Plugin, Runtime, UdfError, Verdict};
+use crate::record::Record;
+
+/// A checked new version of a stage, ready to be activated.
+#[derive(Debug)]
+pub struct Candidate {
+    /// Index of the stage.
+    pub stage: usize,
+    /// The loaded plugin.
+    pub plugin: Plugin,
+    /// When the change to the file was first seen.
+    pub detected: Instant,
+    /// How long loading and checking took.
+    pub prepared_in: Duration,
+}
+
+/// A version that was refused, for progress and logs.
+#[derive(Debug, Clone)]
+pub struct Refusal {
+    /// Index of the stage.
+    pub stage: usize,
+    /// sha256 of the refused module.
+    pub digest: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// What the watcher reports.
+#[derive(Debug)]
+pub enum Found {
+    /// A version ready to activate.
+    Ready(Candidate),
+    /// A version that failed a check.
+    Refused(Refusal),
+}
+
+/// One sample event and the verdict it must get.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Sample {
+    event: serde_json::Value,
+    verdict: String,
+    #[serde(default)]
+    code: Option<String>,
+}
+
+/// Sample events as records, each with the verdict (`kept`, `rewritten`, `rejected`) and
+/// rejection code it must get.
+pub type Samples = Vec<(Record, String, Option<String>)>;
+
+/// A stage to watch: its index, configuration, the digest of its active version and its
+/// samples.
+pub type WatchedStage = (usize, StageConfig, String, Samples);
+
+/// Reads a samples file.
+pub fn read_samples(path: &Path) -> Result<Samples, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read samples {}: {e}", path.display()))?;
+    let topic: Arc<str> = "sample".into();
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, line)| {
+            let sample: Sample = serde_json::from_str(line)
+                .map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?;
+            if !["kept", "rewritten", "rejected"].contains(&sample.verdict.as_str()) {
+                return Err(format!(
+                    "{}:{}: verdict must be kept, rewritten or rejected, not {:?}",
+                    path.display(),
+                    i + 1,
+                    sample.verdict
+                ));
+            }
+            let record = Record::with_value(topic.clone(), i as i64, sample.event.to_string());
+            Ok((record, sample.verdict, sample.code))
+        })
+        .collect()
+}
+
+/// Checks `plugin` against samples: `Err` names the first sample judged differently.
+pub fn check_samples(
+    plugin: &Plugin,
+    samples: &[(Record, String, Option<String>)],
+) -> Result<(), String> {
+    if samples.is_empty() {
+        return Ok(());
+    }
+    let records: Vec<&Record> = samples.iter().map(|(r, _, _)| r).collect();
+    let verdicts = plugin
+        .process_records(&records)
+        .map_err(|e| format!("failed on the samples: {e}"))?;
+    for ((record, expected, code), verdict) in samples.iter().zip(verdicts) {
+        let (got, got_code) = match &verdict {
+            Verdict::Keep => ("kept", None),
+            Verdict::Rewrite(_) => ("rewritten", None),
+            Verdict::Reject(r) => ("rejected", Some(r.code.as_str())),
+        };
+        let code_differs = code.as_deref().is_some_and(|c| Some(c) != got_code);
+        if got != expected || code_differs {
+            return Err(format!(
+                "sample {} should be {expected}{} but is {got}{}",
+                record.offset + 1,
+                code.as_deref()
+                    .map(|c| format!(" ({c})"))
+                    .unwrap_or_default(),
+                got_code.map(|c| format!(" ({c})")).unwrap_or_default(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Loads `bytes` as a new version of `stage` and runs every check on it.
+pub fn prepare(
+    runtime: &Runtime,
+    stage: &StageConfig,
+    bytes: &[u8],
+    samples: &[(Record, String, Option<String>)],
+) -> Result<Plugin, String> {
+    let digest = hex(&Sha256::digest(bytes));
+    if !stage.allowed_digests.is_empty() && !stage.allowed_digests.contains(&digest) {
+        return Err(format!(
+            "its sha256 {digest} is not in the stage's allowed-digests"
+        ));
+    }
+    let params = stage
+        .params
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let plugin = runtime
+        .load(
+            &stage.name,
+            bytes,
+            params,
+            stage.limits.clone(),
+            stage.grants.clone(),
+        )
+        .map_err(|e: UdfError| e.to_string())?;
+    check_samples(&plugin, samples)?;
+    Ok(plugin)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Watches the plugin files of a pipeline's stages.
+#[derive(Debug)]
+pub struct Watcher {
+    found: Receiver<Found>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// What the watcher knows of one file.
+struct Watched {
+    stage: usize,
+    config: StageConfig,
+    samples: Samples,
+    /// (size, modification time) last looked at.
+    seen: Option<(u64, SystemTime)>,
+    /// A change not yet settled: its (size, mtime) and when it was first seen.
+    changing: Option<((u64, SystemTime), Instant)>,
+    /// Digest of the last version handled (active, offered or refused).
+    digest: String,
+}
+
+impl Watcher {
+    /// Starts watching `stages` (index, configuration, digest of the active version), with
+    /// their samples already read.
+    pub fn start(
+        runtime: Runtime,
+        stages: Vec<WatchedStage>,
+        interval: Duration,
+    ) -> Result<Watcher, std::io::Error> {
+        let (tx, found) = channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut watched: Vec<Watched> = stages
+            .into_iter()
+            .map(|(stage, config, digest, samples)| Watched {
+                seen: stat(&config.plugin),
+                stage,
+                config,
+                samples,
+                changing: None,
+                digest,
+            })
+            .collect();
+        let flag = stop.clone();
+        std::thread::Builder::new()
+            .name("sluice-watch".into())
+            .spawn(move || {
+                while !flag.load(Ordering::Relaxed) {
+                    std::thread::sleep(interval);
+                    for w in &mut watched {
+                        if look(&runtime, w, &tx).is_err() {
+                            return; // the pipeline is gone
+                        }
+                    }
+                }
+            })?;
+        Ok(Watcher { found, stop })
+    }
+
+    /// Everything found since the last call, without waiting.
+    pub fn poll(&self) -> Vec<Found> {
+        self.found.try_iter().collect()
+    }
+}
+
+fn stat(path: &PathBuf) -> Option<(u64, SystemTime)> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.len(), meta.modified().ok()?))
+}
+
+/// One look at one file. `Err` when nobody listens any more.
+fn look(runtime: &Runtime, w: &mut Watched, tx: &Sender<Found>) -> Result<(), ()> {
+    let now = stat(&w.config.plugin);
+    if now.is_none() || now == w.seen {
+        w.changing = None;
+        return Ok(());
+    }
+    match w.changing {
+        Some((pending, since)) if Some(pending) == now => {
+            // Settled: the same size and time as one look ago.
+            w.seen = now;
+            w.changing = None;
+            let Ok(bytes) = std::fs::read(&w.config.plugin) else {
+                return Ok(());
+            };
+            let digest = hex(&Sha256::digest(&bytes));
+            if digest == w.digest {
+                return Ok(());
+            }
+            w.digest = digest.clone();
+            let started = Instant::now();
+            let found = match prepare(runtime, &w.config, &bytes, &w.samples) {
+                Ok(plugin) => {
+                    tracing::info!(stage = %w.config.name, %digest, prepared_ms = started.elapsed().as_millis() as u64, "new plugin version checked; it is activated at the next batch");
+                    Found::Ready(Candidate {
+                        stage: w.stage,
+                        plugin,
+                        detected: since,
+                        prepared_in: started.elapsed(),
+                    })
+                }
+                Err(reason) => {
+                    tracing::warn!(stage = %w.config.name, %digest, %reason, "new plugin version refused; the active version stays");
+                    Found::Refused(Refusal {
+                        stage: w.stage,
+                        digest,
+                        reason,
+                    })
+                }
+            };
+            tx.send(found).map_err(drop)
+        }
+        _ => {
+            w.changing = now.map(|n| (n, Instant::now()));
+            Ok(())
+        }
+    }
+}
