@@ -22,9 +22,13 @@ anywhere in the file; relative paths are relative to the file's folder)
                 fetch-timeout = \"60s\", properties = { librdkafka key = value }
 [trigger]       mode = \"interval\" | \"available-now\", interval = \"10s\",
                 max-records = 100000, max-bytes = \"64MiB\"
-[runtime]       chunk-size = 1024, max-stack = \"512KiB\"   (plugin engine)
+[runtime]       chunk-size = 1024, max-stack = \"512KiB\", watch-interval = \"500ms\"
 [[stages]]      name, plugin = \"x.wasm\", params = {..},
-                limits = { memory, call-timeout, max-output }, grants = { clocks, env, read-only-dirs }
+                limits = { memory, call-timeout, max-output }, grants = { clocks, env, read-only-dirs },
+                watch = true (swap in a new version of the file between batches),
+                samples = \"samples.jsonl\", allowed-digests = [..],
+                rollback = { first-events = 1000, max-failure-rate = 0.01,
+                             max-rejection-rate, max-rejection-ratio }
 [sink]          warehouse, namespace, table, columns = [{ name, type, required, doc }],
                 partition-by = [\"day(event_time)\"], ingestion-time-column,
                 target-file-size = \"128MiB\", zstd-level = 3

@@ -6,6 +6,7 @@ mod cli;
 mod enricher;
 mod event_time;
 mod generator;
+mod hot_swap;
 mod pipeline;
 mod produce;
 mod readme;

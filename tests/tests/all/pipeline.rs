@@ -149,6 +149,11 @@ impl Running {
         }
     }
 
+    /// The next log line, if one comes within `timeout`.
+    pub(crate) fn next_line(&self, timeout: Duration) -> Option<String> {
+        self.lines.recv_timeout(timeout).ok()
+    }
+
     /// The next progress line, parsed, if one comes within `timeout`.
     pub(crate) fn progress(&self, timeout: Duration) -> Option<Value> {
         let line = self.wait_for("sluice::progress: ", timeout)?;
@@ -897,6 +902,10 @@ fn run_help_documents_every_section() {
         "slide",
         "distinct-count",
         "on-window-close",
+        "watch-interval",
+        "samples",
+        "allowed-digests",
+        "max-failure-rate",
     ] {
         assert!(
             help.contains(item),

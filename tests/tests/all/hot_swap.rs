@@ -1,0 +1,323 @@
+//! Hot swap under load: `sluice run` keeps running while a stage's plugin file is replaced
+//! by a good version, by broken ones (truncated, another WIT version, failing init) and by
+//! one that traps on every event. Plugins are built from source; the broker is tansu.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use sluice::udf::swap;
+use sluice_tests::{load, plugins, produce};
+
+use crate::pipeline::{Running, Setup};
+
+const CONFIG: &str = r#"
+[pipeline]
+name = "swap"
+[source]
+bootstrap-servers = "${KAFKA_BOOTSTRAP}"
+topics = ["${KAFKA_TOPIC}"]
+[trigger]
+mode = "interval"
+interval = "300ms"
+[runtime]
+watch-interval = "100ms"
+[[stages]]
+name = "rules"
+plugin = "rules.wasm"
+rollback = { first-events = 500, max-failure-rate = 0.05 }
+[sink]
+warehouse = "${SLUICE_WAREHOUSE}"
+namespace = "swap"
+table = "events"
+ingestion-time-column = "ingestion_time"
+columns = [
+  { name = "event_id", type = "string" },
+  { name = "event_time", type = "timestamptz" },
+  { name = "browser", type = "string" },
+  { name = "ingestion_time", type = "timestamptz" },
+]
+[dead-letter]
+topic = "${SLUICE_DEAD_LETTER_TOPIC}"
+"#;
+
+/// Replaces `to` by `from`'s bytes the recommended way: a new file renamed over the old.
+fn install(from: &str, to: &Path) {
+    let tmp = to.with_extension("tmp");
+    std::fs::copy(from, &tmp).unwrap();
+    std::fs::rename(&tmp, to).unwrap();
+}
+
+/// Reads the log until a line contains `needle`, keeping the progress lines seen.
+fn follow(running: &Running, progress: &mut Vec<Value>, needle: &str, timeout: Duration) -> String {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let left = deadline
+            .checked_duration_since(Instant::now())
+            .unwrap_or_else(|| panic!("no log line with {needle:?} within {timeout:?}"));
+        let Some(line) = running.next_line(left) else {
+            panic!("no log line with {needle:?} within {timeout:?}");
+        };
+        if let Some((_, json)) = line.split_once("sluice::progress: ") {
+            progress.push(serde_json::from_str(json).unwrap());
+        }
+        if line.contains(needle) {
+            return line;
+        }
+    }
+}
+
+fn digest_of(progress: &Value) -> &str {
+    progress["stages"]["rules"]["digest"].as_str().unwrap()
+}
+
+#[test]
+fn plugins_swap_while_running_and_bad_versions_are_refused_or_rolled_back() {
+    let mut s = Setup::new("swap");
+    std::fs::create_dir_all(&s.warehouse).unwrap();
+    let config = s.warehouse.join("swap.toml");
+    std::fs::write(&config, CONFIG).unwrap();
+    s.config = config;
+    let rules = s.warehouse.join("rules.wasm");
+    install(plugins::KEEP_ALL, &rules);
+    let keep_all = load(plugins::KEEP_ALL, &[]).unwrap().digest().to_string();
+    let enricher = load(plugins::CLICKSTREAM_ENRICHER, &[]).unwrap();
+    let enricher_digest = enricher.digest().to_string();
+    let trap_digest = load(plugins::TRAP_ALWAYS, &[])
+        .unwrap()
+        .digest()
+        .to_string();
+
+    // One event first (it creates the topic, two partitions), then continuous load:
+    // 8 000 valid events at 400 per second, for 20 seconds.
+    const EVENTS: u64 = 8000;
+    let first = s.warehouse.join("first.jsonl");
+    std::fs::write(&first, format!("{}\n", sluice_tests::seed_events()[0])).unwrap();
+    produce(
+        &s.broker.bootstrap,
+        &s.topic,
+        &["--partitions", "2", "--input", first.to_str().unwrap()],
+    );
+    let bootstrap = s.broker.bootstrap.clone();
+    let topic = s.topic.clone();
+    let producer = std::thread::spawn(move || {
+        produce(
+            &bootstrap,
+            &topic,
+            &[
+                "--count",
+                &EVENTS.to_string(),
+                "--rate",
+                "400",
+                "--invalid-share",
+                "0",
+            ],
+        )
+    });
+    let running = s.start(&["run"], &[]);
+    let mut progress = Vec::new();
+    follow(
+        &running,
+        &mut progress,
+        "\"input_rows\":",
+        Duration::from_secs(60),
+    );
+    follow(
+        &running,
+        &mut progress,
+        "\"input_rows\":",
+        Duration::from_secs(30),
+    );
+    assert_eq!(digest_of(&progress[0]), keep_all);
+
+    // A good version: activated between two batches, without a restart.
+    let changed = Instant::now();
+    install(plugins::CLICKSTREAM_ENRICHER, &rules);
+    follow(
+        &running,
+        &mut progress,
+        "activated a new plugin version",
+        Duration::from_secs(30),
+    );
+    follow(
+        &running,
+        &mut progress,
+        "sluice::progress",
+        Duration::from_secs(30),
+    );
+    let first_on_new = progress.last().unwrap().clone();
+    let to_first_batch = changed.elapsed();
+    assert_eq!(digest_of(&first_on_new), enricher_digest, "{first_on_new}");
+    assert_eq!(first_on_new["stages"]["rules"]["swapped_in"], true);
+    let swap_ms = first_on_new["stages"]["rules"]["swap_ms"].as_u64().unwrap();
+    eprintln!(
+        "swap: {swap_ms} ms from seeing the file change to activation; {} ms from writing it to the first batch committed on it",
+        to_first_batch.as_millis()
+    );
+
+    // Broken versions are refused and the active one stays: a file still being written
+    // (here left truncated), a plugin built for another WIT version, one whose init fails.
+    let validator = std::fs::read(plugins::CLICKSTREAM_VALIDATOR).unwrap();
+    std::fs::write(&rules, &validator[..validator.len() / 2]).unwrap();
+    let line = follow(
+        &running,
+        &mut progress,
+        "new plugin version refused",
+        Duration::from_secs(30),
+    );
+    assert!(line.contains("not a valid WebAssembly component"), "{line}");
+    install(plugins::FUTURE_VERSION, &rules);
+    let line = follow(
+        &running,
+        &mut progress,
+        "new plugin version refused",
+        Duration::from_secs(30),
+    );
+    assert!(line.contains("0.1.0"), "names the WIT version: {line}");
+    install(plugins::FAIL_INIT, &rules);
+    let line = follow(
+        &running,
+        &mut progress,
+        "new plugin version refused",
+        Duration::from_secs(30),
+    );
+    assert!(line.contains("deliberately refusing to start"), "{line}");
+
+    // A version that traps on every event is activated, fails its probation in its first
+    // batch, and is rolled back; that batch is processed again on the enricher.
+    install(plugins::TRAP_ALWAYS, &rules);
+    let line = follow(
+        &running,
+        &mut progress,
+        "rolled back a new plugin version",
+        Duration::from_secs(30),
+    );
+    assert!(line.contains(&trap_digest), "{line}");
+
+    let summary = producer.join().unwrap();
+    assert_eq!(summary.delivered, EVENTS);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while progress
+        .iter()
+        .map(|p| p["input_rows"].as_u64().unwrap())
+        .sum::<u64>()
+        < EVENTS + 1
+    {
+        assert!(Instant::now() < deadline, "not everything was committed");
+        follow(
+            &running,
+            &mut progress,
+            "sluice::progress",
+            Duration::from_secs(60),
+        );
+    }
+    let (status, _, log) = running.terminate();
+    assert!(status.success(), "{log}");
+
+    // Every commit names one version of the stage; the trapping one never judged a
+    // committed row; the switch happened once, at a batch boundary.
+    let digests: Vec<&str> = progress.iter().map(digest_of).collect();
+    assert!(!digests.contains(&trap_digest.as_str()));
+    let switch = digests.iter().position(|d| *d == enricher_digest).unwrap();
+    assert!(digests[..switch].iter().all(|d| *d == keep_all));
+    assert!(digests[switch..].iter().all(|d| *d == enricher_digest));
+    let last = &progress.last().unwrap()["stages"]["rules"];
+    assert_eq!(
+        (last["swaps"].as_u64(), last["rollbacks"].as_u64()),
+        (Some(2), Some(1))
+    );
+    assert_eq!(last["refused"], 3);
+    assert!(progress.iter().all(|p| p["stages"]["rules"]["failed"] == 0));
+
+    // Every produced record is in the table exactly once; none was dead-lettered (the
+    // trapping version's failures were undone by the rollback).
+    let shown = s.show();
+    let rows = shown["rows"].as_array().unwrap();
+    assert_eq!(rows.len() as u64, EVENTS + 1);
+    let ids: std::collections::BTreeSet<&str> = rows
+        .iter()
+        .map(|r| r["event_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len() as u64, EVENTS + 1);
+    assert!(
+        shown["dead_letters"].as_array().unwrap().is_empty(),
+        "{shown}"
+    );
+    // Both versions judged rows: the enricher lower-cases browser names.
+    let browsers: Vec<&str> = rows.iter().filter_map(|r| r["browser"].as_str()).collect();
+    assert!(browsers.contains(&"Chrome") && browsers.contains(&"chrome"));
+    // The table's last commit names the module and what it says it is.
+    let summary = &shown["snapshot_summary"];
+    assert_eq!(
+        summary["sluice.stage.rules.digest"],
+        enricher_digest.as_str()
+    );
+    assert_eq!(
+        summary["sluice.stage.rules.plugin"],
+        enricher.declared().0.as_str()
+    );
+    assert_eq!(
+        summary["sluice.stage.rules.version"],
+        enricher.declared().1.as_str()
+    );
+}
+
+#[test]
+fn samples_and_allow_lists_refuse_versions_before_they_run() {
+    let dir = std::env::temp_dir().join(format!("sluice-samples-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let samples = dir.join("samples.jsonl");
+    std::fs::write(
+        &samples,
+        concat!(
+            r#"{"event": {"event_id": "e1", "event_time": "2026-01-09T10:00:00Z", "user_id": "u", "session_id": "s", "event_type": "page_view", "page_url": "https://x/", "device_type": "mobile", "browser": "Chrome", "traffic_source": "direct"}, "verdict": "kept"}"#,
+            "\n",
+            r#"{"event": {"event_id": "e2", "event_time": "2026-01-09T10:00:00Z", "user_id": "u", "session_id": "s", "event_type": "wishlist_add", "page_url": "https://x/", "device_type": "mobile", "browser": "Chrome", "traffic_source": "direct"}, "verdict": "rejected", "code": "invalid_event_type"}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let samples = swap::read_samples(&samples).unwrap();
+    let stage: sluice::udf::config::StageConfig = toml::from_str(&format!(
+        "name = \"rules\"\nplugin = \"{}\"",
+        plugins::KEEP_ALL
+    ))
+    .unwrap();
+    let runtime = sluice_tests::runtime();
+    let bytes = |path: &str| std::fs::read(path).unwrap();
+
+    // The validator passes; keep-all keeps the second sample, which must be rejected.
+    assert!(
+        swap::prepare(
+            runtime,
+            &stage,
+            &bytes(plugins::CLICKSTREAM_VALIDATOR),
+            &samples
+        )
+        .is_ok()
+    );
+    let err = swap::prepare(runtime, &stage, &bytes(plugins::KEEP_ALL), &samples).unwrap_err();
+    assert!(
+        err.contains("sample 2 should be rejected (invalid_event_type) but is kept"),
+        "{err}"
+    );
+
+    // An allow-list refuses every other module, whatever it does.
+    let validator = load(plugins::CLICKSTREAM_VALIDATOR, &[]).unwrap();
+    let pinned = sluice::udf::config::StageConfig {
+        allowed_digests: vec![validator.digest().to_string()],
+        ..stage
+    };
+    assert!(
+        swap::prepare(
+            runtime,
+            &pinned,
+            &bytes(plugins::CLICKSTREAM_VALIDATOR),
+            &[]
+        )
+        .is_ok()
+    );
+    let err = swap::prepare(runtime, &pinned, &bytes(plugins::KEEP_ALL), &[]).unwrap_err();
+    assert!(err.contains("not in the stage's allowed-digests"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
