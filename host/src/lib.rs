@@ -14,11 +14,13 @@
 //! - [`sink`]: the Iceberg table and the dead-letter topic;
 //! - [`commit`]: the marks each table commit carries, from which a restart resumes;
 //! - [`pipeline`]: the loop that ties them together (`sluice run`);
+//! - [`admin`]: the admin HTTP API of a running pipeline (status, metrics, plugin swaps);
 //! - [`cli`]: the `sluice` command line (`sluice try`, `sluice produce`);
 //! - [`kafka`]: Kafka client configuration and topic administration;
 //! - [`generate`]: deterministic retail clickstream events for demos, tests and benchmarks;
 //! - [`units`]: durations and byte sizes in configuration.
 
+pub mod admin;
 pub mod batch;
 pub mod cli;
 pub mod commit;

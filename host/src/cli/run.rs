@@ -41,6 +41,9 @@ anywhere in the file; relative paths are relative to the file's folder)
                 late = \"dead-letter\" | \"topic\" | \"drop\", late-topic,
                 at-end = \"keep\" | \"flush\" (open windows after --available-now)
 [dedup]         keys = [\"event_id\"]   (within the watermark)
+[admin]         listen = \"127.0.0.1:9464\", token (default: $SLUICE_ADMIN_TOKEN),
+                max-upload = \"32MiB\", recent-batches = 20   (HTTP: /healthz /status
+                /metrics /stages, POST /stages/{name}/modules|activate|rollback)
 [[windows]]     name, size = \"1m\", slide (default: size, tumbling), group-by = [..],
                 aggregates = [{ name, fn = count | sum | min | max | avg | distinct-count,
                 field }], emit = \"on-window-close\" | \"update\",

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::env::{SubstError, substitute_env};
+use crate::admin::AdminConfig;
 use crate::batch::TriggerConfig;
 use crate::sink::deadletter::DeadLetterConfig;
 use crate::sink::iceberg::IcebergSinkConfig;
@@ -77,6 +78,9 @@ pub struct PipelineConfig {
     /// Windowed aggregates of the on-time, deduplicated events.
     #[serde(default)]
     pub windows: Vec<WindowConfig>,
+    /// The admin HTTP API (status, metrics, plugin uploads and swaps); off by default.
+    #[serde(default)]
+    pub admin: Option<AdminConfig>,
 }
 
 /// A pipeline file could not be used.

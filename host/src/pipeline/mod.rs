@@ -22,6 +22,7 @@ use arrow_array::{BooleanArray, RecordBatch};
 use self::config::{OnInvalid, PipelineConfig};
 use self::progress::{Durations, EventTimeProgress, Progress};
 use self::stages::{StageCounts, StageError, Stages};
+use crate::admin::{Admin, AdminError};
 use crate::batch::{Caps, TriggerMode};
 use crate::commit::{CommitMark, DEAD_LETTERED};
 use crate::encode::{Encoder, SchemaError};
@@ -47,6 +48,9 @@ pub enum PipelineError {
     /// A stage's plugin failed a check at start.
     #[error("{0}")]
     Stage(#[from] StageError),
+    /// The admin API could not start.
+    #[error("{0}")]
+    Admin(#[from] AdminError),
     /// The source failed.
     #[error("source: {0}")]
     Source(#[from] SourceError),
@@ -120,6 +124,7 @@ pub struct Pipeline {
     late_sink: Option<DeadLetterSink>,
     windows: Vec<WindowSink>,
     replay: Option<Plan>,
+    admin: Option<Admin>,
 }
 
 /// The records of one batch and how it runs.
@@ -201,6 +206,16 @@ impl Pipeline {
     pub fn open(config: PipelineConfig, base: &Path) -> Result<Self, PipelineError> {
         let runtime = Runtime::new(config.runtime.clone())?;
         let stages = Stages::load(&runtime, &config.stages)?;
+        let admin = match &config.admin {
+            Some(a) => Some(Admin::start(
+                a,
+                &config.pipeline.name,
+                runtime.clone(),
+                &config.stages,
+                stages.sender(),
+            )?),
+            None => None,
+        };
         let sink = IcebergSink::open(config.sink.clone(), base)?;
         let generated: Vec<String> = sink
             .ingestion_time_column()
@@ -277,6 +292,7 @@ impl Pipeline {
             late_sink,
             windows,
             replay: None,
+            admin,
         };
         pipeline.recover_state(mark.is_some())?;
         Ok(pipeline)
@@ -340,6 +356,11 @@ impl Pipeline {
         }
         self.replay = plan;
         Ok(())
+    }
+
+    /// The address of the admin API, when it runs.
+    pub fn admin_addr(&self) -> Option<std::net::SocketAddr> {
+        self.admin.as_ref().map(Admin::addr)
     }
 
     /// The positions the next batch starts from.
@@ -803,6 +824,11 @@ impl Pipeline {
             event_time: event_progress,
         };
         progress.log();
+        if let Some(admin) = &self.admin
+            && let Ok(value) = serde_json::to_value(&progress)
+        {
+            admin.record(value);
+        }
         Ok(())
     }
 

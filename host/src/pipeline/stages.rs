@@ -15,6 +15,8 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use crate::udf::config::StageConfig;
+use std::sync::mpsc::{Receiver, Sender, channel};
+
 use crate::udf::swap::{self, Found, Watcher};
 use crate::udf::{Plugin, Runtime, UdfError};
 
@@ -98,7 +100,9 @@ pub struct Stages {
     configs: Vec<StageConfig>,
     active: Vec<Plugin>,
     slots: Vec<Slot>,
-    watcher: Option<Watcher>,
+    found: Receiver<Found>,
+    sender: Sender<Found>,
+    _watcher: Option<Watcher>,
 }
 
 /// A stage could not be set up.
@@ -145,10 +149,12 @@ impl Stages {
             }
             active.push(plugin);
         }
+        let (sender, found) = channel();
         let watcher = if watched.is_empty() {
             None
         } else {
-            let watcher = Watcher::start(runtime.clone(), watched, runtime.config().watch_interval)
+            let interval = runtime.config().watch_interval;
+            let watcher = Watcher::start(runtime.clone(), watched, interval, sender.clone())
                 .map_err(|e| {
                     UdfError::Engine(format!("cannot start the plugin file watcher: {e}"))
                 })?;
@@ -158,8 +164,20 @@ impl Stages {
             slots: configs.iter().map(|_| Slot::default()).collect(),
             configs: configs.to_vec(),
             active,
-            watcher,
+            found,
+            sender,
+            _watcher: watcher,
         })
+    }
+
+    /// Where new versions and rollback requests are sent (the watcher, the admin API).
+    pub fn sender(&self) -> Sender<Found> {
+        self.sender.clone()
+    }
+
+    /// The stages' configurations.
+    pub fn configs(&self) -> &[StageConfig] {
+        &self.configs
     }
 
     /// The active version of each stage, in order.
@@ -173,12 +191,27 @@ impl Stages {
             slot.swapped_in = None;
             slot.rolled_back = None;
         }
-        let Some(watcher) = &self.watcher else {
-            return;
-        };
-        for found in watcher.poll() {
+        let found: Vec<Found> = self.found.try_iter().collect();
+        for found in found {
             match found {
                 Found::Refused(r) => self.slots[r.stage].refused += 1,
+                Found::Rollback { stage, reason } => {
+                    let slot = &mut self.slots[stage];
+                    match slot.previous.take() {
+                        Some(previous) => {
+                            let bad = std::mem::replace(&mut self.active[stage], previous);
+                            tracing::warn!(stage = %self.configs[stage].name, digest = bad.digest(), back_to = self.active[stage].digest(), %reason, "rolled back to the previous plugin version");
+                            slot.on_probation = false;
+                            slot.rollbacks += 1;
+                            slot.rolled_back = Some(format!("{} {reason}", bad.digest()));
+                            slot.since_active = StageCounts::default();
+                            slot.previous = Some(bad);
+                        }
+                        None => {
+                            tracing::warn!(stage = %self.configs[stage].name, %reason, "no previous plugin version to roll back to");
+                        }
+                    }
+                }
                 Found::Ready(candidate) => {
                     let i = candidate.stage;
                     let slot = &mut self.slots[i];

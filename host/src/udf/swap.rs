@@ -18,7 +18,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde::Deserialize;
@@ -52,13 +52,20 @@ pub struct Refusal {
     pub reason: String,
 }
 
-/// What the watcher reports.
+/// What the watcher (or the admin API) hands to the pipeline.
 #[derive(Debug)]
 pub enum Found {
     /// A version ready to activate.
     Ready(Candidate),
     /// A version that failed a check.
     Refused(Refusal),
+    /// Go back to the previous version of a stage.
+    Rollback {
+        /// Index of the stage.
+        stage: usize,
+        /// Why, for the log.
+        reason: String,
+    },
 }
 
 /// One sample event and the verdict it must get.
@@ -172,10 +179,9 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Watches the plugin files of a pipeline's stages.
+/// Watches the plugin files of a pipeline's stages; stops when dropped.
 #[derive(Debug)]
 pub struct Watcher {
-    found: Receiver<Found>,
     stop: Arc<AtomicBool>,
 }
 
@@ -200,13 +206,13 @@ struct Watched {
 
 impl Watcher {
     /// Starts watching `stages` (index, configuration, digest of the active version), with
-    /// their samples already read.
+    /// their samples already read; what it finds goes to `tx`.
     pub fn start(
         runtime: Runtime,
         stages: Vec<WatchedStage>,
         interval: Duration,
+        tx: Sender<Found>,
     ) -> Result<Watcher, std::io::Error> {
-        let (tx, found) = channel();
         let stop = Arc::new(AtomicBool::new(false));
         let mut watched: Vec<Watched> = stages
             .into_iter()
@@ -232,12 +238,7 @@ impl Watcher {
                     }
                 }
             })?;
-        Ok(Watcher { found, stop })
-    }
-
-    /// Everything found since the last call, without waiting.
-    pub fn poll(&self) -> Vec<Found> {
-        self.found.try_iter().collect()
+        Ok(Watcher { stop })
     }
 }
 

@@ -321,3 +321,244 @@ fn samples_and_allow_lists_refuse_versions_before_they_run() {
     assert!(err.contains("not in the stage's allowed-digests"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A minimal HTTP/1.1 client: returns the status and the body. `length` overrides the
+/// Content-Length sent (to claim a body larger than the one sent).
+fn http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: &[u8],
+    length: Option<usize>,
+) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\n",
+        length.unwrap_or(body.len())
+    );
+    if let Some(token) = token {
+        head.push_str(&format!("Authorization: Bearer {token}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).unwrap();
+    if length.is_none() {
+        stream.write_all(body).unwrap();
+    }
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status in {response:?}"));
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+#[test]
+fn the_admin_api_swaps_rolls_back_reports_and_wants_its_token() {
+    let mut s = Setup::new("admin");
+    std::fs::create_dir_all(&s.warehouse).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let config = s.warehouse.join("admin.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "{CONFIG}\n[admin]\nlisten = \"{addr}\"\ntoken = \"${{SLUICE_ADMIN_TOKEN}}\"\nmax-upload = \"4MiB\"\n"
+        ),
+    )
+    .unwrap();
+    s.config = config;
+    s.extra_env
+        .push(("SLUICE_ADMIN_TOKEN".into(), "s3cret".into()));
+    install(plugins::KEEP_ALL, &s.warehouse.join("rules.wasm"));
+    let keep_all = load(plugins::KEEP_ALL, &[]).unwrap().digest().to_string();
+    let enricher = std::fs::read(plugins::CLICKSTREAM_ENRICHER).unwrap();
+
+    let first = s.warehouse.join("first.jsonl");
+    std::fs::write(&first, format!("{}\n", sluice_tests::seed_events()[0])).unwrap();
+    produce(
+        &s.broker.bootstrap,
+        &s.topic,
+        &["--partitions", "2", "--input", first.to_str().unwrap()],
+    );
+    let bootstrap = s.broker.bootstrap.clone();
+    let topic = s.topic.clone();
+    let producer = std::thread::spawn(move || {
+        produce(
+            &bootstrap,
+            &topic,
+            &["--count", "4000", "--rate", "400", "--invalid-share", "0"],
+        )
+    });
+    let running = s.start(&["run"], &[]);
+    let mut progress = Vec::new();
+    follow(
+        &running,
+        &mut progress,
+        "sluice::progress",
+        Duration::from_secs(60),
+    );
+
+    assert_eq!(
+        http(&addr, "GET", "/healthz", None, b"", None),
+        (200, "ok\n".into())
+    );
+    // Changes need the token.
+    let upload = "/stages/rules/modules";
+    assert_eq!(http(&addr, "POST", upload, None, &enricher, None).0, 401);
+    assert_eq!(
+        http(&addr, "POST", upload, Some("guess"), &enricher, None).0,
+        401
+    );
+    assert_eq!(
+        http(&addr, "POST", "/stages/rules/rollback", None, b"", None).0,
+        401
+    );
+    // Uploads are size-limited, checked at once, and refused with the reason.
+    let (status, body) = http(&addr, "POST", upload, Some("s3cret"), b"", Some(5 << 20));
+    assert_eq!(status, 413, "{body}");
+    let fail_init = std::fs::read(plugins::FAIL_INIT).unwrap();
+    let (status, body) = http(&addr, "POST", upload, Some("s3cret"), &fail_init, None);
+    assert_eq!(status, 422, "{body}");
+    assert!(body.contains("deliberately refusing to start"), "{body}");
+    assert_eq!(
+        http(
+            &addr,
+            "POST",
+            "/stages/nope/modules",
+            Some("s3cret"),
+            &enricher,
+            None
+        )
+        .0,
+        404
+    );
+    let (status, body) = http(&addr, "POST", upload, Some("s3cret"), &enricher, None);
+    assert_eq!(status, 201, "{body}");
+    let uploaded: Value = serde_json::from_str(&body).unwrap();
+    let digest = uploaded["digest"].as_str().unwrap().to_string();
+    let (_, listed) = http(&addr, "GET", "/stages", None, b"", None);
+    assert!(listed.contains(&digest), "the upload waits: {listed}");
+
+    // Activate it: the next batch runs on it.
+    let activate = format!("{{\"digest\": \"{digest}\"}}");
+    let (status, body) = http(
+        &addr,
+        "POST",
+        "/stages/rules/activate",
+        Some("s3cret"),
+        activate.as_bytes(),
+        None,
+    );
+    assert_eq!(status, 202, "{body}");
+    follow(
+        &running,
+        &mut progress,
+        "activated a new plugin version",
+        Duration::from_secs(30),
+    );
+    follow(
+        &running,
+        &mut progress,
+        "sluice::progress",
+        Duration::from_secs(30),
+    );
+    assert_eq!(digest_of(progress.last().unwrap()), digest);
+
+    // Roll back: the next batch runs on keep-all again.
+    let (status, body) = http(
+        &addr,
+        "POST",
+        "/stages/rules/rollback",
+        Some("s3cret"),
+        b"",
+        None,
+    );
+    assert_eq!(status, 202, "{body}");
+    follow(
+        &running,
+        &mut progress,
+        "rolled back to the previous plugin version",
+        Duration::from_secs(30),
+    );
+    follow(
+        &running,
+        &mut progress,
+        "sluice::progress",
+        Duration::from_secs(30),
+    );
+    let last = progress.last().unwrap();
+    assert_eq!(digest_of(last), keep_all);
+    assert!(
+        last["stages"]["rules"]["rolled_back"]
+            .as_str()
+            .unwrap()
+            .contains("admin API")
+    );
+
+    // What the pipeline did, for people and for Prometheus.
+    let (status, listed) = http(&addr, "GET", "/stages", None, b"", None);
+    assert_eq!(status, 200);
+    let listed: Value = serde_json::from_str(&listed).unwrap();
+    assert_eq!(listed["stages"][0]["active"]["digest"], keep_all.as_str());
+    let (status, metrics) = http(&addr, "GET", "/metrics", None, b"", None);
+    assert_eq!(status, 200);
+    assert!(
+        metrics.contains("# TYPE sluice_batches_total counter"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(&format!(
+            "sluice_plugin_events_total{{stage=\"rules\",digest=\"{digest}\"}}"
+        )),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("sluice_plugin_rollbacks{stage=\"rules\"} 1"),
+        "{metrics}"
+    );
+    let (status, recent) = http(&addr, "GET", "/status", None, b"", None);
+    assert_eq!(status, 200);
+    let recent: Value = serde_json::from_str(&recent).unwrap();
+    assert!(!recent["recent"].as_array().unwrap().is_empty());
+
+    producer.join().unwrap();
+    let (status, _, log) = running.terminate();
+    assert!(status.success(), "{log}");
+    // Every change and every refusal is in the audit log.
+    let audit: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("sluice::audit"))
+        .collect();
+    assert!(
+        audit
+            .iter()
+            .filter(|l| l.contains("no valid token"))
+            .count()
+            >= 3,
+        "{audit:?}"
+    );
+    assert!(
+        audit
+            .iter()
+            .any(|l| l.contains("/stages/rules/activate") && l.contains("202")),
+        "{audit:?}"
+    );
+    assert!(
+        audit
+            .iter()
+            .any(|l| l.contains("/stages/rules/rollback") && l.contains("202")),
+        "{audit:?}"
+    );
+}

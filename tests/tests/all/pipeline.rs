@@ -906,6 +906,8 @@ fn run_help_documents_every_section() {
         "samples",
         "allowed-digests",
         "max-failure-rate",
+        "[admin]",
+        "max-upload",
     ] {
         assert!(
             help.contains(item),
