@@ -10,6 +10,7 @@
 //! | `POST /stages/{name}/modules` | upload a module (the body); it is checked at once |
 //! | `POST /stages/{name}/activate` | `{"digest": ".."}`: activate an upload at the next batch |
 //! | `POST /stages/{name}/rollback` | go back to the previous version at the next batch |
+//! | `POST /stages/{name}/shadow` | `{"digest": ".."}`: run an upload in shadow mode beside the stage (`null`: stop) |
 //!
 //! The API listens on loopback unless told otherwise. `POST` calls need
 //! `Authorization: Bearer <token>` with the configured token; without a configured token
@@ -493,6 +494,7 @@ fn route(shared: &Shared, request: &Request, peer: SocketAddr) -> Response {
             let response = match *action {
                 "modules" => upload(shared, stage, &request.body),
                 "activate" => activate(shared, stage, &request.body),
+                "shadow" => shadow(shared, stage, &request.body),
                 "rollback" => {
                     let sent = lock(&shared.sender).send(Found::Rollback {
                         stage,
@@ -571,6 +573,35 @@ fn upload(shared: &Shared, stage: usize, body: &[u8]) -> Response {
 #[serde(deny_unknown_fields)]
 struct Activate {
     digest: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Shadow {
+    digest: Option<String>,
+}
+
+fn shadow(shared: &Shared, stage: usize, body: &[u8]) -> Response {
+    let Ok(Shadow { digest }) = serde_json::from_slice(body) else {
+        return error(
+            400,
+            "the body must be {\"digest\": \"<sha256 of an upload>\"} or {\"digest\": null}",
+        );
+    };
+    let plugin = match &digest {
+        Some(d) => match lock(&shared.uploads).get(d) {
+            Some(c) if c.stage == stage => Some(c.plugin.clone()),
+            _ => return error(404, format!("no checked upload {d} for this stage")),
+        },
+        None => None,
+    };
+    match lock(&shared.sender).send(Found::Shadow { stage, plugin }) {
+        Ok(()) => json_response(
+            202,
+            json!({ "shadow": digest, "when": "at the next batch" }),
+        ),
+        Err(_) => error(503, "the pipeline is stopping"),
+    }
 }
 
 fn activate(shared: &Shared, stage: usize, body: &[u8]) -> Response {

@@ -26,7 +26,7 @@ anywhere in the file; relative paths are relative to the file's folder)
 [[stages]]      name, plugin = \"x.wasm\", params = {..},
                 limits = { memory, call-timeout, max-output }, grants = { clocks, env, read-only-dirs },
                 watch = true (swap in a new version of the file between batches),
-                samples = \"samples.jsonl\", allowed-digests = [..],
+                samples = \"samples.jsonl\", allowed-digests = [..], shadow = \"candidate.wasm\",
                 rollback = { first-events = 1000, max-failure-rate = 0.01,
                              max-rejection-rate, max-rejection-ratio }
 [sink]          warehouse, namespace, table, columns = [{ name, type, required, doc }],

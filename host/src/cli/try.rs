@@ -142,6 +142,7 @@ pub fn run(
                     samples: None,
                     allowed_digests: Vec::new(),
                     rollback: Default::default(),
+                    shadow: None,
                 })
                 .collect();
             (

@@ -141,10 +141,13 @@ impl PipelineConfig {
             if stage.plugin.is_relative() {
                 stage.plugin = base.join(&stage.plugin);
             }
-            if let Some(samples) = &mut stage.samples
-                && samples.is_relative()
+            for path in [&mut stage.samples, &mut stage.shadow]
+                .into_iter()
+                .flatten()
             {
-                *samples = base.join(&*samples);
+                if path.is_relative() {
+                    *path = base.join(&*path);
+                }
             }
         }
         Ok(config)

@@ -33,6 +33,7 @@ use crate::sink::window::{WindowSink, WindowSinkError};
 use crate::source::kafka::KafkaSource;
 use crate::source::{Offsets, Source, SourceError};
 use crate::udf::chain::{self, Fate};
+use crate::udf::shadow::{self, ShadowReport};
 use crate::udf::{Plugin, Runtime, UdfError};
 use crate::window::config::{AtEnd, LateData};
 use crate::window::extract::format_micros;
@@ -159,6 +160,8 @@ struct Slice {
     timed: Vec<(Record, Fields)>,
     /// What each stage did with the slice's records.
     stage_counts: Vec<StageCounts>,
+    /// Per stage, how its shadow version compared, if it has one.
+    shadows: Vec<Option<ShadowReport>>,
     plugins: Duration,
     encode: Duration,
 }
@@ -584,11 +587,13 @@ impl Pipeline {
         let backup = self.stages.on_probation().then(|| records.clone());
         let mut slices = self.process(records, now_ms * 1000)?;
         let mut stage_counts = total_counts(&slices, self.stages.active().len());
+        let mut shadows = shadow_reports(&slices);
         if let Some(records) = backup
             && self.stages.judge(&stage_counts)
         {
             slices = self.process(records, now_ms * 1000)?;
             stage_counts = total_counts(&slices, self.stages.active().len());
+            shadows = shadow_reports(&slices);
         }
         let plugins = slices.iter().map(|s| s.plugins).max().unwrap_or_default();
         let encode = slices.iter().map(|s| s.encode).max().unwrap_or_default();
@@ -820,7 +825,7 @@ impl Pipeline {
             start_offsets: start_offsets.to_json(),
             end_offsets: self.positions.to_json(),
             lag: self.positions.distance_to(&ends),
-            stages: self.stages.progress(&stage_counts),
+            stages: self.stages.progress(&stage_counts, shadows),
             event_time: event_progress,
         };
         progress.log();
@@ -852,6 +857,7 @@ impl Pipeline {
                 .map(|part| {
                     let step = Step {
                         stages: self.stages.active(),
+                        shadows: self.stages.shadows(),
                         encoder: &self.encoder,
                         event_time: self.event_time.as_ref(),
                         chunk_size: self.chunk_size,
@@ -882,6 +888,20 @@ fn total_counts(slices: &[Slice], stages: usize) -> Vec<StageCounts> {
         }
     }
     total
+}
+
+/// The shadow reports of all slices of a batch, merged per stage.
+fn shadow_reports(slices: &[Slice]) -> Vec<Option<ShadowReport>> {
+    let mut merged: Vec<Option<ShadowReport>> = Vec::new();
+    for slice in slices {
+        merged.resize(slice.shadows.len().max(merged.len()), None);
+        for (m, r) in merged.iter_mut().zip(&slice.shadows) {
+            if let Some(r) = r {
+                m.get_or_insert_with(ShadowReport::default).merge(r.clone());
+            }
+        }
+    }
+    merged
 }
 
 /// Why a late event left the stream.
@@ -923,6 +943,7 @@ fn read_state(sink: &IcebergSink, path: &str) -> Result<Option<StateFile>, Pipel
 #[derive(Clone, Copy)]
 struct Step<'a> {
     stages: &'a [Plugin],
+    shadows: &'a [Option<Plugin>],
     encoder: &'a Encoder,
     event_time: Option<&'a EventTime>,
     chunk_size: usize,
@@ -932,7 +953,28 @@ impl Step<'_> {
     fn run(self, records: Vec<Record>, ingestion: i64) -> Result<Slice, PipelineError> {
         let stages = self.stages;
         let t = Instant::now();
+        let originals = self
+            .shadows
+            .iter()
+            .any(Option::is_some)
+            .then(|| records.clone());
         let outcomes = chain::run(stages, records, self.chunk_size);
+        let shadows: Vec<Option<ShadowReport>> = self
+            .shadows
+            .iter()
+            .enumerate()
+            .map(|(s, shadow)| {
+                let (shadow, originals) = (shadow.as_ref()?, originals.as_ref()?);
+                Some(shadow::compare(
+                    stages,
+                    s,
+                    shadow,
+                    originals,
+                    &outcomes,
+                    self.chunk_size,
+                ))
+            })
+            .collect();
         let plugins = t.elapsed();
         let t = Instant::now();
         let mut kept = Vec::with_capacity(outcomes.len());
@@ -1040,6 +1082,7 @@ impl Step<'_> {
             dead,
             timed,
             stage_counts,
+            shadows,
             plugins,
             encode: t.elapsed(),
         })

@@ -17,6 +17,7 @@ use serde::Serialize;
 use crate::udf::config::StageConfig;
 use std::sync::mpsc::{Receiver, Sender, channel};
 
+use crate::udf::shadow::ShadowReport;
 use crate::udf::swap::{self, Found, Watcher};
 use crate::udf::{Plugin, Runtime, UdfError};
 
@@ -67,6 +68,9 @@ pub struct StageProgress {
     /// Milliseconds from seeing the file change to activating the version, when swapped in.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub swap_ms: Option<u64>,
+    /// How a shadow version's verdicts compared, when one runs beside the stage.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shadow: Option<ShadowReport>,
     /// Why a version was rolled back in this batch (the batch then ran on the previous one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rolled_back: Option<String>,
@@ -99,6 +103,7 @@ struct Slot {
 pub struct Stages {
     configs: Vec<StageConfig>,
     active: Vec<Plugin>,
+    shadows: Vec<Option<Plugin>>,
     slots: Vec<Slot>,
     found: Receiver<Found>,
     sender: Sender<Found>,
@@ -126,6 +131,7 @@ impl Stages {
     /// that ask for it.
     pub fn load(runtime: &Runtime, configs: &[StageConfig]) -> Result<Self, StageError> {
         let mut active = Vec::new();
+        let mut shadows = Vec::new();
         let mut watched = Vec::new();
         for (i, config) in configs.iter().enumerate() {
             let refused = |reason: String| StageError::Refused {
@@ -148,6 +154,25 @@ impl Stages {
                 watched.push((i, config.clone(), plugin.digest().to_string(), samples));
             }
             active.push(plugin);
+            let shadow = match &config.shadow {
+                Some(path) => {
+                    let bytes = std::fs::read(path).map_err(|error| UdfError::Read {
+                        plugin: config.name.clone(),
+                        path: path.display().to_string(),
+                        error,
+                    })?;
+                    let shadow = swap::prepare(runtime, config, &bytes, &[]).map_err(|reason| {
+                        StageError::Refused {
+                            stage: config.name.clone(),
+                            reason: format!("shadow {}: {reason}", path.display()),
+                        }
+                    })?;
+                    tracing::info!(stage = %config.name, digest = shadow.digest(), "running a shadow version beside the stage");
+                    Some(shadow)
+                }
+                None => None,
+            };
+            shadows.push(shadow);
         }
         let (sender, found) = channel();
         let watcher = if watched.is_empty() {
@@ -164,6 +189,7 @@ impl Stages {
             slots: configs.iter().map(|_| Slot::default()).collect(),
             configs: configs.to_vec(),
             active,
+            shadows,
             found,
             sender,
             _watcher: watcher,
@@ -173,6 +199,11 @@ impl Stages {
     /// Where new versions and rollback requests are sent (the watcher, the admin API).
     pub fn sender(&self) -> Sender<Found> {
         self.sender.clone()
+    }
+
+    /// The shadow version of each stage, if any.
+    pub fn shadows(&self) -> &[Option<Plugin>] {
+        &self.shadows
     }
 
     /// The stages' configurations.
@@ -195,6 +226,15 @@ impl Stages {
         for found in found {
             match found {
                 Found::Refused(r) => self.slots[r.stage].refused += 1,
+                Found::Shadow { stage, plugin } => {
+                    match &plugin {
+                        Some(p) => {
+                            tracing::info!(stage = %self.configs[stage].name, digest = p.digest(), "running a shadow version beside the stage")
+                        }
+                        None => tracing::info!(stage = %self.configs[stage].name, "shadow stopped"),
+                    }
+                    self.shadows[stage] = plugin;
+                }
                 Found::Rollback { stage, reason } => {
                     let slot = &mut self.slots[stage];
                     match slot.previous.take() {
@@ -332,13 +372,19 @@ impl Stages {
         props
     }
 
-    /// Progress of each stage in a batch.
-    pub fn progress(&self, counts: &[StageCounts]) -> BTreeMap<String, StageProgress> {
+    /// Progress of each stage in a batch, with the shadow reports of the batch.
+    pub fn progress(
+        &self,
+        counts: &[StageCounts],
+        mut shadows: Vec<Option<ShadowReport>>,
+    ) -> BTreeMap<String, StageProgress> {
+        shadows.resize(self.active.len(), None);
         self.active
             .iter()
             .zip(&self.slots)
             .zip(counts)
-            .map(|((plugin, slot), c)| {
+            .zip(shadows)
+            .map(|(((plugin, slot), c), shadow)| {
                 let (declared, version) = plugin.declared();
                 (
                     plugin.name().to_string(),
@@ -349,6 +395,7 @@ impl Stages {
                         counts: *c,
                         swapped_in: slot.swapped_in.is_some(),
                         swap_ms: slot.swapped_in,
+                        shadow,
                         rolled_back: slot.rolled_back.clone(),
                         swaps: slot.swaps,
                         rollbacks: slot.rollbacks,

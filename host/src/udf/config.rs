@@ -52,6 +52,11 @@ pub struct StageConfig {
     /// When a new version swapped in is rolled back by itself.
     #[serde(default)]
     pub rollback: RollbackConfig,
+    /// A candidate module run beside `plugin` on the same events, in shadow mode: its
+    /// verdicts are only compared and reported, never used. Relative to the configuration
+    /// file.
+    #[serde(default)]
+    pub shadow: Option<PathBuf>,
 }
 
 const fn default_watch() -> bool {

@@ -20,6 +20,7 @@ pub mod chunk;
 pub mod config;
 mod error;
 mod sandbox;
+pub mod shadow;
 pub mod swap;
 
 use std::fmt;

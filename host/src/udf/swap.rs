@@ -59,6 +59,13 @@ pub enum Found {
     Ready(Candidate),
     /// A version that failed a check.
     Refused(Refusal),
+    /// Run this plugin beside a stage in shadow mode (`None`: stop).
+    Shadow {
+        /// Index of the stage.
+        stage: usize,
+        /// The shadow.
+        plugin: Option<Plugin>,
+    },
     /// Go back to the previous version of a stage.
     Rollback {
         /// Index of the stage.

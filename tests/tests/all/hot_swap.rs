@@ -398,7 +398,7 @@ fn the_admin_api_swaps_rolls_back_reports_and_wants_its_token() {
         produce(
             &bootstrap,
             &topic,
-            &["--count", "4000", "--rate", "400", "--invalid-share", "0"],
+            &["--count", "6000", "--rate", "400", "--invalid-share", "0"],
         )
     });
     let running = s.start(&["run"], &[]);
@@ -507,6 +507,38 @@ fn the_admin_api_swaps_rolls_back_reports_and_wants_its_token() {
             .contains("admin API")
     );
 
+    // Shadow mode through the API: an upload runs beside the stage without judging.
+    let validator = std::fs::read(plugins::CLICKSTREAM_VALIDATOR).unwrap();
+    let (status, body) = http(&addr, "POST", upload, Some("s3cret"), &validator, None);
+    assert_eq!(status, 201, "{body}");
+    let uploaded: Value = serde_json::from_str(&body).unwrap();
+    let shadow = uploaded["digest"].as_str().unwrap().to_string();
+    let request = format!("{{\"digest\": \"{shadow}\"}}");
+    let (status, body) = http(
+        &addr,
+        "POST",
+        "/stages/rules/shadow",
+        Some("s3cret"),
+        request.as_bytes(),
+        None,
+    );
+    assert_eq!(status, 202, "{body}");
+    follow(
+        &running,
+        &mut progress,
+        "running a shadow version",
+        Duration::from_secs(30),
+    );
+    follow(
+        &running,
+        &mut progress,
+        "sluice::progress",
+        Duration::from_secs(30),
+    );
+    let last = progress.last().unwrap();
+    assert_eq!(last["stages"]["rules"]["shadow"]["digest"], shadow.as_str());
+    assert_eq!(digest_of(last), keep_all, "the shadow does not judge");
+
     // What the pipeline did, for people and for Prometheus.
     let (status, listed) = http(&addr, "GET", "/stages", None, b"", None);
     assert_eq!(status, 200);
@@ -561,4 +593,87 @@ fn the_admin_api_swaps_rolls_back_reports_and_wants_its_token() {
             .any(|l| l.contains("/stages/rules/rollback") && l.contains("202")),
         "{audit:?}"
     );
+}
+
+#[test]
+fn a_shadow_version_reports_where_it_disagrees_without_changing_the_output() {
+    // keep-all is active; the validator runs beside it in shadow mode. On 2 000 generated
+    // events, 20% invalid, the shadow must disagree exactly where the validator's rules
+    // (run natively here, on the same events) reject, and the output must be keep-all's.
+    let mut s = Setup::new("shadow");
+    std::fs::create_dir_all(&s.warehouse).unwrap();
+    let config = s.warehouse.join("shadow.toml");
+    let text = CONFIG
+        .replace("mode = \"interval\"", "mode = \"available-now\"")
+        .replace("rollback = {", "shadow = \"candidate.wasm\"\nrollback = {");
+    std::fs::write(&config, text).unwrap();
+    s.config = config;
+    install(plugins::KEEP_ALL, &s.warehouse.join("rules.wasm"));
+    install(
+        plugins::CLICKSTREAM_VALIDATOR,
+        &s.warehouse.join("candidate.wasm"),
+    );
+    let validator = load(plugins::CLICKSTREAM_VALIDATOR, &[]).unwrap();
+    produce(
+        &s.broker.bootstrap,
+        &s.topic,
+        &[
+            "--count",
+            "2000",
+            "--invalid-share",
+            "0.2",
+            "--seed",
+            "7",
+            "--partitions",
+            "2",
+        ],
+    );
+    let out = s.run(&[]);
+    assert!(out.status.success(), "{}", crate::pipeline::text(&out));
+
+    let rules = clickstream_validator::Rules::default();
+    let mut expected = std::collections::BTreeMap::<String, u64>::new();
+    for event in sluice::generate::Generator::new(sluice::generate::GeneratorConfig {
+        seed: 7,
+        invalid_share: 0.2,
+        ..Default::default()
+    })
+    .take(2000)
+    {
+        if let Err(r) = rules.check(&sluice_guest::Event::new(event.value.as_bytes())) {
+            *expected
+                .entry(format!("kept -> rejected:{}", r.code()))
+                .or_default() += 1;
+        }
+    }
+    assert!(expected.len() >= 4, "several codes: {expected:?}");
+
+    let progress = crate::pipeline::progress_lines(&String::from_utf8_lossy(&out.stderr));
+    let mut got = std::collections::BTreeMap::<String, u64>::new();
+    let (mut events, mut agreed) = (0, 0);
+    for p in &progress {
+        let shadow = &p["stages"]["rules"]["shadow"];
+        assert_eq!(shadow["digest"], validator.digest());
+        events += shadow["events"].as_u64().unwrap();
+        agreed += shadow["agreed"].as_u64().unwrap();
+        for (key, d) in shadow["disagreements"].as_object().unwrap() {
+            *got.entry(key.clone()).or_default() += d["count"].as_u64().unwrap();
+            let samples = d["samples"].as_array().unwrap();
+            assert!(!samples.is_empty() && samples.len() <= 5, "{d}");
+            assert!(samples[0].as_str().unwrap().starts_with(&s.topic), "{d}");
+        }
+    }
+    assert_eq!(got, expected);
+    assert_eq!(events, 2000);
+    assert_eq!(agreed + expected.values().sum::<u64>(), 2000);
+
+    // The shadow changed nothing: every event keep-all kept went on; only the table's
+    // schema refused some (stage `encode`), none was refused by the stage.
+    let shown = s.show();
+    let dead = shown["dead_letters"].as_array().unwrap();
+    assert!(
+        dead.iter()
+            .all(|d| d["headers"]["sluice.error.stage"] == "encode")
+    );
+    assert_eq!(shown["rows"].as_array().unwrap().len() + dead.len(), 2000);
 }
