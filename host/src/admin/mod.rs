@@ -136,12 +136,26 @@ impl Metrics {
                     escape(stage),
                     escape(s["digest"].as_str().unwrap_or_default())
                 );
-                for key in ["events", "kept", "rejected", "failed"] {
+                for key in ["events", "kept", "rejected", "failed", "rewritten", "calls"] {
                     self.add(
                         &format!("sluice_plugin_{key}_total"),
                         labels.clone(),
                         n(&s[key]),
                     );
+                }
+                self.add(
+                    "sluice_plugin_stage_seconds_total",
+                    labels.clone(),
+                    n(&s["micros"]) / 1e6,
+                );
+                if let Some(verdicts) = s["verdicts"].as_object() {
+                    for (verdict, count) in verdicts {
+                        self.add(
+                            "sluice_plugin_verdicts_total",
+                            format!("{labels},verdict=\"{}\"", escape(verdict)),
+                            n(count),
+                        );
+                    }
                 }
                 let stage_label = format!("stage=\"{}\"", escape(stage));
                 for key in ["swaps", "rollbacks", "refused"] {

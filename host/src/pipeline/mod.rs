@@ -160,6 +160,8 @@ struct Slice {
     timed: Vec<(Record, Fields)>,
     /// What each stage did with the slice's records.
     stage_counts: Vec<StageCounts>,
+    /// Per stage, rejections by code and failures by kind.
+    stage_verdicts: Vec<BTreeMap<String, u64>>,
     /// Per stage, how its shadow version compared, if it has one.
     shadows: Vec<Option<ShadowReport>>,
     plugins: Duration,
@@ -587,12 +589,14 @@ impl Pipeline {
         let backup = self.stages.on_probation().then(|| records.clone());
         let mut slices = self.process(records, now_ms * 1000)?;
         let mut stage_counts = total_counts(&slices, self.stages.active().len());
+        let mut stage_verdicts = total_verdicts(&slices);
         let mut shadows = shadow_reports(&slices);
         if let Some(records) = backup
             && self.stages.judge(&stage_counts)
         {
             slices = self.process(records, now_ms * 1000)?;
             stage_counts = total_counts(&slices, self.stages.active().len());
+            stage_verdicts = total_verdicts(&slices);
             shadows = shadow_reports(&slices);
         }
         let plugins = slices.iter().map(|s| s.plugins).max().unwrap_or_default();
@@ -825,7 +829,7 @@ impl Pipeline {
             start_offsets: start_offsets.to_json(),
             end_offsets: self.positions.to_json(),
             lag: self.positions.distance_to(&ends),
-            stages: self.stages.progress(&stage_counts, shadows),
+            stages: self.stages.progress(&stage_counts, stage_verdicts, shadows),
             event_time: event_progress,
         };
         progress.log();
@@ -881,10 +885,23 @@ fn total_counts(slices: &[Slice], stages: usize) -> Vec<StageCounts> {
     let mut total = vec![StageCounts::default(); stages];
     for slice in slices {
         for (t, c) in total.iter_mut().zip(&slice.stage_counts) {
-            t.events += c.events;
-            t.kept += c.kept;
-            t.rejected += c.rejected;
-            t.failed += c.failed;
+            let micros = t.micros.max(c.micros); // threads run side by side
+            t.add(c);
+            t.micros = micros;
+        }
+    }
+    total
+}
+
+/// Rejections by code and failures by kind, per stage, over all slices of a batch.
+fn total_verdicts(slices: &[Slice]) -> Vec<BTreeMap<String, u64>> {
+    let mut total: Vec<BTreeMap<String, u64>> = Vec::new();
+    for slice in slices {
+        total.resize(slice.stage_verdicts.len().max(total.len()), BTreeMap::new());
+        for (t, v) in total.iter_mut().zip(&slice.stage_verdicts) {
+            for (code, n) in v {
+                *t.entry(code.clone()).or_default() += n;
+            }
         }
     }
     total
@@ -958,7 +975,7 @@ impl Step<'_> {
             .iter()
             .any(Option::is_some)
             .then(|| records.clone());
-        let outcomes = chain::run(stages, records, self.chunk_size);
+        let (outcomes, runs) = chain::run_counted(stages, records, self.chunk_size);
         let shadows: Vec<Option<ShadowReport>> = self
             .shadows
             .iter()
@@ -979,7 +996,32 @@ impl Step<'_> {
         let t = Instant::now();
         let mut kept = Vec::with_capacity(outcomes.len());
         let mut dead = Vec::new();
-        let mut stage_counts = vec![StageCounts::default(); stages.len()];
+        let mut stage_counts: Vec<StageCounts> = runs
+            .iter()
+            .map(|r| StageCounts {
+                rewritten: r.rewritten,
+                calls: r.calls,
+                micros: r.micros,
+                ..StageCounts::default()
+            })
+            .collect();
+        let mut stage_verdicts = vec![BTreeMap::<String, u64>::new(); stages.len()];
+        for outcome in &outcomes {
+            match &outcome.fate {
+                Fate::Rejected { stage, rejection } => {
+                    *stage_verdicts[*stage]
+                        .entry(format!("rejected:{}", rejection.code))
+                        .or_default() += 1;
+                }
+                Fate::Failed { stage, error } => {
+                    let code = error.failure().map_or("plugin_error", |f| f.code());
+                    *stage_verdicts[*stage]
+                        .entry(format!("failed:{code}"))
+                        .or_default() += 1;
+                }
+                Fate::Kept | Fate::Rewritten => {}
+            }
+        }
         for outcome in &outcomes {
             let (last, kind) = match &outcome.fate {
                 Fate::Kept | Fate::Rewritten => (stages.len(), 0),
@@ -1082,6 +1124,7 @@ impl Step<'_> {
             dead,
             timed,
             stage_counts,
+            stage_verdicts,
             shadows,
             plugins,
             encode: t.elapsed(),

@@ -32,14 +32,24 @@ pub struct StageCounts {
     pub rejected: u64,
     /// Events it failed on (trap, limit, broken answer).
     pub failed: u64,
+    /// Events whose value it rewrote (counted in `kept` too).
+    pub rewritten: u64,
+    /// Plugin calls made.
+    pub calls: u64,
+    /// Time spent in its calls, microseconds (the slowest thread's share).
+    pub micros: u64,
 }
 
 impl StageCounts {
-    fn add(&mut self, other: &StageCounts) {
+    /// Adds `other`'s counts to these.
+    pub fn add(&mut self, other: &StageCounts) {
         self.events += other.events;
         self.kept += other.kept;
         self.rejected += other.rejected;
         self.failed += other.failed;
+        self.rewritten += other.rewritten;
+        self.calls += other.calls;
+        self.micros += other.micros;
     }
 
     fn share(part: u64, events: u64) -> f64 {
@@ -63,6 +73,11 @@ pub struct StageProgress {
     /// What it did in this batch.
     #[serde(flatten)]
     pub counts: StageCounts,
+    /// Rejections by code (`rejected:<code>`) and failures by kind (`failed:<code>`, e.g.
+    /// `failed:plugin_trapped`, `failed:deadline_exceeded`) in this batch.
+    pub verdicts: BTreeMap<String, u64>,
+    /// Microseconds per event in this batch.
+    pub micros_per_event: f64,
     /// Whether this batch is the first on a version swapped in.
     pub swapped_in: bool,
     /// Milliseconds from seeing the file change to activating the version, when swapped in.
@@ -376,15 +391,17 @@ impl Stages {
     pub fn progress(
         &self,
         counts: &[StageCounts],
+        mut verdicts: Vec<BTreeMap<String, u64>>,
         mut shadows: Vec<Option<ShadowReport>>,
     ) -> BTreeMap<String, StageProgress> {
         shadows.resize(self.active.len(), None);
+        verdicts.resize(self.active.len(), BTreeMap::new());
         self.active
             .iter()
             .zip(&self.slots)
             .zip(counts)
-            .zip(shadows)
-            .map(|(((plugin, slot), c), shadow)| {
+            .zip(shadows.into_iter().zip(verdicts))
+            .map(|(((plugin, slot), c), (shadow, verdicts))| {
                 let (declared, version) = plugin.declared();
                 (
                     plugin.name().to_string(),
@@ -393,6 +410,12 @@ impl Stages {
                         plugin: declared,
                         version,
                         counts: *c,
+                        verdicts,
+                        micros_per_event: if c.events == 0 {
+                            0.0
+                        } else {
+                            c.micros as f64 / c.events as f64
+                        },
                         swapped_in: slot.swapped_in.is_some(),
                         swap_ms: slot.swapped_in,
                         shadow,

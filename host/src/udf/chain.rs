@@ -44,9 +44,30 @@ pub struct Outcome {
     pub fate: Fate,
 }
 
+/// What running one stage over a batch cost and did, beyond each record's fate.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StageRun {
+    /// Plugin calls made (one per chunk, more when a failing chunk is split).
+    pub calls: u64,
+    /// Records whose value the stage rewrote.
+    pub rewritten: u64,
+    /// Time spent in the stage's calls, in microseconds.
+    pub micros: u64,
+}
+
 /// Runs `stages` in order over `records`, calling each plugin with chunks of at most
 /// `chunk_size` records. Returns one outcome per record, in input order.
 pub fn run(stages: &[Plugin], records: Vec<Record>, chunk_size: usize) -> Vec<Outcome> {
+    run_counted(stages, records, chunk_size).0
+}
+
+/// [`run`], also returning per stage the calls made, the records rewritten and the time.
+pub fn run_counted(
+    stages: &[Plugin],
+    records: Vec<Record>,
+    chunk_size: usize,
+) -> (Vec<Outcome>, Vec<StageRun>) {
+    let mut runs = vec![StageRun::default(); stages.len()];
     let chunk_size = chunk_size.max(1);
     let mut outcomes: Vec<Outcome> = records
         .into_iter()
@@ -58,14 +79,18 @@ pub fn run(stages: &[Plugin], records: Vec<Record>, chunk_size: usize) -> Vec<Ou
     let mut alive: Vec<usize> = (0..outcomes.len()).collect();
     for (stage, plugin) in stages.iter().enumerate() {
         let mut survivors = Vec::with_capacity(alive.len());
+        let run = &mut runs[stage];
+        let started = std::time::Instant::now();
         for chunk in alive.chunks(chunk_size) {
             let records: Vec<&Record> = chunk.iter().map(|&i| &outcomes[i].record).collect();
-            let verdicts = judge(plugin, &records);
+            let mut budget = ISOLATION_BUDGET;
+            let verdicts = judge_within(plugin, &records, &mut budget, &mut run.calls);
             for (&i, verdict) in chunk.iter().zip(verdicts) {
                 let outcome = &mut outcomes[i];
                 match verdict {
                     Ok(Verdict::Keep) => survivors.push(i),
                     Ok(Verdict::Rewrite(value)) => {
+                        run.rewritten += 1;
                         outcome.record.value = Some(value);
                         outcome.fate = Fate::Rewritten;
                         survivors.push(i);
@@ -77,26 +102,25 @@ pub fn run(stages: &[Plugin], records: Vec<Record>, chunk_size: usize) -> Vec<Ou
                 }
             }
         }
+        run.micros = started.elapsed().as_micros() as u64;
         alive = survivors;
     }
-    outcomes
+    (outcomes, runs)
 }
 
 /// Most extra calls spent isolating the failing events of one chunk. A plugin that fails on
 /// every event would otherwise cost two calls per event.
 const ISOLATION_BUDGET: usize = 64;
 
-/// Judges `records`, narrowing event-dependent failures down to the records that cause them.
-fn judge(plugin: &Plugin, records: &[&Record]) -> Vec<Result<Verdict, Arc<UdfError>>> {
-    let mut budget = ISOLATION_BUDGET;
-    judge_within(plugin, records, &mut budget)
-}
-
+/// Judges `records`, narrowing event-dependent failures down to the records that cause
+/// them; counts the calls made in `calls`.
 fn judge_within(
     plugin: &Plugin,
     records: &[&Record],
     budget: &mut usize,
+    calls: &mut u64,
 ) -> Vec<Result<Verdict, Arc<UdfError>>> {
+    *calls += 1;
     match plugin.process_records(records) {
         Ok(verdicts) => verdicts.into_iter().map(Ok).collect(),
         Err(error) => {
@@ -106,8 +130,8 @@ fn judge_within(
             if isolate {
                 *budget -= 2;
                 let (left, right) = records.split_at(records.len() / 2);
-                let mut verdicts = judge_within(plugin, left, budget);
-                verdicts.extend(judge_within(plugin, right, budget));
+                let mut verdicts = judge_within(plugin, left, budget, calls);
+                verdicts.extend(judge_within(plugin, right, budget, calls));
                 verdicts
             } else {
                 tracing::warn!(%error, "Plugin failed; its events are marked failed.");

@@ -214,6 +214,24 @@ fn plugins_swap_while_running_and_bad_versions_are_refused_or_rolled_back() {
     let (status, _, log) = running.terminate();
     assert!(status.success(), "{log}");
 
+    // Throughput while swapping: the first batch on the new version against the others
+    // (rows per second of batch time; the input itself is paced at 400 events/s).
+    let rate = |p: &Value| p["processed_rows_per_second"].as_f64().unwrap();
+    let mut steady: Vec<f64> = progress
+        .iter()
+        .filter(|p| {
+            p["stages"]["rules"]["swapped_in"] == false && p["input_rows"].as_u64() > Some(20)
+        })
+        .map(rate)
+        .collect();
+    steady.sort_by(f64::total_cmp);
+    eprintln!(
+        "throughput: first batch on the new version {:.0} rows/s of batch time; steady-state median {:.0} rows/s over {} batches",
+        rate(&first_on_new),
+        steady.get(steady.len() / 2).copied().unwrap_or_default(),
+        steady.len()
+    );
+
     // Every commit names one version of the stage; the trapping one never judged a
     // committed row; the switch happened once, at a batch boundary.
     let digests: Vec<&str> = progress.iter().map(digest_of).collect();
@@ -560,6 +578,15 @@ fn the_admin_api_swaps_rolls_back_reports_and_wants_its_token() {
         metrics.contains("sluice_plugin_rollbacks{stage=\"rules\"} 1"),
         "{metrics}"
     );
+    for family in [
+        "sluice_plugin_calls_total",
+        "sluice_plugin_stage_seconds_total",
+    ] {
+        assert!(
+            metrics.contains(&format!("{family}{{stage=\"rules\"")),
+            "{metrics}"
+        );
+    }
     let (status, recent) = http(&addr, "GET", "/status", None, b"", None);
     assert_eq!(status, 200);
     let recent: Value = serde_json::from_str(&recent).unwrap();

@@ -261,6 +261,29 @@ fn seed_events_land_and_invalid_ones_are_dead_lettered() {
     assert_eq!(progress.len(), 1, "{}", text(&out));
     assert_eq!(progress[0]["input_rows"], 10);
     assert_eq!(progress[0]["dead_lettered_by_code"]["invalid_quantity"], 1);
+    // The stage's own account: what reached it and its verdicts by code.
+    let stage = &progress[0]["stages"]["validate"];
+    assert_eq!(
+        (
+            stage["events"].as_u64(),
+            stage["kept"].as_u64(),
+            stage["rejected"].as_u64()
+        ),
+        (Some(10), Some(5), Some(5)),
+        "{stage}"
+    );
+    let by_code: u64 = stage["verdicts"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(code, n)| {
+            assert!(code.starts_with("rejected:"), "{code}");
+            n.as_u64().unwrap()
+        })
+        .sum();
+    assert_eq!(by_code, 5);
+    assert_eq!(stage["verdicts"]["rejected:invalid_quantity"], 1);
+    assert!(stage["calls"].as_u64().unwrap() >= 1);
     for phase in [
         "poll",
         "plugins",
