@@ -704,3 +704,75 @@ fn a_shadow_version_reports_where_it_disagrees_without_changing_the_output() {
     );
     assert_eq!(shown["rows"].as_array().unwrap().len() + dead.len(), 2000);
 }
+
+#[test]
+fn a_version_rejecting_far_more_than_the_previous_one_is_rolled_back() {
+    // The relative bound: the new version may reject at most twice the previous version's
+    // share. The counts are given by hand, as a batch would report them.
+    use sluice::pipeline::stages::{StageCounts, Stages};
+    use sluice::udf::swap::{Candidate, Found};
+    let stage: sluice::udf::config::StageConfig = toml::from_str(&format!(
+        "name = \"rules\"\nplugin = \"{}\"\nwatch = false\nrollback = {{ first-events = 1000, max-failure-rate = 0.5, max-rejection-ratio = 2.0 }}",
+        plugins::KEEP_ALL
+    ))
+    .unwrap();
+    let runtime = sluice_tests::runtime();
+    let mut stages = Stages::load(runtime, std::slice::from_ref(&stage)).unwrap();
+    let old = stages.active()[0].digest().to_string();
+    let counts = |events, rejected| StageCounts {
+        events,
+        kept: events - rejected,
+        rejected,
+        ..StageCounts::default()
+    };
+    // The active version rejected 10% of its events.
+    stages.committed(&[counts(1000, 100)]);
+    let new = swap::prepare(
+        runtime,
+        &stage,
+        &std::fs::read(plugins::CLICKSTREAM_VALIDATOR).unwrap(),
+        &[],
+    )
+    .unwrap();
+    let new_digest = new.digest().to_string();
+    let sender = stages.sender();
+    let offer = |plugin| {
+        sender
+            .send(Found::Ready(Candidate {
+                stage: 0,
+                plugin,
+                detected: Instant::now(),
+                prepared_in: Duration::ZERO,
+            }))
+            .unwrap()
+    };
+    offer(new.clone());
+    stages.activate_new_versions();
+    assert_eq!(stages.active()[0].digest(), new_digest);
+    // 15% is within twice 10%: it stays on probation.
+    assert!(!stages.judge(&[counts(200, 30)]));
+    stages.committed(&[counts(200, 30)]);
+    // 25% over its first 400 events is over twice 10%: rolled back to the previous one.
+    assert!(stages.judge(&[counts(200, 70)]));
+    assert_eq!(stages.active()[0].digest(), old);
+    let progress = stages.progress(&[counts(200, 0)], Vec::new(), Vec::new());
+    let rules = &progress["rules"];
+    assert_eq!((rules.swaps, rules.rollbacks), (1, 1));
+    assert!(
+        rules
+            .rolled_back
+            .as_deref()
+            .unwrap()
+            .contains("over 2× the previous version's 10.0%"),
+        "{:?}",
+        rules.rolled_back
+    );
+
+    // A version that passes its probation is kept: 1 000 events within the bounds.
+    offer(new);
+    stages.activate_new_versions();
+    assert!(!stages.judge(&[counts(1000, 150)]));
+    stages.committed(&[counts(1000, 150)]);
+    assert!(!stages.judge(&[counts(10, 10)]), "probation is over");
+    assert_eq!(stages.active()[0].digest(), new_digest);
+}
