@@ -30,6 +30,17 @@ pub struct ShowArgs {
     pub window: Option<String>,
 }
 
+impl ShowArgs {
+    /// How many rows and records to print.
+    fn shown(&self) -> usize {
+        if self.limit == 0 {
+            usize::MAX
+        } else {
+            self.limit
+        }
+    }
+}
+
 /// Prints the table's rows and the dead-letter records to `out`.
 pub fn run(args: &ShowArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let config = PipelineConfig::load(&args.config)?;
@@ -81,11 +92,7 @@ pub fn run(args: &ShowArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         writeln!(out, "{document}")?;
         return Ok(());
     }
-    let limit = if args.limit == 0 {
-        usize::MAX
-    } else {
-        args.limit
-    };
+    let limit = args.shown();
     writeln!(out, "table {}: {} rows", sink.name(), rows.len())?;
     for row in rows.iter().take(limit) {
         writeln!(out, "  {}", serde_json::Value::Object(row.clone()))?;
@@ -156,11 +163,7 @@ fn show_window(
         writeln!(out, "{document}")?;
         return Ok(());
     }
-    let limit = if args.limit == 0 {
-        usize::MAX
-    } else {
-        args.limit
-    };
+    let limit = args.shown();
     if let (Some(table), Some(rows)) = (table, rows) {
         writeln!(out, "window {name}, table {table}: {} rows", rows.len())?;
         for row in rows.iter().take(limit) {

@@ -113,6 +113,18 @@ struct Slot {
     refused: u64,
 }
 
+impl Slot {
+    /// Puts `previous` back as `active`; returns the version rolled back.
+    fn roll_back(&mut self, active: &mut Plugin, previous: Plugin, reason: &str) -> Plugin {
+        let bad = std::mem::replace(active, previous);
+        self.on_probation = false;
+        self.rollbacks += 1;
+        self.rolled_back = Some(format!("{} {reason}", bad.digest()));
+        self.since_active = StageCounts::default();
+        bad
+    }
+}
+
 /// The stages of a running pipeline.
 #[derive(Debug)]
 pub struct Stages {
@@ -254,12 +266,8 @@ impl Stages {
                     let slot = &mut self.slots[stage];
                     match slot.previous.take() {
                         Some(previous) => {
-                            let bad = std::mem::replace(&mut self.active[stage], previous);
+                            let bad = slot.roll_back(&mut self.active[stage], previous, &reason);
                             tracing::warn!(stage = %self.configs[stage].name, digest = bad.digest(), back_to = self.active[stage].digest(), %reason, "rolled back to the previous plugin version");
-                            slot.on_probation = false;
-                            slot.rollbacks += 1;
-                            slot.rolled_back = Some(format!("{} {reason}", bad.digest()));
-                            slot.since_active = StageCounts::default();
                             slot.previous = Some(bad);
                         }
                         None => {
@@ -346,12 +354,8 @@ impl Stages {
             }
             match (why, slot.previous.take()) {
                 (Some(reason), Some(previous)) => {
-                    let bad = std::mem::replace(&mut self.active[i], previous);
+                    let bad = slot.roll_back(&mut self.active[i], previous, &reason);
                     tracing::warn!(stage = %self.configs[i].name, digest = bad.digest(), back_to = self.active[i].digest(), %reason, "rolled back a new plugin version; the batch is processed again on the previous one");
-                    slot.on_probation = false;
-                    slot.rollbacks += 1;
-                    slot.rolled_back = Some(format!("{} {reason}", bad.digest()));
-                    slot.since_active = StageCounts::default();
                     rolled_back = true;
                 }
                 (_, previous) => {

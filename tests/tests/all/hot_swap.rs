@@ -67,6 +67,49 @@ fn follow(running: &Running, progress: &mut Vec<Value>, needle: &str, timeout: D
     }
 }
 
+/// Produces one event (creating the topic with two partitions), then starts producing
+/// `count` valid generated events at 400 per second in the background.
+fn load_continuously(
+    s: &Setup,
+    count: u64,
+) -> std::thread::JoinHandle<sluice::cli::produce::ProduceSummary> {
+    let first = s.warehouse.join("first.jsonl");
+    std::fs::write(&first, format!("{}\n", sluice_tests::seed_events()[0])).unwrap();
+    produce(
+        &s.broker.bootstrap,
+        &s.topic,
+        &["--partitions", "2", "--input", first.to_str().unwrap()],
+    );
+    let (bootstrap, topic) = (s.broker.bootstrap.clone(), s.topic.clone());
+    std::thread::spawn(move || {
+        let count = count.to_string();
+        let args = ["--count", &count, "--rate", "400", "--invalid-share", "0"];
+        produce(&bootstrap, &topic, &args)
+    })
+}
+
+/// Waits for a log line containing `needle`, then for the next batch's progress.
+fn batch_after(running: &Running, progress: &mut Vec<Value>, needle: &str) -> Value {
+    follow(running, progress, needle, Duration::from_secs(30));
+    follow(
+        running,
+        progress,
+        "sluice::progress",
+        Duration::from_secs(30),
+    );
+    progress.last().unwrap().clone()
+}
+
+/// Waits for the log line saying a new version was refused.
+fn refused(running: &Running, progress: &mut Vec<Value>) -> String {
+    follow(
+        running,
+        progress,
+        "new plugin version refused",
+        Duration::from_secs(30),
+    )
+}
+
 fn digest_of(progress: &Value) -> &str {
     progress["stages"]["rules"]["digest"].as_str().unwrap()
 }
@@ -91,29 +134,7 @@ fn plugins_swap_while_running_and_bad_versions_are_refused_or_rolled_back() {
     // One event first (it creates the topic, two partitions), then continuous load:
     // 8 000 valid events at 400 per second, for 20 seconds.
     const EVENTS: u64 = 8000;
-    let first = s.warehouse.join("first.jsonl");
-    std::fs::write(&first, format!("{}\n", sluice_tests::seed_events()[0])).unwrap();
-    produce(
-        &s.broker.bootstrap,
-        &s.topic,
-        &["--partitions", "2", "--input", first.to_str().unwrap()],
-    );
-    let bootstrap = s.broker.bootstrap.clone();
-    let topic = s.topic.clone();
-    let producer = std::thread::spawn(move || {
-        produce(
-            &bootstrap,
-            &topic,
-            &[
-                "--count",
-                &EVENTS.to_string(),
-                "--rate",
-                "400",
-                "--invalid-share",
-                "0",
-            ],
-        )
-    });
+    let producer = load_continuously(&s, EVENTS);
     let running = s.start(&["run"], &[]);
     let mut progress = Vec::new();
     follow(
@@ -133,19 +154,7 @@ fn plugins_swap_while_running_and_bad_versions_are_refused_or_rolled_back() {
     // A good version: activated between two batches, without a restart.
     let changed = Instant::now();
     install(plugins::CLICKSTREAM_ENRICHER, &rules);
-    follow(
-        &running,
-        &mut progress,
-        "activated a new plugin version",
-        Duration::from_secs(30),
-    );
-    follow(
-        &running,
-        &mut progress,
-        "sluice::progress",
-        Duration::from_secs(30),
-    );
-    let first_on_new = progress.last().unwrap().clone();
+    let first_on_new = batch_after(&running, &mut progress, "activated a new plugin version");
     let to_first_batch = changed.elapsed();
     assert_eq!(digest_of(&first_on_new), enricher_digest, "{first_on_new}");
     assert_eq!(first_on_new["stages"]["rules"]["swapped_in"], true);
@@ -159,28 +168,13 @@ fn plugins_swap_while_running_and_bad_versions_are_refused_or_rolled_back() {
     // (here left truncated), a plugin built for another WIT version, one whose init fails.
     let validator = std::fs::read(plugins::CLICKSTREAM_VALIDATOR).unwrap();
     std::fs::write(&rules, &validator[..validator.len() / 2]).unwrap();
-    let line = follow(
-        &running,
-        &mut progress,
-        "new plugin version refused",
-        Duration::from_secs(30),
-    );
+    let line = refused(&running, &mut progress);
     assert!(line.contains("not a valid WebAssembly component"), "{line}");
     install(plugins::FUTURE_VERSION, &rules);
-    let line = follow(
-        &running,
-        &mut progress,
-        "new plugin version refused",
-        Duration::from_secs(30),
-    );
+    let line = refused(&running, &mut progress);
     assert!(line.contains("0.1.0"), "names the WIT version: {line}");
     install(plugins::FAIL_INIT, &rules);
-    let line = follow(
-        &running,
-        &mut progress,
-        "new plugin version refused",
-        Duration::from_secs(30),
-    );
+    let line = refused(&running, &mut progress);
     assert!(line.contains("deliberately refusing to start"), "{line}");
 
     // A version that traps on every event is activated, fails its probation in its first
@@ -403,22 +397,7 @@ fn the_admin_api_swaps_rolls_back_reports_and_wants_its_token() {
     let keep_all = load(plugins::KEEP_ALL, &[]).unwrap().digest().to_string();
     let enricher = std::fs::read(plugins::CLICKSTREAM_ENRICHER).unwrap();
 
-    let first = s.warehouse.join("first.jsonl");
-    std::fs::write(&first, format!("{}\n", sluice_tests::seed_events()[0])).unwrap();
-    produce(
-        &s.broker.bootstrap,
-        &s.topic,
-        &["--partitions", "2", "--input", first.to_str().unwrap()],
-    );
-    let bootstrap = s.broker.bootstrap.clone();
-    let topic = s.topic.clone();
-    let producer = std::thread::spawn(move || {
-        produce(
-            &bootstrap,
-            &topic,
-            &["--count", "6000", "--rate", "400", "--invalid-share", "0"],
-        )
-    });
+    let producer = load_continuously(&s, 6000);
     let running = s.start(&["run"], &[]);
     let mut progress = Vec::new();
     follow(
@@ -480,19 +459,8 @@ fn the_admin_api_swaps_rolls_back_reports_and_wants_its_token() {
         None,
     );
     assert_eq!(status, 202, "{body}");
-    follow(
-        &running,
-        &mut progress,
-        "activated a new plugin version",
-        Duration::from_secs(30),
-    );
-    follow(
-        &running,
-        &mut progress,
-        "sluice::progress",
-        Duration::from_secs(30),
-    );
-    assert_eq!(digest_of(progress.last().unwrap()), digest);
+    let first_on_new = batch_after(&running, &mut progress, "activated a new plugin version");
+    assert_eq!(digest_of(&first_on_new), digest);
 
     // Roll back: the next batch runs on keep-all again.
     let (status, body) = http(
@@ -504,19 +472,11 @@ fn the_admin_api_swaps_rolls_back_reports_and_wants_its_token() {
         None,
     );
     assert_eq!(status, 202, "{body}");
-    follow(
+    let last = &batch_after(
         &running,
         &mut progress,
         "rolled back to the previous plugin version",
-        Duration::from_secs(30),
     );
-    follow(
-        &running,
-        &mut progress,
-        "sluice::progress",
-        Duration::from_secs(30),
-    );
-    let last = progress.last().unwrap();
     assert_eq!(digest_of(last), keep_all);
     assert!(
         last["stages"]["rules"]["rolled_back"]
@@ -541,19 +501,7 @@ fn the_admin_api_swaps_rolls_back_reports_and_wants_its_token() {
         None,
     );
     assert_eq!(status, 202, "{body}");
-    follow(
-        &running,
-        &mut progress,
-        "running a shadow version",
-        Duration::from_secs(30),
-    );
-    follow(
-        &running,
-        &mut progress,
-        "sluice::progress",
-        Duration::from_secs(30),
-    );
-    let last = progress.last().unwrap();
+    let last = &batch_after(&running, &mut progress, "running a shadow version");
     assert_eq!(last["stages"]["rules"]["shadow"]["digest"], shadow.as_str());
     assert_eq!(digest_of(last), keep_all, "the shadow does not judge");
 
