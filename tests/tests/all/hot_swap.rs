@@ -397,7 +397,7 @@ fn the_admin_api_swaps_rolls_back_reports_and_wants_its_token() {
     let keep_all = load(plugins::KEEP_ALL, &[]).unwrap().digest().to_string();
     let enricher = std::fs::read(plugins::CLICKSTREAM_ENRICHER).unwrap();
 
-    let producer = load_continuously(&s, 6000);
+    let producer = load_continuously(&s, 10000);
     let running = s.start(&["run"], &[]);
     let mut progress = Vec::new();
     follow(
