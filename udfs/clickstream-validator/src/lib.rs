@@ -63,43 +63,83 @@ pub const DEFAULT_EVENT_TYPES: [&str; 7] = [
 #[derive(Deserialize)]
 struct Click<'a> {
     #[serde(borrow)]
-    event_id: Option<Cow<'a, str>>,
+    event_id: Option<Text<'a>>,
     #[serde(borrow)]
-    event_time: Option<Cow<'a, str>>,
+    event_time: Option<Text<'a>>,
     #[serde(borrow)]
-    user_id: Option<Cow<'a, str>>,
+    user_id: Option<Text<'a>>,
     #[serde(borrow)]
-    session_id: Option<Cow<'a, str>>,
+    session_id: Option<Text<'a>>,
     #[serde(borrow)]
-    event_type: Option<Cow<'a, str>>,
+    event_type: Option<Text<'a>>,
     #[serde(borrow)]
-    page_url: Option<Cow<'a, str>>,
+    page_url: Option<Text<'a>>,
     #[serde(borrow)]
-    search_query: Option<Cow<'a, str>>,
+    search_query: Option<Text<'a>>,
     #[serde(borrow)]
-    product_id: Option<Cow<'a, str>>,
+    product_id: Option<Text<'a>>,
     #[serde(borrow)]
-    cart_id: Option<Cow<'a, str>>,
+    cart_id: Option<Text<'a>>,
     #[serde(borrow)]
-    order_id: Option<Cow<'a, str>>,
+    order_id: Option<Text<'a>>,
     #[serde(borrow)]
     quantity: Option<&'a RawValue>,
     #[serde(borrow)]
     price: Option<&'a RawValue>,
     #[serde(borrow)]
-    device_type: Option<Cow<'a, str>>,
+    device_type: Option<Text<'a>>,
     #[serde(borrow)]
-    browser: Option<Cow<'a, str>>,
+    browser: Option<Text<'a>>,
     #[serde(borrow)]
-    traffic_source: Option<Cow<'a, str>>,
+    traffic_source: Option<Text<'a>>,
     // referrer_url, product_name and category are optional strings that no rule reads;
     // declaring them keeps their type checked.
     #[serde(borrow, rename = "referrer_url")]
-    _referrer_url: Option<Cow<'a, str>>,
+    _referrer_url: Option<Text<'a>>,
     #[serde(borrow, rename = "product_name")]
-    _product_name: Option<Cow<'a, str>>,
+    _product_name: Option<Text<'a>>,
     #[serde(borrow, rename = "category")]
-    _category: Option<Cow<'a, str>>,
+    _category: Option<Text<'a>>,
+}
+
+/// A string field of the event: borrowed from the event's bytes unless it has escapes.
+///
+/// (serde borrows a `Cow<str>` field marked `#[serde(borrow)]`, but not one inside an
+/// `Option`: that one would be copied into a new `String` for every event.)
+struct Text<'a>(Cow<'a, str>);
+
+impl std::ops::Deref for Text<'_> {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Text<'de>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Borrowed(v)))
+            }
+
+            fn visit_str<E>(self, v: &str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(v.to_string())))
+            }
+
+            fn visit_string<E>(self, v: String) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(Visitor)
+    }
 }
 
 /// The validation rules, with their configured event types.
@@ -234,7 +274,7 @@ impl Rules {
     }
 }
 
-fn non_blank(value: &Option<Cow<'_, str>>) -> bool {
+fn non_blank(value: &Option<Text<'_>>) -> bool {
     value.as_deref().is_some_and(|v| !v.trim().is_empty())
 }
 
