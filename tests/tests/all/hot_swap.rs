@@ -88,6 +88,26 @@ fn load_continuously(
     })
 }
 
+/// Follows the log until the batches seen have committed `records` input records.
+fn wait_until_committed(running: &Running, progress: &mut Vec<Value>, records: u64) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let committed = |progress: &[Value]| -> u64 {
+        progress
+            .iter()
+            .map(|p| p["input_rows"].as_u64().unwrap())
+            .sum()
+    };
+    while committed(progress) < records {
+        assert!(Instant::now() < deadline, "not everything was committed");
+        follow(
+            running,
+            progress,
+            "sluice::progress",
+            Duration::from_secs(60),
+        );
+    }
+}
+
 /// Waits for a log line containing `needle`, then for the next batch's progress.
 fn batch_after(running: &Running, progress: &mut Vec<Value>, needle: &str) -> Value {
     follow(running, progress, needle, Duration::from_secs(30));
@@ -190,21 +210,7 @@ fn plugins_swap_while_running_and_bad_versions_are_refused_or_rolled_back() {
 
     let summary = producer.join().unwrap();
     assert_eq!(summary.delivered, EVENTS);
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while progress
-        .iter()
-        .map(|p| p["input_rows"].as_u64().unwrap())
-        .sum::<u64>()
-        < EVENTS + 1
-    {
-        assert!(Instant::now() < deadline, "not everything was committed");
-        follow(
-            &running,
-            &mut progress,
-            "sluice::progress",
-            Duration::from_secs(60),
-        );
-    }
+    wait_until_committed(&running, &mut progress, EVENTS + 1);
     let (status, _, log) = running.terminate();
     assert!(status.success(), "{log}");
 
@@ -540,9 +546,21 @@ fn the_admin_api_swaps_rolls_back_reports_and_wants_its_token() {
     let recent: Value = serde_json::from_str(&recent).unwrap();
     assert!(!recent["recent"].as_array().unwrap().is_empty());
 
-    producer.join().unwrap();
+    let produced = producer.join().unwrap().delivered + 1;
+    wait_until_committed(&running, &mut progress, produced);
     let (status, _, log) = running.terminate();
     assert!(status.success(), "{log}");
+    // Through a swap, a rollback and a shadow, every record was committed exactly once.
+    let shown = s.show();
+    let ids: std::collections::BTreeSet<&str> = shown["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["event_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(shown["rows"].as_array().unwrap().len() as u64, produced);
+    assert_eq!(ids.len() as u64, produced);
+    assert!(shown["dead_letters"].as_array().unwrap().is_empty());
     // Every change and every refusal is in the audit log.
     let audit: Vec<&str> = log
         .lines()
