@@ -11,17 +11,19 @@ pub mod config;
 pub mod env;
 pub mod progress;
 pub mod stages;
+mod step;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use arrow_array::{BooleanArray, RecordBatch};
+use arrow_array::RecordBatch;
 
 use self::config::{OnInvalid, PipelineConfig};
 use self::progress::{Durations, EventTimeProgress, Progress};
-use self::stages::{StageCounts, StageError, Stages};
+use self::stages::{StageError, Stages};
+use self::step::{Slice, Step, keep_rows, shadow_reports, total_counts, total_verdicts};
 use crate::admin::{Admin, AdminError};
 use crate::batch::{Caps, TriggerMode};
 use crate::commit::{CommitMark, DEAD_LETTERED};
@@ -32,13 +34,12 @@ use crate::sink::iceberg::{IcebergSink, SinkError};
 use crate::sink::window::{WindowSink, WindowSinkError};
 use crate::source::kafka::KafkaSource;
 use crate::source::{Offsets, Source, SourceError};
-use crate::udf::chain::{self, Fate};
-use crate::udf::shadow::{self, ShadowReport};
-use crate::udf::{Plugin, Runtime, UdfError};
+use crate::udf::{Runtime, UdfError};
 use crate::window::config::{AtEnd, LateData};
 use crate::window::extract::format_micros;
 use crate::window::state::{self, Plan, StateFile, StateFileRef};
-use crate::window::{EventTime, Fields, Verdict};
+
+use crate::window::{EventTime, Fields, Outcome, Verdict};
 
 /// The pipeline failed.
 #[derive(Debug, thiserror::Error)]
@@ -128,6 +129,17 @@ pub struct Pipeline {
     admin: Option<Admin>,
 }
 
+/// A slice's table batch and, with event time, the records of its rows and their fields.
+type SlicePart = (Option<RecordBatch>, Vec<(Record, Fields)>);
+
+/// What the event-time operators leave of a batch: the table's batches, the late events
+/// with their reason, and what the operators did (`None` without event time).
+type AfterEventTime = (
+    Vec<RecordBatch>,
+    Vec<(Record, Reason)>,
+    Option<(LateData, Outcome)>,
+);
+
 /// The records of one batch and how it runs.
 struct Input {
     records: Vec<Record>,
@@ -150,22 +162,6 @@ impl std::fmt::Debug for Pipeline {
             .field("positions", &self.positions)
             .finish_non_exhaustive()
     }
-}
-
-/// What became of the records of one slice of a batch.
-struct Slice {
-    batch: Option<RecordBatch>,
-    dead: Vec<(Record, Reason)>,
-    /// With event time: the records of `batch`'s rows, in order, with their fields.
-    timed: Vec<(Record, Fields)>,
-    /// What each stage did with the slice's records.
-    stage_counts: Vec<StageCounts>,
-    /// Per stage, rejections by code and failures by kind.
-    stage_verdicts: Vec<BTreeMap<String, u64>>,
-    /// Per stage, how its shadow version compared, if it has one.
-    shadows: Vec<Option<ShadowReport>>,
-    plugins: Duration,
-    encode: Duration,
 }
 
 /// Fault injection for crash tests: `SLUICE_CRASH_AT=<point>:<batch id>` aborts the
@@ -619,51 +615,8 @@ impl Pipeline {
         }
 
         // Event time: late events leave, duplicates are dropped, windows are updated.
-        let mut batches = Vec::new();
-        let mut late = Vec::new();
-        let mut event = None;
-        match &mut self.event_time {
-            Some(et) => {
-                let assigned: Vec<String> = start_offsets
-                    .0
-                    .keys()
-                    .map(|tp| format!("{}/{}", tp.topic, tp.partition))
-                    .collect();
-                et.register(assigned.iter().map(String::as_str), now_ms);
-                let keys: Vec<String> = parts
-                    .iter()
-                    .flat_map(|(_, timed)| timed.iter())
-                    .map(|(r, _)| format!("{}/{}", r.topic, r.partition))
-                    .collect();
-                let fields = parts
-                    .iter()
-                    .flat_map(|(_, timed)| timed.iter().map(|(_, f)| f));
-                let outcome =
-                    et.process(keys.iter().map(String::as_str).zip(fields), now_ms, flush);
-                let mut verdicts = outcome.verdicts.iter();
-                let field = &et.config().field;
-                for (batch, timed) in parts {
-                    let mut on_time = Vec::with_capacity(timed.len());
-                    for (record, fields) in timed {
-                        let verdict = *verdicts.next().expect("one verdict per event");
-                        on_time.push(verdict == Verdict::OnTime);
-                        if verdict == Verdict::Late {
-                            late.push((
-                                record,
-                                late_reason(field, fields.time, outcome.watermark_before),
-                            ));
-                        }
-                    }
-                    if let Some(batch) = batch
-                        && let Some(kept) = keep_rows(batch, on_time)?
-                    {
-                        batches.push(kept);
-                    }
-                }
-                event = Some((et.config().late, outcome));
-            }
-            None => batches.extend(parts.into_iter().filter_map(|(batch, _)| batch)),
-        }
+        let (batches, mut late, event) =
+            self.apply_event_time(parts, &start_offsets, now_ms, flush)?;
         let rows_late = late.len() as u64;
         let mut late_to_topic = Vec::new();
         match event.as_ref().map(|(late, _)| *late) {
@@ -685,28 +638,16 @@ impl Pipeline {
 
         // The state and the plan, before anything leaves: a crash from here on replays
         // exactly this batch.
-        let mut state_file = None;
-        if let Some(et) = &self.event_time {
-            let plan = Plan {
-                batch_id,
-                start: start_offsets.to_json(),
-                end: next.to_json(),
-                now_ms,
-                session_start_ms: et.session_start(),
-                flush,
-            };
-            let file = StateFileRef {
-                version: 1,
-                pipeline: &name,
-                plan: &plan,
-                state: et.save_ref(),
-            };
-            let bytes = serde_json::to_vec(&file)
-                .map_err(|e| PipelineError::State(format!("cannot serialise the state: {e}")))?;
-            let path = state::path(self.sink.location(), &name, batch_id);
-            let size = bytes.len() as u64;
-            self.sink.put_file(&path, bytes)?;
-            state_file = Some((path, size));
+        let plan = Plan {
+            batch_id,
+            start: start_offsets.to_json(),
+            end: next.to_json(),
+            now_ms,
+            session_start_ms: self.event_time.as_ref().map_or(0, EventTime::session_start),
+            flush,
+        };
+        let state_file = self.save_state(&plan)?;
+        if state_file.is_some() {
             self.crash_at.point("after-state", batch_id);
         }
 
@@ -841,6 +782,79 @@ impl Pipeline {
         Ok(())
     }
 
+    /// Runs the event-time operators over the slices' records, in order: returns the
+    /// table's batches without late events and duplicates, the late events with their
+    /// reason, and what the operators did (`None` without event time).
+    fn apply_event_time(
+        &mut self,
+        parts: Vec<SlicePart>,
+        start_offsets: &Offsets,
+        now_ms: i64,
+        flush: bool,
+    ) -> Result<AfterEventTime, PipelineError> {
+        let Some(et) = &mut self.event_time else {
+            let batches = parts.into_iter().filter_map(|(batch, _)| batch).collect();
+            return Ok((batches, Vec::new(), None));
+        };
+        let assigned: Vec<String> = start_offsets
+            .0
+            .keys()
+            .map(|tp| format!("{}/{}", tp.topic, tp.partition))
+            .collect();
+        et.register(assigned.iter().map(String::as_str), now_ms);
+        let keys: Vec<String> = parts
+            .iter()
+            .flat_map(|(_, timed)| timed.iter())
+            .map(|(r, _)| format!("{}/{}", r.topic, r.partition))
+            .collect();
+        let fields = parts
+            .iter()
+            .flat_map(|(_, timed)| timed.iter().map(|(_, f)| f));
+        let outcome = et.process(keys.iter().map(String::as_str).zip(fields), now_ms, flush);
+        let mut verdicts = outcome.verdicts.iter();
+        let field = &et.config().field;
+        let (mut batches, mut late) = (Vec::new(), Vec::new());
+        for (batch, timed) in parts {
+            let mut on_time = Vec::with_capacity(timed.len());
+            for (record, fields) in timed {
+                let verdict = *verdicts.next().expect("one verdict per event");
+                on_time.push(verdict == Verdict::OnTime);
+                if verdict == Verdict::Late {
+                    let reason = late_reason(field, fields.time, outcome.watermark_before);
+                    late.push((record, reason));
+                }
+            }
+            if let Some(batch) = batch
+                && let Some(kept) = keep_rows(batch, on_time)?
+            {
+                batches.push(kept);
+            }
+        }
+        let late_data = et.config().late;
+        Ok((batches, late, Some((late_data, outcome))))
+    }
+
+    /// Writes the event-time state after a batch, with the batch's plan, to the table's
+    /// storage: returns its path and size (`None` without event time).
+    fn save_state(&self, plan: &Plan) -> Result<Option<(String, u64)>, PipelineError> {
+        let Some(et) = &self.event_time else {
+            return Ok(None);
+        };
+        let name = &self.config.pipeline.name;
+        let file = StateFileRef {
+            version: 1,
+            pipeline: name,
+            plan,
+            state: et.save_ref(),
+        };
+        let bytes = serde_json::to_vec(&file)
+            .map_err(|e| PipelineError::State(format!("cannot serialise the state: {e}")))?;
+        let path = state::path(self.sink.location(), name, plan.batch_id);
+        let size = bytes.len() as u64;
+        self.sink.put_file(&path, bytes)?;
+        Ok(Some((path, size)))
+    }
+
     /// Runs the stages and the encoder over `records`, in contiguous slices on the
     /// pipeline's threads.
     fn process(&self, records: Vec<Record>, ingestion: i64) -> Result<Vec<Slice>, PipelineError> {
@@ -880,47 +894,6 @@ impl Pipeline {
     }
 }
 
-/// What each stage did over all slices of a batch.
-fn total_counts(slices: &[Slice], stages: usize) -> Vec<StageCounts> {
-    let mut total = vec![StageCounts::default(); stages];
-    for slice in slices {
-        for (t, c) in total.iter_mut().zip(&slice.stage_counts) {
-            let micros = t.micros.max(c.micros); // threads run side by side
-            t.add(c);
-            t.micros = micros;
-        }
-    }
-    total
-}
-
-/// Rejections by code and failures by kind, per stage, over all slices of a batch.
-fn total_verdicts(slices: &[Slice]) -> Vec<BTreeMap<String, u64>> {
-    let mut total: Vec<BTreeMap<String, u64>> = Vec::new();
-    for slice in slices {
-        total.resize(slice.stage_verdicts.len().max(total.len()), BTreeMap::new());
-        for (t, v) in total.iter_mut().zip(&slice.stage_verdicts) {
-            for (code, n) in v {
-                *t.entry(code.clone()).or_default() += n;
-            }
-        }
-    }
-    total
-}
-
-/// The shadow reports of all slices of a batch, merged per stage.
-fn shadow_reports(slices: &[Slice]) -> Vec<Option<ShadowReport>> {
-    let mut merged: Vec<Option<ShadowReport>> = Vec::new();
-    for slice in slices {
-        merged.resize(slice.shadows.len().max(merged.len()), None);
-        for (m, r) in merged.iter_mut().zip(&slice.shadows) {
-            if let Some(r) = r {
-                m.get_or_insert_with(ShadowReport::default).merge(r.clone());
-            }
-        }
-    }
-    merged
-}
-
 /// Why a late event left the stream.
 fn late_reason(field: &str, time: i64, watermark: Option<i64>) -> Reason {
     Reason {
@@ -936,16 +909,6 @@ fn late_reason(field: &str, time: i64, watermark: Option<i64>) -> Reason {
     }
 }
 
-/// The rows of `batch` where `keep` is true; `None` if there are none.
-fn keep_rows(batch: RecordBatch, keep: Vec<bool>) -> Result<Option<RecordBatch>, PipelineError> {
-    if keep.iter().all(|k| *k) {
-        return Ok((batch.num_rows() > 0).then_some(batch));
-    }
-    let filtered = arrow_select::filter::filter_record_batch(&batch, &BooleanArray::from(keep))
-        .map_err(|e| PipelineError::Schema(SchemaError::from(e)))?;
-    Ok((filtered.num_rows() > 0).then_some(filtered))
-}
-
 fn read_state(sink: &IcebergSink, path: &str) -> Result<Option<StateFile>, PipelineError> {
     let Some(bytes) = sink.get_file(path)? else {
         return Ok(None);
@@ -953,181 +916,4 @@ fn read_state(sink: &IcebergSink, path: &str) -> Result<Option<StateFile>, Pipel
     serde_json::from_slice(&bytes)
         .map(Some)
         .map_err(|e| PipelineError::State(format!("cannot read {path}: {e}")))
-}
-
-/// What each thread runs over its slice of a batch: the stages, the encoder and, with
-/// event time, the reading of event-time fields.
-#[derive(Clone, Copy)]
-struct Step<'a> {
-    stages: &'a [Plugin],
-    shadows: &'a [Option<Plugin>],
-    encoder: &'a Encoder,
-    event_time: Option<&'a EventTime>,
-    chunk_size: usize,
-}
-
-impl Step<'_> {
-    fn run(self, records: Vec<Record>, ingestion: i64) -> Result<Slice, PipelineError> {
-        let stages = self.stages;
-        let t = Instant::now();
-        let originals = self
-            .shadows
-            .iter()
-            .any(Option::is_some)
-            .then(|| records.clone());
-        let (outcomes, runs) = chain::run_counted(stages, records, self.chunk_size);
-        let shadows: Vec<Option<ShadowReport>> = self
-            .shadows
-            .iter()
-            .enumerate()
-            .map(|(s, shadow)| {
-                let (shadow, originals) = (shadow.as_ref()?, originals.as_ref()?);
-                Some(shadow::compare(
-                    stages,
-                    s,
-                    shadow,
-                    originals,
-                    &outcomes,
-                    self.chunk_size,
-                ))
-            })
-            .collect();
-        let plugins = t.elapsed();
-        let t = Instant::now();
-        let mut kept = Vec::with_capacity(outcomes.len());
-        let mut dead = Vec::new();
-        let mut stage_counts: Vec<StageCounts> = runs
-            .iter()
-            .map(|r| StageCounts {
-                rewritten: r.rewritten,
-                calls: r.calls,
-                micros: r.micros,
-                ..StageCounts::default()
-            })
-            .collect();
-        let mut stage_verdicts = vec![BTreeMap::<String, u64>::new(); stages.len()];
-        for outcome in &outcomes {
-            match &outcome.fate {
-                Fate::Rejected { stage, rejection } => {
-                    *stage_verdicts[*stage]
-                        .entry(format!("rejected:{}", rejection.code))
-                        .or_default() += 1;
-                }
-                Fate::Failed { stage, error } => {
-                    let code = error.failure().map_or("plugin_error", |f| f.code());
-                    *stage_verdicts[*stage]
-                        .entry(format!("failed:{code}"))
-                        .or_default() += 1;
-                }
-                Fate::Kept | Fate::Rewritten => {}
-            }
-        }
-        for outcome in &outcomes {
-            let (last, kind) = match &outcome.fate {
-                Fate::Kept | Fate::Rewritten => (stages.len(), 0),
-                Fate::Rejected { stage, .. } => (*stage, 1),
-                Fate::Failed { stage, .. } => (*stage, 2),
-            };
-            for (s, c) in stage_counts.iter_mut().enumerate().take(last + 1) {
-                if s >= stages.len() {
-                    break;
-                }
-                c.events += 1;
-                match (s == last, kind) {
-                    (true, 1) => c.rejected += 1,
-                    (true, 2) => c.failed += 1,
-                    _ => c.kept += 1,
-                }
-            }
-        }
-        for outcome in outcomes {
-            let (stage, code, message, field) = match outcome.fate {
-                Fate::Kept | Fate::Rewritten => {
-                    kept.push(outcome.record);
-                    continue;
-                }
-                Fate::Rejected { stage, rejection } => {
-                    (stage, rejection.code, rejection.message, rejection.field)
-                }
-                Fate::Failed { stage, error } => {
-                    let code = error.failure().map_or("plugin_error", |f| f.code());
-                    (stage, code.to_string(), error.to_string(), None)
-                }
-            };
-            let plugin = &stages[stage];
-            dead.push((
-                outcome.record,
-                Reason {
-                    stage: plugin.name().to_string(),
-                    digest: Some(plugin.digest().to_string()),
-                    code,
-                    message,
-                    field,
-                },
-            ));
-        }
-        let encoded = self
-            .encoder
-            .encode(kept.iter().map(|r| r.value.as_deref()), ingestion)?;
-        let mut failed = encoded.errors.into_iter().peekable();
-        let mut timed = Vec::new();
-        let mut on_time = Vec::new();
-        for (index, record) in kept.into_iter().enumerate() {
-            if failed.peek().is_some_and(|(i, _)| *i == index) {
-                let (_, error) = failed.next().expect("peeked");
-                dead.push((
-                    record,
-                    Reason {
-                        stage: "encode".into(),
-                        digest: None,
-                        code: error.code.into(),
-                        message: error.message,
-                        field: error.field,
-                    },
-                ));
-                continue;
-            }
-            let Some(et) = self.event_time else {
-                continue;
-            };
-            match et.fields(record.value.as_deref()) {
-                Ok(fields) => {
-                    on_time.push(true);
-                    timed.push((record, fields));
-                }
-                Err(error) => {
-                    on_time.push(false);
-                    dead.push((
-                        record,
-                        Reason {
-                            stage: "event-time".into(),
-                            digest: None,
-                            code: error.code.into(),
-                            message: error.message,
-                            field: error.field,
-                        },
-                    ));
-                }
-            }
-        }
-        let batch = if self.event_time.is_some() {
-            keep_rows(encoded.batch, on_time)?
-        } else {
-            (encoded.batch.num_rows() > 0).then_some(encoded.batch)
-        };
-        // Dead letters in offset order, whichever step refused them.
-        dead.sort_by(|a, b| {
-            (&a.0.topic, a.0.partition, a.0.offset).cmp(&(&b.0.topic, b.0.partition, b.0.offset))
-        });
-        Ok(Slice {
-            batch,
-            dead,
-            timed,
-            stage_counts,
-            stage_verdicts,
-            shadows,
-            plugins,
-            encode: t.elapsed(),
-        })
-    }
 }
