@@ -165,11 +165,11 @@ impl std::fmt::Debug for Pipeline {
 }
 
 /// Fault injection for crash tests: `SLUICE_CRASH_AT=<point>:<batch id>` aborts the
-/// process at `point` of that batch, as a power cut would. Points: `after-dead-letter`
-/// (dead letters acknowledged, nothing written), `after-write` (data files written, not
-/// committed) and `after-commit` (committed, group offsets not yet); with event time also
-/// `after-state` (state file written, nothing sent) and `after-window-commit` (window
-/// tables committed, the main table not).
+/// process at `point` of that batch, as a power cut would. Points, in order: with event
+/// time `after-state` (state file and data files written, nothing sent); `after-write`
+/// (data files written, not committed, nothing sent); `after-dead-letter` (dead letters
+/// acknowledged); with windows `after-window-commit` (window tables committed, the main
+/// table not); `after-commit` (committed, group offsets not yet).
 /// The variable is read once, when the pipeline opens.
 #[derive(Debug, Default)]
 struct CrashAt(Option<String>);
@@ -646,10 +646,27 @@ impl Pipeline {
             session_start_ms: self.event_time.as_ref().map_or(0, EventTime::session_start),
             flush,
         };
-        let state_file = self.save_state(&plan)?;
+        // Data files are written meanwhile: they stay invisible until the commit.
+        let t = Instant::now();
+        let (sink, event_time) = (&self.sink, self.event_time.as_ref());
+        let (saved, written) = std::thread::scope(|scope| {
+            let saving = scope.spawn(|| {
+                let t = Instant::now();
+                save_state(sink, event_time, &name, &plan).map(|file| (file, t.elapsed()))
+            });
+            let written = sink.write(batches, batch_id);
+            let saved = saving
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (saved, written)
+        });
+        let (state_file, state_time) = saved?;
+        let written = written?;
+        let write = t.elapsed();
         if state_file.is_some() {
             self.crash_at.point("after-state", batch_id);
         }
+        self.crash_at.point("after-write", batch_id);
 
         let t = Instant::now();
         let dead_lettered = match &self.dead_letter {
@@ -673,11 +690,6 @@ impl Pipeline {
         for (window, rows) in self.windows.iter().zip(&emitted) {
             window.send(rows, &name, batch_id)?;
         }
-
-        let t = Instant::now();
-        let written = self.sink.write(batches, batch_id)?;
-        let write = t.elapsed();
-        self.crash_at.point("after-write", batch_id);
 
         let t = Instant::now();
         let mark = CommitMark {
@@ -764,6 +776,7 @@ impl Pipeline {
                 encode: encode.as_millis() as u64,
                 dead_letter: dead_letter_time.as_millis() as u64,
                 write: write.as_millis() as u64,
+                state: state_time.as_millis() as u64,
                 commit: commit.as_millis() as u64,
                 total: total.as_millis() as u64,
             },
@@ -834,27 +847,6 @@ impl Pipeline {
         Ok((batches, late, Some((late_data, outcome))))
     }
 
-    /// Writes the event-time state after a batch, with the batch's plan, to the table's
-    /// storage: returns its path and size (`None` without event time).
-    fn save_state(&self, plan: &Plan) -> Result<Option<(String, u64)>, PipelineError> {
-        let Some(et) = &self.event_time else {
-            return Ok(None);
-        };
-        let name = &self.config.pipeline.name;
-        let file = StateFileRef {
-            version: 1,
-            pipeline: name,
-            plan,
-            state: et.save_ref(),
-        };
-        let bytes = serde_json::to_vec(&file)
-            .map_err(|e| PipelineError::State(format!("cannot serialise the state: {e}")))?;
-        let path = state::path(self.sink.location(), name, plan.batch_id);
-        let size = bytes.len() as u64;
-        self.sink.put_file(&path, bytes)?;
-        Ok(Some((path, size)))
-    }
-
     /// Runs the stages and the encoder over `records`, in contiguous slices on the
     /// pipeline's threads.
     fn process(&self, records: Vec<Record>, ingestion: i64) -> Result<Vec<Slice>, PipelineError> {
@@ -892,6 +884,31 @@ impl Pipeline {
                 .collect()
         })
     }
+}
+
+/// Writes the event-time state after a batch, with the batch's plan, to the table's
+/// storage: returns its path and size (`None` without event time).
+fn save_state(
+    sink: &IcebergSink,
+    event_time: Option<&EventTime>,
+    name: &str,
+    plan: &Plan,
+) -> Result<Option<(String, u64)>, PipelineError> {
+    let Some(et) = event_time else {
+        return Ok(None);
+    };
+    let file = StateFileRef {
+        version: 1,
+        pipeline: name,
+        plan,
+        state: et.save_ref(),
+    };
+    let bytes = serde_json::to_vec(&file)
+        .map_err(|e| PipelineError::State(format!("cannot serialise the state: {e}")))?;
+    let path = state::path(sink.location(), name, plan.batch_id);
+    let size = bytes.len() as u64;
+    sink.put_file(&path, bytes)?;
+    Ok(Some((path, size)))
 }
 
 /// Why a late event left the stream.

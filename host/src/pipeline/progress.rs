@@ -19,8 +19,10 @@ pub struct Durations {
     pub encode: u64,
     /// Sending dead letters and waiting for their acknowledgement.
     pub dead_letter: u64,
-    /// Writing Parquet files.
+    /// Writing Parquet files (and, beside them, the event-time state file).
     pub write: u64,
+    /// Writing the event-time state file (in parallel with the Parquet files).
+    pub state: u64,
     /// The table commit, with its check.
     pub commit: u64,
     /// The whole batch.
