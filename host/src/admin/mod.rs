@@ -646,6 +646,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn it_listens_on_loopback_unless_told_otherwise() {
+        let config: AdminConfig = toml::from_str("").unwrap();
+        assert_eq!(config.listen, "127.0.0.1:9464");
+        assert_eq!(config.token, None);
+        assert_eq!(config.max_upload, ByteSize::mib(32));
+        assert!(toml::from_str::<AdminConfig>("port = 1").is_err());
+    }
+
+    #[test]
     fn requests_are_parsed_and_bounded() {
         let raw = b"POST /stages/rules/modules HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nAuthorization: Bearer t\r\n\r\nabc";
         let r = read_request(&mut &raw[..], 10).unwrap_or_else(|_| panic!("parses"));

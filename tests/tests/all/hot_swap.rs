@@ -672,9 +672,9 @@ fn a_shadow_version_reports_where_it_disagrees_without_changing_the_output() {
 }
 
 #[test]
-fn a_version_rejecting_far_more_than_the_previous_one_is_rolled_back() {
-    // The relative bound: the new version may reject at most twice the previous version's
-    // share. The counts are given by hand, as a batch would report them.
+fn rejection_bounds_roll_a_new_version_back() {
+    // The relative bound (here: at most twice the previous version's share) and the
+    // absolute one. The counts are given by hand, as a batch would report them.
     use sluice::pipeline::stages::{StageCounts, Stages};
     use sluice::udf::swap::{Candidate, Found};
     let stage: sluice::udf::config::StageConfig = toml::from_str(&format!(
@@ -741,4 +741,35 @@ fn a_version_rejecting_far_more_than_the_previous_one_is_rolled_back() {
     stages.committed(&[counts(1000, 150)]);
     assert!(!stages.judge(&[counts(10, 10)]), "probation is over");
     assert_eq!(stages.active()[0].digest(), new_digest);
+
+    // The absolute bound: at most 20% rejected, whatever the previous version did.
+    let absolute: sluice::udf::config::StageConfig = toml::from_str(&format!(
+        "name = \"rules\"\nplugin = \"{}\"\nwatch = false\nrollback = {{ max-rejection-rate = 0.2 }}",
+        plugins::KEEP_ALL
+    ))
+    .unwrap();
+    let mut stages = Stages::load(runtime, std::slice::from_ref(&absolute)).unwrap();
+    stages
+        .sender()
+        .send(Found::Ready(Candidate {
+            stage: 0,
+            plugin: swap::prepare(
+                runtime,
+                &absolute,
+                &std::fs::read(plugins::CLICKSTREAM_VALIDATOR).unwrap(),
+                &[],
+            )
+            .unwrap(),
+            detected: Instant::now(),
+            prepared_in: Duration::ZERO,
+        }))
+        .unwrap();
+    stages.activate_new_versions();
+    assert!(!stages.judge(&[counts(100, 20)]));
+    stages.committed(&[counts(100, 20)]);
+    assert!(
+        stages.judge(&[counts(100, 30)]),
+        "25% of its first 200 events"
+    );
+    assert_eq!(stages.active()[0].digest(), old);
 }
