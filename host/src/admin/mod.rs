@@ -262,13 +262,14 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Admin {
-    /// Starts listening. New versions and rollbacks go to `sender` (see
+    /// Starts listening. `stages` are the stages' configurations and samples, for checking
+    /// uploads; new versions and rollbacks go to `sender` (see
     /// [`crate::pipeline::stages::Stages::sender`]).
     pub fn start(
         config: &AdminConfig,
         pipeline: &str,
         runtime: Runtime,
-        stages: &[StageConfig],
+        stages: Vec<(StageConfig, Samples)>,
         sender: Sender<Found>,
     ) -> Result<Admin, AdminError> {
         let error = |error| AdminError {
@@ -287,19 +288,6 @@ impl Admin {
                 "admin API: no token configured ([admin] token or SLUICE_ADMIN_TOKEN): POST calls are refused"
             );
         }
-        let stages = stages
-            .iter()
-            .map(|s| {
-                let samples = s
-                    .samples
-                    .as_deref()
-                    .map(swap::read_samples)
-                    .transpose()
-                    .unwrap_or_default()
-                    .unwrap_or_default();
-                (s.clone(), samples)
-            })
-            .collect();
         let shared = Arc::new(Shared {
             pipeline: pipeline.to_string(),
             token,

@@ -212,7 +212,7 @@ impl Pipeline {
                 a,
                 &config.pipeline.name,
                 runtime.clone(),
-                &config.stages,
+                stages.checks(),
                 stages.sender(),
             )?),
             None => None,
@@ -357,11 +357,6 @@ impl Pipeline {
         }
         self.replay = plan;
         Ok(())
-    }
-
-    /// The address of the admin API, when it runs.
-    pub fn admin_addr(&self) -> Option<std::net::SocketAddr> {
-        self.admin.as_ref().map(Admin::addr)
     }
 
     /// The positions the next batch starts from.
@@ -815,15 +810,23 @@ impl Pipeline {
             .map(|tp| format!("{}/{}", tp.topic, tp.partition))
             .collect();
         et.register(assigned.iter().map(String::as_str), now_ms);
-        let keys: Vec<String> = parts
-            .iter()
-            .flat_map(|(_, timed)| timed.iter())
-            .map(|(r, _)| format!("{}/{}", r.topic, r.partition))
-            .collect();
+        // Records come sorted by partition: one key per run of a partition, not per record.
+        let mut names: Vec<String> = Vec::new();
+        let mut which = Vec::new();
+        let mut last: Option<(&str, i32)> = None;
+        for (record, _) in parts.iter().flat_map(|(_, timed)| timed.iter()) {
+            let here = (&*record.topic, record.partition);
+            if last != Some(here) {
+                names.push(format!("{}/{}", here.0, here.1));
+                last = Some(here);
+            }
+            which.push(names.len() - 1);
+        }
         let fields = parts
             .iter()
             .flat_map(|(_, timed)| timed.iter().map(|(_, f)| f));
-        let outcome = et.process(keys.iter().map(String::as_str).zip(fields), now_ms, flush);
+        let keys = which.iter().map(|&i| names[i].as_str());
+        let outcome = et.process(keys.zip(fields), now_ms, flush);
         let mut verdicts = outcome.verdicts.iter();
         let field = &et.config().field;
         let (mut batches, mut late) = (Vec::new(), Vec::new());

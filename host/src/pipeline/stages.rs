@@ -18,7 +18,7 @@ use crate::udf::config::StageConfig;
 use std::sync::mpsc::{Receiver, Sender, channel};
 
 use crate::udf::shadow::ShadowReport;
-use crate::udf::swap::{self, Found, Watcher};
+use crate::udf::swap::{self, Found, Samples, Watcher};
 use crate::udf::{Plugin, Runtime, UdfError};
 
 /// What one stage did with the events that reached it.
@@ -129,6 +129,7 @@ impl Slot {
 #[derive(Debug)]
 pub struct Stages {
     configs: Vec<StageConfig>,
+    samples: Vec<Samples>,
     active: Vec<Plugin>,
     shadows: Vec<Option<Plugin>>,
     slots: Vec<Slot>,
@@ -158,6 +159,7 @@ impl Stages {
     /// that ask for it.
     pub fn load(runtime: &Runtime, configs: &[StageConfig]) -> Result<Self, StageError> {
         let mut active = Vec::new();
+        let mut all_samples = Vec::new();
         let mut shadows = Vec::new();
         let mut watched = Vec::new();
         for (i, config) in configs.iter().enumerate() {
@@ -178,8 +180,14 @@ impl Stages {
             let (declared, version) = plugin.declared();
             tracing::info!(stage = plugin.name(), plugin = %declared, %version, digest = plugin.digest(), "loaded stage");
             if config.watch {
-                watched.push((i, config.clone(), plugin.digest().to_string(), samples));
+                watched.push((
+                    i,
+                    config.clone(),
+                    plugin.digest().to_string(),
+                    samples.clone(),
+                ));
             }
+            all_samples.push(samples);
             active.push(plugin);
             let shadow = match &config.shadow {
                 Some(path) => {
@@ -215,6 +223,7 @@ impl Stages {
         Ok(Stages {
             slots: configs.iter().map(|_| Slot::default()).collect(),
             configs: configs.to_vec(),
+            samples: all_samples,
             active,
             shadows,
             found,
@@ -233,9 +242,13 @@ impl Stages {
         &self.shadows
     }
 
-    /// The stages' configurations.
-    pub fn configs(&self) -> &[StageConfig] {
-        &self.configs
+    /// Each stage's configuration with its samples, as read at start.
+    pub fn checks(&self) -> Vec<(StageConfig, Samples)> {
+        self.configs
+            .iter()
+            .cloned()
+            .zip(self.samples.iter().cloned())
+            .collect()
     }
 
     /// The active version of each stage, in order.

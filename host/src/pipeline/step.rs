@@ -86,54 +86,43 @@ impl Step<'_> {
             })
             .collect();
         let mut stage_verdicts = vec![BTreeMap::<String, u64>::new(); stages.len()];
-        for outcome in &outcomes {
-            match &outcome.fate {
-                Fate::Rejected { stage, rejection } => {
-                    *stage_verdicts[*stage]
-                        .entry(format!("rejected:{}", rejection.code))
-                        .or_default() += 1;
-                }
-                Fate::Failed { stage, error } => {
-                    let code = error.failure().map_or("plugin_error", |f| f.code());
-                    *stage_verdicts[*stage]
-                        .entry(format!("failed:{code}"))
-                        .or_default() += 1;
-                }
-                Fate::Kept | Fate::Rewritten => {}
-            }
-        }
-        for outcome in &outcomes {
-            let (last, kind) = match &outcome.fate {
-                Fate::Kept | Fate::Rewritten => (stages.len(), 0),
-                Fate::Rejected { stage, .. } => (*stage, 1),
-                Fate::Failed { stage, .. } => (*stage, 2),
-            };
-            for (s, c) in stage_counts.iter_mut().enumerate().take(last + 1) {
-                if s >= stages.len() {
-                    break;
-                }
-                c.events += 1;
-                match (s == last, kind) {
-                    (true, 1) => c.rejected += 1,
-                    (true, 2) => c.failed += 1,
-                    _ => c.kept += 1,
-                }
-            }
-        }
         for outcome in outcomes {
-            let (stage, code, message, field) = match outcome.fate {
+            // Every stage before the one that stopped the record kept it.
+            let (stage, rejected, code, message, field) = match outcome.fate {
                 Fate::Kept | Fate::Rewritten => {
+                    for c in &mut stage_counts {
+                        c.events += 1;
+                        c.kept += 1;
+                    }
                     kept.push(outcome.record);
                     continue;
                 }
-                Fate::Rejected { stage, rejection } => {
-                    (stage, rejection.code, rejection.message, rejection.field)
-                }
+                Fate::Rejected { stage, rejection } => (
+                    stage,
+                    true,
+                    rejection.code,
+                    rejection.message,
+                    rejection.field,
+                ),
                 Fate::Failed { stage, error } => {
                     let code = error.failure().map_or("plugin_error", |f| f.code());
-                    (stage, code.to_string(), error.to_string(), None)
+                    (stage, false, code.to_string(), error.to_string(), None)
                 }
             };
+            for c in &mut stage_counts[..stage] {
+                c.events += 1;
+                c.kept += 1;
+            }
+            let c = &mut stage_counts[stage];
+            c.events += 1;
+            let verdict = if rejected {
+                c.rejected += 1;
+                format!("rejected:{code}")
+            } else {
+                c.failed += 1;
+                format!("failed:{code}")
+            };
+            *stage_verdicts[stage].entry(verdict).or_default() += 1;
             let plugin = &stages[stage];
             dead.push((
                 outcome.record,

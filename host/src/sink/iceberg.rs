@@ -10,7 +10,7 @@ use arrow_array::RecordBatch;
 use iceberg::arrow::RecordBatchPartitionSplitter;
 use iceberg::io::LocalFsStorageFactory;
 use iceberg::spec::{
-    DataFile, DataFileFormat, NestedField, PrimitiveType, Schema, Transform, Type,
+    DataFile, DataFileFormat, NestedField, PrimitiveType, Schema, SnapshotRef, Transform, Type,
     UnboundPartitionSpec,
 };
 use iceberg::table::Table;
@@ -491,14 +491,15 @@ impl IcebergSink {
             .map_err(iceberg_err(format!("deleting {path}")))
     }
 
-    /// The summary properties of the snapshot that carries `pipeline`'s latest mark.
-    pub fn last_mark_properties(&self, pipeline: &str) -> Option<&HashMap<String, String>> {
+    /// The snapshot that carries `pipeline`'s latest mark, walking back from the current
+    /// snapshot.
+    fn last_mark_snapshot(&self, pipeline: &str) -> Option<&SnapshotRef> {
         let metadata = self.table.metadata();
         let mut next = metadata.current_snapshot();
         while let Some(snapshot) = next {
             let props = &snapshot.summary().additional_properties;
             if props.get(crate::commit::PIPELINE).map(String::as_str) == Some(pipeline) {
-                return Some(props);
+                return Some(snapshot);
             }
             next = snapshot
                 .parent_snapshot_id()
@@ -507,21 +508,19 @@ impl IcebergSink {
         None
     }
 
-    /// The latest commit mark of `pipeline`, walking back from the current snapshot.
+    /// The summary properties of the snapshot that carries `pipeline`'s latest mark.
+    pub fn last_mark_properties(&self, pipeline: &str) -> Option<&HashMap<String, String>> {
+        self.last_mark_snapshot(pipeline)
+            .map(|s| &s.summary().additional_properties)
+    }
+
+    /// The latest commit mark of `pipeline`.
     pub fn last_mark(&self, pipeline: &str) -> Result<Option<CommitMark>, SinkError> {
-        let metadata = self.table.metadata();
-        let mut next = metadata.current_snapshot();
-        while let Some(snapshot) = next {
-            let props = &snapshot.summary().additional_properties;
-            if let Some(mark) = CommitMark::from_properties(pipeline, snapshot.snapshot_id(), props)
-            {
-                return Ok(Some(mark?));
-            }
-            next = snapshot
-                .parent_snapshot_id()
-                .and_then(|id| metadata.snapshot_by_id(id));
-        }
-        Ok(None)
+        let Some(snapshot) = self.last_mark_snapshot(pipeline) else {
+            return Ok(None);
+        };
+        let props = &snapshot.summary().additional_properties;
+        Ok(CommitMark::from_properties(pipeline, snapshot.snapshot_id(), props).transpose()?)
     }
 
     /// Reads the whole table (current snapshot) as JSON objects, columns in table order:

@@ -159,11 +159,6 @@ impl WindowSink {
         &self.config.name
     }
 
-    /// The table, if the window has one.
-    pub fn table(&self) -> Option<&IcebergSink> {
-        self.table.as_ref().map(|(t, _)| t)
-    }
-
     /// The latest batch of `pipeline` that the table holds.
     pub fn table_batch(&self, pipeline: &str) -> Result<Option<u64>, WindowSinkError> {
         match &self.table {

@@ -318,17 +318,6 @@ impl WindowOperator {
     }
 
     /// The state, for saving.
-    pub fn save(&self) -> Vec<SavedGroup> {
-        self.groups
-            .iter()
-            .map(|((start, key), acc)| SavedGroup {
-                start: *start,
-                key: key.clone(),
-                acc: acc.clone(),
-            })
-            .collect()
-    }
-
     /// The state, borrowed for saving.
     pub fn save_ref(&self) -> Vec<super::state::SavedGroupRef<'_>> {
         self.groups
@@ -425,9 +414,9 @@ mod tests {
         // An event of a closed window is not added.
         op.add(5 * S, &input("a", Some(1.0), "u1"), Some(60 * S));
         assert_eq!(op.rows(), 1);
-        let saved = op.save();
+        let saved = serde_json::to_string(&op.save_ref()).unwrap();
         let mut again = WindowOperator::new(config(60, None, EmitMode::OnWindowClose));
-        again.restore(saved);
+        again.restore(serde_json::from_str(&saved).unwrap());
         assert_eq!(again.last_end(), Some(120 * S));
         let rows = again.finish_batch(Some(200 * S));
         assert_eq!(rows[0].values[0], serde_json::json!(1));

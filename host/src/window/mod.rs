@@ -133,11 +133,6 @@ impl EventTime {
         &self.config
     }
 
-    /// The windows' configurations.
-    pub fn window_configs(&self) -> impl Iterator<Item = &WindowConfig> {
-        self.windows.iter().map(|(_, op)| op.config())
-    }
-
     /// Reads what the operators need from an event. Safe to call from many threads.
     pub fn fields(&self, value: Option<&[u8]>) -> Result<Fields, ExtractError> {
         let values = self.extractor.read(value)?;
@@ -283,23 +278,7 @@ impl EventTime {
         sizes
     }
 
-    /// The state, for saving.
-    pub fn save(&self) -> SavedState {
-        let mut dedup: Vec<(String, i64)> =
-            self.seen.iter().map(|(k, t)| (k.to_string(), *t)).collect();
-        dedup.sort_unstable();
-        SavedState {
-            watermark: self.watermark.clone(),
-            dedup,
-            windows: self
-                .windows
-                .iter()
-                .map(|(_, op)| (op.config().name.clone(), op.save()))
-                .collect(),
-        }
-    }
-
-    /// The state, borrowed for saving: serialises like [`EventTime::save`], cheaper.
+    /// The state, borrowed for saving (it is read back as a [`SavedState`]).
     pub fn save_ref(&self) -> SavedStateRef<'_> {
         let mut dedup: Vec<(&str, i64)> = self.seen.iter().map(|(k, t)| (&**k, *t)).collect();
         dedup.sort_unstable();
@@ -453,12 +432,10 @@ mod tests {
         let mut op = operators(EmitMode::OnWindowClose);
         let batch = [event(&op, "a", 10, "view"), event(&op, "b", 30, "view")];
         op.process(batch.iter().map(|f| ("t/0", f)), 0, false);
-        let saved = op.save();
-        let json = serde_json::to_string(&saved).unwrap();
-        assert_eq!(json, serde_json::to_string(&op.save_ref()).unwrap());
+        let json = serde_json::to_string(&op.save_ref()).unwrap();
         let mut again = operators(EmitMode::OnWindowClose);
         again.restore(serde_json::from_str(&json).unwrap());
-        assert_eq!(again.save(), saved);
+        assert_eq!(serde_json::to_string(&again.save_ref()).unwrap(), json);
         assert!(again.due(0, true));
         let out = again.process([], 0, true);
         assert_eq!(counts(&out), vec![(0, "view".into(), 2)]);
