@@ -27,6 +27,7 @@ fn main() {
         "guest-sdk/Cargo.toml",
         "udfs/Cargo.toml",
         "udfs/Cargo.lock",
+        "udfs/.cargo/config.toml",
     ] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }

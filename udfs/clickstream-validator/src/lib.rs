@@ -143,17 +143,10 @@ impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
 }
 
 /// The validation rules, with their configured event types.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Rules {
-    allowed_event_types: Vec<String>,
-}
-
-impl Default for Rules {
-    fn default() -> Self {
-        Rules {
-            allowed_event_types: DEFAULT_EVENT_TYPES.iter().map(|s| s.to_string()).collect(),
-        }
-    }
+    /// The `allowed-event-types` parameter; `None` means [`DEFAULT_EVENT_TYPES`].
+    custom_event_types: Option<Vec<String>>,
 }
 
 impl Processor for Rules {
@@ -164,7 +157,7 @@ impl Processor for Rules {
             if types.is_empty() {
                 return Err("parameter `allowed-event-types` lists no event type".into());
             }
-            rules.allowed_event_types = types;
+            rules.custom_event_types = Some(types);
         }
         Ok(rules)
     }
@@ -183,10 +176,11 @@ impl Rules {
     /// Checks one event; `Err` carries the first violation.
     pub fn check(&self, event: &Event<'_>) -> Result<(), Rejection> {
         let value = event.value().unwrap_or_default();
-        if value
-            .iter()
-            .find(|b| !b.is_ascii_whitespace())
-            .is_some_and(|&b| b != b'{')
+        if value.first() != Some(&b'{')
+            && value
+                .iter()
+                .find(|b| !b.is_ascii_whitespace())
+                .is_some_and(|&b| b != b'{')
         {
             return Err(Rejection::new(
                 sluice_guest::codes::MALFORMED_JSON,
@@ -214,7 +208,7 @@ impl Rules {
                     )
                     .with_field(name));
                 }
-                Some(v) if v.trim().is_empty() => {
+                Some(v) if is_blank(v) => {
                     return Err(Rejection::new(
                         codes::BLANK_REQUIRED_FIELD,
                         format!("{name} must not be blank"),
@@ -235,13 +229,14 @@ impl Rules {
         }
 
         let event_type = click.event_type.as_deref().unwrap_or_default();
-        if !self.allowed_event_types.iter().any(|t| t == event_type) {
+        if !self.allows(event_type) {
+            let allowed = match &self.custom_event_types {
+                Some(types) => types.join(", "),
+                None => DEFAULT_EVENT_TYPES.join(", "),
+            };
             return Err(Rejection::new(
                 codes::INVALID_EVENT_TYPE,
-                format!(
-                    "event_type {event_type:?} is not one of {}",
-                    self.allowed_event_types.join(", ")
-                ),
+                format!("event_type {event_type:?} is not one of {allowed}"),
             )
             .with_field("event_type"));
         }
@@ -274,8 +269,38 @@ impl Rules {
     }
 }
 
+impl Rules {
+    /// Whether `event_type` is one of the allowed types. The default list is matched by the
+    /// compiler's string `match` (compares of whole words), not one string at a time.
+    fn allows(&self, event_type: &str) -> bool {
+        match &self.custom_event_types {
+            Some(types) => types.iter().any(|t| t == event_type),
+            None => matches!(
+                event_type,
+                "page_view"
+                    | "search"
+                    | "product_view"
+                    | "add_to_cart"
+                    | "remove_from_cart"
+                    | "checkout_start"
+                    | "purchase"
+            ),
+        }
+    }
+}
+
 fn non_blank(value: &Option<Text<'_>>) -> bool {
-    value.as_deref().is_some_and(|v| !v.trim().is_empty())
+    value.as_deref().is_some_and(|v| !is_blank(v))
+}
+
+/// Whether `s` is empty or only white space (Unicode's, as `str::trim`). Values that start
+/// with a visible ASCII character, nearly all of them, are decided by their first byte.
+fn is_blank(s: &str) -> bool {
+    match s.as_bytes().first() {
+        None => true,
+        Some(b) if b.is_ascii_graphic() => false,
+        Some(_) => s.trim().is_empty(),
+    }
 }
 
 fn fields_needed_by(event_type: &str) -> &'static [&'static str] {
@@ -337,12 +362,13 @@ fn check_price(raw: &str) -> Result<(), Rejection> {
     Ok(())
 }
 
-/// A decimal number as significant digits and a scale: value = digits × 10^-scale.
+/// A decimal number as its count of significant digits and a scale:
+/// value = digits × 10^-scale.
 #[derive(Debug, PartialEq)]
 struct Decimal {
     negative: bool,
-    /// Significant digits, no leading or trailing zeros ("" for zero).
-    digits: String,
+    /// Number of significant digits, without leading or trailing zeros (0 for zero).
+    significant: usize,
     scale: i64,
 }
 
@@ -370,30 +396,42 @@ impl Decimal {
         {
             return None;
         }
-        let mut digits: String = int_part.chars().chain(frac_part.chars()).collect();
-        let mut scale = frac_part.len() as i64 - exponent;
-        while digits.ends_with('0') {
-            digits.pop();
-            scale -= 1;
-        }
-        let digits = digits.trim_start_matches('0').to_string();
-        if digits.is_empty() {
-            scale = 0;
-        }
+        // The digits are int_part followed by frac_part; count them without the leading
+        // and trailing zeros (no copy: this runs for every event with a price).
+        let (int, frac) = (int_part.as_bytes(), frac_part.as_bytes());
+        let trailing_in_frac = frac.iter().rev().take_while(|&&b| b == b'0').count();
+        let trailing = if trailing_in_frac == frac.len() {
+            trailing_in_frac + int.iter().rev().take_while(|&&b| b == b'0').count()
+        } else {
+            trailing_in_frac
+        };
+        let total = int.len() + frac.len();
+        let leading_in_int = int.iter().take_while(|&&b| b == b'0').count();
+        let leading = if leading_in_int == int.len() {
+            leading_in_int + frac.iter().take_while(|&&b| b == b'0').count()
+        } else {
+            leading_in_int
+        };
+        let significant = total.saturating_sub(leading + trailing);
+        let scale = if significant == 0 {
+            0
+        } else {
+            frac.len() as i64 - exponent - trailing as i64
+        };
         Some(Decimal {
             negative,
-            digits,
+            significant,
             scale,
         })
     }
 
     fn is_zero(&self) -> bool {
-        self.digits.is_empty()
+        self.significant == 0
     }
 
     /// Digits before the decimal point.
     fn integer_digits(&self) -> usize {
-        (self.digits.len() as i64 - self.scale).max(0) as usize
+        (self.significant as i64 - self.scale).max(0) as usize
     }
 }
 
@@ -408,10 +446,21 @@ mod tests {
             d("18.0"),
             Decimal {
                 negative: false,
-                digits: "18".into(),
+                significant: 2,
                 scale: 0
             }
         );
+        assert_eq!(
+            d("0012.3400e1"),
+            Decimal {
+                negative: false,
+                significant: 4,
+                scale: 1
+            }
+        );
+        assert_eq!(d("100").significant, 1);
+        assert_eq!(d("0.0").significant, 0);
+        assert_eq!(d("0.000").scale, 0);
         assert_eq!(d("18.50").scale, 1);
         assert_eq!(d("180").scale, -1);
         assert_eq!(d("180").integer_digits(), 3);
@@ -422,6 +471,31 @@ mod tests {
         assert!(d("-0.00").is_zero());
         for bad in ["", "-", "1.", ".5", "1e", "abc", "1.2.3", "--1"] {
             assert!(Decimal::parse(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_default_event_types_are_the_documented_list() {
+        let rules = Rules::default();
+        for t in DEFAULT_EVENT_TYPES {
+            assert!(rules.allows(t), "{t}");
+        }
+        for t in ["", "Page_view", "page_vie", "page_views", "purchase "] {
+            assert!(!rules.allows(t), "{t}");
+        }
+        let custom = Rules {
+            custom_event_types: Some(vec!["click".into()]),
+        };
+        assert!(custom.allows("click") && !custom.allows("page_view"));
+    }
+
+    #[test]
+    fn blank_means_empty_or_white_space() {
+        for blank in ["", " ", "\t\n", "\u{3000}", " \u{a0} "] {
+            assert!(is_blank(blank), "{blank:?}");
+        }
+        for text in ["a", " a", "\u{3000}x", "é", "-"] {
+            assert!(!is_blank(text), "{text:?}");
         }
     }
 
