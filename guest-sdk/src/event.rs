@@ -138,8 +138,12 @@ impl<'a> Event<'a> {
                 "malformed JSON value: not valid UTF-8",
             )
         })?;
-        // Fast path without path tracking (which allocates for every field name); only a
-        // value that fails is parsed again to find the offending field.
+        // The fast path (see `json.rs`) decides most values; whatever it leaves goes to
+        // serde_json, without path tracking (which allocates for every field name); only
+        // a value that fails is parsed a third time to find the offending field.
+        if let Some(value) = crate::json::from_str(text) {
+            return Ok(value);
+        }
         match serde_json::from_str(text) {
             Ok(value) => Ok(value),
             Err(error) => Err(explain::<T>(bytes, error)),

@@ -48,6 +48,7 @@
 #![deny(missing_docs)]
 
 mod event;
+mod json;
 mod params;
 mod verdict;
 

@@ -11,7 +11,7 @@
 //! a noisy neighbour slows all of them alike. The Wasm/native ratio is judged on the best
 //! times (noise only adds time) and shown as the median of per-round ratios too.
 //!
-//! Run with `cargo bench -p sluice-tests --bench plugins` (optionally `-- EVENTS ROUNDS`).
+//! Run with `cargo bench -p sluice-tests --bench plugins` (optionally `-- EVENTS ROUNDS CHUNK`).
 //! Targets: Wasm ≤ 1.5× native per event; boundary overhead < 100 ns per event.
 
 use std::time::Instant;
@@ -19,16 +19,21 @@ use std::time::Instant;
 use clickstream_validator::Rules;
 use sluice::generate::{Generator, GeneratorConfig};
 use sluice::record::Record;
+use sluice::udf::config::RuntimeConfig;
 use sluice::udf::{Chunk, Plugin, Verdict};
 use sluice_tests::{load, plugins, records};
 
-const CHUNK: usize = 1024;
 const WARM_UP_ROUNDS: usize = 5;
 
 fn main() {
     let mut args = std::env::args().skip(1).filter(|a| !a.starts_with("--"));
     let events: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(100_000);
     let rounds: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(15);
+    // The pipeline's chunk size unless given.
+    let chunk: usize = args
+        .next()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(RuntimeConfig::default().chunk_size);
 
     let values: Vec<String> = Generator::new(GeneratorConfig::default())
         .take(events)
@@ -37,12 +42,12 @@ fn main() {
     let records = records(&values);
     let refs: Vec<&Record> = records.iter().collect();
     let chunks: Vec<Chunk> = refs
-        .chunks(CHUNK)
+        .chunks(chunk)
         .map(|c| Chunk::from_records(c.iter().copied()))
         .collect();
     // Lays out the batch chunk by chunk, each dropped after use, as a pipeline does.
     let layout = || -> usize {
-        refs.chunks(CHUNK)
+        refs.chunks(chunk)
             .map(|c| Chunk::from_records(c.iter().copied()).len())
             .sum()
     };
@@ -98,7 +103,7 @@ fn main() {
     }
 
     println!(
-        "plugin benchmark: {events} generated clickstream events ({invalid} invalid), chunks of {CHUNK}, {rounds} interleaved rounds"
+        "plugin benchmark: {events} generated clickstream events ({invalid} invalid), chunks of {chunk}, {rounds} interleaved rounds"
     );
     println!("{:<46} {:>10} {:>10}", "ns per event", "median", "best");
     let row = |name: &str, t: &mut Vec<f64>| {
