@@ -1016,6 +1016,56 @@ mod tests {
         assert!(!agrees::<Value>(&deep));
     }
 
+    /// Mutates JSON documents at random (bytes replaced by JSON's own characters, cuts,
+    /// white space, escapes) and checks that whatever the fast path accepts, serde_json
+    /// reads the same way.
+    #[test]
+    fn agrees_with_serde_json_on_mutated_documents() {
+        let seeds = [
+            r#"{"event_id":"evt_0001","user_id":"user_42","quantity":3,"price":18.99,"raw":[1,{"a":"b"}],"tags":["x","y"],"kind":"purchase","nested":{"a":7,"b":true},"page_url":"/products/trail-mug?ref=home"}"#,
+            r#"{"event_id":"a\"b","price":-0.5,"raw":null,"unknown":{"deep":[[],{},"",0]}}"#,
+        ];
+        let pieces: [&str; 24] = [
+            "\"", "\\", "{", "}", "[", "]", ",", ":", "0", "7", "-", ".", "e", "E", "+", " ",
+            "\t", "\n", "\\u00e9", "\\ud83d\\ude00", "\\/", "null", "é", "\u{1}",
+        ];
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = |bound: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % bound as u64) as usize
+        };
+        let (mut accepted, mut total) = (0, 0);
+        for seed in seeds {
+            for _ in 0..4000 {
+                let mut text = seed.to_string();
+                for _ in 0..1 + next(3) {
+                    let mut at = next(text.len() + 1);
+                    while !text.is_char_boundary(at) {
+                        at -= 1;
+                    }
+                    match next(4) {
+                        0 => text.truncate(at),
+                        1 => text.insert_str(at, pieces[next(pieces.len())]),
+                        _ => {
+                            let mut end = (at + 1).min(text.len());
+                            while !text.is_char_boundary(end) {
+                                end += 1;
+                            }
+                            text.replace_range(at..end, pieces[next(pieces.len())]);
+                        }
+                    }
+                }
+                total += 1;
+                accepted += usize::from(agrees::<Click<'_>>(&text));
+                agrees::<Value>(&text);
+            }
+        }
+        // Both outcomes occur, so both were checked.
+        assert!(accepted > total / 20 && accepted < total, "{accepted} of {total}");
+    }
+
     #[test]
     fn finds_special_bytes_at_every_position() {
         for len in 0..40 {
