@@ -67,7 +67,7 @@ pub fn judge_chunk(
             .get(usize::from(chunk.topic_index[i]))
             .ok_or_else(|| format!("malformed chunk: event {i} names a missing topic"))?;
         let timestamp = chunk.timestamps[i];
-        let (from, to) = headers.ranges[i];
+        let (from, to) = headers.ranges.get(i).copied().unwrap_or_default();
         let event = Event {
             key: keys.next(chunk.key_lengths[i])?,
             value: values.next(chunk.value_lengths[i])?,
@@ -108,7 +108,7 @@ pub fn judge_chunk(
 
 struct GroupedHeaders {
     all: Vec<Header>,
-    /// For each event, the range of its headers in `all`.
+    /// For each event, the range of its headers in `all` (empty when no event has any).
     ranges: Vec<(usize, usize)>,
 }
 
@@ -116,6 +116,12 @@ fn group_headers(
     wire: Vec<crate::bindings::sluice::plugin::types::Header>,
     n: usize,
 ) -> Result<GroupedHeaders, String> {
+    if wire.is_empty() {
+        return Ok(GroupedHeaders {
+            all: Vec::new(),
+            ranges: Vec::new(),
+        });
+    }
     let mut ranges = vec![(0, 0); n];
     let mut all = Vec::with_capacity(wire.len());
     let mut previous = 0usize;
@@ -152,6 +158,7 @@ impl<'a> Slicer<'a> {
         Slicer { bytes, at: 0, what }
     }
 
+    #[inline]
     fn next(&mut self, len: i32) -> Result<Option<&'a [u8]>, String> {
         if len < 0 {
             return Ok(None);
