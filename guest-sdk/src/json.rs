@@ -1026,8 +1026,30 @@ mod tests {
             r#"{"event_id":"a\"b","price":-0.5,"raw":null,"unknown":{"deep":[[],{},"",0]}}"#,
         ];
         let pieces: [&str; 24] = [
-            "\"", "\\", "{", "}", "[", "]", ",", ":", "0", "7", "-", ".", "e", "E", "+", " ",
-            "\t", "\n", "\\u00e9", "\\ud83d\\ude00", "\\/", "null", "é", "\u{1}",
+            "\"",
+            "\\",
+            "{",
+            "}",
+            "[",
+            "]",
+            ",",
+            ":",
+            "0",
+            "7",
+            "-",
+            ".",
+            "e",
+            "E",
+            "+",
+            " ",
+            "\t",
+            "\n",
+            "\\u00e9",
+            "\\ud83d\\ude00",
+            "\\/",
+            "null",
+            "é",
+            "\u{1}",
         ];
         let mut state = 0x9e37_79b9_7f4a_7c15_u64;
         let mut next = |bound: usize| {
@@ -1063,7 +1085,10 @@ mod tests {
             }
         }
         // Both outcomes occur, so both were checked.
-        assert!(accepted > total / 20 && accepted < total, "{accepted} of {total}");
+        assert!(
+            accepted > total / 20 && accepted < total,
+            "{accepted} of {total}"
+        );
     }
 
     #[test]

@@ -322,8 +322,8 @@ fn plugin_and_native_rules_agree_on_damaged_events() {
         .map(|e| e.value)
         .collect();
     let pieces = [
-        "\"", "\\", "{", "}", "[", "]", ",", ":", "0", "-", ".", "e", " ", "\t", "\\u00e9",
-        "\\/", "\\\"", "null", "é", "\u{1}", "1.005", "\"\"",
+        "\"", "\\", "{", "}", "[", "]", ",", ":", "0", "-", ".", "e", " ", "\t", "\\u00e9", "\\/",
+        "\\\"", "null", "é", "\u{1}", "1.005", "\"\"",
     ];
     let mut state = 0x2545_f491_4f6c_dd1d_u64;
     let mut next = |bound: usize| {
@@ -373,5 +373,8 @@ fn plugin_and_native_rules_agree_on_damaged_events() {
             (wasm, native) => panic!("{value}: Wasm says {wasm:?}, native {native:?}"),
         }
     }
-    assert!(kept > 500 && rejected > 1000, "{kept} kept, {rejected} rejected");
+    assert!(
+        kept > 500 && rejected > 1000,
+        "{kept} kept, {rejected} rejected"
+    );
 }
