@@ -288,6 +288,24 @@ impl<'de> Fast<'de> {
     }
 }
 
+/// Deserializer methods that only hand over to another one of the same signature.
+macro_rules! delegate {
+    ($to:ident: $($name:ident)*) => {$(
+        fn $name<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Bail> {
+            self.$to(visitor)
+        }
+    )*};
+}
+
+/// Deserializer methods that leave the value to serde_json.
+macro_rules! bail {
+    ($($name:ident)*) => {$(
+        fn $name<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Bail> {
+            Err(Bail)
+        }
+    )*};
+}
+
 /// The index of the first `"`, `\` or control character at or after `from`.
 ///
 /// Looks at 16 bytes at a time. The first block is tested before the loop, so a string
@@ -420,6 +438,11 @@ mod simd {
 impl<'de> de::Deserializer<'de> for &mut Fast<'de> {
     type Error = Bail;
 
+    delegate!(deserialize_i64: deserialize_i8 deserialize_i16 deserialize_i32 deserialize_u8
+        deserialize_u16 deserialize_u32 deserialize_u64 deserialize_f32 deserialize_f64);
+    bail!(deserialize_char deserialize_bytes deserialize_byte_buf deserialize_i128
+        deserialize_u128);
+
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Bail> {
         match self.next_non_ws()? {
             b'"' => self.visit_string(visitor),
@@ -451,46 +474,6 @@ impl<'de> de::Deserializer<'de> for &mut Fast<'de> {
         }
     }
 
-    fn deserialize_i8<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Bail> {
-        self.deserialize_i64(visitor)
-    }
-
-    fn deserialize_i16<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Bail> {
-        self.deserialize_i64(visitor)
-    }
-
-    fn deserialize_i32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Bail> {
-        self.deserialize_i64(visitor)
-    }
-
-    fn deserialize_u8<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Bail> {
-        self.deserialize_i64(visitor)
-    }
-
-    fn deserialize_u16<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Bail> {
-        self.deserialize_i64(visitor)
-    }
-
-    fn deserialize_u32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Bail> {
-        self.deserialize_i64(visitor)
-    }
-
-    fn deserialize_u64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Bail> {
-        self.deserialize_i64(visitor)
-    }
-
-    fn deserialize_f32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Bail> {
-        self.deserialize_i64(visitor)
-    }
-
-    fn deserialize_f64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Bail> {
-        self.deserialize_i64(visitor)
-    }
-
-    fn deserialize_char<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Bail> {
-        Err(Bail)
-    }
-
     fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Bail> {
         match self.next_non_ws()? {
             b'"' => self.visit_string(visitor),
@@ -500,14 +483,6 @@ impl<'de> de::Deserializer<'de> for &mut Fast<'de> {
 
     fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Bail> {
         self.deserialize_str(visitor)
-    }
-
-    fn deserialize_bytes<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Bail> {
-        Err(Bail)
-    }
-
-    fn deserialize_byte_buf<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Bail> {
-        Err(Bail)
     }
 
     fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Bail> {
@@ -616,25 +591,39 @@ impl<'de> de::Deserializer<'de> for &mut Fast<'de> {
         self.skip_value()?;
         visitor.visit_unit()
     }
-
-    fn deserialize_i128<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Bail> {
-        Err(Bail)
-    }
-
-    fn deserialize_u128<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Bail> {
-        Err(Bail)
-    }
 }
 
-/// The entries of an object, after its `{`.
-struct Entries<'a, 'de> {
+/// The entries of an object (after its `{`) or the elements of an array (after its `[`):
+/// `CLOSE` is the bracket that ends them.
+struct Items<'a, 'de, const CLOSE: u8> {
     de: &'a mut Fast<'de>,
     first: bool,
 }
 
-impl<'a, 'de> Entries<'a, 'de> {
+type Entries<'a, 'de> = Items<'a, 'de, b'}'>;
+type Elements<'a, 'de> = Items<'a, 'de, b']'>;
+
+impl<'a, 'de, const CLOSE: u8> Items<'a, 'de, CLOSE> {
     fn new(de: &'a mut Fast<'de>) -> Self {
-        Entries { de, first: true }
+        Items { de, first: true }
+    }
+
+    /// Moves to the next item: `false` at the closing bracket, past a comma otherwise (no
+    /// comma before the first item, and none before the bracket).
+    #[inline(always)]
+    fn next_item(&mut self) -> Result<bool, Bail> {
+        let de = &mut *self.de;
+        match de.next_non_ws()? {
+            b if b == CLOSE => return Ok(false),
+            b',' if !self.first => {
+                de.pos += 1;
+                de.skip_ws();
+            }
+            _ if self.first => {}
+            _ => return Err(Bail),
+        }
+        self.first = false;
+        Ok(true)
     }
 }
 
@@ -645,17 +634,10 @@ impl<'de> MapAccess<'de> for Entries<'_, 'de> {
         &mut self,
         seed: K,
     ) -> Result<Option<K::Value>, Bail> {
-        let de = &mut *self.de;
-        match de.next_non_ws()? {
-            b'}' => return Ok(None),
-            b',' if !self.first => {
-                de.pos += 1;
-                de.skip_ws();
-            }
-            _ if self.first => {}
-            _ => return Err(Bail),
+        if !self.next_item()? {
+            return Ok(None);
         }
-        self.first = false;
+        let de = &mut *self.de;
         if de.peek() != Some(b'"') {
             return Err(Bail);
         }
@@ -677,18 +659,6 @@ impl<'de> MapAccess<'de> for Entries<'_, 'de> {
     }
 }
 
-/// The elements of an array, after its `[`.
-struct Elements<'a, 'de> {
-    de: &'a mut Fast<'de>,
-    first: bool,
-}
-
-impl<'a, 'de> Elements<'a, 'de> {
-    fn new(de: &'a mut Fast<'de>) -> Self {
-        Elements { de, first: true }
-    }
-}
-
 impl<'de> SeqAccess<'de> for Elements<'_, 'de> {
     type Error = Bail;
 
@@ -696,15 +666,10 @@ impl<'de> SeqAccess<'de> for Elements<'_, 'de> {
         &mut self,
         seed: T,
     ) -> Result<Option<T::Value>, Bail> {
-        let de = &mut *self.de;
-        match de.next_non_ws()? {
-            b']' => return Ok(None),
-            b',' if !self.first => de.pos += 1,
-            _ if self.first => {}
-            _ => return Err(Bail),
+        if !self.next_item()? {
+            return Ok(None);
         }
-        self.first = false;
-        seed.deserialize(de).map(Some)
+        seed.deserialize(&mut *self.de).map(Some)
     }
 }
 
@@ -715,88 +680,20 @@ struct Key<'de>(&'de str);
 impl<'de> de::Deserializer<'de> for Key<'de> {
     type Error = Bail;
 
+    delegate!(deserialize_any: deserialize_str deserialize_string deserialize_identifier);
+    // serde_json reads a key as a number, a boolean… when the type asks for one; a string
+    // given instead could be read differently by a lenient type, so these give up.
+    bail!(deserialize_bool deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64
+        deserialize_u8 deserialize_u16 deserialize_u32 deserialize_u64 deserialize_f32
+        deserialize_f64 deserialize_char deserialize_bytes deserialize_byte_buf
+        deserialize_option deserialize_unit deserialize_seq deserialize_map);
+
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Bail> {
-        visitor.visit_borrowed_str(self.0)
-    }
-
-    fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Bail> {
-        visitor.visit_borrowed_str(self.0)
-    }
-
-    fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Bail> {
-        visitor.visit_borrowed_str(self.0)
-    }
-
-    fn deserialize_identifier<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Bail> {
         visitor.visit_borrowed_str(self.0)
     }
 
     fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Bail> {
         visitor.visit_unit()
-    }
-
-    fn deserialize_bool<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Bail> {
-        Err(Bail)
-    }
-
-    fn deserialize_i8<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Bail> {
-        Err(Bail)
-    }
-
-    fn deserialize_i16<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Bail> {
-        Err(Bail)
-    }
-
-    fn deserialize_i32<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Bail> {
-        Err(Bail)
-    }
-
-    fn deserialize_i64<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Bail> {
-        Err(Bail)
-    }
-
-    fn deserialize_u8<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Bail> {
-        Err(Bail)
-    }
-
-    fn deserialize_u16<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Bail> {
-        Err(Bail)
-    }
-
-    fn deserialize_u32<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Bail> {
-        Err(Bail)
-    }
-
-    fn deserialize_u64<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Bail> {
-        Err(Bail)
-    }
-
-    fn deserialize_f32<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Bail> {
-        Err(Bail)
-    }
-
-    fn deserialize_f64<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Bail> {
-        Err(Bail)
-    }
-
-    fn deserialize_char<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Bail> {
-        Err(Bail)
-    }
-
-    fn deserialize_bytes<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Bail> {
-        Err(Bail)
-    }
-
-    fn deserialize_byte_buf<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Bail> {
-        Err(Bail)
-    }
-
-    fn deserialize_option<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Bail> {
-        Err(Bail)
-    }
-
-    fn deserialize_unit<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Bail> {
-        Err(Bail)
     }
 
     fn deserialize_unit_struct<V: Visitor<'de>>(
@@ -815,10 +712,6 @@ impl<'de> de::Deserializer<'de> for Key<'de> {
         visitor.visit_newtype_struct(self)
     }
 
-    fn deserialize_seq<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Bail> {
-        Err(Bail)
-    }
-
     fn deserialize_tuple<V: Visitor<'de>>(self, _: usize, _: V) -> Result<V::Value, Bail> {
         Err(Bail)
     }
@@ -829,10 +722,6 @@ impl<'de> de::Deserializer<'de> for Key<'de> {
         _: usize,
         _: V,
     ) -> Result<V::Value, Bail> {
-        Err(Bail)
-    }
-
-    fn deserialize_map<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Bail> {
         Err(Bail)
     }
 
