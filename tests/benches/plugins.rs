@@ -14,13 +14,14 @@
 //! Run with `cargo bench -p sluice-tests --bench plugins` (optionally `-- EVENTS ROUNDS CHUNK`).
 //! Targets: Wasm ≤ 1.5× native per event; boundary overhead < 100 ns per event.
 
+use std::path::Path;
 use std::time::Instant;
 
 use clickstream_validator::Rules;
 use sluice::generate::{Generator, GeneratorConfig};
 use sluice::record::Record;
-use sluice::udf::config::RuntimeConfig;
-use sluice::udf::{Chunk, Plugin, Verdict};
+use sluice::udf::config::{Grants, Limits, RuntimeConfig};
+use sluice::udf::{Chunk, Plugin, Runtime, Verdict};
 use sluice_tests::{load, plugins, records};
 
 const WARM_UP_ROUNDS: usize = 5;
@@ -64,6 +65,22 @@ fn main() {
     };
     let validator = load(plugins::CLICKSTREAM_VALIDATOR, &[]).expect("validator loads");
     let keep_all = load(plugins::KEEP_ALL, &[]).expect("keep-all loads");
+    // The same plugin on an engine without the call deadline (`enforce-call-timeout =
+    // false`): shown to say what the deadline costs, not judged.
+    let unchecked = Runtime::new(RuntimeConfig {
+        enforce_call_timeout: false,
+        ..RuntimeConfig::default()
+    })
+    .expect("runtime");
+    let validator_unchecked = unchecked
+        .load_file(
+            "clickstream-validator",
+            Path::new(plugins::CLICKSTREAM_VALIDATOR),
+            Vec::new(),
+            Limits::default(),
+            Grants::default(),
+        )
+        .expect("validator loads");
     let invalid = native();
     assert_eq!(
         run_plugin(&validator, &chunks),
@@ -71,6 +88,7 @@ fn main() {
         "Wasm and native verdicts differ"
     );
     assert_eq!(run_plugin(&keep_all, &chunks), 0);
+    assert_eq!(run_plugin(&validator_unchecked, &chunks), invalid);
 
     // Warm up until the steady state: the first hundreds of calls are slower.
     for _ in 0..WARM_UP_ROUNDS {
@@ -78,11 +96,13 @@ fn main() {
             native(),
             run_plugin(&validator, &chunks),
             run_plugin(&keep_all, &chunks),
+            run_plugin(&validator_unchecked, &chunks),
         ));
     }
     let per_event = |start: Instant| start.elapsed().as_nanos() as f64 / events as f64;
     let (mut t_native, mut t_wasm, mut t_boundary, mut t_layout, mut ratios) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut t_unchecked = Vec::new();
     for _ in 0..rounds.max(1) {
         let start = Instant::now();
         std::hint::black_box(native());
@@ -94,6 +114,9 @@ fn main() {
         let start = Instant::now();
         std::hint::black_box(run_plugin(&keep_all, &chunks));
         t_boundary.push(per_event(start));
+        let start = Instant::now();
+        std::hint::black_box(run_plugin(&validator_unchecked, &chunks));
+        t_unchecked.push(per_event(start));
     }
     // Measured apart: it allocates and frees a chunk at a time.
     for _ in 0..rounds.max(1) {
@@ -114,6 +137,10 @@ fn main() {
     let (_, native_best) = row("validator, native (same rules, in the host)", &mut t_native);
     let (_, wasm_best) = row("validator, Wasm (call, plugin, decode)", &mut t_wasm);
     let (boundary, _) = row("keep-all plugin, Wasm (boundary overhead)", &mut t_boundary);
+    let (_, unchecked_best) = row(
+        "validator, Wasm, call timeout not enforced",
+        &mut t_unchecked,
+    );
     row("laying out records as chunks (host, once)", &mut t_layout);
     // Noise only ever adds time, so the best times are the steadiest estimate; the median of
     // the per-round ratios is shown beside it.
@@ -124,6 +151,12 @@ fn main() {
          (target <= 1.5x: {}); boundary: {boundary:.1} ns/event median (target < 100 ns: {})",
         verdict(ratio <= 1.5),
         verdict(boundary < 100.0)
+    );
+    println!(
+        "(not judged) without enforced call timeouts ([runtime] enforce-call-timeout = false): \
+         {:.2}x of best times; the deadline checks cost {:.0} ns/event",
+        unchecked_best / native_best,
+        wasm_best - unchecked_best
     );
 }
 

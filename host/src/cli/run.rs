@@ -22,7 +22,8 @@ anywhere in the file; relative paths are relative to the file's folder)
                 fetch-timeout = \"60s\", properties = { librdkafka key = value }
 [trigger]       mode = \"interval\" | \"available-now\", interval = \"10s\",
                 max-records = 100000, max-bytes = \"64MiB\"
-[runtime]       chunk-size = 1024, max-stack = \"512KiB\", watch-interval = \"500ms\"
+[runtime]       chunk-size = 1024, max-stack = \"512KiB\", watch-interval = \"500ms\",
+                enforce-call-timeout = true (false: faster plugins, no call-timeout; trusted only)
 [[stages]]      name, plugin = \"x.wasm\", params = {..},
                 limits = { memory, call-timeout, max-output }, grants = { clocks, env, read-only-dirs },
                 watch = true (swap in a new version of the file between batches),

@@ -174,6 +174,16 @@ pub struct RuntimeConfig {
     /// How often `sluice run` looks at the stages' plugin files for a new version.
     #[serde(default = "default_watch_interval", with = "crate::units::duration")]
     pub watch_interval: Duration,
+    /// Whether the stages' `call-timeout` is enforced. Enforcing it compiles a deadline
+    /// check into every loop and every function of every plugin (wasmtime's epoch
+    /// interruption), about a tenth of a plugin's time. Switch it off only when every
+    /// plugin is trusted: a plugin stuck in a loop then stops the pipeline.
+    #[serde(default = "default_enforce_call_timeout")]
+    pub enforce_call_timeout: bool,
+}
+
+const fn default_enforce_call_timeout() -> bool {
+    true
 }
 
 const fn default_watch_interval() -> Duration {
@@ -194,6 +204,7 @@ impl Default for RuntimeConfig {
             max_stack: default_max_stack(),
             chunk_size: default_chunk_size(),
             watch_interval: default_watch_interval(),
+            enforce_call_timeout: default_enforce_call_timeout(),
         }
     }
 }

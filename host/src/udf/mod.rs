@@ -61,12 +61,13 @@ impl fmt::Debug for Runtime {
 }
 
 impl Runtime {
-    /// Sets up the engine, the host imports and the deadline ticker.
+    /// Sets up the engine, the host imports and (when call timeouts are enforced) the
+    /// deadline ticker.
     pub fn new(config: RuntimeConfig) -> Result<Self, UdfError> {
         let engine_error = |e: wasmtime::Error| UdfError::Engine(format!("{e:#}"));
         let mut wasm = Config::new();
         wasm.wasm_component_model(true)
-            .epoch_interruption(true)
+            .epoch_interruption(config.enforce_call_timeout)
             .max_wasm_stack(config.max_stack.as_usize())
             .cranelift_opt_level(wasmtime::OptLevel::Speed);
         let engine = Engine::new(&wasm).map_err(engine_error)?;
@@ -76,17 +77,24 @@ impl Runtime {
         EventProcessor::add_to_linker::<_, HasSelf<StoreState>>(&mut linker, |s| s)
             .map_err(engine_error)?;
 
-        let weak = engine.weak();
-        std::thread::Builder::new()
-            .name("sluice-epoch".into())
-            .spawn(move || {
-                while let Some(engine) = weak.upgrade() {
-                    engine.increment_epoch();
-                    drop(engine);
-                    std::thread::sleep(EPOCH_TICK);
-                }
-            })
-            .map_err(|e| UdfError::Engine(format!("cannot start the deadline ticker: {e}")))?;
+        if config.enforce_call_timeout {
+            let weak = engine.weak();
+            std::thread::Builder::new()
+                .name("sluice-epoch".into())
+                .spawn(move || {
+                    while let Some(engine) = weak.upgrade() {
+                        engine.increment_epoch();
+                        drop(engine);
+                        std::thread::sleep(EPOCH_TICK);
+                    }
+                })
+                .map_err(|e| UdfError::Engine(format!("cannot start the deadline ticker: {e}")))?;
+        } else {
+            tracing::warn!(
+                "Plugin call timeouts are not enforced ([runtime] enforce-call-timeout = false): \
+                 a plugin stuck in a loop stops the pipeline."
+            );
+        }
 
         Ok(Runtime {
             engine,

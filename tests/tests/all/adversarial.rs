@@ -312,3 +312,64 @@ fn one_plugin_serves_several_threads() {
         }
     });
 }
+
+/// With `[runtime] enforce-call-timeout = false` the engine compiles no deadline checks:
+/// plugins judge exactly as with them, and the other limits still hold.
+#[test]
+fn without_enforced_call_timeouts_plugins_judge_the_same_and_other_limits_hold() {
+    use sluice::generate::{Generator, GeneratorConfig};
+    use sluice::udf::Runtime;
+    use sluice::udf::config::RuntimeConfig;
+    use std::path::Path;
+
+    let unchecked = Runtime::new(RuntimeConfig {
+        enforce_call_timeout: false,
+        ..RuntimeConfig::default()
+    })
+    .unwrap();
+    let values: Vec<String> = Generator::new(GeneratorConfig::default())
+        .take(300)
+        .map(|e| e.value)
+        .collect();
+    let records = records(&values);
+    let validator = |runtime: &Runtime| {
+        runtime
+            .load_file(
+                "validator",
+                Path::new(plugins::CLICKSTREAM_VALIDATOR),
+                Vec::new(),
+                Limits::default(),
+                Grants::default(),
+            )
+            .unwrap()
+            .process_records(&refs(&records))
+            .unwrap()
+    };
+    let verdicts = validator(&unchecked);
+    assert_eq!(verdicts, validator(runtime()));
+    assert!(verdicts.iter().any(|v| matches!(v, Verdict::Reject(_))));
+
+    let bomb = unchecked
+        .load_file(
+            "misbehave",
+            Path::new(plugins::MISBEHAVE),
+            vec![("mode".into(), "memory-bomb".into())],
+            Limits {
+                memory: ByteSize::mib(16),
+                ..Limits::default()
+            },
+            Grants::default(),
+        )
+        .unwrap();
+    let error = bomb.process_records(&refs(&records[..3])).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            UdfError::Call {
+                failure: Failure::Memory { .. },
+                ..
+            }
+        ),
+        "{error}"
+    );
+}
