@@ -13,9 +13,9 @@
 //! So this module only has to be right when it succeeds, and the tests compare it with
 //! serde_json on that: every value it produces is the one serde_json produces.
 //!
-//! It gives up on: strings with invalid escapes or control characters, numbers with an
-//! exponent or more than 15 significant digits (where serde_json's rounding differs from
-//! Rust's), integers beyond 64 bits, `-0`, keys that are not plain strings to the target
+//! It gives up on: strings with invalid escapes or control characters, number values with
+//! an exponent or more than 15 significant digits (where serde_json's rounding differs from
+//! Rust's; skipped and raw numbers are only checked), integers beyond 64 bits, `-0`, keys that are not plain strings to the target
 //! type, enums that are not unit variants, bytes, chars, i128/u128, and nesting deeper than
 //! serde_json allows.
 
@@ -172,7 +172,10 @@ impl<'de> Fast<'de> {
     /// reports it.
     fn number(&mut self) -> Result<Number, Bail> {
         let start = self.pos;
-        let (negative, int_digits, frac_digits) = self.scan_number()?;
+        let (negative, int_digits, frac_digits, exponent) = self.scan_number()?;
+        if exponent {
+            return Err(Bail);
+        }
         let text = &self.text[start..self.pos];
         if frac_digits > 0 {
             if int_digits + frac_digits > MAX_FLOAT_DIGITS {
@@ -190,10 +193,10 @@ impl<'de> Fast<'de> {
         }
     }
 
-    /// Moves past a number, checking the JSON grammar (`-?(0|[1-9][0-9]*)(\.[0-9]+)?`;
-    /// exponents are left to serde_json). Returns the sign and the numbers of integer and
-    /// fraction digits.
-    fn scan_number(&mut self) -> Result<(bool, usize, usize), Bail> {
+    /// Moves past a number, checking the JSON grammar
+    /// (`-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`). Returns the sign, the numbers of
+    /// integer and fraction digits, and whether it has an exponent.
+    fn scan_number(&mut self) -> Result<(bool, usize, usize, bool), Bail> {
         let start = self.pos;
         let b = self.bytes;
         let mut at = start;
@@ -221,11 +224,22 @@ impl<'de> Fast<'de> {
                 return Err(Bail);
             }
         }
-        if matches!(b.get(at), Some(b'e' | b'E')) {
-            return Err(Bail);
+        let exponent = matches!(b.get(at), Some(b'e' | b'E'));
+        if exponent {
+            at += 1;
+            if matches!(b.get(at), Some(b'+' | b'-')) {
+                at += 1;
+            }
+            let exp_start = at;
+            while b.get(at).is_some_and(u8::is_ascii_digit) {
+                at += 1;
+            }
+            if at == exp_start {
+                return Err(Bail);
+            }
         }
         self.pos = at;
-        Ok((negative, int_digits, frac_digits))
+        Ok((negative, int_digits, frac_digits, exponent))
     }
 
     fn enter(&mut self) -> Result<(), Bail> {
@@ -842,6 +856,7 @@ mod tests {
             r#"{"raw": {"a": [1, 2]} , "price": 0}"#,
             r#"{"raw":"text","tags":["a","b"],"kind":"page_view"}"#,
             r#"{"nested":{"a":255,"b":false},"price":-0.25}"#,
+            r#"{"raw":-1.5E+3,"unknown":[1e9,2E-7,0.1234567890123456789e1]}"#,
             r#"{"event_id":"caf\u00e9 \"quoted\" \\ \/ \n","user_id":"\ud83d\ude00"}"#,
             r#"{"event_id":"a string that is longer than sixteen bytes, with more to come"}"#,
             r#"{"quantity":null,"price":null,"kind":null}"#,
@@ -869,6 +884,9 @@ mod tests {
             "{\"event_id\":\"tab\tinside\"}",
             r#"{"unknown":tru}"#,
             r#"{"unknown":[1,]}"#,
+            r#"{"unknown":1e}"#,
+            r#"{"raw":1E+}"#,
+            r#"{"unknown":1.e5}"#,
             // Valid, but the type refuses it (serde_json gives the error).
             r#"{"quantity":"2"}"#,
             r#"{"quantity":2.5}"#,
