@@ -998,6 +998,27 @@ mod tests {
         );
     }
 
+    /// Decimals of up to 15 digits read to the same f64 as serde_json's (which divides the
+    /// digits by a power of ten, exact up to there).
+    #[test]
+    fn decimals_read_as_serde_json_reads_them() {
+        let mut state = 0x0123_4567_89ab_cdef_u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..20_000 {
+            let int = next() % 100_000_000;
+            let frac_digits = 1 + (next() % 7) as usize;
+            let frac = next() % 10u64.pow(frac_digits as u32);
+            let sign = if next() % 2 == 0 { "-" } else { "" };
+            let text = format!("{sign}{int}.{frac:0frac_digits$}");
+            assert!(agrees::<f64>(&text), "not accepted: {text}");
+        }
+    }
+
     #[test]
     fn finds_special_bytes_at_every_position() {
         for len in 0..40 {
