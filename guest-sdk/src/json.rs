@@ -13,11 +13,11 @@
 //! So this module only has to be right when it succeeds, and the tests compare it with
 //! serde_json on that: every value it produces is the one serde_json produces.
 //!
-//! It gives up on: strings with invalid escapes or control characters, number values with
-//! an exponent or more than 15 significant digits (where serde_json's rounding differs from
-//! Rust's; skipped and raw numbers are only checked), integers beyond 64 bits, `-0`, keys that are not plain strings to the target
-//! type, enums that are not unit variants, bytes, chars, i128/u128, and nesting deeper than
-//! serde_json allows.
+//! It gives up on: strings with invalid escapes or control characters; keys with escapes;
+//! number values with an exponent or more than 15 significant digits (where serde_json's
+//! rounding differs from Rust's; skipped and raw numbers are only checked); integers beyond
+//! 64 bits; `-0`; keys that are not plain strings to the target type; enums that are not
+//! unit variants; bytes, chars, i128 and u128; nesting deeper than serde_json allows.
 
 use std::fmt;
 
@@ -655,11 +655,12 @@ impl<'de> MapAccess<'de> for Entries<'_, 'de> {
         if de.peek() != Some(b'"') {
             return Err(Bail);
         }
+        // A key with escapes is left to serde_json: keys almost never have any, and one
+        // way of reading keys lets the compiler inline the type's key matching (about 8% of
+        // a plugin's time on the validator).
         match de.string()? {
             Str::Borrowed(key) => seed.deserialize(Key(key)).map(Some),
-            Str::Copied(key) => seed
-                .deserialize(de::value::StrDeserializer::<Bail>::new(key))
-                .map(Some),
+            Str::Copied(_) => Err(Bail),
         }
     }
 
@@ -916,7 +917,10 @@ mod tests {
         ] {
             assert!(agrees::<Value>(text), "not accepted: {text}");
         }
-        assert!(agrees::<BTreeMap<String, Value>>(r#"{"k\"ey":1,"b":2}"#));
+        assert!(agrees::<BTreeMap<String, Value>>(
+            r#"{"key":1,"b":"\"2\""}"#
+        ));
+        assert!(!agrees::<BTreeMap<String, Value>>(r#"{"k\"ey":1}"#));
         assert!(!agrees::<BTreeMap<u32, Value>>(r#"{"1":1}"#));
         assert!(!agrees::<Value>("18446744073709551616"));
         let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
