@@ -178,7 +178,7 @@ impl<'de> Fast<'de> {
         }
         let text = &self.text[start..self.pos];
         if frac_digits > 0 {
-            if int_digits + frac_digits > MAX_FLOAT_DIGITS {
+            if int_digits + frac_digits > MAX_FLOAT_DIGITS || keeps_number_text() {
                 return Err(Bail);
             }
             return text.parse().map(Number::F).map_err(|_| Bail);
@@ -318,6 +318,16 @@ macro_rules! bail {
             Err(Bail)
         }
     )*};
+}
+
+/// Whether serde_json keeps numbers as their text (its `arbitrary_precision` feature, which
+/// a plugin may turn on): then an f64 would not give the same `Number` ("18.50" would
+/// become "18.5"), so decimal values are left to it.
+fn keeps_number_text() -> bool {
+    static KEEPS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *KEEPS.get_or_init(|| {
+        serde_json::from_str::<serde_json::Number>("0.10").is_ok_and(|n| n.to_string() == "0.10")
+    })
 }
 
 /// The index of the first `"`, `\` or control character at or after `from`.
@@ -1021,6 +1031,15 @@ mod tests {
             let text = format!("{sign}{int}.{frac:0frac_digits$}");
             assert!(agrees::<f64>(&text), "not accepted: {text}");
         }
+    }
+
+    #[test]
+    fn decimal_values_are_read_only_when_serde_json_reads_them_as_f64() {
+        assert!(
+            !super::keeps_number_text(),
+            "built without arbitrary_precision"
+        );
+        assert!(agrees::<Value>(r#"{"price":18.50}"#));
     }
 
     #[test]
