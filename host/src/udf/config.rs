@@ -176,7 +176,7 @@ pub struct RuntimeConfig {
     pub watch_interval: Duration,
     /// Whether the stages' `call-timeout` is enforced. Enforcing it compiles a deadline
     /// check into every loop and every function of every plugin (wasmtime's epoch
-    /// interruption), about a tenth of a plugin's time. Switch it off only when every
+    /// interruption), about 15% of a plugin's time. Switch it off only when every
     /// plugin is trusted: a plugin stuck in a loop then stops the pipeline.
     #[serde(default = "default_enforce_call_timeout")]
     pub enforce_call_timeout: bool,
