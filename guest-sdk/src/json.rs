@@ -698,35 +698,25 @@ impl<'de> SeqAccess<'de> for Elements<'_, 'de> {
     }
 }
 
-/// An object key: a string to the target type, anything else is left to serde_json (which
-/// also reads keys as numbers or booleans when the type asks for them).
+/// An object key, read as serde_json reads a key that has no escapes: as a string, except
+/// when the type asks for a number, a boolean, an option, an enum or bytes, which serde_json
+/// reads differently and which are left to it.
 struct Key<'de>(&'de str);
 
 impl<'de> de::Deserializer<'de> for Key<'de> {
     type Error = Bail;
 
-    delegate!(deserialize_any: deserialize_str deserialize_string deserialize_identifier);
-    // serde_json reads a key as a number, a boolean… when the type asks for one; a string
-    // given instead could be read differently by a lenient type, so these give up.
+    // What serde_json's own key deserializer hands to `deserialize_any`.
+    serde::forward_to_deserialize_any! {
+        char str string unit unit_struct seq tuple tuple_struct map struct identifier
+        ignored_any
+    }
     bail!(deserialize_bool deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64
         deserialize_u8 deserialize_u16 deserialize_u32 deserialize_u64 deserialize_f32
-        deserialize_f64 deserialize_char deserialize_bytes deserialize_byte_buf
-        deserialize_option deserialize_unit deserialize_seq deserialize_map);
+        deserialize_f64 deserialize_bytes deserialize_byte_buf deserialize_option);
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Bail> {
         visitor.visit_borrowed_str(self.0)
-    }
-
-    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Bail> {
-        visitor.visit_unit()
-    }
-
-    fn deserialize_unit_struct<V: Visitor<'de>>(
-        self,
-        _: &'static str,
-        _: V,
-    ) -> Result<V::Value, Bail> {
-        Err(Bail)
     }
 
     fn deserialize_newtype_struct<V: Visitor<'de>>(
@@ -735,28 +725,6 @@ impl<'de> de::Deserializer<'de> for Key<'de> {
         visitor: V,
     ) -> Result<V::Value, Bail> {
         visitor.visit_newtype_struct(self)
-    }
-
-    fn deserialize_tuple<V: Visitor<'de>>(self, _: usize, _: V) -> Result<V::Value, Bail> {
-        Err(Bail)
-    }
-
-    fn deserialize_tuple_struct<V: Visitor<'de>>(
-        self,
-        _: &'static str,
-        _: usize,
-        _: V,
-    ) -> Result<V::Value, Bail> {
-        Err(Bail)
-    }
-
-    fn deserialize_struct<V: Visitor<'de>>(
-        self,
-        _: &'static str,
-        _: &'static [&'static str],
-        _: V,
-    ) -> Result<V::Value, Bail> {
-        Err(Bail)
     }
 
     fn deserialize_enum<V: Visitor<'de>>(
@@ -805,6 +773,16 @@ mod tests {
     use serde_json::value::RawValue;
 
     use super::{find_special, from_str};
+
+    /// A seeded pseudo-random sequence (xorshift64).
+    fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+        move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        }
+    }
 
     /// Every input the fast path accepts gives serde_json's value; returns whether it did.
     fn agrees<'a, T>(text: &'a str) -> bool
@@ -972,13 +950,8 @@ mod tests {
             "é",
             "\u{1}",
         ];
-        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = |bound: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % bound as u64) as usize
-        };
+        let mut random = xorshift(0x9e37_79b9_7f4a_7c15);
+        let mut next = |bound: usize| (random() % bound as u64) as usize;
         let (mut accepted, mut total) = (0, 0);
         for seed in seeds {
             for _ in 0..4000 {
@@ -1016,13 +989,7 @@ mod tests {
     /// digits by a power of ten, exact up to there).
     #[test]
     fn decimals_read_as_serde_json_reads_them() {
-        let mut state = 0x0123_4567_89ab_cdef_u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x0123_4567_89ab_cdef);
         for _ in 0..20_000 {
             let int = next() % 100_000_000;
             let frac_digits = 1 + (next() % 7) as usize;

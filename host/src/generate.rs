@@ -294,9 +294,10 @@ fn rfc3339(epoch_seconds: i64) -> String {
     )
 }
 
-/// A small, fast, seedable pseudo-random generator.
+/// A small, fast, seedable pseudo-random generator (also used by tests that need
+/// reproducible randomness).
 #[derive(Debug, Clone)]
-struct SplitMix64(u64);
+pub struct SplitMix64(pub u64);
 
 impl SplitMix64 {
     fn next(&mut self) -> u64 {
@@ -307,7 +308,8 @@ impl SplitMix64 {
         z ^ (z >> 31)
     }
 
-    fn below(&mut self, n: u64) -> u64 {
+    /// A number in `0..n`.
+    pub fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
 

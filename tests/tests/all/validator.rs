@@ -315,7 +315,7 @@ fn unknown_parameters_refuse_the_plugin_at_load() {
 /// WebAssembly, where it scans with Wasm SIMD instead of the host's SSE2.
 #[test]
 fn plugin_and_native_rules_agree_on_damaged_events() {
-    use sluice::generate::{Generator, GeneratorConfig};
+    use sluice::generate::{Generator, GeneratorConfig, SplitMix64};
 
     let originals: Vec<String> = Generator::new(GeneratorConfig::default())
         .take(500)
@@ -325,13 +325,8 @@ fn plugin_and_native_rules_agree_on_damaged_events() {
         "\"", "\\", "{", "}", "[", "]", ",", ":", "0", "-", ".", "e", " ", "\t", "\\u00e9", "\\/",
         "\\\"", "null", "é", "\u{1}", "1.005", "\"\"",
     ];
-    let mut state = 0x2545_f491_4f6c_dd1d_u64;
-    let mut next = |bound: usize| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state % bound as u64) as usize
-    };
+    let mut random = SplitMix64(0x2545_f491_4f6c_dd1d);
+    let mut next = |bound: usize| random.below(bound as u64) as usize;
     let mut values = originals.clone();
     for original in &originals {
         for _ in 0..8 {
