@@ -17,6 +17,9 @@ pub struct Header {
 pub struct Event<'a> {
     pub(crate) key: Option<&'a [u8]>,
     pub(crate) value: Option<&'a [u8]>,
+    /// The value as text when the SDK already knows it is valid UTF-8 (checked once for
+    /// the whole chunk); `None` when it has not been checked.
+    pub(crate) text: Option<&'a str>,
     pub(crate) topic: &'a str,
     pub(crate) partition: i32,
     pub(crate) offset: i64,
@@ -31,6 +34,7 @@ impl<'a> Event<'a> {
         Event {
             key: None,
             value: Some(value),
+            text: None,
             topic: "",
             partition: 0,
             offset: 0,
@@ -113,6 +117,9 @@ impl<'a> Event<'a> {
     /// UTF-8 with [`codes::INVALID_UTF8`].
     pub fn value_str(&self) -> Result<&'a str, Rejection> {
         let bytes = self.value_bytes()?;
+        if let Some(text) = self.text {
+            return Ok(text);
+        }
         std::str::from_utf8(bytes).map_err(|e| {
             Rejection::new(codes::INVALID_UTF8, format!("the value is not UTF-8: {e}"))
         })
@@ -132,31 +139,47 @@ impl<'a> Event<'a> {
     /// [`codes::MALFORMED_JSON`]; a field of the wrong type is
     /// [`codes::INVALID_FIELD_TYPE`] naming the field (`items[2].price` for nested ones);
     /// a null value is [`codes::NULL_VALUE`].
+    #[inline(always)]
     pub fn json<T: Deserialize<'a>>(&self) -> Result<T, Rejection> {
-        let bytes = self.value_bytes()?;
-        // Check UTF-8 once for the whole value with SIMD (WebAssembly SIMD in a plugin),
-        // instead of string by string inside the parser.
-        let text = simdutf8::basic::from_utf8(bytes).map_err(|_| {
-            Rejection::new(
-                codes::MALFORMED_JSON,
-                "malformed JSON value: not valid UTF-8",
-            )
-        })?;
+        let text = self.json_text()?;
         // The fast path (see `json.rs`) decides most values; whatever it leaves goes to
         // serde_json, without path tracking (which allocates for every field name); only
         // a value that fails is parsed a third time to find the offending field.
-        if let Some(value) = crate::json::from_str(text) {
-            return Ok(value);
+        let mut complete = false;
+        match crate::json::from_str(text, &mut complete) {
+            Ok(value) if complete => Ok(value),
+            _ => slow_json(text),
         }
-        match serde_json::from_str(text) {
-            Ok(value) => Ok(value),
-            Err(error) => Err(explain::<T>(bytes, error)),
+    }
+
+    /// The value as text for the JSON parsers. UTF-8 is checked once for the whole value
+    /// with SIMD (WebAssembly SIMD in a plugin), not string by string inside the parser;
+    /// in a plugin, once for the whole chunk.
+    fn json_text(&self) -> Result<&'a str, Rejection> {
+        let bytes = self.value_bytes()?;
+        match self.text {
+            Some(text) => Ok(text),
+            None => simdutf8::basic::from_utf8(bytes).map_err(|_| {
+                Rejection::new(
+                    codes::MALFORMED_JSON,
+                    "malformed JSON value: not valid UTF-8",
+                )
+            }),
         }
     }
 
     fn value_bytes(&self) -> Result<&'a [u8], Rejection> {
         self.value
             .ok_or_else(|| Rejection::new(codes::NULL_VALUE, "the event has a null value"))
+    }
+}
+
+/// serde_json's reading of what the fast path left.
+#[inline(never)]
+fn slow_json<'a, T: Deserialize<'a>>(text: &'a str) -> Result<T, Rejection> {
+    match serde_json::from_str(text) {
+        Ok(value) => Ok(value),
+        Err(error) => Err(explain::<T>(text.as_bytes(), error)),
     }
 }
 

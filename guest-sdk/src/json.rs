@@ -33,22 +33,33 @@ const MAX_DEPTH: u32 = 128;
 /// More significant digits than this, and an f64 may round differently from serde_json.
 const MAX_FLOAT_DIGITS: usize = 15;
 
-/// Parses `text` into `T`, or `None` when serde_json must decide.
-pub(crate) fn from_str<'de, T: Deserialize<'de>>(text: &'de str) -> Option<T> {
+/// Parses `text` into `T`. The value counts only when it is `Ok` and `complete` is set
+/// (the whole text was read, every object and array to its closing bracket); otherwise
+/// serde_json must decide.
+///
+/// Completeness is reported beside the value, not by replacing it with an error: that
+/// would make the compiler build the value aside and copy it, and in a plugin a large
+/// copy is a call out of the sandbox (about 20 ns).
+pub(crate) fn from_str<'de, T: Deserialize<'de>>(
+    text: &'de str,
+    complete: &mut bool,
+) -> Result<T, Bail> {
     let mut de = Fast {
         text,
         bytes: text.as_bytes(),
         pos: 0,
         depth: 0,
+        unclosed: false,
         scratch: String::new(),
     };
-    let value = T::deserialize(&mut de).ok()?;
+    let result = T::deserialize(&mut de);
     de.skip_ws();
-    (de.pos == de.bytes.len()).then_some(value)
+    *complete = !de.unclosed && de.pos == de.bytes.len();
+    result
 }
 
 /// "Let serde_json decide": the only error of the fast path.
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 pub(crate) struct Bail;
 
 impl fmt::Display for Bail {
@@ -70,6 +81,11 @@ struct Fast<'de> {
     bytes: &'de [u8],
     pos: usize,
     depth: u32,
+    /// A visitor stopped reading an object or array before its closing bracket: the whole
+    /// value is left to serde_json. (The bracket is read by the entries themselves and
+    /// this flag checked at the end: checking the bracket after the visitor makes the
+    /// compiler build the value aside and copy it; see `from_str`.)
+    unclosed: bool,
     /// Unescaped strings are built here.
     scratch: String,
 }
@@ -251,15 +267,6 @@ impl<'de> Fast<'de> {
         Ok(())
     }
 
-    fn leave(&mut self, close: u8) -> Result<(), Bail> {
-        self.depth -= 1;
-        if self.next_non_ws()? != close {
-            return Err(Bail);
-        }
-        self.pos += 1;
-        Ok(())
-    }
-
     /// Skips one value, checking its syntax as strictly as serde_json does.
     fn skip_value(&mut self) -> Result<(), Bail> {
         match self.next_non_ws()? {
@@ -270,13 +277,13 @@ impl<'de> Fast<'de> {
                 while let Some(de::IgnoredAny) = entries.next_key()? {
                     entries.next_value::<de::IgnoredAny>()?;
                 }
-                self.leave(b'}')
+                Ok(())
             }
             b'[' => {
                 self.enter()?;
                 let mut elements = Elements::new(self);
                 while let Some(de::IgnoredAny) = elements.next_element()? {}
-                self.leave(b']')
+                Ok(())
             }
             b't' => self.literal(b"true"),
             b'f' => self.literal(b"false"),
@@ -554,9 +561,18 @@ impl<'de> de::Deserializer<'de> for &mut Fast<'de> {
             return Err(Bail);
         }
         self.enter()?;
-        let value = visitor.visit_seq(Elements::new(self))?;
-        self.leave(b']')?;
-        Ok(value)
+        let open = self.depth;
+        let result = visitor.visit_seq(Elements::new(self));
+        if self.depth == open {
+            // The visitor stopped before the bracket, as a tuple does after its elements.
+            if self.next_non_ws() == Ok(b']') {
+                self.pos += 1;
+                self.depth -= 1;
+            } else {
+                self.unclosed = true;
+            }
+        }
+        result
     }
 
     fn deserialize_tuple<V: Visitor<'de>>(self, _: usize, visitor: V) -> Result<V::Value, Bail> {
@@ -577,9 +593,10 @@ impl<'de> de::Deserializer<'de> for &mut Fast<'de> {
             return Err(Bail);
         }
         self.enter()?;
-        let value = visitor.visit_map(Entries::new(self))?;
-        self.leave(b'}')?;
-        Ok(value)
+        let open = self.depth;
+        let result = visitor.visit_map(Entries::new(self));
+        self.unclosed |= self.depth == open;
+        result
     }
 
     fn deserialize_struct<V: Visitor<'de>>(
@@ -622,6 +639,8 @@ impl<'de> de::Deserializer<'de> for &mut Fast<'de> {
 struct Items<'a, 'de, const CLOSE: u8> {
     de: &'a mut Fast<'de>,
     first: bool,
+    /// The closing bracket has been read.
+    closed: bool,
 }
 
 type Entries<'a, 'de> = Items<'a, 'de, b'}'>;
@@ -629,16 +648,29 @@ type Elements<'a, 'de> = Items<'a, 'de, b']'>;
 
 impl<'a, 'de, const CLOSE: u8> Items<'a, 'de, CLOSE> {
     fn new(de: &'a mut Fast<'de>) -> Self {
-        Items { de, first: true }
+        Items {
+            de,
+            first: true,
+            closed: false,
+        }
     }
 
-    /// Moves to the next item: `false` at the closing bracket, past a comma otherwise (no
-    /// comma before the first item, and none before the bracket).
+    /// Moves to the next item: `false` past the closing bracket (which ends the container:
+    /// one level less deep), past a comma otherwise (no comma before the first item, and
+    /// none before the bracket).
     #[inline(always)]
     fn next_item(&mut self) -> Result<bool, Bail> {
+        if self.closed {
+            return Ok(false);
+        }
         let de = &mut *self.de;
         match de.next_non_ws()? {
-            b if b == CLOSE => return Ok(false),
+            b if b == CLOSE => {
+                de.pos += 1;
+                de.depth -= 1;
+                self.closed = true;
+                return Ok(false);
+            }
             b',' if !self.first => {
                 de.pos += 1;
                 de.skip_ws();
@@ -789,7 +821,8 @@ mod tests {
     where
         T: Deserialize<'a> + PartialEq + Debug,
     {
-        let fast = from_str::<T>(text);
+        let mut complete = false;
+        let fast = from_str::<T>(text, &mut complete).ok().filter(|_| complete);
         let slow = serde_json::from_str::<T>(text);
         if let Some(fast) = &fast {
             assert_eq!(
@@ -892,6 +925,13 @@ mod tests {
         for text in left {
             assert!(!agrees::<Click<'_>>(text), "accepted: {text}");
         }
+        // A visitor that stops before the closing bracket (a pair from a longer array).
+        assert!(agrees::<(u8, u8)>("[1, 2]"));
+        for text in ["[1,2,3]", "[1,2", "[[1,2,3],4]", "[1,2]]", "{\"a\":[1,2]"] {
+            assert!(!agrees::<(u8, u8)>(text), "accepted: {text}");
+        }
+        assert!(!agrees::<((u8, u8), u8)>("[[1,2,3],4]"));
+        assert!(agrees::<((u8, u8), u8)>("[[1,2],4]"));
     }
 
     #[test]

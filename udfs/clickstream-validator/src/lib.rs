@@ -187,7 +187,13 @@ impl Rules {
                 "the value is not a JSON object",
             ));
         }
-        let click: Click<'_> = event.json()?;
+        event
+            .json::<Click<'_>>()
+            .and_then(|click| self.check_click(&click))
+    }
+
+    /// The rules after parsing.
+    fn check_click(&self, click: &Click<'_>) -> Result<(), Rejection> {
         let required = [
             ("event_id", &click.event_id),
             ("event_time", &click.event_time),
@@ -342,11 +348,11 @@ fn check_price(raw: &str) -> Result<(), Rejection> {
         Err(Rejection::new(codes::INVALID_PRICE, format!("price {raw} {why}")).with_field("price"))
     };
     // A numeric string ("18.00") is accepted, as Spark's JSON reader does for decimals.
-    let text = raw
-        .strip_prefix('"')
-        .and_then(|s| s.strip_suffix('"'))
-        .unwrap_or(raw)
-        .trim();
+    // `raw` is the JSON text of the value, without white space around it.
+    let text = match raw.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
+        Some(inner) => inner.trim(),
+        None => raw,
+    };
     let Some(decimal) = Decimal::parse(text) else {
         return reject("is not a number");
     };
@@ -362,6 +368,23 @@ fn check_price(raw: &str) -> Result<(), Rejection> {
     Ok(())
 }
 
+/// An exponent `[+-]?[0-9]+` whose value is at most 1000 either way.
+fn parse_exponent(b: &[u8]) -> Option<i64> {
+    let (negative, digits) = match b.first() {
+        Some(b'-') => (true, &b[1..]),
+        Some(b'+') => (false, &b[1..]),
+        _ => (false, b),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    let value = digits.iter().try_fold(0i64, |n, &d| {
+        let n = n * 10 + i64::from(d.is_ascii_digit().then(|| d - b'0')?);
+        (n <= 1000).then_some(n)
+    })?;
+    Some(if negative { -value } else { value })
+}
+
 /// A decimal number as its count of significant digits and a scale:
 /// value = digits × 10^-scale.
 #[derive(Debug, PartialEq)]
@@ -374,54 +397,56 @@ struct Decimal {
 
 impl Decimal {
     /// Parses JSON number syntax: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`
-    /// (leading zeros are tolerated, as in numeric strings).
+    /// (leading zeros are tolerated, as in numeric strings). One pass over the mantissa,
+    /// without copying: this runs for every event with a price.
     fn parse(text: &str) -> Option<Decimal> {
-        let (negative, rest) = match text.strip_prefix('-') {
-            Some(rest) => (true, rest),
-            None => (false, text),
-        };
-        let (mantissa, exponent) = match rest.find(['e', 'E']) {
-            Some(i) => (&rest[..i], rest[i + 1..].parse::<i64>().ok()?),
-            None => (rest, 0),
-        };
-        let (int_part, frac_part) = match mantissa.split_once('.') {
-            Some((i, f)) if !f.is_empty() => (i, f),
-            Some(_) => return None,
-            None => (mantissa, ""),
-        };
-        if int_part.is_empty()
-            || !int_part.bytes().all(|b| b.is_ascii_digit())
-            || !frac_part.bytes().all(|b| b.is_ascii_digit())
-            || exponent.unsigned_abs() > 1000
-        {
+        let b = text.as_bytes();
+        let negative = b.first() == Some(&b'-');
+        let mut at = usize::from(negative);
+        // The mantissa's digits, integer part then fraction, numbered from 0.
+        let mut digits = 0usize;
+        let mut first_nonzero = None;
+        let mut last_nonzero = 0usize;
+        let mut point = None;
+        while let Some(&c) = b.get(at) {
+            match c {
+                b'0' => {}
+                b'1'..=b'9' => {
+                    first_nonzero.get_or_insert(digits);
+                    last_nonzero = digits;
+                }
+                b'.' if point.is_none() && digits > 0 => {
+                    point = Some(digits);
+                    at += 1;
+                    continue;
+                }
+                _ => break,
+            }
+            digits += 1;
+            at += 1;
+        }
+        let int_digits = point.unwrap_or(digits);
+        let frac_digits = digits - int_digits;
+        if int_digits == 0 || (point.is_some() && frac_digits == 0) {
             return None;
         }
-        // The digits are int_part followed by frac_part; count them without the leading
-        // and trailing zeros (no copy: this runs for every event with a price).
-        let (int, frac) = (int_part.as_bytes(), frac_part.as_bytes());
-        let trailing_in_frac = frac.iter().rev().take_while(|&&b| b == b'0').count();
-        let trailing = if trailing_in_frac == frac.len() {
-            trailing_in_frac + int.iter().rev().take_while(|&&b| b == b'0').count()
-        } else {
-            trailing_in_frac
+        let exponent = match b.get(at) {
+            None => 0,
+            Some(b'e' | b'E') => parse_exponent(&b[at + 1..])?,
+            Some(_) => return None,
         };
-        let total = int.len() + frac.len();
-        let leading_in_int = int.iter().take_while(|&&b| b == b'0').count();
-        let leading = if leading_in_int == int.len() {
-            leading_in_int + frac.iter().take_while(|&&b| b == b'0').count()
-        } else {
-            leading_in_int
+        let Some(first_nonzero) = first_nonzero else {
+            return Some(Decimal {
+                negative,
+                significant: 0,
+                scale: 0,
+            });
         };
-        let significant = total.saturating_sub(leading + trailing);
-        let scale = if significant == 0 {
-            0
-        } else {
-            frac.len() as i64 - exponent - trailing as i64
-        };
+        let trailing = digits - 1 - last_nonzero;
         Some(Decimal {
             negative,
-            significant,
-            scale,
+            significant: last_nonzero + 1 - first_nonzero,
+            scale: frac_digits as i64 - exponent - trailing as i64,
         })
     }
 
@@ -469,7 +494,13 @@ mod tests {
         assert_eq!(d("12345678.99").integer_digits(), 8);
         assert_eq!(d("123456789").integer_digits(), 9);
         assert!(d("-0.00").is_zero());
-        for bad in ["", "-", "1.", ".5", "1e", "abc", "1.2.3", "--1"] {
+        assert_eq!(d("1e-1000").scale, 1000);
+        assert_eq!(d("-0012.3400E+1").integer_digits(), 3);
+        assert_eq!(d("0.50").significant, 1);
+        for bad in [
+            "", "-", "1.", ".5", "1e", "abc", "1.2.3", "--1", "1e1001", "1e+", "1e--1", "1.5x",
+            "1e5.0", "+1", "1 ",
+        ] {
             assert!(Decimal::parse(bad).is_none(), "{bad}");
         }
     }
