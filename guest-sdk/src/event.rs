@@ -155,17 +155,23 @@ impl<'a> Event<'a> {
     /// The value as text for the JSON parsers. UTF-8 is checked once for the whole value
     /// with SIMD (WebAssembly SIMD in a plugin), not string by string inside the parser;
     /// in a plugin, once for the whole chunk.
+    #[inline(always)]
     fn json_text(&self) -> Result<&'a str, Rejection> {
-        let bytes = self.value_bytes()?;
         match self.text {
             Some(text) => Ok(text),
-            None => simdutf8::basic::from_utf8(bytes).map_err(|_| {
-                Rejection::new(
-                    codes::MALFORMED_JSON,
-                    "malformed JSON value: not valid UTF-8",
-                )
-            }),
+            None => self.check_json_text(),
         }
+    }
+
+    #[inline(never)]
+    fn check_json_text(&self) -> Result<&'a str, Rejection> {
+        let bytes = self.value_bytes()?;
+        simdutf8::basic::from_utf8(bytes).map_err(|_| {
+            Rejection::new(
+                codes::MALFORMED_JSON,
+                "malformed JSON value: not valid UTF-8",
+            )
+        })
     }
 
     fn value_bytes(&self) -> Result<&'a [u8], Rejection> {

@@ -346,11 +346,7 @@ fn keeps_number_text() -> bool {
 fn find_special(bytes: &[u8], from: usize) -> Option<usize> {
     let len = bytes.len();
     if len < 16 {
-        return bytes
-            .get(from..)?
-            .iter()
-            .position(|&b| is_special(b))
-            .map(|i| from + i);
+        return find_special_short(bytes, from);
     }
     let mut at = from;
     if at + 16 <= len {
@@ -373,6 +369,17 @@ fn find_special(bytes: &[u8], from: usize) -> Option<usize> {
     let last = len - 16;
     let mask = simd::special_mask(bytes, last) >> (at - last);
     (mask != 0).then(|| at + mask.trailing_zeros() as usize)
+}
+
+/// [`find_special`] for an input shorter than one block (rare: out of the hot code).
+#[cold]
+#[inline(never)]
+fn find_special_short(bytes: &[u8], from: usize) -> Option<usize> {
+    bytes
+        .get(from..)?
+        .iter()
+        .position(|&b| is_special(b))
+        .map(|i| from + i)
 }
 
 fn is_special(b: u8) -> bool {
