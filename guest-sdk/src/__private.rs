@@ -8,7 +8,7 @@ use crate::Processor;
 use crate::bindings::sluice::plugin::types::{
     Action, EventChunk, Rejection as WitRejection, Rewrite, Verdicts,
 };
-use crate::event::{Event, Header};
+use crate::event::{ChunkValues, Event, Header, InChunk};
 use crate::params::Params;
 use crate::verdict::Verdict;
 
@@ -61,10 +61,7 @@ pub fn judge_chunk(
     let mut rejections = Vec::new();
     let mut keys = Slicer::new(&chunk.keys, "keys");
     let mut values = Slicer::new(&chunk.values, "values");
-    // UTF-8 is checked once for all the values: a value cut from valid UTF-8 at character
-    // boundaries is valid UTF-8 (`str::get` checks the boundaries). One long SIMD scan
-    // costs less than a short one per event.
-    let values_text = simdutf8::basic::from_utf8(&chunk.values).ok();
+    let all_values = ChunkValues::new(&chunk.values);
     for i in 0..n {
         let topic = chunk
             .topics
@@ -77,9 +74,11 @@ pub fn judge_chunk(
         let event = Event {
             key: keys.next(chunk.key_lengths[i])?,
             value,
-            text: value
-                .and(values_text)
-                .and_then(|text| text.get(value_start..values.at)),
+            in_chunk: value.map(|_| InChunk {
+                values: &all_values,
+                start: value_start,
+                end: values.at,
+            }),
             topic,
             partition: chunk.partitions[i],
             offset: chunk.offsets[i],

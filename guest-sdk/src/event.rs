@@ -1,3 +1,5 @@
+use std::sync::OnceLock;
+
 use serde::Deserialize;
 
 use crate::codes;
@@ -17,14 +19,47 @@ pub struct Header {
 pub struct Event<'a> {
     pub(crate) key: Option<&'a [u8]>,
     pub(crate) value: Option<&'a [u8]>,
-    /// The value as text when the SDK already knows it is valid UTF-8 (checked once for
-    /// the whole chunk); `None` when it has not been checked.
-    pub(crate) text: Option<&'a str>,
+    /// Where the value lies in the values of its chunk, whose UTF-8 is checked once for
+    /// all of them, when an event first needs it; `None` outside a chunk.
+    pub(crate) in_chunk: Option<InChunk<'a>>,
     pub(crate) topic: &'a str,
     pub(crate) partition: i32,
     pub(crate) offset: i64,
     pub(crate) timestamp_ms: Option<i64>,
     pub(crate) headers: &'a [Header],
+}
+
+/// The values of a chunk, concatenated, with their UTF-8 check: done once for all of
+/// them (one long SIMD scan costs less than a short one per event), and only when an event
+/// first asks for its value as text (a plugin that never does pays nothing).
+#[derive(Debug)]
+pub(crate) struct ChunkValues<'a> {
+    bytes: &'a [u8],
+    text: OnceLock<Option<&'a str>>,
+}
+
+impl<'a> ChunkValues<'a> {
+    pub(crate) fn new(bytes: &'a [u8]) -> Self {
+        ChunkValues {
+            bytes,
+            text: OnceLock::new(),
+        }
+    }
+
+    #[inline(always)]
+    fn text(&self) -> Option<&'a str> {
+        *self
+            .text
+            .get_or_init(|| simdutf8::basic::from_utf8(self.bytes).ok())
+    }
+}
+
+/// Where an event's value lies in its chunk's values.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct InChunk<'a> {
+    pub(crate) values: &'a ChunkValues<'a>,
+    pub(crate) start: usize,
+    pub(crate) end: usize,
 }
 
 impl<'a> Event<'a> {
@@ -34,7 +69,7 @@ impl<'a> Event<'a> {
         Event {
             key: None,
             value: Some(value),
-            text: None,
+            in_chunk: None,
             topic: "",
             partition: 0,
             offset: 0,
@@ -116,10 +151,10 @@ impl<'a> Event<'a> {
     /// The value as UTF-8 text. A null value is rejected with [`codes::NULL_VALUE`], invalid
     /// UTF-8 with [`codes::INVALID_UTF8`].
     pub fn value_str(&self) -> Result<&'a str, Rejection> {
-        let bytes = self.value_bytes()?;
-        if let Some(text) = self.text {
+        if let Some(text) = self.chunk_text() {
             return Ok(text);
         }
+        let bytes = self.value_bytes()?;
         std::str::from_utf8(bytes).map_err(|e| {
             Rejection::new(codes::INVALID_UTF8, format!("the value is not UTF-8: {e}"))
         })
@@ -157,10 +192,19 @@ impl<'a> Event<'a> {
     /// in a plugin, once for the whole chunk.
     #[inline(always)]
     fn json_text(&self) -> Result<&'a str, Rejection> {
-        match self.text {
+        match self.chunk_text() {
             Some(text) => Ok(text),
             None => self.check_json_text(),
         }
+    }
+
+    /// The value as text, if its chunk is valid UTF-8 and the value is cut from it at
+    /// character boundaries (then it is valid UTF-8 itself; `str::get` checks the
+    /// boundaries).
+    #[inline(always)]
+    fn chunk_text(&self) -> Option<&'a str> {
+        let at = self.in_chunk?;
+        at.values.text()?.get(at.start..at.end)
     }
 
     #[inline(never)]
