@@ -157,12 +157,15 @@ impl<'de> Fast<'de> {
             self.pos = end + 1;
             return Ok(Str::Borrowed(between_quotes(self.text, start, end)));
         }
-        self.escaped_string(start, end)
+        self.unescape_string(start, end)?;
+        Ok(Str::Copied(&self.scratch))
     }
 
-    /// The rest of a string that has an escape (or a control character) at `at`.
+    /// The rest of a string that has an escape (or a control character) at `at`,
+    /// unescaped into the scratch buffer. Returns nothing in memory, so that the hot code
+    /// that calls it needs no stack memory of the plugin's.
     #[inline(never)]
-    fn escaped_string<'s>(&'s mut self, start: usize, mut at: usize) -> Result<Str<'de, 's>, Bail> {
+    fn unescape_string(&mut self, start: usize, mut at: usize) -> Result<(), Bail> {
         self.scratch.clear();
         let mut from = start;
         loop {
@@ -170,7 +173,7 @@ impl<'de> Fast<'de> {
             match self.bytes[at] {
                 b'"' => {
                     self.pos = at + 1;
-                    return Ok(Str::Copied(&self.scratch));
+                    return Ok(());
                 }
                 b'\\' => {
                     let (c, len) = unescape(&self.bytes[at + 1..]).ok_or(Bail)?;
@@ -346,7 +349,10 @@ fn keeps_number_text() -> bool {
 fn find_special(bytes: &[u8], from: usize) -> Option<usize> {
     let len = bytes.len();
     if len < 16 {
-        return find_special_short(bytes, from);
+        return match find_special_short(bytes, from) {
+            usize::MAX => None,
+            at => Some(at),
+        };
     }
     let mut at = from;
     if at + 16 <= len {
@@ -386,15 +392,16 @@ fn between_quotes(text: &str, start: usize, end: usize) -> &str {
     unsafe { text.get_unchecked(start..end) }
 }
 
-/// [`find_special`] for an input shorter than one block (rare: out of the hot code).
+/// [`find_special`] for an input shorter than one block (rare: out of the hot code);
+/// `usize::MAX` when there is none (an `Option` would be returned in the plugin's stack
+/// memory, which the hot code that calls this would then have to set up).
 #[cold]
 #[inline(never)]
-fn find_special_short(bytes: &[u8], from: usize) -> Option<usize> {
+fn find_special_short(bytes: &[u8], from: usize) -> usize {
     bytes
-        .get(from..)?
-        .iter()
-        .position(|&b| is_special(b))
-        .map(|i| from + i)
+        .get(from..)
+        .and_then(|rest| rest.iter().position(|&b| is_special(b)))
+        .map_or(usize::MAX, |i| from + i)
 }
 
 fn is_special(b: u8) -> bool {
