@@ -215,6 +215,7 @@ impl<'de> Fast<'de> {
     /// Moves past a number, checking the JSON grammar
     /// (`-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`). Returns the sign, the numbers of
     /// integer and fraction digits, and whether it has an exponent.
+    #[inline(always)]
     fn scan_number(&mut self) -> Result<(bool, usize, usize, bool), Bail> {
         let start = self.pos;
         let b = self.bytes;

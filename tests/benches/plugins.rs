@@ -29,7 +29,7 @@ const WARM_UP_ROUNDS: usize = 5;
 fn main() {
     let mut args = std::env::args().skip(1).filter(|a| !a.starts_with("--"));
     let events: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(100_000);
-    let rounds: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(15);
+    let rounds: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(30);
     // The pipeline's chunk size unless given.
     let chunk: usize = args
         .next()
