@@ -924,6 +924,9 @@ mod tests {
             r#"{"event_id":"caf\u00e9 \"quoted\" \\ \/ \n","user_id":"\ud83d\ude00"}"#,
             r#"{"event_id":"a string that is longer than sixteen bytes, with more to come"}"#,
             r#"{"quantity":null,"price":null,"kind":null}"#,
+            // Characters of several bytes right after and before the quotes.
+            r#"{"event_id":"é","user_id":"日本語のテキスト、十六バイトより長い","raw":"€"}"#,
+            r#"{"é":"x","unknown":"😀😀😀😀😀","event_id":"ü\n日"}"#,
             "{}",
         ];
         for text in accepted {
