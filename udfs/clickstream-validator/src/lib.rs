@@ -47,8 +47,20 @@ pub mod codes {
     pub const INVALID_PRICE: &str = "invalid_price";
 }
 
-/// The event types accepted when `allowed-event-types` is not given.
-pub const DEFAULT_EVENT_TYPES: [&str; 7] = [
+/// Declares [`DEFAULT_EVENT_TYPES`] and `is_default_event_type`, a string `match` over the
+/// same list (compares of whole words rather than one string at a time).
+macro_rules! default_event_types {
+    ($($name:literal),* $(,)?) => {
+        /// The event types accepted when `allowed-event-types` is not given.
+        pub const DEFAULT_EVENT_TYPES: [&str; [$($name),*].len()] = [$($name),*];
+
+        fn is_default_event_type(event_type: &str) -> bool {
+            matches!(event_type, $($name)|*)
+        }
+    };
+}
+
+default_event_types![
     "page_view",
     "search",
     "product_view",
@@ -173,6 +185,14 @@ impl Processor for Rules {
 sluice_guest::export!(processor Rules);
 
 impl Rules {
+    /// Whether `event_type` is one of the allowed types.
+    fn allows(&self, event_type: &str) -> bool {
+        match &self.custom_event_types {
+            Some(types) => types.iter().any(|t| t == event_type),
+            None => is_default_event_type(event_type),
+        }
+    }
+
     /// Checks one event; `Err` carries the first violation.
     pub fn check(&self, event: &Event<'_>) -> Result<(), Rejection> {
         let value = event.value().unwrap_or_default();
@@ -272,26 +292,6 @@ impl Rules {
             check_price(raw.get())?;
         }
         Ok(())
-    }
-}
-
-impl Rules {
-    /// Whether `event_type` is one of the allowed types. The default list is matched by the
-    /// compiler's string `match` (compares of whole words), not one string at a time.
-    fn allows(&self, event_type: &str) -> bool {
-        match &self.custom_event_types {
-            Some(types) => types.iter().any(|t| t == event_type),
-            None => matches!(
-                event_type,
-                "page_view"
-                    | "search"
-                    | "product_view"
-                    | "add_to_cart"
-                    | "remove_from_cart"
-                    | "checkout_start"
-                    | "purchase"
-            ),
-        }
     }
 }
 
