@@ -33,4 +33,4 @@ pub mod sink;
 pub mod source;
 pub mod udf;
 pub mod units;
-pub mod window;
+pub mod event_time;

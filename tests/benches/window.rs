@@ -15,11 +15,11 @@
 
 use std::time::{Duration, Instant};
 
-use sluice::window::config::{
+use sluice::event_time::config::{
     AggregateConfig, AtEnd, DedupConfig, EmitMode, EventTimeConfig, Function, LateData,
     WindowConfig,
 };
-use sluice::window::{EventTime, Fields};
+use sluice::event_time::{EventTime, Fields};
 
 fn main() {
     let mut args = std::env::args()

@@ -13,7 +13,7 @@ use crate::sink::deadletter::DeadLetterConfig;
 use crate::sink::iceberg::IcebergSinkConfig;
 use crate::source::kafka::KafkaSourceConfig;
 use crate::udf::config::{RuntimeConfig, StageConfig};
-use crate::window::config::{DedupConfig, EventTimeConfig, LateData, WindowConfig};
+use crate::event_time::config::{DedupConfig, EventTimeConfig, LateData, WindowConfig};
 
 /// What happens to an event that a plugin rejects, that fails in a plugin, or that does
 /// not fit the table.
@@ -387,7 +387,7 @@ iceberg = { table = "counts", partition-by = ["day(window_start)"] }
 
     #[test]
     fn event_time_sections_parse_and_are_checked() {
-        use crate::window::config::{EmitMode, Function};
+        use crate::event_time::config::{EmitMode, Function};
         let c = PipelineConfig::parse(&format!("{MINIMAL}{WINDOWS}"), Path::new("p.toml")).unwrap();
         let et = c.event_time.as_ref().unwrap();
         assert_eq!(et.max_delay, std::time::Duration::from_secs(120));

@@ -35,11 +35,11 @@ use crate::sink::window::{WindowSink, WindowSinkError};
 use crate::source::kafka::KafkaSource;
 use crate::source::{Offsets, Source, SourceError};
 use crate::udf::{Runtime, UdfError};
-use crate::window::config::{AtEnd, LateData};
-use crate::window::extract::format_micros;
-use crate::window::state::{self, Plan, StateFile, StateFileRef};
+use crate::event_time::config::{AtEnd, LateData};
+use crate::event_time::extract::format_micros;
+use crate::event_time::state::{self, Plan, StateFile, StateFileRef};
 
-use crate::window::{EventTime, Fields, Outcome, Verdict};
+use crate::event_time::{EventTime, Fields, Outcome, Verdict};
 
 /// The pipeline failed.
 #[derive(Debug, thiserror::Error)]

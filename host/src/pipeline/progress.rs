@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::stages::StageProgress;
-use crate::window::StateSize;
+use crate::event_time::StateSize;
 
 /// Milliseconds spent in each phase of a batch.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]

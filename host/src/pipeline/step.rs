@@ -16,7 +16,7 @@ use crate::sink::deadletter::Reason;
 use crate::udf::Plugin;
 use crate::udf::chain::{self, Fate};
 use crate::udf::shadow::{self, ShadowReport};
-use crate::window::{EventTime, Fields};
+use crate::event_time::{EventTime, Fields};
 
 /// What became of the records of one slice of a batch.
 pub(super) struct Slice {

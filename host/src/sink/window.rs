@@ -18,9 +18,9 @@ use super::iceberg::{ColumnConfig, IcebergSink, IcebergSinkConfig, SinkError, Wr
 use super::topic::{Outgoing, TopicError, TopicSink};
 use crate::commit::CommitMark;
 use crate::encode::{Encoder, SchemaError};
-use crate::window::aggregate::WindowRow;
-use crate::window::config::WindowConfig;
-use crate::window::extract::format_micros;
+use crate::event_time::window::WindowRow;
+use crate::event_time::config::WindowConfig;
+use crate::event_time::extract::format_micros;
 
 /// A window output failed.
 #[derive(Debug, thiserror::Error)]

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::aggregate::{Accumulator, GroupKey, SavedGroup};
+use super::window::{Accumulator, GroupKey, SavedGroup};
 use super::watermark::Watermark;
 
 /// Snapshot summary key: the path of the state file after this commit.

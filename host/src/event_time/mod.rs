@@ -16,17 +16,19 @@
 //! a batch replayed after a crash (same records, same recorded time) gives the same
 //! results. The pipeline saves it with every commit (see [`state`]).
 
-pub mod aggregate;
 pub mod config;
+pub mod dedup;
 pub mod extract;
 pub mod state;
 pub mod watermark;
+pub mod window;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use self::aggregate::{Slots, WindowInput, WindowOperator, WindowRow};
+use self::dedup::Dedup;
+use self::window::{Slots, WindowInput, WindowOperator, WindowRow};
 use self::config::{DedupConfig, EmitMode, EventTimeConfig, WindowConfig};
 use self::extract::{ExtractError, Extractor, event_time};
 use self::state::{SavedState, SavedStateRef};
@@ -90,7 +92,7 @@ pub struct EventTime {
     dedup_slots: Option<Vec<usize>>,
     windows: Vec<(Slots, WindowOperator)>,
     watermark: Watermark,
-    seen: HashMap<Box<str>, i64>,
+    dedup: Dedup,
 }
 
 impl EventTime {
@@ -124,7 +126,7 @@ impl EventTime {
             dedup_slots,
             windows,
             watermark: Watermark::default(),
-            seen: HashMap::new(),
+            dedup: Dedup::default(),
         }
     }
 
@@ -215,12 +217,11 @@ impl EventTime {
                 continue;
             }
             if let Some(key) = &fields.dedup_key {
-                if self.seen.contains_key(key) {
+                if self.dedup.is_repeat(key, fields.time) {
                     verdicts.push(Verdict::Duplicate);
                     duplicates += 1;
                     continue;
                 }
-                self.seen.insert(key.clone(), fields.time);
             }
             for ((_, op), input) in self.windows.iter_mut().zip(&fields.windows) {
                 op.add(fields.time, input, before);
@@ -237,7 +238,7 @@ impl EventTime {
         };
         let watermark = self.watermark.advance(now_ms, self.clock, to);
         if let Some(w) = watermark {
-            self.seen.retain(|_, t| *t >= w);
+            self.dedup.forget_behind(w);
         }
         let emitted = self
             .windows
@@ -258,13 +259,7 @@ impl EventTime {
     pub fn state_sizes(&self) -> BTreeMap<String, StateSize> {
         let mut sizes = BTreeMap::new();
         if self.dedup_slots.is_some() {
-            sizes.insert(
-                "dedup".to_string(),
-                StateSize {
-                    rows: self.seen.len() as u64,
-                    bytes: self.seen.keys().map(|k| k.len() as u64 + 40).sum(),
-                },
-            );
+            sizes.insert("dedup".to_string(), self.dedup.size());
         }
         for (_, op) in &self.windows {
             sizes.insert(
@@ -280,11 +275,9 @@ impl EventTime {
 
     /// The state, borrowed for saving (it is read back as a [`SavedState`]).
     pub fn save_ref(&self) -> SavedStateRef<'_> {
-        let mut dedup: Vec<(&str, i64)> = self.seen.iter().map(|(k, t)| (&**k, *t)).collect();
-        dedup.sort_unstable();
         SavedStateRef {
             watermark: &self.watermark,
-            dedup,
+            dedup: self.dedup.save_ref(),
             windows: self
                 .windows
                 .iter()
@@ -297,11 +290,7 @@ impl EventTime {
     /// no longer configured are dropped with a warning.
     pub fn restore(&mut self, saved: SavedState) {
         self.watermark = saved.watermark;
-        self.seen = saved
-            .dedup
-            .into_iter()
-            .map(|(k, t)| (k.into_boxed_str(), t))
-            .collect();
+        self.dedup.restore(saved.dedup);
         let mut windows = saved.windows;
         for (_, op) in &mut self.windows {
             op.restore(windows.remove(&op.config().name).unwrap_or_default());

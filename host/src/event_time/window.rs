@@ -343,7 +343,7 @@ impl WindowOperator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::window::config::AggregateConfig;
+    use crate::event_time::config::AggregateConfig;
 
     const S: i64 = 1_000_000;
 
