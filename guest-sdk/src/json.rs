@@ -886,7 +886,7 @@ mod tests {
         #[serde(borrow)]
         raw: Option<Raw<'a>>,
         tags: Option<Vec<String>>,
-        kind: Option<Kind>,
+        kind: Option<EventType>,
         nested: Option<Box<Nested>>,
     }
 
@@ -901,7 +901,7 @@ mod tests {
 
     #[derive(Deserialize, PartialEq, Debug)]
     #[serde(rename_all = "snake_case")]
-    enum Kind {
+    enum EventType {
         PageView,
         Purchase,
     }

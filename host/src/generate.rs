@@ -51,7 +51,7 @@ impl Default for GeneratorConfig {
 
 /// What kind of event was generated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub enum EventKind {
     /// A valid event, on time.
     Valid,
     /// A valid event whose event time is 30 to 90 seconds late.
@@ -70,7 +70,7 @@ pub struct GeneratedEvent {
     /// The JSON value.
     pub value: String,
     /// What kind of event it is.
-    pub kind: Kind,
+    pub kind: EventKind,
 }
 
 /// How many recent events a duplicate is drawn from.
@@ -122,7 +122,7 @@ impl Generator {
         if !self.recent.is_empty() && self.rng.chance(self.config.duplicate_share) {
             let pick = self.rng.below(self.recent.len() as u64) as usize;
             let mut copy = self.recent[pick].clone();
-            copy.kind = Kind::Duplicate;
+            copy.kind = EventKind::Duplicate;
             return copy;
         }
         let (key, value, kind) = self.fresh_event();
@@ -134,7 +134,7 @@ impl Generator {
         event
     }
 
-    fn fresh_event(&mut self) -> (String, String, Kind) {
+    fn fresh_event(&mut self) -> (String, String, EventKind) {
         let n = self.sequence;
         self.sequence += 1;
         let r = &mut self.rng;
@@ -157,9 +157,9 @@ impl Generator {
             time -= 30 + r.below(61) as i64;
         }
         let kind_of = |invalid: bool| match (invalid, late) {
-            (true, _) => Kind::Invalid,
-            (false, true) => Kind::Late,
-            (false, false) => Kind::Valid,
+            (true, _) => EventKind::Invalid,
+            (false, true) => EventKind::Late,
+            (false, false) => EventKind::Valid,
         };
         if self.config.shape == Shape::Analytics {
             let invalid = r.chance(self.config.invalid_share);
@@ -349,7 +349,7 @@ mod tests {
             ..GeneratorConfig::default()
         });
         for e in clean.take(500) {
-            assert_eq!(e.kind, Kind::Valid);
+            assert_eq!(e.kind, EventKind::Valid);
             let v: serde_json::Value = serde_json::from_str(&e.value).unwrap();
             assert_eq!(v["session_id"], e.key.as_str());
             assert!(
@@ -370,14 +370,14 @@ mod tests {
         let events: Vec<GeneratedEvent> = Generator::new(config).take(2000).collect();
         let count = |k| events.iter().filter(|e| e.kind == k).count();
         assert!(
-            (150..250).contains(&count(Kind::Duplicate)),
+            (150..250).contains(&count(EventKind::Duplicate)),
             "{}",
-            count(Kind::Duplicate)
+            count(EventKind::Duplicate)
         );
         assert!(
-            (300..450).contains(&count(Kind::Late)),
+            (300..450).contains(&count(EventKind::Late)),
             "{}",
-            count(Kind::Late)
+            count(EventKind::Late)
         );
         let id = |e: &GeneratedEvent| {
             serde_json::from_str::<serde_json::Value>(&e.value).unwrap()["event_id"].clone()
@@ -385,14 +385,14 @@ mod tests {
         for (i, e) in events
             .iter()
             .enumerate()
-            .filter(|(_, e)| e.kind == Kind::Duplicate)
+            .filter(|(_, e)| e.kind == EventKind::Duplicate)
         {
             assert!(
                 events[..i]
                     .iter()
                     .rev()
                     .take(40)
-                    .any(|p| p.kind != Kind::Duplicate && id(p) == id(e))
+                    .any(|p| p.kind != EventKind::Duplicate && id(p) == id(e))
             );
         }
     }

@@ -49,3 +49,19 @@ impl Record {
         format!("{}/{}@{}", self.topic, self.partition, self.offset)
     }
 }
+
+/// Why a record left the stream for the dead-letter output: refused by a plugin, failed
+/// in one, not fitting the table, or late.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reason {
+    /// Stage name, `encode` or `event-time`.
+    pub stage: String,
+    /// The stage's plugin digest, if a plugin refused it.
+    pub digest: Option<String>,
+    /// Machine-readable code.
+    pub code: String,
+    /// Message for people.
+    pub message: String,
+    /// Offending field.
+    pub field: Option<String>,
+}

@@ -1,5 +1,7 @@
 //! Micro-batches: when one is cut (the trigger) and how large it may grow (the caps).
 
+pub mod trigger;
+
 use std::time::Duration;
 
 use serde::Deserialize;

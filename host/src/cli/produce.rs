@@ -7,7 +7,7 @@ use clap::Args;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 
-use crate::generate::{GeneratedEvent, Generator, GeneratorConfig, Kind, Shape};
+use crate::generate::{EventKind, GeneratedEvent, Generator, GeneratorConfig, Shape};
 use crate::kafka::{self, Deliveries};
 
 /// Arguments of `sluice produce`.
@@ -149,7 +149,7 @@ pub fn run(args: &ProduceArgs, stop: &dyn Fn() -> bool) -> anyhow::Result<Produc
                 Some(value) => GeneratedEvent {
                     key: String::new(),
                     value: String::from_utf8_lossy(&value).into_owned(),
-                    kind: Kind::Valid,
+                    kind: EventKind::Valid,
                 },
                 None => break,
             },
@@ -157,10 +157,10 @@ pub fn run(args: &ProduceArgs, stop: &dyn Fn() -> bool) -> anyhow::Result<Produc
         };
         match (lines.is_some(), event.kind) {
             (true, _) => {} // lines of a file: their kinds are unknown
-            (false, Kind::Valid) => summary.valid += 1,
-            (false, Kind::Late) => summary.late += 1,
-            (false, Kind::Invalid) => summary.invalid += 1,
-            (false, Kind::Duplicate) => summary.duplicates += 1,
+            (false, EventKind::Valid) => summary.valid += 1,
+            (false, EventKind::Late) => summary.late += 1,
+            (false, EventKind::Invalid) => summary.invalid += 1,
+            (false, EventKind::Duplicate) => summary.duplicates += 1,
         }
         let mut record = BaseRecord::to(&args.topic).payload(&event.value);
         if !event.key.is_empty() {

@@ -10,8 +10,9 @@ use clap::Args;
 use serde_json::json;
 
 use crate::pipeline::config::PipelineConfig;
-use crate::sink::iceberg::IcebergSink;
-use crate::sink::{deadletter, topic, window};
+use crate::sink::iceberg::{IcebergCatalog, IcebergTable};
+use crate::sink::topic::TopicRecord;
+use crate::sink::{topic, window};
 
 /// Arguments of `sluice show`.
 #[derive(Debug, Args)]
@@ -49,10 +50,13 @@ pub fn run(args: &ShowArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         .parent()
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("."));
+    let catalog = IcebergCatalog::open(&config.sink.catalog, &config.sink.warehouse, &base)
+        .context("cannot open the catalog")?;
     if let Some(name) = &args.window {
-        return show_window(&config, name, &base, args, out);
+        return show_window(&config, name, &catalog, args, out);
     }
-    let sink = IcebergSink::open(config.sink.clone(), &base).context("cannot open the table")?;
+    let sink =
+        IcebergTable::open(&catalog, config.sink.clone()).context("cannot open the table")?;
     let rows = sink.read_rows()?;
     let summary = sink
         .table()
@@ -68,7 +72,7 @@ pub fn run(args: &ShowArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                 .unwrap_or(&config.source.bootstrap_servers);
             Some((
                 dl.topic.clone(),
-                deadletter::read_all(bootstrap, &dl.topic, Duration::from_secs(30))?,
+                topic::read_all(bootstrap, &dl.topic, Duration::from_secs(30))?,
             ))
         }
         None => None,
@@ -101,7 +105,20 @@ pub fn run(args: &ShowArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         writeln!(out, "  … {} more", rows.len() - limit)?;
     }
     if let Some((topic, records)) = dead {
-        writeln!(out, "dead-letter topic {topic}: {} records", records.len())?;
+        print_dead_letters(&topic, &records, limit, out)?;
+    }
+    Ok(())
+}
+
+/// Prints dead letters, a line each: where from, the stage, the code, the field, why.
+fn print_dead_letters(
+    topic: &str,
+    records: &[TopicRecord],
+    limit: usize,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    writeln!(out, "dead-letter topic {topic}: {} records", records.len())?;
+    {
         for d in records.iter().take(limit) {
             let h = |k: &str| d.headers.get(k).map(String::as_str).unwrap_or("-");
             writeln!(
@@ -127,7 +144,7 @@ pub fn run(args: &ShowArgs, out: &mut dyn Write) -> anyhow::Result<()> {
 fn show_window(
     config: &PipelineConfig,
     name: &str,
-    base: &std::path::Path,
+    catalog: &IcebergCatalog,
     args: &ShowArgs,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
@@ -138,7 +155,8 @@ fn show_window(
         .with_context(|| format!("the pipeline has no window named `{name}`"))?;
     let (table, rows) = match window::table_config(window, &config.sink) {
         Some(table_config) => {
-            let sink = IcebergSink::open(table_config, base).context("cannot open the table")?;
+            let sink =
+                IcebergTable::open(catalog, table_config).context("cannot open the table")?;
             let rows = sink.read_rows()?;
             (Some(sink.name()), Some(rows))
         }

@@ -12,7 +12,7 @@ use clap::Args;
 use serde_json::{Value, json};
 
 use crate::record::Record;
-use crate::udf::chain::{self, Fate, Outcome};
+use crate::udf::chain::{self, Fate, Judged};
 use crate::udf::config::{Grants, Limits, RuntimeConfig, StageConfig, StagesFile};
 use crate::udf::{Plugin, Runtime};
 use crate::units::ByteSize;
@@ -250,7 +250,7 @@ fn tally(summary: &mut Summary, fate: &Fate) {
     }
 }
 
-fn value_text(outcome: &Outcome) -> String {
+fn value_text(outcome: &Judged) -> String {
     outcome
         .record
         .value
@@ -260,7 +260,7 @@ fn value_text(outcome: &Outcome) -> String {
         .into_owned()
 }
 
-fn verdict_text(line: usize, outcome: &Outcome, plugins: &[Plugin]) -> String {
+fn verdict_text(line: usize, outcome: &Judged, plugins: &[Plugin]) -> String {
     match &outcome.fate {
         Fate::Kept => format!("line {line}: kept"),
         Fate::Rewritten => format!("line {line}: rewritten {}", value_text(outcome)),
@@ -287,7 +287,7 @@ fn verdict_text(line: usize, outcome: &Outcome, plugins: &[Plugin]) -> String {
     }
 }
 
-fn verdict_json(line: usize, outcome: &Outcome, plugins: &[Plugin]) -> Value {
+fn verdict_json(line: usize, outcome: &Judged, plugins: &[Plugin]) -> Value {
     match &outcome.fate {
         Fate::Kept => json!({ "line": line, "verdict": "kept" }),
         Fate::Rewritten => {

@@ -16,7 +16,7 @@ use arrow_array::builder::{
     BooleanBuilder, Date32Builder, Decimal128Builder, Float32Builder, Float64Builder, Int32Builder,
     Int64Builder, StringBuilder, TimestampMicrosecondBuilder,
 };
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::{ArrayRef, BooleanArray, RecordBatch};
 use arrow_schema::SchemaRef;
 use iceberg::spec::{PrimitiveType, Schema, Type};
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
@@ -68,6 +68,15 @@ pub enum SchemaError {
     Batch(#[from] arrow_schema::ArrowError),
 }
 
+/// The rows of `batch` where `keep` is true; `None` if there are none.
+pub fn keep_rows(batch: RecordBatch, keep: Vec<bool>) -> Result<Option<RecordBatch>, SchemaError> {
+    if keep.iter().all(|k| *k) {
+        return Ok((batch.num_rows() > 0).then_some(batch));
+    }
+    let filtered = arrow_select::filter::filter_record_batch(&batch, &BooleanArray::from(keep))?;
+    Ok((filtered.num_rows() > 0).then_some(filtered))
+}
+
 /// What fills a column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Fill {
@@ -78,7 +87,7 @@ enum Fill {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+enum ColumnKind {
     Boolean,
     Int,
     Long,
@@ -94,7 +103,7 @@ enum Kind {
 #[derive(Debug, Clone)]
 struct Column {
     name: String,
-    kind: Kind,
+    kind: ColumnKind,
     required: bool,
     fill: Fill,
 }
@@ -148,23 +157,23 @@ impl Encoder {
                 return Err(unsupported());
             };
             let kind = match p {
-                PrimitiveType::Boolean => Kind::Boolean,
-                PrimitiveType::Int => Kind::Int,
-                PrimitiveType::Long => Kind::Long,
-                PrimitiveType::Float => Kind::Float,
-                PrimitiveType::Double => Kind::Double,
-                PrimitiveType::Decimal { precision, scale } => Kind::Decimal {
+                PrimitiveType::Boolean => ColumnKind::Boolean,
+                PrimitiveType::Int => ColumnKind::Int,
+                PrimitiveType::Long => ColumnKind::Long,
+                PrimitiveType::Float => ColumnKind::Float,
+                PrimitiveType::Double => ColumnKind::Double,
+                PrimitiveType::Decimal { precision, scale } => ColumnKind::Decimal {
                     precision: *precision,
                     scale: *scale,
                 },
-                PrimitiveType::Date => Kind::Date,
-                PrimitiveType::Timestamp => Kind::Timestamp,
-                PrimitiveType::Timestamptz => Kind::Timestamptz,
-                PrimitiveType::String => Kind::String,
+                PrimitiveType::Date => ColumnKind::Date,
+                PrimitiveType::Timestamp => ColumnKind::Timestamp,
+                PrimitiveType::Timestamptz => ColumnKind::Timestamptz,
+                PrimitiveType::String => ColumnKind::String,
                 _ => return Err(unsupported()),
             };
             let fill = if generated.contains(&field.name) {
-                if !matches!(kind, Kind::Timestamp | Kind::Timestamptz) {
+                if !matches!(kind, ColumnKind::Timestamp | ColumnKind::Timestamptz) {
                     return Err(SchemaError::GeneratedType(field.name.clone()));
                 }
                 Fill::IngestionTime
@@ -312,26 +321,26 @@ enum ColumnBuilder {
 }
 
 impl ColumnBuilder {
-    fn new(kind: Kind, n: usize) -> Self {
+    fn new(kind: ColumnKind, n: usize) -> Self {
         match kind {
-            Kind::Boolean => Self::Boolean(BooleanBuilder::with_capacity(n)),
-            Kind::Int => Self::Int(Int32Builder::with_capacity(n)),
-            Kind::Long => Self::Long(Int64Builder::with_capacity(n)),
-            Kind::Float => Self::Float(Float32Builder::with_capacity(n)),
-            Kind::Double => Self::Double(Float64Builder::with_capacity(n)),
-            Kind::Decimal { precision, scale } => Self::Decimal(
+            ColumnKind::Boolean => Self::Boolean(BooleanBuilder::with_capacity(n)),
+            ColumnKind::Int => Self::Int(Int32Builder::with_capacity(n)),
+            ColumnKind::Long => Self::Long(Int64Builder::with_capacity(n)),
+            ColumnKind::Float => Self::Float(Float32Builder::with_capacity(n)),
+            ColumnKind::Double => Self::Double(Float64Builder::with_capacity(n)),
+            ColumnKind::Decimal { precision, scale } => Self::Decimal(
                 Decimal128Builder::with_capacity(n),
                 precision as u8,
                 scale as i8,
             ),
-            Kind::Date => Self::Date(Date32Builder::with_capacity(n)),
-            Kind::Timestamp => {
+            ColumnKind::Date => Self::Date(Date32Builder::with_capacity(n)),
+            ColumnKind::Timestamp => {
                 Self::Timestamp(TimestampMicrosecondBuilder::with_capacity(n), false)
             }
-            Kind::Timestamptz => {
+            ColumnKind::Timestamptz => {
                 Self::Timestamp(TimestampMicrosecondBuilder::with_capacity(n), true)
             }
-            Kind::String => Self::String(StringBuilder::with_capacity(n, n * 16)),
+            ColumnKind::String => Self::String(StringBuilder::with_capacity(n, n * 16)),
         }
     }
 
@@ -486,24 +495,24 @@ fn json_string(raw: &str) -> Option<String> {
 }
 
 /// Converts one raw JSON value to a cell of `kind`.
-fn cell(kind: Kind, raw: &str) -> Result<Cell, CellError> {
+fn cell(kind: ColumnKind, raw: &str) -> Result<Cell, CellError> {
     if raw == "null" {
         return Ok(Cell::Null);
     }
     let first = raw.as_bytes()[0];
     let is_number = first == b'-' || first.is_ascii_digit();
     match kind {
-        Kind::String => Ok(Cell::Str(match json_string(raw) {
+        ColumnKind::String => Ok(Cell::Str(match json_string(raw) {
             Some(s) => s,
             // Like Spark's from_json: a non-string value keeps its JSON text.
             None => raw.to_string(),
         })),
-        Kind::Boolean => match raw {
+        ColumnKind::Boolean => match raw {
             "true" => Ok(Cell::Bool(true)),
             "false" => Ok(Cell::Bool(false)),
             _ => Err(mismatch("a boolean", raw)),
         },
-        Kind::Int | Kind::Long => {
+        ColumnKind::Int | ColumnKind::Long => {
             if !is_number {
                 return Err(mismatch("an integer", raw));
             }
@@ -517,7 +526,7 @@ fn cell(kind: Kind, raw: &str) -> Result<Cell, CellError> {
                     mismatch("an integer", raw)
                 }
             })?;
-            if kind == Kind::Long {
+            if kind == ColumnKind::Long {
                 return Ok(Cell::Long(v));
             }
             i32::try_from(v).map(Cell::Int).map_err(|_| {
@@ -527,18 +536,18 @@ fn cell(kind: Kind, raw: &str) -> Result<Cell, CellError> {
                 )
             })
         }
-        Kind::Float | Kind::Double => {
+        ColumnKind::Float | ColumnKind::Double => {
             if !is_number {
                 return Err(mismatch("a number", raw));
             }
             let v: f64 = raw.parse().map_err(|_| mismatch("a number", raw))?;
-            Ok(if kind == Kind::Float {
+            Ok(if kind == ColumnKind::Float {
                 Cell::Float(v as f32)
             } else {
                 Cell::Double(v)
             })
         }
-        Kind::Decimal { precision, scale } => {
+        ColumnKind::Decimal { precision, scale } => {
             let text = if is_number {
                 raw.to_string()
             } else {
@@ -548,7 +557,7 @@ fn cell(kind: Kind, raw: &str) -> Result<Cell, CellError> {
                 .map(Cell::Decimal)
                 .map_err(|m| ("invalid_decimal", m))
         }
-        Kind::Date => {
+        ColumnKind::Date => {
             let text = json_string(raw).ok_or_else(|| mismatch("a date string", raw))?;
             let date = chrono::NaiveDate::parse_from_str(&text, "%Y-%m-%d").map_err(|e| {
                 (
@@ -559,7 +568,7 @@ fn cell(kind: Kind, raw: &str) -> Result<Cell, CellError> {
             let epoch = chrono::NaiveDate::from_ymd_opt(1970, 1, 1).expect("valid");
             Ok(Cell::Date((date - epoch).num_days() as i32))
         }
-        Kind::Timestamptz => {
+        ColumnKind::Timestamptz => {
             let text =
                 json_string(raw).ok_or_else(|| mismatch("an RFC 3339 timestamp string", raw))?;
             let t = chrono::DateTime::parse_from_rfc3339(&text).map_err(|e| {
@@ -570,7 +579,7 @@ fn cell(kind: Kind, raw: &str) -> Result<Cell, CellError> {
             })?;
             Ok(Cell::Micros(t.timestamp_micros()))
         }
-        Kind::Timestamp => {
+        ColumnKind::Timestamp => {
             let text = json_string(raw).ok_or_else(|| mismatch("a timestamp string", raw))?;
             let t = chrono::NaiveDateTime::parse_from_str(&text, "%Y-%m-%dT%H:%M:%S%.f")
                 .or_else(|_| chrono::NaiveDateTime::parse_from_str(&text, "%Y-%m-%d %H:%M:%S%.f"))

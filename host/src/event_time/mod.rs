@@ -14,8 +14,10 @@
 //!
 //! The operators' state is a pure function of the batches and their processing times, so
 //! a batch replayed after a crash (same records, same recorded time) gives the same
-//! results. The pipeline saves it with every commit (see [`state`]).
+//! results. The pipeline saves it with every commit (see [`state`]), and [`apply`] runs
+//! the operators over a processed batch.
 
+pub mod apply;
 pub mod config;
 pub mod dedup;
 pub mod extract;
@@ -27,12 +29,12 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use self::dedup::Dedup;
-use self::window::{Slots, WindowInput, WindowOperator, WindowRow};
 use self::config::{DedupConfig, EmitMode, EventTimeConfig, WindowConfig};
+use self::dedup::Dedup;
 use self::extract::{ExtractError, Extractor, event_time};
 use self::state::{SavedState, SavedStateRef};
 use self::watermark::{Clock, Watermark};
+use self::window::{Slots, WindowInput, WindowOperator, WindowRow};
 
 /// What the operators read from one event.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,7 +49,7 @@ pub struct Fields {
 
 /// What became of one event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub enum Arrival {
     /// On time and new: it goes on.
     OnTime,
     /// Behind the watermark.
@@ -58,9 +60,9 @@ pub enum Verdict {
 
 /// What a batch did to the operators.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Outcome {
+pub struct EventTimeOutcome {
     /// One verdict per event, in input order.
-    pub verdicts: Vec<Verdict>,
+    pub verdicts: Vec<Arrival>,
     /// The watermark events were judged against.
     pub watermark_before: Option<i64>,
     /// The watermark after the batch.
@@ -205,20 +207,20 @@ impl EventTime {
         events: impl IntoIterator<Item = (&'a str, &'a Fields)>,
         now_ms: i64,
         flush: bool,
-    ) -> Outcome {
+    ) -> EventTimeOutcome {
         let before = self.watermark_at(now_ms);
         let mut verdicts = Vec::new();
         let (mut late, mut duplicates) = (0, 0);
         for (partition, fields) in events {
             self.watermark.observe(partition, fields.time, now_ms);
             if before.is_some_and(|w| fields.time < w) {
-                verdicts.push(Verdict::Late);
+                verdicts.push(Arrival::Late);
                 late += 1;
                 continue;
             }
             if let Some(key) = &fields.dedup_key {
                 if self.dedup.is_repeat(key, fields.time) {
-                    verdicts.push(Verdict::Duplicate);
+                    verdicts.push(Arrival::Duplicate);
                     duplicates += 1;
                     continue;
                 }
@@ -226,7 +228,7 @@ impl EventTime {
             for ((_, op), input) in self.windows.iter_mut().zip(&fields.windows) {
                 op.add(fields.time, input, before);
             }
-            verdicts.push(Verdict::OnTime);
+            verdicts.push(Arrival::OnTime);
         }
         let to = if flush {
             self.windows
@@ -245,7 +247,7 @@ impl EventTime {
             .iter_mut()
             .map(|(_, op)| op.finish_batch(watermark))
             .collect();
-        Outcome {
+        EventTimeOutcome {
             verdicts,
             watermark_before: before,
             watermark,
@@ -349,7 +351,7 @@ mod tests {
         .unwrap()
     }
 
-    fn counts(outcome: &Outcome) -> Vec<(i64, String, i64)> {
+    fn counts(outcome: &EventTimeOutcome) -> Vec<(i64, String, i64)> {
         outcome.emitted[0]
             .iter()
             .map(|r| {
@@ -375,10 +377,10 @@ mod tests {
         assert_eq!(
             out.verdicts,
             [
-                Verdict::OnTime,
-                Verdict::OnTime,
-                Verdict::Duplicate,
-                Verdict::OnTime
+                Arrival::OnTime,
+                Arrival::OnTime,
+                Arrival::Duplicate,
+                Arrival::OnTime
             ]
         );
         assert_eq!(out.watermark, Some(55 * S));
@@ -394,10 +396,10 @@ mod tests {
         assert_eq!(
             out.verdicts,
             [
-                Verdict::Late,
-                Verdict::OnTime,
-                Verdict::Duplicate,
-                Verdict::OnTime
+                Arrival::Late,
+                Arrival::OnTime,
+                Arrival::Duplicate,
+                Arrival::OnTime
             ]
         );
         assert_eq!((out.late, out.duplicates), (1, 1));
@@ -438,7 +440,7 @@ mod tests {
         let anonymous = op.fields(Some(br#"{"ts":1000,"type":"view"}"#)).unwrap();
         assert_eq!(anonymous.dedup_key, None);
         let out = op.process([("t/0", &anonymous), ("t/0", &anonymous)], 0, false);
-        assert_eq!(out.verdicts, [Verdict::OnTime, Verdict::OnTime]);
+        assert_eq!(out.verdicts, [Arrival::OnTime, Arrival::OnTime]);
         assert_eq!(out.duplicates, 0);
     }
 

@@ -8,11 +8,13 @@
 //! output already holds is not emitted with different contents, and none is missed.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
-use super::window::{Accumulator, GroupKey, SavedGroup};
+use super::EventTime;
 use super::watermark::Watermark;
+use super::window::{Accumulator, GroupKey, SavedGroup};
 
 /// Snapshot summary key: the path of the state file after this commit.
 pub const STATE: &str = "sluice.state";
@@ -95,6 +97,167 @@ pub struct StateFile {
     pub plan: Plan,
     /// The state after the batch.
     pub state: SavedState,
+}
+
+/// How many state files are kept behind the current one.
+pub const KEEP_STATE_FILES: u64 = 10;
+
+/// Saving or loading the state failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    /// The store failed.
+    #[error("{0}")]
+    Store(Box<dyn std::error::Error + Send + Sync>),
+    /// The state cannot be serialised.
+    #[error("cannot serialise the state: {0}")]
+    Serialise(serde_json::Error),
+    /// A state file cannot be read.
+    #[error("cannot read {path}: {error}")]
+    Unreadable {
+        /// The file.
+        path: String,
+        /// Why.
+        error: serde_json::Error,
+    },
+    /// The state file named by the table's last commit is missing.
+    #[error("the state file {0} named by the table's last commit is missing")]
+    Missing(String),
+}
+
+impl StateError {
+    /// A failure of the store.
+    pub fn store(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        StateError::Store(Box::new(error))
+    }
+}
+
+/// Where state files are kept: the table's storage in production
+/// ([`crate::sink::iceberg::TableFiles`]), [`MemoryStore`] in tests. Paths are full paths
+/// below the table's location (see [`path`]).
+pub trait StateStore: Send + Sync {
+    /// Writes a whole file.
+    fn put(&self, path: &str, bytes: Vec<u8>) -> Result<(), StateError>;
+    /// Reads a whole file; `None` if it does not exist.
+    fn get(&self, path: &str) -> Result<Option<Vec<u8>>, StateError>;
+    /// Deletes a file.
+    fn delete(&self, path: &str) -> Result<(), StateError>;
+}
+
+/// A state store in memory; clones share the files.
+#[derive(Debug, Clone, Default)]
+pub struct MemoryStore(Arc<Mutex<BTreeMap<String, Vec<u8>>>>);
+
+impl MemoryStore {
+    /// The paths held, in order.
+    pub fn paths(&self) -> Vec<String> {
+        self.files().keys().cloned().collect()
+    }
+
+    fn files(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Vec<u8>>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl StateStore for MemoryStore {
+    fn put(&self, path: &str, bytes: Vec<u8>) -> Result<(), StateError> {
+        self.files().insert(path.to_string(), bytes);
+        Ok(())
+    }
+
+    fn get(&self, path: &str) -> Result<Option<Vec<u8>>, StateError> {
+        Ok(self.files().get(path).cloned())
+    }
+
+    fn delete(&self, path: &str) -> Result<(), StateError> {
+        self.files().remove(path);
+        Ok(())
+    }
+}
+
+/// Reads a state file; `None` if it does not exist.
+pub fn read(store: &dyn StateStore, path: &str) -> Result<Option<StateFile>, StateError> {
+    let Some(bytes) = store.get(path)? else {
+        return Ok(None);
+    };
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|error| StateError::Unreadable {
+            path: path.to_string(),
+            error,
+        })
+}
+
+impl EventTime {
+    /// Writes the state after a batch, with the batch's plan: returns the file's path and
+    /// size.
+    pub fn save(
+        &self,
+        store: &dyn StateStore,
+        location: &str,
+        pipeline: &str,
+        plan: &Plan,
+    ) -> Result<(String, u64), StateError> {
+        let file = StateFileRef {
+            version: 1,
+            pipeline,
+            plan,
+            state: self.save_ref(),
+        };
+        let bytes = serde_json::to_vec(&file).map_err(StateError::Serialise)?;
+        let path = path(location, pipeline, plan.batch_id);
+        let size = bytes.len() as u64;
+        store.put(&path, bytes)?;
+        Ok((path, size))
+    }
+
+    /// After a restart: restores the state named by the table's last commit (`saved`, the
+    /// `sluice.state` of its summary), and returns the plan of the next batch if it was
+    /// planned from `positions` (its state file written) but not committed: that batch is
+    /// to be replayed first. `resumed` says whether the table holds a commit of the
+    /// pipeline at all.
+    pub fn recover(
+        &mut self,
+        store: &dyn StateStore,
+        saved: Option<&str>,
+        resumed: bool,
+        next: &str,
+        positions: &str,
+    ) -> Result<Option<Plan>, StateError> {
+        match saved {
+            Some(path) => {
+                let file = read(store, path)?.ok_or_else(|| StateError::Missing(path.into()))?;
+                self.restore(file.state);
+                tracing::info!(state = %path, "restored event-time state");
+            }
+            None if resumed => tracing::warn!(
+                "the table's last commit names no event-time state: starting with none"
+            ),
+            None => {}
+        }
+        match read(store, next) {
+            Ok(Some(file)) if file.plan.start == positions => Ok(Some(file.plan)),
+            Ok(Some(_)) => {
+                tracing::warn!(state = %next, "ignoring a state file planned from other offsets");
+                Ok(None)
+            }
+            Ok(None) => Ok(None),
+            Err(error) => {
+                tracing::warn!(state = %next, %error, "ignoring an unreadable state file");
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// Deletes the state file that falls out of the kept ones once `batch_id` is committed.
+pub fn forget_old(store: &dyn StateStore, location: &str, pipeline: &str, batch_id: u64) {
+    if batch_id <= KEEP_STATE_FILES {
+        return;
+    }
+    let old = path(location, pipeline, batch_id - KEEP_STATE_FILES);
+    if let Err(error) = store.delete(&old) {
+        tracing::debug!(%error, "cannot delete an old state file");
+    }
 }
 
 /// The path of the state file of `batch_id`, below a table's location.

@@ -9,11 +9,11 @@ use serde::Deserialize;
 use super::env::{SubstError, substitute_env};
 use crate::admin::AdminConfig;
 use crate::batch::TriggerConfig;
+use crate::event_time::config::{DedupConfig, EventTimeConfig, LateData, WindowConfig};
 use crate::sink::deadletter::DeadLetterConfig;
 use crate::sink::iceberg::IcebergSinkConfig;
 use crate::source::kafka::KafkaSourceConfig;
 use crate::udf::config::{RuntimeConfig, StageConfig};
-use crate::event_time::config::{DedupConfig, EventTimeConfig, LateData, WindowConfig};
 
 /// What happens to an event that a plugin rejects, that fails in a plugin, or that does
 /// not fit the table.

@@ -1,29 +1,26 @@
 //! One slice of a batch, on one thread: the plugin stages (and their shadows), the
-//! encoder, and the reading of event-time fields. The pipeline cuts a batch into
+//! encoder, and the reading of event-time fields. The process phase cuts a batch into
 //! contiguous slices, runs a [`Step`] over each on its own thread, and merges the
 //! [`Slice`]s back in order.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use arrow_array::{BooleanArray, RecordBatch};
-
 use super::PipelineError;
 use super::stages::StageCounts;
-use crate::encode::{Encoder, SchemaError};
-use crate::record::Record;
-use crate::sink::deadletter::Reason;
+use crate::encode::{Encoder, keep_rows};
+use crate::event_time::EventTime;
+use crate::event_time::apply::Timed;
+use crate::record::{Reason, Record};
 use crate::udf::Plugin;
-use crate::udf::chain::{self, Fate};
+use crate::udf::chain::{self, Fate, Judged, StageRun};
 use crate::udf::shadow::{self, ShadowReport};
-use crate::event_time::{EventTime, Fields};
 
 /// What became of the records of one slice of a batch.
 pub(super) struct Slice {
-    pub(super) batch: Option<RecordBatch>,
+    /// The table rows and, with event time, the records of the rows with their fields.
+    pub(super) rows: Timed,
     pub(super) dead: Vec<(Record, Reason)>,
-    /// With event time: the records of `batch`'s rows, in order, with their fields.
-    pub(super) timed: Vec<(Record, Fields)>,
     /// What each stage did with the slice's records.
     pub(super) stage_counts: Vec<StageCounts>,
     /// Per stage, rejections by code and failures by kind.
@@ -45,153 +42,35 @@ pub(super) struct Step<'a> {
     pub(super) chunk_size: usize,
 }
 
+/// The stages' verdicts on a slice, sorted out.
+struct Judgement {
+    kept: Vec<Record>,
+    dead: Vec<(Record, Reason)>,
+    stage_counts: Vec<StageCounts>,
+    stage_verdicts: Vec<BTreeMap<String, u64>>,
+}
+
 impl Step<'_> {
     /// Runs the step over `records`; `ingestion` fills the ingestion-time column.
     pub(super) fn run(self, records: Vec<Record>, ingestion: i64) -> Result<Slice, PipelineError> {
-        let stages = self.stages;
         let t = Instant::now();
-        let originals = self
-            .shadows
-            .iter()
-            .any(Option::is_some)
-            .then(|| records.clone());
-        let (outcomes, runs) = chain::run_counted(stages, records, self.chunk_size);
-        let shadows: Vec<Option<ShadowReport>> = self
-            .shadows
-            .iter()
-            .enumerate()
-            .map(|(s, shadow)| {
-                let (shadow, originals) = (shadow.as_ref()?, originals.as_ref()?);
-                Some(shadow::compare(
-                    stages,
-                    s,
-                    shadow,
-                    originals,
-                    &outcomes,
-                    self.chunk_size,
-                ))
-            })
-            .collect();
+        let (judged, runs, shadows) = self.run_stages(records);
         let plugins = t.elapsed();
         let t = Instant::now();
-        let mut kept = Vec::with_capacity(outcomes.len());
-        let mut dead = Vec::new();
-        let mut stage_counts: Vec<StageCounts> = runs
-            .iter()
-            .map(|r| StageCounts {
-                rewritten: r.rewritten,
-                calls: r.calls,
-                micros: r.micros,
-                ..StageCounts::default()
-            })
-            .collect();
-        let mut stage_verdicts = vec![BTreeMap::<String, u64>::new(); stages.len()];
-        for outcome in outcomes {
-            // Every stage before the one that stopped the record kept it.
-            let (stage, rejected, code, message, field) = match outcome.fate {
-                Fate::Kept | Fate::Rewritten => {
-                    for c in &mut stage_counts {
-                        c.events += 1;
-                        c.kept += 1;
-                    }
-                    kept.push(outcome.record);
-                    continue;
-                }
-                Fate::Rejected { stage, rejection } => (
-                    stage,
-                    true,
-                    rejection.code,
-                    rejection.message,
-                    rejection.field,
-                ),
-                Fate::Failed { stage, error } => {
-                    let code = error.failure().map_or("plugin_error", |f| f.code());
-                    (stage, false, code.to_string(), error.to_string(), None)
-                }
-            };
-            for c in &mut stage_counts[..stage] {
-                c.events += 1;
-                c.kept += 1;
-            }
-            let c = &mut stage_counts[stage];
-            c.events += 1;
-            let verdict = if rejected {
-                c.rejected += 1;
-                format!("rejected:{code}")
-            } else {
-                c.failed += 1;
-                format!("failed:{code}")
-            };
-            *stage_verdicts[stage].entry(verdict).or_default() += 1;
-            let plugin = &stages[stage];
-            dead.push((
-                outcome.record,
-                Reason {
-                    stage: plugin.name().to_string(),
-                    digest: Some(plugin.digest().to_string()),
-                    code,
-                    message,
-                    field,
-                },
-            ));
-        }
-        let encoded = self
-            .encoder
-            .encode(kept.iter().map(|r| r.value.as_deref()), ingestion)?;
-        let mut failed = encoded.errors.into_iter().peekable();
-        let mut timed = Vec::new();
-        let mut on_time = Vec::new();
-        for (index, record) in kept.into_iter().enumerate() {
-            if failed.peek().is_some_and(|(i, _)| *i == index) {
-                let (_, error) = failed.next().expect("peeked");
-                dead.push((
-                    record,
-                    Reason {
-                        stage: "encode".into(),
-                        digest: None,
-                        code: error.code.into(),
-                        message: error.message,
-                        field: error.field,
-                    },
-                ));
-                continue;
-            }
-            let Some(et) = self.event_time else {
-                continue;
-            };
-            match et.fields(record.value.as_deref()) {
-                Ok(fields) => {
-                    on_time.push(true);
-                    timed.push((record, fields));
-                }
-                Err(error) => {
-                    on_time.push(false);
-                    dead.push((
-                        record,
-                        Reason {
-                            stage: "event-time".into(),
-                            digest: None,
-                            code: error.code.into(),
-                            message: error.message,
-                            field: error.field,
-                        },
-                    ));
-                }
-            }
-        }
-        let batch = if self.event_time.is_some() {
-            keep_rows(encoded.batch, on_time)?
-        } else {
-            (encoded.batch.num_rows() > 0).then_some(encoded.batch)
-        };
+        let Judgement {
+            kept,
+            mut dead,
+            stage_counts,
+            stage_verdicts,
+        } = self.judge(judged, &runs);
+        let rows = self.encode(kept, ingestion, &mut dead)?;
         // Dead letters in offset order, whichever step refused them.
         dead.sort_by(|a, b| {
             (&a.0.topic, a.0.partition, a.0.offset).cmp(&(&b.0.topic, b.0.partition, b.0.offset))
         });
         Ok(Slice {
-            batch,
+            rows,
             dead,
-            timed,
             stage_counts,
             stage_verdicts,
             shadows,
@@ -199,7 +78,161 @@ impl Step<'_> {
             encode: t.elapsed(),
         })
     }
+
+    /// The stages over `records`, and each shadow beside its stage.
+    fn run_stages(
+        self,
+        records: Vec<Record>,
+    ) -> (Vec<Judged>, Vec<StageRun>, Vec<Option<ShadowReport>>) {
+        let originals = self
+            .shadows
+            .iter()
+            .any(Option::is_some)
+            .then(|| records.clone());
+        let (judged, runs) = chain::run_counted(self.stages, records, self.chunk_size);
+        let shadows = self
+            .shadows
+            .iter()
+            .enumerate()
+            .map(|(s, shadow)| {
+                let (shadow, originals) = (shadow.as_ref()?, originals.as_ref()?);
+                let size = self.chunk_size;
+                Some(shadow::compare(
+                    self.stages,
+                    s,
+                    shadow,
+                    originals,
+                    &judged,
+                    size,
+                ))
+            })
+            .collect();
+        (judged, runs, shadows)
+    }
+
+    /// Sorts the records into kept and dead, and counts what each stage did.
+    fn judge(self, judged: Vec<Judged>, runs: &[StageRun]) -> Judgement {
+        let mut out = Judgement {
+            kept: Vec::with_capacity(judged.len()),
+            dead: Vec::new(),
+            stage_counts: runs
+                .iter()
+                .map(|r| StageCounts {
+                    rewritten: r.rewritten,
+                    calls: r.calls,
+                    micros: r.micros,
+                    ..StageCounts::default()
+                })
+                .collect(),
+            stage_verdicts: vec![BTreeMap::new(); self.stages.len()],
+        };
+        for Judged { record, fate } in judged {
+            let (stage, rejected, reason) = match fate {
+                Fate::Kept | Fate::Rewritten => {
+                    count_kept(&mut out.stage_counts);
+                    out.kept.push(record);
+                    continue;
+                }
+                Fate::Rejected { stage, rejection } => (
+                    stage,
+                    true,
+                    (rejection.code, rejection.message, rejection.field),
+                ),
+                Fate::Failed { stage, error } => {
+                    let code = error.failure().map_or("plugin_error", |f| f.code());
+                    (stage, false, (code.to_string(), error.to_string(), None))
+                }
+            };
+            count_kept(&mut out.stage_counts[..stage]);
+            let c = &mut out.stage_counts[stage];
+            c.events += 1;
+            let (code, message, field) = reason;
+            let verdict = if rejected {
+                c.rejected += 1;
+                format!("rejected:{code}")
+            } else {
+                c.failed += 1;
+                format!("failed:{code}")
+            };
+            *out.stage_verdicts[stage].entry(verdict).or_default() += 1;
+            let plugin = &self.stages[stage];
+            let reason = Reason {
+                stage: plugin.name().to_string(),
+                digest: Some(plugin.digest().to_string()),
+                code,
+                message,
+                field,
+            };
+            out.dead.push((record, reason));
+        }
+        out
+    }
+
+    /// Encodes the kept records, and with event time reads their fields. Records that do
+    /// not fit the table or have no readable event time join `dead`.
+    fn encode(
+        self,
+        kept: Vec<Record>,
+        ingestion: i64,
+        dead: &mut Vec<(Record, Reason)>,
+    ) -> Result<Timed, PipelineError> {
+        let encoded = self
+            .encoder
+            .encode(kept.iter().map(|r| r.value.as_deref()), ingestion)?;
+        let mut failed = encoded.errors.into_iter().peekable();
+        let mut timed = Vec::new();
+        let mut on_time = Vec::new();
+        for (index, record) in kept.into_iter().enumerate() {
+            if let Some((_, error)) = failed.next_if(|(i, _)| *i == index) {
+                dead.push((
+                    record,
+                    refusal("encode", error.code, error.message, error.field),
+                ));
+                continue;
+            }
+            let Some(et) = self.event_time else {
+                continue;
+            };
+            match et.fields(record.value.as_deref()) {
+                Ok(fields) => timed.push((record, fields)),
+                Err(e) => {
+                    on_time.push(false);
+                    dead.push((record, refusal("event-time", e.code, e.message, e.field)));
+                    continue;
+                }
+            }
+            on_time.push(true);
+        }
+        let batch = if self.event_time.is_some() {
+            keep_rows(encoded.batch, on_time)?
+        } else {
+            (encoded.batch.num_rows() > 0).then_some(encoded.batch)
+        };
+        Ok(Timed {
+            batch,
+            records: timed,
+        })
+    }
 }
+
+/// Every stage before the one that stopped a record kept it.
+fn count_kept(counts: &mut [StageCounts]) {
+    for c in counts {
+        c.events += 1;
+        c.kept += 1;
+    }
+}
+
+fn refusal(stage: &str, code: &str, message: String, field: Option<String>) -> Reason {
+    Reason {
+        stage: stage.into(),
+        digest: None,
+        code: code.into(),
+        message,
+        field,
+    }
+}
+
 /// What each stage did over all slices of a batch.
 pub(super) fn total_counts(slices: &[Slice], stages: usize) -> Vec<StageCounts> {
     let mut total = vec![StageCounts::default(); stages];
@@ -239,17 +272,4 @@ pub(super) fn shadow_reports(slices: &[Slice]) -> Vec<Option<ShadowReport>> {
         }
     }
     merged
-}
-
-/// The rows of `batch` where `keep` is true; `None` if there are none.
-pub(super) fn keep_rows(
-    batch: RecordBatch,
-    keep: Vec<bool>,
-) -> Result<Option<RecordBatch>, PipelineError> {
-    if keep.iter().all(|k| *k) {
-        return Ok((batch.num_rows() > 0).then_some(batch));
-    }
-    let filtered = arrow_select::filter::filter_record_batch(&batch, &BooleanArray::from(keep))
-        .map_err(|e| PipelineError::Schema(SchemaError::from(e)))?;
-    Ok((filtered.num_rows() > 0).then_some(filtered))
 }

@@ -13,20 +13,21 @@
 //! | `sluice.source.topic`, `.partition`, `.offset`, `.timestamp` | where it came from |
 //! | `sluice.pipeline`, `sluice.batch-id` | which pipeline and batch |
 //!
+//! The same output sends late events to their own topic (`event-time.late = "topic"`),
+//! with the same headers.
+//!
 //! Dead-letter delivery is at least once: a batch's records are acknowledged before its
 //! table commit, so a crash between the two re-sends them on restart. `sluice.source.*`
 //! identify a record uniquely, so a consumer can drop repeats.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
-use std::collections::BTreeMap;
-
-use rdkafka::message::{Header as KafkaHeader, OwnedHeaders};
 use serde::Deserialize;
 
-use super::topic::{Outgoing, TopicSink};
-pub use super::topic::{TopicError as DeadLetterError, TopicRecord as DeadLetter, read_all};
-use crate::record::Record;
+use super::topic::{Outgoing, Topic, TopicTarget};
+use super::{Delivered, Output, OutputError, Results};
+use crate::record::{Reason, Record};
 
 /// The dead-letter topic.
 ///
@@ -54,92 +55,142 @@ const fn default_ack_timeout() -> Duration {
     Duration::from_secs(60)
 }
 
-/// Why a record is dead-lettered.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reason {
-    /// Stage name, or `encode`.
-    pub stage: String,
-    /// The stage's plugin digest, if a plugin refused it.
-    pub digest: Option<String>,
-    /// Machine-readable code.
-    pub code: String,
-    /// Message for people.
-    pub message: String,
-    /// Offending field.
-    pub field: Option<String>,
+impl DeadLetterConfig {
+    /// Where the topic is: on its own cluster if configured, else on `bootstrap` (the
+    /// source's).
+    pub fn target(&self, bootstrap: &str) -> TopicTarget {
+        TopicTarget {
+            topic: self.topic.clone(),
+            bootstrap_servers: self
+                .bootstrap_servers
+                .as_deref()
+                .unwrap_or(bootstrap)
+                .into(),
+            properties: self.properties.clone(),
+            ack_timeout: self.ack_timeout,
+        }
+    }
 }
 
-/// Sends dead-letter records to a Kafka topic.
-#[derive(Debug)]
-pub struct DeadLetterSink {
-    topic: TopicSink,
+/// Which of a batch's refused records an output takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// Refused by a plugin, the encoder or event time (`[dead-letter]`).
+    DeadLetters,
+    /// Behind the watermark, with `event-time.late = "topic"`.
+    Late,
 }
 
-impl DeadLetterSink {
-    /// Connects, creating the topic if absent. `bootstrap` is the source's servers.
-    pub fn new(config: &DeadLetterConfig, bootstrap: &str) -> Result<Self, DeadLetterError> {
-        let bootstrap = config.bootstrap_servers.as_deref().unwrap_or(bootstrap);
-        Ok(DeadLetterSink {
-            topic: TopicSink::new(
-                bootstrap,
-                &config.topic,
-                &config.properties,
-                config.ack_timeout,
-            )?,
-        })
+/// Sends a batch's refused records, with their reason in headers, to a topic.
+pub struct DeadLetterOutput {
+    topic: Box<dyn Topic>,
+    route: Route,
+}
+
+impl std::fmt::Debug for DeadLetterOutput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeadLetterOutput")
+            .field("topic", &self.topic.name())
+            .field("route", &self.route)
+            .finish()
+    }
+}
+
+impl DeadLetterOutput {
+    /// Sends the records of `route` to `topic`.
+    pub fn new(topic: Box<dyn Topic>, route: Route) -> Self {
+        DeadLetterOutput { topic, route }
     }
 
     /// The topic.
     pub fn topic(&self) -> &str {
-        self.topic.topic()
+        self.topic.name()
+    }
+}
+
+impl Output for DeadLetterOutput {
+    fn name(&self) -> String {
+        match self.route {
+            Route::DeadLetters => format!("dead-letter topic `{}`", self.topic.name()),
+            Route::Late => format!("late topic `{}`", self.topic.name()),
+        }
     }
 
-    /// Sends `records` with their reasons and waits until the broker acknowledged all.
-    pub fn send_all<'a>(
-        &self,
-        records: impl IntoIterator<Item = (&'a Record, &'a Reason)>,
-        pipeline: &str,
-        batch_id: u64,
-    ) -> Result<u64, DeadLetterError> {
-        let batch = batch_id.to_string();
-        let outgoing = records.into_iter().map(|(record, reason)| {
-            let partition = record.partition.to_string();
-            let offset = record.offset.to_string();
-            let timestamp = record.timestamp_ms.map(|t| t.to_string());
-            let mut headers = OwnedHeaders::new_with_capacity(record.headers.len() + 12);
-            for h in &record.headers {
-                headers = headers.insert(KafkaHeader {
-                    key: &h.name,
-                    value: h.value.as_deref(),
-                });
-            }
-            let added = [
-                ("sluice.error.stage", Some(reason.stage.as_str())),
-                ("sluice.error.code", Some(&reason.code)),
-                ("sluice.error.message", Some(&reason.message)),
-                ("sluice.error.field", reason.field.as_deref()),
-                ("sluice.stage.digest", reason.digest.as_deref()),
-                ("sluice.source.topic", Some(&record.topic)),
-                ("sluice.source.partition", Some(&partition)),
-                ("sluice.source.offset", Some(&offset)),
-                ("sluice.source.timestamp", timestamp.as_deref()),
-                ("sluice.pipeline", Some(pipeline)),
-                ("sluice.batch-id", Some(&batch)),
-            ];
-            for (key, value) in added {
-                if let Some(value) = value {
-                    headers = headers.insert(KafkaHeader {
-                        key,
-                        value: Some(value.as_bytes()),
-                    });
-                }
-            }
-            Outgoing {
-                key: record.key.as_deref(),
-                value: record.value.as_deref(),
-                headers,
-            }
-        });
-        self.topic.send_all(outgoing)
+    fn send(&mut self, results: &Results) -> Result<Delivered, OutputError> {
+        let records = match self.route {
+            Route::DeadLetters => &results.dead,
+            Route::Late => &results.late,
+        };
+        let batch = results.batch_id.to_string();
+        let positions: Vec<[String; 3]> = records.iter().map(|(r, _)| position(r)).collect();
+        let outgoing = records
+            .iter()
+            .zip(&positions)
+            .map(|((record, reason), position)| {
+                outgoing(record, reason, position, &results.pipeline, &batch)
+            })
+            .collect();
+        let sent = self
+            .topic
+            .send_all(outgoing)
+            .map_err(|error| OutputError::Topic {
+                output: self.name(),
+                error: Box::new(error),
+            })?;
+        Ok(Delivered {
+            records: sent,
+            ..Delivered::default()
+        })
+    }
+}
+
+/// A record's partition, offset and timestamp, as header text.
+fn position(record: &Record) -> [String; 3] {
+    [
+        record.partition.to_string(),
+        record.offset.to_string(),
+        record
+            .timestamp_ms
+            .map(|t| t.to_string())
+            .unwrap_or_default(),
+    ]
+}
+
+/// The dead letter of `record`: its key, value and headers, and sluice's headers.
+fn outgoing<'a>(
+    record: &'a Record,
+    reason: &'a Reason,
+    [partition, offset, timestamp]: &'a [String; 3],
+    pipeline: &'a str,
+    batch: &'a str,
+) -> Outgoing<'a> {
+    let mut headers: Vec<(&str, Option<&[u8]>)> = record
+        .headers
+        .iter()
+        .map(|h| (h.name.as_str(), h.value.as_deref()))
+        .collect();
+    let timestamp = record.timestamp_ms.map(|_| timestamp.as_str());
+    let added = [
+        ("sluice.error.stage", Some(reason.stage.as_str())),
+        ("sluice.error.code", Some(&reason.code)),
+        ("sluice.error.message", Some(&reason.message)),
+        ("sluice.error.field", reason.field.as_deref()),
+        ("sluice.stage.digest", reason.digest.as_deref()),
+        ("sluice.source.topic", Some(&record.topic)),
+        ("sluice.source.partition", Some(partition)),
+        ("sluice.source.offset", Some(offset)),
+        ("sluice.source.timestamp", timestamp),
+        ("sluice.pipeline", Some(pipeline)),
+        ("sluice.batch-id", Some(batch)),
+    ];
+    for (key, value) in added {
+        if let Some(value) = value {
+            headers.push((key, Some(value.as_bytes())));
+        }
+    }
+    Outgoing {
+        key: record.key.as_deref(),
+        value: record.value.as_deref(),
+        headers,
     }
 }

@@ -1,9 +1,233 @@
-//! Sinks: where processed records go. The table sink ([`iceberg`]) receives the records
-//! that passed every stage and fit the table; the dead-letter sink ([`deadletter`])
-//! receives the others, with the reason. [`topic`] writes keyed records to any topic (late
-//! data, window results); [`window`] sends window results to their topic and table.
+//! Outputs: where a batch's results go, and in which order.
+//!
+//! Every output implements [`Output`], whose hooks have defaults so that each implements
+//! only what it needs (Arroyo's operator style; Flink's two-phase commit sink):
+//!
+//! | hook | what | who |
+//! |---|---|---|
+//! | [`Output::stage`] | write what stays invisible until the commit | the table (data files) |
+//! | [`Output::send`] | deliver at least once, wait for the acknowledgement | dead letters, late topic, window topics |
+//! | [`Output::commit`] | make the batch visible exactly once, with its commit mark | window tables, then the table |
+//! | [`Output::after_commit`] | housekeeping once the table committed | |
+//!
+//! # The order of a batch's side effects
+//!
+//! This is the one place that decides it ([`Outputs`] runs it; the pipeline adds the state
+//! file and the crash points, see `pipeline::commit`):
+//!
+//! 1. **stage**: the event-time state file (with the batch's plan) and the table's data
+//!    files, side by side. Nothing is visible yet; from here on a crash replays exactly this
+//!    batch;
+//! 2. **send**: the dead letters, then the late topic, then each window's topic, in
+//!    configured order, each acknowledged before the next. At least once: a replay sends
+//!    the same records again;
+//! 3. **commit the other outputs**: each window's table, in configured order, each one
+//!    skipping a batch it already holds;
+//! 4. **commit the table**: data, offsets and the state's name in one snapshot. This is the
+//!    checkpoint, so it is always last: a crash before it replays the batch, a crash after
+//!    it does not;
+//! 5. **after the commit**: group offsets (monitoring) and old state files.
+//!
+//! Modules: [`iceberg`] (tables), [`topic`] (Kafka topics) and its in-memory twin
+//! [`memory`], [`deadletter`] (dead letters and late data), [`window`] (window results),
+//! [`table`] (the main table as an output).
 
 pub mod deadletter;
 pub mod iceberg;
+pub mod memory;
+pub mod table;
 pub mod topic;
 pub mod window;
+
+use std::collections::HashMap;
+
+use arrow_array::RecordBatch;
+
+use self::iceberg::SinkError;
+use self::table::TableOutput;
+use self::topic::TopicError;
+use crate::commit::CommitMark;
+use crate::event_time::window::WindowRow;
+use crate::record::{Reason, Record};
+
+/// What a batch hands its outputs.
+#[derive(Debug, Default)]
+pub struct Results {
+    /// The pipeline.
+    pub pipeline: String,
+    /// The batch id.
+    pub batch_id: u64,
+    /// Rows for the main table.
+    pub rows: Vec<RecordBatch>,
+    /// Records refused (by a plugin, the encoder or event time), with the reason.
+    pub dead: Vec<(Record, Reason)>,
+    /// Late events bound for the late topic (`event-time.late = "topic"`).
+    pub late: Vec<(Record, Reason)>,
+    /// Window results, one list per window, in configured order.
+    pub windows: Vec<Vec<WindowRow>>,
+}
+
+/// What a hook delivered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Delivered {
+    /// Records or rows.
+    pub records: u64,
+    /// Files written.
+    pub files: u64,
+    /// Bytes written.
+    pub bytes: u64,
+}
+
+/// What a commit carries.
+#[derive(Debug, Clone, Copy)]
+pub struct Commit<'a> {
+    /// The batch's commit mark.
+    pub mark: &'a CommitMark,
+    /// More snapshot summary properties (the main table's: stages, state, watermark).
+    pub properties: &'a HashMap<String, String>,
+}
+
+/// An output failed.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    /// A topic failed.
+    #[error("{output}: {error}")]
+    Topic {
+        /// The output.
+        output: String,
+        /// Why.
+        error: Box<TopicError>,
+    },
+    /// A table failed.
+    #[error("{output}: {error}")]
+    Table {
+        /// The output.
+        output: String,
+        /// Why.
+        error: Box<SinkError>,
+    },
+    /// A result does not fit its table (its schema was changed by someone else).
+    #[error("{output}: {message}")]
+    Schema {
+        /// The output.
+        output: String,
+        /// Why.
+        message: String,
+    },
+}
+
+/// Somewhere a batch's results go. Every hook has a default that does nothing; the order
+/// in which they run is the module's list.
+pub trait Output: Send {
+    /// The output, for messages: `dead-letter topic "x"`, `window "w"`…
+    fn name(&self) -> String;
+
+    /// Writes what stays invisible until [`Output::commit`].
+    fn stage(&mut self, results: &Results) -> Result<Delivered, OutputError> {
+        let _ = results;
+        Ok(Delivered::default())
+    }
+
+    /// Delivers at least once and waits until the delivery is acknowledged.
+    fn send(&mut self, results: &Results) -> Result<Delivered, OutputError> {
+        let _ = results;
+        Ok(Delivered::default())
+    }
+
+    /// Makes the batch visible exactly once, carrying its commit mark.
+    fn commit(&mut self, results: &Results, commit: Commit<'_>) -> Result<Delivered, OutputError> {
+        let _ = (results, commit);
+        Ok(Delivered::default())
+    }
+
+    /// Runs once the table committed the batch. Failures are the output's to log.
+    fn after_commit(&mut self, mark: &CommitMark) {
+        let _ = mark;
+    }
+
+    /// The latest batch of `pipeline` that this output holds exactly once, if it keeps
+    /// commit marks (tables); checked at start against the main table.
+    fn held_batch(&self, pipeline: &str) -> Result<Option<u64>, OutputError> {
+        let _ = pipeline;
+        Ok(None)
+    }
+}
+
+/// A pipeline's outputs, kept in the order of the module's list.
+pub struct Outputs {
+    /// Every output but the table, in order: dead letters, late topic, windows.
+    others: Vec<Box<dyn Output>>,
+    /// The main table: its commit is the checkpoint, always last.
+    table: TableOutput,
+}
+
+impl std::fmt::Debug for Outputs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<String> = self.others.iter().map(|o| o.name()).collect();
+        f.debug_struct("Outputs")
+            .field("others", &names)
+            .field("table", &self.table.name())
+            .finish()
+    }
+}
+
+impl Outputs {
+    /// The outputs: `others` in the order they are sent to and committed (dead letters,
+    /// late topic, windows), then the table.
+    pub fn new(others: Vec<Box<dyn Output>>, table: TableOutput) -> Self {
+        Outputs { others, table }
+    }
+
+    /// The main table.
+    pub fn table(&self) -> &TableOutput {
+        &self.table
+    }
+
+    /// The outputs other than the table, in order.
+    pub fn others(&self) -> &[Box<dyn Output>] {
+        &self.others
+    }
+
+    /// Step 1: every output's invisible writes. Returns what the table staged.
+    pub fn stage(&mut self, results: &Results) -> Result<Delivered, OutputError> {
+        let table = self.table.stage(results)?;
+        for output in &mut self.others {
+            output.stage(results)?;
+        }
+        Ok(table)
+    }
+
+    /// Step 2: every at-least-once delivery, in order.
+    pub fn send(&mut self, results: &Results) -> Result<(), OutputError> {
+        self.table.send(results)?;
+        for output in &mut self.others {
+            output.send(results)?;
+        }
+        Ok(())
+    }
+
+    /// Step 3: the other outputs' commits, in order.
+    pub fn commit_others(
+        &mut self,
+        results: &Results,
+        commit: Commit<'_>,
+    ) -> Result<(), OutputError> {
+        for output in &mut self.others {
+            output.commit(results, commit)?;
+        }
+        Ok(())
+    }
+
+    /// Step 4: the table's commit, the checkpoint.
+    pub fn checkpoint(&mut self, results: &Results, commit: Commit<'_>) -> Result<(), OutputError> {
+        self.table.commit(results, commit).map(|_| ())
+    }
+
+    /// Step 5: every output's housekeeping.
+    pub fn after_commit(&mut self, mark: &CommitMark) {
+        for output in &mut self.others {
+            output.after_commit(mark);
+        }
+        self.table.after_commit(mark);
+    }
+}

@@ -1,13 +1,13 @@
-//! Writing keyed records to a Kafka topic and waiting for the broker's acknowledgement;
-//! reading a topic back. Shared by the dead-letter sink, the late-data topic and the
-//! window results.
+//! Output topics: writing keyed records to a topic and waiting for the acknowledgement,
+//! behind the [`Topic`] trait (Kafka in production, memory in tests); reading a Kafka topic
+//! back. Shared by the dead letters, the late-data topic and the window results.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use rdkafka::Message;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::message::{Headers, OwnedHeaders};
+use rdkafka::message::{Header, Headers, OwnedHeaders};
 use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 
 use crate::kafka::{Deliveries, KafkaError, client_config, ensure_topic};
@@ -39,32 +39,78 @@ pub enum TopicError {
 }
 
 /// One record to send.
-#[derive(Debug)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outgoing<'a> {
     /// The key.
     pub key: Option<&'a [u8]>,
     /// The value.
     pub value: Option<&'a [u8]>,
-    /// The headers.
-    pub headers: OwnedHeaders,
+    /// The headers, in order.
+    pub headers: Vec<(&'a str, Option<&'a [u8]>)>,
+}
+
+/// A topic that records are delivered to, at least once: Kafka in production
+/// ([`KafkaTopic`]), memory in tests ([`super::memory::MemoryTopics`]).
+pub trait Topic: Send {
+    /// The topic's name.
+    fn name(&self) -> &str;
+
+    /// Sends `records` and waits until every one is acknowledged. Returns how many were
+    /// sent.
+    fn send_all(&self, records: Vec<Outgoing<'_>>) -> Result<u64, TopicError>;
+}
+
+/// Where an output topic is and how to reach it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicTarget {
+    /// The topic.
+    pub topic: String,
+    /// The bootstrap servers.
+    pub bootstrap_servers: String,
+    /// Extra librdkafka producer properties.
+    pub properties: BTreeMap<String, String>,
+    /// Longest wait for acknowledgements.
+    pub ack_timeout: Duration,
+}
+
+/// Opens output topics: [`KafkaTopics`] in production, [`super::memory::MemoryTopics`] in
+/// tests.
+pub trait Topics: Send + Sync {
+    /// Opens `target` for sending, creating the topic (one partition) if absent.
+    fn open(&self, target: &TopicTarget) -> Result<Box<dyn Topic>, TopicError>;
+}
+
+/// Opens Kafka topics.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct KafkaTopics;
+
+impl Topics for KafkaTopics {
+    fn open(&self, target: &TopicTarget) -> Result<Box<dyn Topic>, TopicError> {
+        Ok(Box::new(KafkaTopic::new(
+            &target.bootstrap_servers,
+            &target.topic,
+            &target.properties,
+            target.ack_timeout,
+        )?))
+    }
 }
 
 /// Sends records to one Kafka topic, at least once.
-pub struct TopicSink {
+pub struct KafkaTopic {
     topic: String,
     producer: ThreadedProducer<Deliveries>,
     ack_timeout: Duration,
 }
 
-impl std::fmt::Debug for TopicSink {
+impl std::fmt::Debug for KafkaTopic {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TopicSink")
+        f.debug_struct("KafkaTopic")
             .field("topic", &self.topic)
             .finish_non_exhaustive()
     }
 }
 
-impl TopicSink {
+impl KafkaTopic {
     /// Connects, creating the topic (one partition) if absent. `properties` are extra
     /// librdkafka producer properties.
     pub fn new(
@@ -88,57 +134,60 @@ impl TopicSink {
                 bootstrap: bootstrap.to_string(),
                 error,
             })?;
-        Ok(TopicSink {
+        Ok(KafkaTopic {
             topic: topic.to_string(),
             producer,
             ack_timeout,
         })
     }
 
-    /// The topic.
-    pub fn topic(&self) -> &str {
+    /// Queues one record, waiting while librdkafka's queue is full.
+    fn queue(&self, record: Outgoing<'_>) -> Result<(), TopicError> {
+        let mut headers = OwnedHeaders::new_with_capacity(record.headers.len());
+        for (key, value) in record.headers {
+            headers = headers.insert(Header { key, value });
+        }
+        let mut message = BaseRecord::to(&self.topic).headers(headers);
+        if let Some(key) = record.key {
+            message = message.key(key);
+        }
+        if let Some(value) = record.value {
+            message = message.payload(value);
+        }
+        loop {
+            match self.producer.send(message) {
+                Ok(()) => return Ok(()),
+                Err((
+                    rdkafka::error::KafkaError::MessageProduction(
+                        rdkafka::types::RDKafkaErrorCode::QueueFull,
+                    ),
+                    back,
+                )) => {
+                    message = back;
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Err((error, _)) => {
+                    return Err(TopicError::Send {
+                        topic: self.topic.clone(),
+                        error,
+                    });
+                }
+            }
+        }
+    }
+}
+
+impl Topic for KafkaTopic {
+    fn name(&self) -> &str {
         &self.topic
     }
 
-    /// Sends `records` and waits until the broker acknowledged all of them.
-    pub fn send_all<'a>(
-        &self,
-        records: impl IntoIterator<Item = Outgoing<'a>>,
-    ) -> Result<u64, TopicError> {
-        let before = (
-            self.producer.context().delivered(),
-            self.producer.context().failed(),
-        );
-        let mut sent = 0u64;
+    fn send_all(&self, records: Vec<Outgoing<'_>>) -> Result<u64, TopicError> {
+        let context = self.producer.context();
+        let before = (context.delivered(), context.failed());
+        let sent = records.len() as u64;
         for record in records {
-            let mut message = BaseRecord::to(&self.topic).headers(record.headers);
-            if let Some(key) = record.key {
-                message = message.key(key);
-            }
-            if let Some(value) = record.value {
-                message = message.payload(value);
-            }
-            loop {
-                match self.producer.send(message) {
-                    Ok(()) => break,
-                    Err((
-                        rdkafka::error::KafkaError::MessageProduction(
-                            rdkafka::types::RDKafkaErrorCode::QueueFull,
-                        ),
-                        back,
-                    )) => {
-                        message = back;
-                        std::thread::sleep(Duration::from_millis(1));
-                    }
-                    Err((error, _)) => {
-                        return Err(TopicError::Send {
-                            topic: self.topic.clone(),
-                            error,
-                        });
-                    }
-                }
-            }
-            sent += 1;
+            self.queue(record)?;
         }
         if sent == 0 {
             return Ok(0);
@@ -149,12 +198,12 @@ impl TopicSink {
                 topic: self.topic.clone(),
                 error,
             })?;
-        let context = self.producer.context();
         let failed = context.failed() - before.1;
-        if failed > 0 || context.delivered() - before.0 < sent {
+        let delivered = context.delivered() - before.0;
+        if failed > 0 || delivered < sent {
             return Err(TopicError::NotAcknowledged {
                 topic: self.topic.clone(),
-                failed: failed.max(sent - (context.delivered() - before.0)),
+                failed: failed.max(sent - delivered),
                 first: context
                     .first_error()
                     .unwrap_or_else(|| "no acknowledgement".into()),

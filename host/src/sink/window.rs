@@ -8,63 +8,19 @@
 //! the table already holds is not written again.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
 use std::time::Duration;
 
-use rdkafka::message::{Header, OwnedHeaders};
+use arrow_array::RecordBatch;
 use serde_json::{Map, Value};
 
-use super::iceberg::{ColumnConfig, IcebergSink, IcebergSinkConfig, SinkError, Written};
-use super::topic::{Outgoing, TopicError, TopicSink};
+use super::iceberg::{ColumnConfig, IcebergCatalog, IcebergSinkConfig, IcebergTable, SinkError};
+use super::topic::{Outgoing, Topic, TopicTarget, Topics};
+use super::{Commit, Delivered, Output, OutputError, Results};
 use crate::commit::CommitMark;
-use crate::encode::{Encoder, SchemaError};
-use crate::event_time::window::WindowRow;
+use crate::encode::Encoder;
 use crate::event_time::config::WindowConfig;
 use crate::event_time::extract::format_micros;
-
-/// A window output failed.
-#[derive(Debug, thiserror::Error)]
-pub enum WindowSinkError {
-    /// The topic failed.
-    #[error("window `{window}`: {error}")]
-    Topic {
-        /// The window.
-        window: String,
-        /// Why.
-        error: Box<TopicError>,
-    },
-    /// The table failed.
-    #[error("window `{window}`: {error}")]
-    Table {
-        /// The window.
-        window: String,
-        /// Why.
-        error: Box<SinkError>,
-    },
-    /// A row does not fit the table (its schema was changed by someone else).
-    #[error("window `{window}`: {message}")]
-    Schema {
-        /// The window.
-        window: String,
-        /// Why.
-        message: String,
-    },
-}
-
-/// The outputs of one window.
-pub struct WindowSink {
-    config: WindowConfig,
-    topic: Option<TopicSink>,
-    table: Option<(IcebergSink, Encoder)>,
-}
-
-impl std::fmt::Debug for WindowSink {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WindowSink")
-            .field("window", &self.config.name)
-            .finish_non_exhaustive()
-    }
-}
+use crate::event_time::window::WindowRow;
 
 /// The columns of a window table.
 pub fn table_columns(config: &WindowConfig) -> Vec<ColumnConfig> {
@@ -104,77 +60,61 @@ pub fn table_config(config: &WindowConfig, sink: &IcebergSinkConfig) -> Option<I
     })
 }
 
-impl WindowSink {
-    /// Opens the outputs of `config`: its topic (on `bootstrap`) and its table (in the
-    /// catalog and warehouse of `sink`).
+/// The outputs of one window: its topic and its table.
+pub struct WindowOutput {
+    config: WindowConfig,
+    /// Which of the batch's window results are this window's.
+    index: usize,
+    topic: Option<Box<dyn Topic>>,
+    table: Option<(IcebergTable, Encoder)>,
+}
+
+impl std::fmt::Debug for WindowOutput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WindowOutput")
+            .field("window", &self.config.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WindowOutput {
+    /// Opens the outputs of `config`, the `index`th window: its topic (through `topics`, on
+    /// `bootstrap`) and its table (in `catalog`, beside the pipeline's `sink`).
     pub fn open(
         config: &WindowConfig,
-        sink: &IcebergSinkConfig,
+        index: usize,
+        topics: &dyn Topics,
         bootstrap: &str,
-        base: &Path,
-    ) -> Result<Self, WindowSinkError> {
-        let window = config.name.clone();
+        catalog: &IcebergCatalog,
+        sink: &IcebergSinkConfig,
+    ) -> Result<Self, OutputError> {
+        let output = format!("window `{}`", config.name);
         let topic = match &config.kafka {
             Some(k) => Some(
-                TopicSink::new(
-                    bootstrap,
-                    &k.topic,
-                    &BTreeMap::new(),
-                    Duration::from_secs(60),
-                )
-                .map_err(|error| WindowSinkError::Topic {
-                    window: window.clone(),
-                    error: Box::new(error),
-                })?,
+                topics
+                    .open(&TopicTarget {
+                        topic: k.topic.clone(),
+                        bootstrap_servers: bootstrap.to_string(),
+                        properties: BTreeMap::new(),
+                        ack_timeout: Duration::from_secs(60),
+                    })
+                    .map_err(|error| OutputError::Topic {
+                        output: output.clone(),
+                        error: Box::new(error),
+                    })?,
             ),
             None => None,
         };
         let table = match table_config(config, sink) {
-            Some(table_config) => {
-                let table = IcebergSink::open(table_config, base).map_err(|error| {
-                    WindowSinkError::Table {
-                        window: window.clone(),
-                        error: Box::new(error),
-                    }
-                })?;
-                let encoder = Encoder::new(table.schema(), &[]).map_err(|e: SchemaError| {
-                    WindowSinkError::Schema {
-                        window: window.clone(),
-                        message: e.to_string(),
-                    }
-                })?;
-                Some((table, encoder))
-            }
+            Some(table_config) => Some(open_table(catalog, table_config, &output)?),
             None => None,
         };
-        Ok(WindowSink {
+        Ok(WindowOutput {
             config: config.clone(),
+            index,
             topic,
             table,
         })
-    }
-
-    /// The window's name.
-    pub fn name(&self) -> &str {
-        &self.config.name
-    }
-
-    /// The latest batch of `pipeline` that the table holds.
-    pub fn table_batch(&self, pipeline: &str) -> Result<Option<u64>, WindowSinkError> {
-        match &self.table {
-            Some((table, _)) => table
-                .last_mark(pipeline)
-                .map(|m| m.map(|m| m.batch_id))
-                .map_err(|error| self.table_error(error)),
-            None => Ok(None),
-        }
-    }
-
-    fn table_error(&self, error: SinkError) -> WindowSinkError {
-        WindowSinkError::Table {
-            window: self.config.name.clone(),
-            error: Box::new(error),
-        }
     }
 
     /// A row as a JSON object (the value), and its key.
@@ -200,109 +140,152 @@ impl WindowSink {
         (key, value)
     }
 
-    /// Sends `rows` to the topic, if any, and waits for the acknowledgement.
-    pub fn send(
-        &self,
-        rows: &[WindowRow],
-        pipeline: &str,
-        batch_id: u64,
-    ) -> Result<u64, WindowSinkError> {
-        let Some(topic) = &self.topic else {
-            return Ok(0);
-        };
-        let encoded: Vec<(String, String)> = rows
+    fn rows<'a>(&self, results: &'a Results) -> &'a [WindowRow] {
+        results.windows.get(self.index).map_or(&[], Vec::as_slice)
+    }
+
+    fn table_error(&self, error: SinkError) -> OutputError {
+        OutputError::Table {
+            output: self.name(),
+            error: Box::new(error),
+        }
+    }
+
+    fn schema_error(&self, message: String) -> OutputError {
+        OutputError::Schema {
+            output: self.name(),
+            message,
+        }
+    }
+
+    /// The rows as a table batch.
+    fn encode(&self, rows: &[WindowRow], batch_id: u64) -> Result<RecordBatch, OutputError> {
+        let values: Vec<Vec<u8>> = rows
             .iter()
             .map(|row| {
-                let (key, value) = self.to_json(row, batch_id);
+                Value::Object(self.to_json(row, batch_id).1)
+                    .to_string()
+                    .into_bytes()
+            })
+            .collect();
+        let (_, encoder) = self.table.as_ref().expect("only called with a table");
+        let encoded = encoder
+            .encode(values.iter().map(|v| Some(v.as_slice())), 0)
+            .map_err(|e| self.schema_error(e.to_string()))?;
+        match encoded.errors.first() {
+            Some((_, error)) => {
+                Err(self.schema_error(format!("a result does not fit the table: {error}")))
+            }
+            None => Ok(encoded.batch),
+        }
+    }
+}
+
+fn open_table(
+    catalog: &IcebergCatalog,
+    config: IcebergSinkConfig,
+    output: &str,
+) -> Result<(IcebergTable, Encoder), OutputError> {
+    let table = IcebergTable::open(catalog, config).map_err(|error| OutputError::Table {
+        output: output.to_string(),
+        error: Box::new(error),
+    })?;
+    let encoder = Encoder::new(table.schema(), &[]).map_err(|e| OutputError::Schema {
+        output: output.to_string(),
+        message: e.to_string(),
+    })?;
+    Ok((table, encoder))
+}
+
+impl Output for WindowOutput {
+    fn name(&self) -> String {
+        format!("window `{}`", self.config.name)
+    }
+
+    /// Sends the batch's rows to the topic, if any, keyed by window and group.
+    fn send(&mut self, results: &Results) -> Result<Delivered, OutputError> {
+        let Some(topic) = &self.topic else {
+            return Ok(Delivered::default());
+        };
+        let encoded: Vec<(String, String)> = self
+            .rows(results)
+            .iter()
+            .map(|row| {
+                let (key, value) = self.to_json(row, results.batch_id);
                 (
                     Value::Object(key).to_string(),
                     Value::Object(value).to_string(),
                 )
             })
             .collect();
-        let batch = batch_id.to_string();
-        topic
-            .send_all(encoded.iter().map(|(key, value)| {
-                Outgoing {
-                    key: Some(key.as_bytes()),
-                    value: Some(value.as_bytes()),
-                    headers: OwnedHeaders::new()
-                        .insert(Header {
-                            key: "sluice.pipeline",
-                            value: Some(pipeline),
-                        })
-                        .insert(Header {
-                            key: "sluice.batch-id",
-                            value: Some(&batch),
-                        })
-                        .insert(Header {
-                            key: "sluice.window",
-                            value: Some(&self.config.name),
-                        }),
-                }
-            }))
-            .map_err(|error| WindowSinkError::Topic {
-                window: self.config.name.clone(),
-                error: Box::new(error),
+        let batch = results.batch_id.to_string();
+        let headers = [
+            ("sluice.pipeline", results.pipeline.as_str()),
+            ("sluice.batch-id", batch.as_str()),
+            ("sluice.window", self.config.name.as_str()),
+        ];
+        let outgoing = encoded
+            .iter()
+            .map(|(key, value)| Outgoing {
+                key: Some(key.as_bytes()),
+                value: Some(value.as_bytes()),
+                headers: headers
+                    .iter()
+                    .map(|(k, v)| (*k, Some(v.as_bytes())))
+                    .collect(),
             })
+            .collect();
+        let sent = topic
+            .send_all(outgoing)
+            .map_err(|error| OutputError::Topic {
+                output: self.name(),
+                error: Box::new(error),
+            })?;
+        Ok(Delivered {
+            records: sent,
+            ..Delivered::default()
+        })
     }
 
-    /// Appends `rows` to the table, if any, in one commit carrying `mark`, unless the
-    /// table already holds this batch (a replay after a crash). A batch without rows is not
-    /// committed. Returns the rows written.
-    pub fn commit(
-        &mut self,
-        rows: &[WindowRow],
-        mark: &CommitMark,
-    ) -> Result<u64, WindowSinkError> {
+    /// Appends the batch's rows to the table, if any, in one commit carrying the mark,
+    /// unless the table already holds this batch (a replay after a crash). A batch without
+    /// rows is not committed.
+    fn commit(&mut self, results: &Results, commit: Commit<'_>) -> Result<Delivered, OutputError> {
+        let rows = self.rows(results);
         if self.table.is_none() || rows.is_empty() {
-            return Ok(0);
+            return Ok(Delivered::default());
         }
+        let mark = commit.mark;
         if self
-            .table_batch(&mark.pipeline)?
+            .held_batch(&mark.pipeline)?
             .is_some_and(|b| b >= mark.batch_id)
         {
             tracing::info!(window = %self.config.name, batch_id = mark.batch_id, "the window table holds this batch already");
-            return Ok(0);
+            return Ok(Delivered::default());
         }
-        let values: Vec<Vec<u8>> = rows
-            .iter()
-            .map(|row| {
-                Value::Object(self.to_json(row, mark.batch_id).1)
-                    .to_string()
-                    .into_bytes()
-            })
-            .collect();
-        let (table, encoder) = self.table.as_mut().expect("checked above");
-        let window = self.config.name.clone();
-        let schema_error = |message: String| WindowSinkError::Schema {
-            window: window.clone(),
-            message,
-        };
-        let encoded = encoder
-            .encode(values.iter().map(|v| Some(v.as_slice())), 0)
-            .map_err(|e| schema_error(e.to_string()))?;
-        if let Some((_, error)) = encoded.errors.first() {
-            return Err(schema_error(format!(
-                "a result does not fit the table: {error}"
-            )));
+        let batch = self.encode(rows, mark.batch_id)?;
+        let (table, _) = self.table.as_mut().expect("checked above");
+        let written = table.write(vec![batch], mark.batch_id);
+        let committed = written.and_then(|w| {
+            let delivered = Delivered {
+                records: w.rows,
+                files: w.files.len() as u64,
+                bytes: w.bytes,
+            };
+            table
+                .commit(w.files, mark, HashMap::new())
+                .map(|()| delivered)
+        });
+        committed.map_err(|e| self.table_error(e))
+    }
+
+    fn held_batch(&self, pipeline: &str) -> Result<Option<u64>, OutputError> {
+        match &self.table {
+            Some((table, _)) => table
+                .last_mark(pipeline)
+                .map(|m| m.map(|m: CommitMark| m.batch_id))
+                .map_err(|error| self.table_error(error)),
+            None => Ok(None),
         }
-        let written = if encoded.batch.num_rows() > 0 {
-            table.write(vec![encoded.batch], mark.batch_id)
-        } else {
-            Ok(Written::default())
-        }
-        .map_err(|error| WindowSinkError::Table {
-            window: window.clone(),
-            error: Box::new(error),
-        })?;
-        let rows = written.rows;
-        table
-            .commit(written.files, mark, HashMap::new())
-            .map_err(|error| WindowSinkError::Table {
-                window,
-                error: Box::new(error),
-            })?;
-        Ok(rows)
     }
 }

@@ -6,6 +6,7 @@
 //! anything that matters for correctness.
 
 pub mod kafka;
+pub mod memory;
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -37,7 +37,7 @@ pub enum Fate {
 
 /// A record with its fate. A rewritten record carries its final value.
 #[derive(Debug, Clone)]
-pub struct Outcome {
+pub struct Judged {
     /// The record, with the value given by the last rewrite.
     pub record: Record,
     /// What happened to it.
@@ -57,7 +57,7 @@ pub struct StageRun {
 
 /// Runs `stages` in order over `records`, calling each plugin with chunks of at most
 /// `chunk_size` records. Returns one outcome per record, in input order.
-pub fn run(stages: &[Plugin], records: Vec<Record>, chunk_size: usize) -> Vec<Outcome> {
+pub fn run(stages: &[Plugin], records: Vec<Record>, chunk_size: usize) -> Vec<Judged> {
     run_counted(stages, records, chunk_size).0
 }
 
@@ -66,12 +66,12 @@ pub fn run_counted(
     stages: &[Plugin],
     records: Vec<Record>,
     chunk_size: usize,
-) -> (Vec<Outcome>, Vec<StageRun>) {
+) -> (Vec<Judged>, Vec<StageRun>) {
     let mut runs = vec![StageRun::default(); stages.len()];
     let chunk_size = chunk_size.max(1);
-    let mut outcomes: Vec<Outcome> = records
+    let mut outcomes: Vec<Judged> = records
         .into_iter()
-        .map(|record| Outcome {
+        .map(|record| Judged {
             record,
             fate: Fate::Kept,
         })

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::Plugin;
-use super::chain::{self, Fate, Outcome};
+use super::chain::{self, Fate, Judged};
 use crate::record::Record;
 
 /// Positions kept per disagreement.
@@ -71,7 +71,7 @@ pub fn compare(
     stage: usize,
     shadow: &Plugin,
     records: &[Record],
-    outcomes: &[Outcome],
+    outcomes: &[Judged],
     chunk_size: usize,
 ) -> ShadowReport {
     // The events as they reached the stage: after the stages before it.

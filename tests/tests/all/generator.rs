@@ -2,7 +2,7 @@
 //! compiled natively, agree with it on every event.
 
 use clickstream_validator::Rules;
-use sluice::generate::{Generator, GeneratorConfig, Kind};
+use sluice::generate::{EventKind, Generator, GeneratorConfig};
 
 #[test]
 fn generated_kinds_match_the_validator() {
@@ -17,9 +17,9 @@ fn generated_kinds_match_the_validator() {
     for event in Generator::new(config).take(5000) {
         let verdict = rules.check(&sluice_guest::Event::new(event.value.as_bytes()));
         let invalid = match event.kind {
-            Kind::Invalid => true,
-            Kind::Valid | Kind::Late => false,
-            Kind::Duplicate => originals[&event.value],
+            EventKind::Invalid => true,
+            EventKind::Valid | EventKind::Late => false,
+            EventKind::Duplicate => originals[&event.value],
         };
         assert_eq!(verdict.is_err(), invalid, "{:?}: {verdict:?}", event);
         originals.insert(event.value, invalid);

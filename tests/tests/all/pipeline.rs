@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use sluice::cli::{self, Command as Sub};
-use sluice::generate::{Generator, GeneratorConfig, Kind};
+use sluice::generate::{EventKind, Generator, GeneratorConfig};
 use sluice_tests::broker::Broker;
 use sluice_tests::{plugins, produce, repo_root, retail_events_file};
 
@@ -534,7 +534,7 @@ fn crashes_at_any_point_neither_lose_nor_duplicate() {
     .collect();
     let valid: BTreeSet<String> = events
         .iter()
-        .filter(|e| e.kind != Kind::Invalid)
+        .filter(|e| e.kind != EventKind::Invalid)
         .map(|e| {
             serde_json::from_str::<Value>(&e.value).unwrap()["event_id"]
                 .as_str()
@@ -542,7 +542,10 @@ fn crashes_at_any_point_neither_lose_nor_duplicate() {
                 .to_string()
         })
         .collect();
-    let invalid = events.iter().filter(|e| e.kind == Kind::Invalid).count();
+    let invalid = events
+        .iter()
+        .filter(|e| e.kind == EventKind::Invalid)
+        .count();
     assert_eq!(valid.len() + invalid, 3000);
 
     let small = [("SLUICE_MAX_RECORDS", "250")];

@@ -1,0 +1,192 @@
+//! The trigger loop: when batches run. `available-now` reads up to the end offsets seen at
+//! start, in capped batches, then ends; `interval` starts a batch every `interval` until
+//! stopped, and a batch cut short by a cap is followed at once by the next, until caught up.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use super::{TriggerConfig, TriggerMode};
+use crate::source::Offsets;
+
+/// What the trigger drives: the pipeline, or a stand-in in tests.
+pub trait Batches {
+    /// What a batch can fail with.
+    type Error;
+
+    /// The source's end offsets now.
+    fn end_offsets(&mut self) -> Result<Offsets, Self::Error>;
+
+    /// Whether every partition's position has reached `ends`.
+    fn reached(&self, ends: &Offsets) -> bool;
+
+    /// Runs one batch towards `ends`. Returns `false` when stopped while reading (the batch
+    /// is then abandoned whole).
+    fn batch(&mut self, ends: &Offsets, stop: &AtomicBool) -> Result<bool, Self::Error>;
+
+    /// Runs a batch without records if one is due: the watermark, moving on while input
+    /// is idle, closes a window; or, with `flush`, any window is open.
+    fn tick(&mut self, flush: bool) -> Result<(), Self::Error>;
+}
+
+/// Runs batches as `trigger` says until it ends (`available-now`) or `stop` is raised.
+/// `flush_at_end` closes every open window when an `available-now` run has read
+/// everything. Returns whether a stop ended the run.
+pub fn drive<B: Batches>(
+    trigger: &TriggerConfig,
+    flush_at_end: bool,
+    batches: &mut B,
+    stop: &AtomicBool,
+) -> Result<bool, B::Error> {
+    match trigger.mode {
+        TriggerMode::AvailableNow => available_now(flush_at_end, batches, stop),
+        TriggerMode::Interval => interval(trigger.interval, batches, stop),
+    }
+}
+
+fn available_now<B: Batches>(
+    flush_at_end: bool,
+    batches: &mut B,
+    stop: &AtomicBool,
+) -> Result<bool, B::Error> {
+    let ends = batches.end_offsets()?;
+    tracing::info!(ends = %ends, "available-now: reading up to these end offsets");
+    while !batches.reached(&ends) {
+        if stop.load(Ordering::Relaxed) || !batches.batch(&ends, stop)? {
+            return Ok(true);
+        }
+    }
+    if flush_at_end {
+        batches.tick(true)?;
+    }
+    Ok(false)
+}
+
+fn interval<B: Batches>(
+    every: Duration,
+    batches: &mut B,
+    stop: &AtomicBool,
+) -> Result<bool, B::Error> {
+    let stopped = || stop.load(Ordering::Relaxed);
+    let mut next_tick = Instant::now();
+    loop {
+        while let Some(wait) = next_tick.checked_duration_since(Instant::now()) {
+            if stopped() {
+                return Ok(true);
+            }
+            std::thread::sleep(wait.min(Duration::from_millis(100)));
+        }
+        if stopped() {
+            return Ok(true);
+        }
+        next_tick = (next_tick + every).max(Instant::now());
+        let ends = batches.end_offsets()?;
+        while !batches.reached(&ends) {
+            if !batches.batch(&ends, stop)? || stopped() {
+                break;
+            }
+        }
+        if stopped() {
+            return Ok(true);
+        }
+        batches.tick(false)?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::TopicPartition;
+
+    /// A source of `end` records on one partition, read `cap` at a time.
+    struct Fake {
+        end: i64,
+        cap: i64,
+        at: i64,
+        log: Vec<String>,
+        stop_after: Option<usize>,
+    }
+
+    impl Batches for Fake {
+        type Error = ();
+
+        fn end_offsets(&mut self) -> Result<Offsets, ()> {
+            let mut o = Offsets::default();
+            let tp = TopicPartition {
+                topic: "t".into(),
+                partition: 0,
+            };
+            o.set(tp, self.end);
+            Ok(o)
+        }
+
+        fn reached(&self, ends: &Offsets) -> bool {
+            ends.0.values().all(|&e| self.at >= e)
+        }
+
+        fn batch(&mut self, ends: &Offsets, _: &AtomicBool) -> Result<bool, ()> {
+            let end = *ends.0.values().next().unwrap();
+            self.at = (self.at + self.cap).min(end);
+            self.log.push(format!("batch to {}", self.at));
+            Ok(self.stop_after.is_none_or(|n| self.log.len() < n))
+        }
+
+        fn tick(&mut self, flush: bool) -> Result<(), ()> {
+            self.log.push(format!("tick flush={flush}"));
+            Ok(())
+        }
+    }
+
+    fn fake(end: i64, cap: i64) -> Fake {
+        Fake {
+            end,
+            cap,
+            at: 0,
+            log: Vec::new(),
+            stop_after: None,
+        }
+    }
+
+    #[test]
+    fn available_now_reads_in_capped_batches_then_flushes() {
+        let trigger = TriggerConfig {
+            mode: TriggerMode::AvailableNow,
+            ..TriggerConfig::default()
+        };
+        let mut f = fake(10, 4);
+        let stop = AtomicBool::new(false);
+        assert_eq!(drive(&trigger, true, &mut f, &stop), Ok(false));
+        assert_eq!(
+            f.log,
+            ["batch to 4", "batch to 8", "batch to 10", "tick flush=true"]
+        );
+        let mut f = fake(10, 4);
+        f.stop_after = Some(2);
+        assert_eq!(drive(&trigger, true, &mut f, &stop), Ok(true));
+        assert_eq!(f.log, ["batch to 4", "batch to 8"]);
+    }
+
+    #[test]
+    fn interval_catches_up_then_ticks_until_stopped() {
+        let trigger = TriggerConfig {
+            mode: TriggerMode::Interval,
+            interval: Duration::from_millis(10),
+            ..TriggerConfig::default()
+        };
+        let mut f = fake(5, 2);
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(50));
+                stop.store(true, Ordering::Relaxed);
+            });
+            assert_eq!(drive(&trigger, false, &mut f, &stop), Ok(true));
+        });
+        assert_eq!(f.log[..3], ["batch to 2", "batch to 4", "batch to 5"]);
+        assert!(
+            f.log[3..].iter().all(|l| l == "tick flush=false"),
+            "{:?}",
+            f.log
+        );
+        assert!(f.log.len() > 3, "ticks follow while idle: {:?}", f.log);
+    }
+}

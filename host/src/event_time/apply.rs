@@ -1,0 +1,109 @@
+//! Event time applied to a processed batch: late events leave the stream, duplicates are
+//! dropped, windows take the rest. Runs on one thread, over the batch's records in
+//! `(topic, partition, offset)` order, after the plugin stages and the encoder (which
+//! read each event's fields on every core).
+
+use arrow_array::RecordBatch;
+
+use super::extract::format_micros;
+use super::{Arrival, EventTime, EventTimeOutcome, Fields};
+use crate::encode::{SchemaError, keep_rows};
+use crate::record::{Reason, Record};
+use crate::source::TopicPartition;
+
+/// One processed slice of a batch: its table rows and, in the same order, the records of
+/// those rows with their event-time fields.
+#[derive(Debug)]
+pub struct Timed {
+    /// The rows for the table.
+    pub batch: Option<RecordBatch>,
+    /// The record of each row and its fields.
+    pub records: Vec<(Record, Fields)>,
+}
+
+/// What the operators leave of a batch.
+#[derive(Debug)]
+pub struct Applied {
+    /// The table's rows: on time and not duplicates.
+    pub batches: Vec<RecordBatch>,
+    /// Late events, with their reason.
+    pub late: Vec<(Record, Reason)>,
+    /// What the operators did.
+    pub outcome: EventTimeOutcome,
+}
+
+impl EventTime {
+    /// Runs the operators over a batch's slices, in order. `assigned` are the partitions
+    /// the batch read (each holds the watermark back from its assignment on).
+    pub fn apply<'a>(
+        &mut self,
+        slices: Vec<Timed>,
+        assigned: impl IntoIterator<Item = &'a TopicPartition>,
+        now_ms: i64,
+        flush: bool,
+    ) -> Result<Applied, SchemaError> {
+        let assigned: Vec<String> = assigned.into_iter().map(ToString::to_string).collect();
+        self.register(assigned.iter().map(String::as_str), now_ms);
+        let (names, which) = partition_keys(&slices);
+        let keys = which.iter().map(|&i| names[i].as_str());
+        let fields = slices.iter().flat_map(|s| s.records.iter().map(|(_, f)| f));
+        let outcome = self.process(keys.zip(fields), now_ms, flush);
+        let mut arrivals = outcome.verdicts.iter();
+        let (mut batches, mut late) = (Vec::new(), Vec::new());
+        for slice in slices {
+            let mut on_time = Vec::with_capacity(slice.records.len());
+            for (record, fields) in slice.records {
+                let arrival = *arrivals.next().expect("one arrival per event");
+                on_time.push(arrival == Arrival::OnTime);
+                if arrival == Arrival::Late {
+                    let reason =
+                        late_reason(&self.config.field, fields.time, outcome.watermark_before);
+                    late.push((record, reason));
+                }
+            }
+            if let Some(batch) = slice.batch
+                && let Some(kept) = keep_rows(batch, on_time)?
+            {
+                batches.push(kept);
+            }
+        }
+        Ok(Applied {
+            batches,
+            late,
+            outcome,
+        })
+    }
+}
+
+/// The `topic/partition` key of every record: records come sorted by partition, so one
+/// key is made per run of a partition, not per record. Returns the keys and, per record,
+/// the index of its key.
+fn partition_keys(slices: &[Timed]) -> (Vec<String>, Vec<usize>) {
+    let mut names: Vec<String> = Vec::new();
+    let mut which = Vec::new();
+    let mut last: Option<(&str, i32)> = None;
+    for (record, _) in slices.iter().flat_map(|s| s.records.iter()) {
+        let here = (&*record.topic, record.partition);
+        if last != Some(here) {
+            names.push(format!("{}/{}", here.0, here.1));
+            last = Some(here);
+        }
+        which.push(names.len() - 1);
+    }
+    (names, which)
+}
+
+/// Why a late event left the stream.
+fn late_reason(field: &str, time: i64, watermark: Option<i64>) -> Reason {
+    Reason {
+        stage: "event-time".into(),
+        digest: None,
+        code: "late_event".into(),
+        message: format!(
+            "event time {} is behind the watermark {}",
+            format_micros(time),
+            watermark.map_or_else(|| "(none)".into(), format_micros)
+        ),
+        field: Some(field.to_string()),
+    }
+}

@@ -1,0 +1,190 @@
+//! The commit phase: a batch's side effects, in the one order that keeps every output
+//! exactly once (or at least once with stable keys), with a crash point after each step.
+//! [`SEQUENCE`] is that order; [`crate::sink`] explains it.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use super::crash::CrashPoint;
+use super::route::Prepared;
+use super::{Pipeline, PipelineError};
+use crate::commit::DEAD_LETTERED;
+use crate::event_time::extract::format_micros;
+use crate::event_time::state::{self, STATE, WATERMARK};
+use crate::sink::{Commit, Delivered};
+
+/// One step of a batch's commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommitStep {
+    /// The state file (with the batch's plan) beside the outputs' invisible writes (the
+    /// table's data files). From here on a crash replays exactly this batch.
+    Stage,
+    /// At-least-once deliveries, acknowledged: dead letters, late topic, window topics.
+    /// After the state file, so that a replay sends the very same records.
+    Send,
+    /// Exactly-once outputs other than the table (window tables), each skipping a batch it
+    /// already holds. Before the table, so that a replay finds them done.
+    CommitOutputs,
+    /// The table: data, offsets and the state's name in one snapshot, the checkpoint.
+    Checkpoint,
+    /// Housekeeping: the group offsets (monitoring), the outputs' after-commit hooks, old
+    /// state files.
+    AfterCommit,
+}
+
+/// The order of a batch's side effects, and the crash points each step ends at.
+pub const SEQUENCE: [(CommitStep, &[CrashPoint]); 5] = [
+    (
+        CommitStep::Stage,
+        &[CrashPoint::AfterState, CrashPoint::AfterWrite],
+    ),
+    (CommitStep::Send, &[CrashPoint::AfterDeadLetter]),
+    (CommitStep::CommitOutputs, &[CrashPoint::AfterWindowCommit]),
+    (CommitStep::Checkpoint, &[CrashPoint::AfterCommit]),
+    (CommitStep::AfterCommit, &[]),
+];
+
+/// What the commit phase did.
+#[derive(Debug, Default)]
+pub(super) struct Committed {
+    /// What the table staged: rows, files, bytes.
+    pub(super) table: Delivered,
+    /// The state file's path and size, with event time.
+    pub(super) state_file: Option<(String, u64)>,
+    /// Time writing the data files and the state file (side by side).
+    pub(super) write: Duration,
+    /// Time writing the state file.
+    pub(super) state: Duration,
+    /// Time sending to topics, until acknowledged.
+    pub(super) send: Duration,
+    /// Time committing the tables.
+    pub(super) commit: Duration,
+}
+
+impl Pipeline {
+    /// Runs [`SEQUENCE`] for a prepared batch.
+    pub(super) fn commit(&mut self, prepared: &Prepared) -> Result<Committed, PipelineError> {
+        let mut committed = Committed::default();
+        for (step, points) in SEQUENCE {
+            let t = Instant::now();
+            self.commit_step(step, prepared, &mut committed)?;
+            let spent = t.elapsed();
+            match step {
+                CommitStep::Stage => committed.write = spent,
+                CommitStep::Send => committed.send = spent,
+                CommitStep::CommitOutputs | CommitStep::Checkpoint => committed.commit += spent,
+                CommitStep::AfterCommit => {}
+            }
+            for &point in points {
+                if self.passes(point, &committed) {
+                    let batch_id = prepared.mark.batch_id;
+                    self.crash
+                        .at(point, batch_id)
+                        .map_err(|point| PipelineError::Crashed { point, batch_id })?;
+                }
+            }
+        }
+        Ok(committed)
+    }
+
+    /// Whether a batch passes `point`: the state point only with a state file, the window
+    /// point only with windows.
+    fn passes(&self, point: CrashPoint, committed: &Committed) -> bool {
+        match point {
+            CrashPoint::AfterState => committed.state_file.is_some(),
+            CrashPoint::AfterWindowCommit => !self.config.windows.is_empty(),
+            _ => true,
+        }
+    }
+
+    fn commit_step(
+        &mut self,
+        step: CommitStep,
+        prepared: &Prepared,
+        committed: &mut Committed,
+    ) -> Result<(), PipelineError> {
+        let results = &prepared.results;
+        match step {
+            CommitStep::Stage => self.stage(prepared, committed)?,
+            CommitStep::Send => self.outputs.send(results)?,
+            CommitStep::CommitOutputs => {
+                let none = HashMap::new();
+                let commit = Commit {
+                    mark: &prepared.mark,
+                    properties: &none,
+                };
+                self.outputs.commit_others(results, commit)?;
+            }
+            CommitStep::Checkpoint => {
+                let properties = self.summary_properties(prepared, committed);
+                let commit = Commit {
+                    mark: &prepared.mark,
+                    properties: &properties,
+                };
+                self.outputs.checkpoint(results, commit)?;
+            }
+            CommitStep::AfterCommit => {
+                self.source.acknowledge(&prepared.mark.offsets);
+                self.outputs.after_commit(&prepared.mark);
+                if committed.state_file.is_some() {
+                    let location = self.outputs.table().table().location();
+                    let name = &prepared.mark.pipeline;
+                    state::forget_old(self.state.as_ref(), location, name, prepared.mark.batch_id);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the state file beside the outputs' staged files.
+    fn stage(
+        &mut self,
+        prepared: &Prepared,
+        committed: &mut Committed,
+    ) -> Result<(), PipelineError> {
+        let location = self.outputs.table().table().location().to_string();
+        let (store, event_time) = (self.state.as_ref(), self.event_time.as_ref());
+        let outputs = &mut self.outputs;
+        let (saved, staged) = std::thread::scope(|scope| {
+            let saving = scope.spawn(|| {
+                let t = Instant::now();
+                let name = &prepared.mark.pipeline;
+                let saved = event_time
+                    .map(|et| et.save(store, &location, name, &prepared.plan))
+                    .transpose();
+                saved.map(|file| (file, t.elapsed()))
+            });
+            let staged = outputs.stage(&prepared.results);
+            let saved = saving
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (saved, staged)
+        });
+        let (state_file, state_time) = saved?;
+        committed.table = staged?;
+        committed.state_file = state_file;
+        committed.state = state_time;
+        Ok(())
+    }
+
+    /// The summary properties of the table's snapshot beside the commit mark: the dead
+    /// letters, the stages' versions, the state file and the watermark.
+    fn summary_properties(
+        &self,
+        prepared: &Prepared,
+        committed: &Committed,
+    ) -> HashMap<String, String> {
+        let mut properties = HashMap::from([(
+            DEAD_LETTERED.to_string(),
+            prepared.results.dead.len().to_string(),
+        )]);
+        properties.extend(self.stages.summary_properties());
+        if let Some((path, _)) = &committed.state_file {
+            properties.insert(STATE.to_string(), path.clone());
+        }
+        if let Some(w) = prepared.event_time.and_then(|e| e.watermark) {
+            properties.insert(WATERMARK.to_string(), format_micros(w));
+        }
+        properties
+    }
+}

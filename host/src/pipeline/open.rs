@@ -1,0 +1,230 @@
+//! Building a pipeline from its parts: the plugins, the table, the outputs, the source
+//! positioned where the table's last commit says, and the event-time state named by that
+//! commit (with a batch to replay if one was planned but not committed).
+
+use std::path::Path;
+use std::time::Instant;
+
+use super::config::{OnInvalid, PipelineConfig};
+use super::crash::Crash;
+use super::stages::Stages;
+use super::{Pipeline, PipelineError, RunSummary};
+use crate::admin::Admin;
+use crate::encode::Encoder;
+use crate::event_time::EventTime;
+use crate::event_time::config::LateData;
+use crate::event_time::state::{self, Plan, STATE, StateStore};
+use crate::sink::deadletter::{DeadLetterOutput, Route};
+use crate::sink::iceberg::{IcebergCatalog, IcebergTable};
+use crate::sink::table::TableOutput;
+use crate::sink::topic::{KafkaTopics, TopicTarget, Topics};
+use crate::sink::window::WindowOutput;
+use crate::sink::{Output, OutputError, Outputs};
+use crate::source::Source;
+use crate::source::kafka::KafkaSource;
+use crate::udf::Runtime;
+
+/// The parts a pipeline is built from. Production wires Kafka and the table's storage
+/// ([`Parts::production`]); tests wire in-memory twins
+/// ([`crate::source::memory::MemorySource`], [`crate::sink::memory::MemoryTopics`],
+/// [`crate::event_time::state::MemoryStore`]).
+pub struct Parts {
+    /// Where records come from.
+    pub source: Box<dyn Source>,
+    /// Where the output topics are: dead letters, late data, window results.
+    pub topics: Box<dyn Topics>,
+    /// Where the event-time state is kept; `None`: beside the table's data.
+    pub state: Option<Box<dyn StateStore>>,
+    /// The plugin runtime; `None`: a new one, from `[runtime]`.
+    pub runtime: Option<Runtime>,
+    /// Crashes injected on purpose.
+    pub crash: Crash,
+}
+
+impl std::fmt::Debug for Parts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Parts")
+            .field("crash", &self.crash)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Parts {
+    /// Kafka for the records and the topics, the table's storage for the state, and
+    /// `SLUICE_CRASH_AT` for crashes.
+    pub fn production(config: &PipelineConfig) -> Result<Self, PipelineError> {
+        let group = format!("sluice-{}", config.pipeline.name);
+        Ok(Parts {
+            source: Box::new(KafkaSource::new(config.source.clone(), &group)?),
+            topics: Box::new(KafkaTopics),
+            state: None,
+            runtime: None,
+            crash: Crash::from_env(),
+        })
+    }
+}
+
+impl Pipeline {
+    /// Opens a pipeline on Kafka and the configured table (see [`Parts::production`]).
+    /// `base` is the folder relative paths are resolved against.
+    pub fn open(config: PipelineConfig, base: &Path) -> Result<Self, PipelineError> {
+        let parts = Parts::production(&config)?;
+        Self::build(config, base, parts)
+    }
+
+    /// Loads the plugins, opens the table (creating it if absent) and the outputs, and
+    /// positions the source where the table's last commit says.
+    pub fn build(config: PipelineConfig, base: &Path, parts: Parts) -> Result<Self, PipelineError> {
+        let runtime = match parts.runtime {
+            Some(runtime) => runtime,
+            None => Runtime::new(config.runtime.clone())?,
+        };
+        let stages = Stages::load(&runtime, &config.stages)?;
+        let admin = match &config.admin {
+            Some(a) => Some(Admin::start(
+                a,
+                &config.pipeline.name,
+                runtime.clone(),
+                stages.checks(),
+                stages.sender(),
+            )?),
+            None => None,
+        };
+        let catalog = IcebergCatalog::open(&config.sink.catalog, &config.sink.warehouse, base)?;
+        let table = IcebergTable::open(&catalog, config.sink.clone())?;
+        let generated: Vec<String> = table
+            .ingestion_time_column()
+            .map(String::from)
+            .into_iter()
+            .collect();
+        let encoder = Encoder::new(table.schema(), &generated)?;
+        let state = parts.state.unwrap_or_else(|| Box::new(table.files()));
+        let others = open_outputs(&config, parts.topics.as_ref(), &catalog)?;
+        let mut pipeline = Pipeline {
+            event_time: config
+                .event_time
+                .as_ref()
+                .map(|et| EventTime::new(et, config.dedup.as_ref(), &config.windows)),
+            outputs: Outputs::new(others, TableOutput::new(table)),
+            config,
+            stages,
+            encoder,
+            source: parts.source,
+            state,
+            positions: Default::default(),
+            last_batch: 0,
+            last_end: Instant::now(),
+            crash: parts.crash,
+            replay: None,
+            admin,
+            summary: RunSummary::default(),
+        };
+        pipeline.resume()?;
+        Ok(pipeline)
+    }
+
+    /// Positions the source where the table's last commit says, and recovers the
+    /// event-time state.
+    fn resume(&mut self) -> Result<(), PipelineError> {
+        let name = self.config.pipeline.name.clone();
+        let table = self.outputs.table();
+        let mark = table.last_mark(&name)?;
+        self.positions = self.source.start(mark.as_ref().map(|m| &m.offsets))?;
+        let table = table.table().name();
+        match &mark {
+            Some(m) => {
+                tracing::info!(pipeline = %name, %table, batch_id = m.batch_id, offsets = %self.positions, "resuming from the table's last commit")
+            }
+            None => {
+                tracing::info!(pipeline = %name, %table, offsets = %self.positions, "new pipeline: starting at {:?} offsets", self.config.source.starting_offsets)
+            }
+        }
+        self.last_batch = mark.as_ref().map_or(0, |m| m.batch_id);
+        self.replay = self.recover_state(mark.is_some())?;
+        self.check_outputs()
+    }
+
+    /// Restores the event-time state named by the table's last commit; returns the plan of
+    /// a batch that was planned but not committed.
+    fn recover_state(&mut self, resumed: bool) -> Result<Option<Plan>, PipelineError> {
+        let Some(et) = &mut self.event_time else {
+            return Ok(None);
+        };
+        et.set_session_start(super::read::now_ms());
+        let name = &self.config.pipeline.name;
+        let table = self.outputs.table().table();
+        let saved = table
+            .last_mark_properties(name)
+            .and_then(|p| p.get(STATE))
+            .cloned();
+        let next = state::path(table.location(), name, self.last_batch + 1);
+        let positions = self.positions.to_json();
+        let store = self.state.as_ref();
+        Ok(et.recover(store, saved.as_deref(), resumed, &next, &positions)?)
+    }
+
+    /// Refuses to start when an output holds a batch the table does not and no plan can
+    /// replay it.
+    fn check_outputs(&self) -> Result<(), PipelineError> {
+        let name = &self.config.pipeline.name;
+        for output in self.outputs.others() {
+            if let Some(held) = output.held_batch(name)?
+                && held > self.last_batch
+                && self.replay.as_ref().is_none_or(|p| p.batch_id != held)
+            {
+                return Err(PipelineError::State(format!(
+                    "{} holds batch {held} but the main table is at batch {} and there is no plan to replay it",
+                    output.name(),
+                    self.last_batch
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The outputs other than the table, in the order of [`crate::sink`]: dead letters, late
+/// topic, windows.
+fn open_outputs(
+    config: &PipelineConfig,
+    topics: &dyn Topics,
+    catalog: &IcebergCatalog,
+) -> Result<Vec<Box<dyn Output>>, PipelineError> {
+    let bootstrap = &config.source.bootstrap_servers;
+    let late = config.event_time.as_ref().map(|et| et.late);
+    let mut outputs: Vec<Box<dyn Output>> = Vec::new();
+    if let Some(dl) = &config.dead_letter
+        && (config.pipeline.on_invalid == OnInvalid::DeadLetter
+            || late == Some(LateData::DeadLetter))
+    {
+        let topic = topics
+            .open(&dl.target(bootstrap))
+            .map_err(topic_error(&dl.topic))?;
+        outputs.push(Box::new(DeadLetterOutput::new(topic, Route::DeadLetters)));
+    }
+    if let Some(et) = &config.event_time
+        && et.late == LateData::Topic
+    {
+        let target = TopicTarget {
+            topic: et.late_topic.clone().unwrap_or_default(),
+            bootstrap_servers: bootstrap.clone(),
+            properties: Default::default(),
+            ack_timeout: std::time::Duration::from_secs(60),
+        };
+        let topic = topics.open(&target).map_err(topic_error(&target.topic))?;
+        outputs.push(Box::new(DeadLetterOutput::new(topic, Route::Late)));
+    }
+    for (i, window) in config.windows.iter().enumerate() {
+        let output = WindowOutput::open(window, i, topics, bootstrap, catalog, &config.sink)?;
+        outputs.push(Box::new(output));
+    }
+    Ok(outputs)
+}
+
+fn topic_error(topic: &str) -> impl FnOnce(crate::sink::topic::TopicError) -> OutputError {
+    let output = format!("topic `{topic}`");
+    move |error| OutputError::Topic {
+        output,
+        error: Box::new(error),
+    }
+}

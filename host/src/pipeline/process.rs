@@ -1,0 +1,134 @@
+//! The process phase: the plugin stages and the encoder over a batch, in contiguous
+//! slices on all cores (see [`super::step`]). New plugin versions start here, at a batch
+//! boundary; a version on probation that breaks its bounds is rolled back and the same
+//! records are processed again on the previous one, before anything of the batch leaves.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::config::OnInvalid;
+use super::stages::StageCounts;
+use super::step::{Slice, Step, shadow_reports, total_counts, total_verdicts};
+use super::{Pipeline, PipelineError};
+use crate::event_time::apply::Timed;
+use crate::record::{Reason, Record};
+use crate::udf::shadow::ShadowReport;
+
+/// What the process phase made of a batch.
+pub(super) struct Processed {
+    /// The table rows of each slice, with the records of those rows (and their event-time
+    /// fields, with event time).
+    pub(super) slices: Vec<Timed>,
+    /// Records refused by a stage, the encoder or the event-time fields, in offset order
+    /// within each slice.
+    pub(super) dead: Vec<(Record, Reason)>,
+    /// What the stages did, for the report.
+    pub(super) stats: ProcessStats,
+}
+
+/// What the stages did with a batch.
+pub(super) struct ProcessStats {
+    /// What each stage did.
+    pub(super) stage_counts: Vec<StageCounts>,
+    /// Per stage, rejections by code and failures by kind.
+    pub(super) stage_verdicts: Vec<BTreeMap<String, u64>>,
+    /// Per stage, how its shadow compared.
+    pub(super) shadows: Vec<Option<ShadowReport>>,
+    /// The slowest thread's time in plugins.
+    pub(super) plugins: Duration,
+    /// The slowest thread's time encoding.
+    pub(super) encode: Duration,
+}
+
+impl Pipeline {
+    /// Runs the stages and the encoder over `records`, processed at `now_ms`.
+    pub(super) fn process(
+        &mut self,
+        records: Vec<Record>,
+        now_ms: i64,
+    ) -> Result<Processed, PipelineError> {
+        self.stages.activate_new_versions();
+        let backup = self.stages.on_probation().then(|| records.clone());
+        let mut slices = self.run_slices(records, now_ms * 1000)?;
+        if let Some(records) = backup
+            && self
+                .stages
+                .judge(&total_counts(&slices, self.stages.active().len()))
+        {
+            slices = self.run_slices(records, now_ms * 1000)?;
+        }
+        let processed = merge(slices, self.stages.active().len());
+        if let Some((record, reason)) = processed.dead.first()
+            && self.config.pipeline.on_invalid == OnInvalid::Fail
+        {
+            return Err(PipelineError::Invalid {
+                position: record.position(),
+                stage: reason.stage.clone(),
+                code: reason.code.clone(),
+                message: reason.message.clone(),
+            });
+        }
+        Ok(processed)
+    }
+
+    /// Cuts `records` into contiguous slices, one per thread but none smaller than a
+    /// plugin chunk, and runs a [`Step`] over each.
+    fn run_slices(
+        &self,
+        records: Vec<Record>,
+        ingestion: i64,
+    ) -> Result<Vec<Slice>, PipelineError> {
+        let chunk_size = self.config.runtime.chunk_size;
+        let per_thread = records
+            .len()
+            .div_ceil(self.config.threads())
+            .max(chunk_size)
+            .max(1);
+        let mut parts: Vec<Vec<Record>> = Vec::new();
+        let mut records = records.into_iter().peekable();
+        while records.peek().is_some() {
+            parts.push(records.by_ref().take(per_thread).collect());
+        }
+        let step = Step {
+            stages: self.stages.active(),
+            shadows: self.stages.shadows(),
+            encoder: &self.encoder,
+            event_time: self.event_time.as_ref(),
+            chunk_size,
+        };
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = parts
+                .into_iter()
+                .map(|part| scope.spawn(move || step.run(part, ingestion)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                })
+                .collect()
+        })
+    }
+}
+
+/// The slices of a batch, merged in order.
+fn merge(slices: Vec<Slice>, stages: usize) -> Processed {
+    let stats = ProcessStats {
+        stage_counts: total_counts(&slices, stages),
+        stage_verdicts: total_verdicts(&slices),
+        shadows: shadow_reports(&slices),
+        plugins: slices.iter().map(|s| s.plugins).max().unwrap_or_default(),
+        encode: slices.iter().map(|s| s.encode).max().unwrap_or_default(),
+    };
+    let mut processed = Processed {
+        slices: Vec::with_capacity(slices.len()),
+        dead: Vec::new(),
+        stats,
+    };
+    for slice in slices {
+        processed.dead.extend(slice.dead);
+        processed.slices.push(slice.rows);
+    }
+    processed
+}

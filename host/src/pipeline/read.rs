@@ -1,0 +1,131 @@
+//! The read phase: a batch's records from the source, up to the target end offsets and
+//! the caps; or, after a crash, exactly the records of the batch that was planned; or no
+//! records at all, when event time has windows to close.
+
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use super::{Pipeline, PipelineError};
+use crate::batch::Caps;
+use crate::event_time::state::Plan;
+use crate::record::Record;
+use crate::source::{Offsets, SourceError};
+
+/// The records of one batch and how it runs.
+#[derive(Debug)]
+pub(super) struct Input {
+    /// The batch id.
+    pub(super) batch_id: u64,
+    /// The records, in `(topic, partition, offset)` order with event time.
+    pub(super) records: Vec<Record>,
+    /// How many records the batch read.
+    pub(super) rows: u64,
+    /// Offsets the batch starts from.
+    pub(super) start: Offsets,
+    /// Offsets after the batch.
+    pub(super) next: Offsets,
+    /// The end offsets the batch was reading towards (for lag).
+    pub(super) ends: Offsets,
+    /// Processing time, milliseconds since 1970.
+    pub(super) now_ms: i64,
+    /// Close every open window at the end (`at-end = "flush"`).
+    pub(super) flush: bool,
+    /// When the batch started.
+    pub(super) started: Instant,
+    /// Time spent reading.
+    pub(super) poll: Duration,
+}
+
+/// The wall clock, milliseconds since 1970.
+pub(super) fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+impl Pipeline {
+    /// Reads the next batch towards `ends`, within the trigger's caps. `None` when stopped
+    /// while reading: the batch is abandoned whole.
+    pub(super) fn read(
+        &mut self,
+        ends: &Offsets,
+        stop: &AtomicBool,
+    ) -> Result<Option<Input>, PipelineError> {
+        let caps = self.config.trigger.caps();
+        self.read_up_to(ends, caps, stop, now_ms(), false)
+    }
+
+    /// Reads the batch planned before a crash again: the same records, the same processing
+    /// time.
+    pub(super) fn read_plan(
+        &mut self,
+        plan: &Plan,
+        stop: &AtomicBool,
+    ) -> Result<Option<Input>, PipelineError> {
+        let ends = Offsets::from_json(&plan.end).map_err(PipelineError::State)?;
+        let unlimited = Caps {
+            records: usize::MAX,
+            bytes: u64::MAX,
+        };
+        let input = self.read_up_to(&ends, unlimited, stop, plan.now_ms, plan.flush)?;
+        if let Some(input) = &input
+            && input.next != ends
+        {
+            return Err(PipelineError::State(format!(
+                "replaying batch {}: read up to {}, but it was planned up to {ends}",
+                plan.batch_id, input.next
+            )));
+        }
+        Ok(input)
+    }
+
+    /// A batch without records, at processing time `now_ms`.
+    pub(super) fn no_records(&self, now_ms: i64, flush: bool) -> Input {
+        Input {
+            batch_id: self.last_batch + 1,
+            records: Vec::new(),
+            rows: 0,
+            start: self.positions.clone(),
+            next: self.positions.clone(),
+            ends: self.positions.clone(),
+            now_ms,
+            flush,
+            started: Instant::now(),
+            poll: Duration::ZERO,
+        }
+    }
+
+    fn read_up_to(
+        &mut self,
+        ends: &Offsets,
+        caps: Caps,
+        stop: &AtomicBool,
+        now_ms: i64,
+        flush: bool,
+    ) -> Result<Option<Input>, PipelineError> {
+        let started = Instant::now();
+        let (mut records, next) = match self.source.read(ends, caps, stop) {
+            Ok(read) => read,
+            Err(SourceError::Stopped) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        if self.event_time.is_some() {
+            // Event-time state depends on order: make a replay see the same one.
+            records.sort_unstable_by(|a, b| {
+                (&a.topic, a.partition, a.offset).cmp(&(&b.topic, b.partition, b.offset))
+            });
+        }
+        Ok(Some(Input {
+            batch_id: self.last_batch + 1,
+            rows: records.len() as u64,
+            records,
+            start: self.positions.clone(),
+            next,
+            ends: ends.clone(),
+            now_ms,
+            flush,
+            started,
+            poll: started.elapsed(),
+        }))
+    }
+}

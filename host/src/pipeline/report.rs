@@ -1,0 +1,116 @@
+//! The report phase: one batch's [`Progress`], logged, kept by the admin API, and added
+//! to the run's summary.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use super::commit::Committed;
+use super::process::ProcessStats;
+use super::progress::{Durations, EventTimeProgress, Progress};
+use super::read::Input;
+use super::route::Prepared;
+use super::{Pipeline, RunSummary};
+use crate::event_time::extract::format_micros;
+
+impl Pipeline {
+    /// Reports a committed batch.
+    pub(super) fn report(
+        &mut self,
+        input: &Input,
+        stats: ProcessStats,
+        prepared: &Prepared,
+        committed: &Committed,
+    ) {
+        let progress = self.progress(input, stats, prepared, committed);
+        self.summary.add(&progress);
+        progress.log();
+        if let Some(admin) = &self.admin
+            && let Ok(value) = serde_json::to_value(&progress)
+        {
+            admin.record(value);
+        }
+    }
+
+    fn progress(
+        &mut self,
+        input: &Input,
+        stats: ProcessStats,
+        prepared: &Prepared,
+        committed: &Committed,
+    ) -> Progress {
+        let total = input.started.elapsed();
+        let since_last = self.last_end.elapsed();
+        self.last_end = Instant::now();
+        let input_rows = input.rows;
+        let mut by_code: BTreeMap<String, u64> = BTreeMap::new();
+        for (_, reason) in &prepared.results.dead {
+            *by_code.entry(reason.code.clone()).or_default() += 1;
+        }
+        let ms = |d: std::time::Duration| d.as_millis() as u64;
+        Progress {
+            pipeline: prepared.mark.pipeline.clone(),
+            batch_id: prepared.mark.batch_id,
+            commit_id: prepared.mark.commit_id(),
+            table: self.outputs.table().table().name(),
+            input_rows,
+            rows_written: committed.table.records,
+            rows_dead_lettered: prepared.results.dead.len() as u64,
+            dead_lettered_by_code: by_code,
+            input_rows_per_second: input_rows as f64 / since_last.as_secs_f64().max(1e-9),
+            processed_rows_per_second: input_rows as f64 / total.as_secs_f64().max(1e-9),
+            files_written: committed.table.files,
+            bytes_written: committed.table.bytes,
+            durations_ms: Durations {
+                poll: ms(input.poll),
+                plugins: ms(stats.plugins),
+                encode: ms(stats.encode),
+                dead_letter: ms(committed.send),
+                write: ms(committed.write),
+                state: ms(committed.state),
+                commit: ms(committed.commit),
+                total: ms(total),
+            },
+            start_offsets: input.start.to_json(),
+            end_offsets: input.next.to_json(),
+            lag: input.next.distance_to(&input.ends),
+            stages: self
+                .stages
+                .progress(&stats.stage_counts, stats.stage_verdicts, stats.shadows),
+            event_time: self.event_time_progress(prepared, committed),
+        }
+    }
+
+    fn event_time_progress(
+        &self,
+        prepared: &Prepared,
+        committed: &Committed,
+    ) -> Option<EventTimeProgress> {
+        let (et, counts) = (self.event_time.as_ref()?, prepared.event_time?);
+        let windows = self.config.windows.iter().zip(&prepared.results.windows);
+        Some(EventTimeProgress {
+            watermark: counts.watermark.map(format_micros),
+            rows_late: counts.late,
+            rows_deduplicated: counts.duplicates,
+            windows_emitted: windows
+                .map(|(w, rows)| (w.name.clone(), rows.len() as u64))
+                .collect(),
+            state: et.state_sizes(),
+            state_file_bytes: committed.state_file.as_ref().map_or(0, |(_, size)| *size),
+        })
+    }
+}
+
+impl RunSummary {
+    /// Adds a committed batch.
+    fn add(&mut self, p: &Progress) {
+        self.batches += 1;
+        self.input_rows += p.input_rows;
+        self.rows_written += p.rows_written;
+        self.rows_dead_lettered += p.rows_dead_lettered;
+        if let Some(e) = &p.event_time {
+            self.rows_late += e.rows_late;
+            self.rows_deduplicated += e.rows_deduplicated;
+            self.window_rows += e.windows_emitted.values().sum::<u64>();
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! The route phase: event time applied to the processed batch, and every record sent to
+//! its output: the table, the dead letters, the late topic, a counted drop, the windows.
+//! Nothing leaves yet; the result is a [`Prepared`] batch for the commit phase.
+
+use super::read::Input;
+use super::{Pipeline, PipelineError};
+use crate::commit::CommitMark;
+use crate::event_time::EventTime;
+use crate::event_time::apply::Timed;
+use crate::event_time::config::LateData;
+use crate::event_time::state::Plan;
+use crate::record::{Reason, Record};
+use crate::sink::Results;
+
+/// A batch ready to commit.
+#[derive(Debug)]
+pub(super) struct Prepared {
+    /// What its outputs receive.
+    pub(super) results: Results,
+    /// Its commit mark: the pipeline, the batch id, the offsets after it.
+    pub(super) mark: CommitMark,
+    /// What it read and when it ran, saved with the state to replay it exactly.
+    pub(super) plan: Plan,
+    /// With event time: the watermark after it, late events and duplicates.
+    pub(super) event_time: Option<EventTimeCounts>,
+}
+
+/// What event time did to a batch.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct EventTimeCounts {
+    /// The watermark after the batch, microseconds since 1970.
+    pub(super) watermark: Option<i64>,
+    /// Events behind the watermark, wherever they went.
+    pub(super) late: u64,
+    /// Duplicates dropped.
+    pub(super) duplicates: u64,
+}
+
+impl Pipeline {
+    /// Applies event time to `processed` and routes its records.
+    pub(super) fn route(
+        &mut self,
+        input: &Input,
+        slices: Vec<Timed>,
+        dead: Vec<(Record, Reason)>,
+    ) -> Result<Prepared, PipelineError> {
+        let name = self.config.pipeline.name.clone();
+        let mut results = Results {
+            pipeline: name.clone(),
+            batch_id: input.batch_id,
+            dead,
+            ..Results::default()
+        };
+        let mut counts = None;
+        match &mut self.event_time {
+            None => {
+                results.rows = slices.into_iter().filter_map(|s| s.batch).collect();
+            }
+            Some(et) => {
+                let applied = et.apply(slices, input.start.0.keys(), input.now_ms, input.flush)?;
+                results.rows = applied.batches;
+                results.windows = applied.outcome.emitted;
+                counts = Some(EventTimeCounts {
+                    watermark: applied.outcome.watermark,
+                    late: applied.late.len() as u64,
+                    duplicates: applied.outcome.duplicates,
+                });
+                route_late(et, applied.late, &mut results, input.batch_id);
+            }
+        }
+        Ok(Prepared {
+            plan: Plan {
+                batch_id: input.batch_id,
+                start: input.start.to_json(),
+                end: input.next.to_json(),
+                now_ms: input.now_ms,
+                session_start_ms: self.event_time.as_ref().map_or(0, EventTime::session_start),
+                flush: input.flush,
+            },
+            mark: CommitMark {
+                pipeline: name,
+                batch_id: input.batch_id,
+                offsets: input.next.clone(),
+            },
+            results,
+            event_time: counts,
+        })
+    }
+}
+
+/// Late events go where `event-time.late` says: the dead letters, the late topic, or a
+/// counted drop.
+fn route_late(
+    et: &EventTime,
+    mut late: Vec<(Record, Reason)>,
+    results: &mut Results,
+    batch_id: u64,
+) {
+    match et.config().late {
+        LateData::DeadLetter => results.dead.append(&mut late),
+        LateData::Topic => results.late = late,
+        LateData::Drop if !late.is_empty() => {
+            tracing::info!(
+                batch_id,
+                rows_late = late.len(),
+                "dropped events behind the watermark (event-time.late = \"drop\")"
+            );
+        }
+        LateData::Drop => {}
+    }
+}

@@ -1,0 +1,169 @@
+//! The catalog and the I/O runtime: opened once per process and shared by every table
+//! sluice writes (the main table and the window tables) and reads (`sluice show`).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use iceberg::io::LocalFsStorageFactory;
+use iceberg::{Catalog, CatalogBuilder};
+
+use super::config::{CatalogConfig, CatalogKind};
+use super::{SinkError, iceberg_err};
+
+/// A catalog, with the tokio runtime its calls run on. Cheap to clone.
+#[derive(Clone)]
+pub struct IcebergCatalog {
+    catalog: Arc<dyn Catalog>,
+    runtime: Arc<tokio::runtime::Runtime>,
+}
+
+impl std::fmt::Debug for IcebergCatalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IcebergCatalog").finish_non_exhaustive()
+    }
+}
+
+impl IcebergCatalog {
+    /// Starts the I/O runtime and opens the catalog of `warehouse` (a folder, created if
+    /// absent, relative to `base`; or a URL).
+    pub fn open(config: &CatalogConfig, warehouse: &str, base: &Path) -> Result<Self, SinkError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("sluice-iceberg")
+            .enable_all()
+            .build()
+            .map_err(|e| SinkError::Config(format!("cannot start the I/O runtime: {e}")))?;
+        let url = warehouse_url(&resolve(base, warehouse))?;
+        let catalog = runtime.block_on(open_catalog(config, &url))?;
+        Ok(IcebergCatalog {
+            catalog,
+            runtime: Arc::new(runtime),
+        })
+    }
+
+    /// The catalog.
+    pub fn catalog(&self) -> &dyn Catalog {
+        self.catalog.as_ref()
+    }
+
+    /// Runs `future` to its end on the I/O runtime.
+    pub fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
+        self.runtime.block_on(future)
+    }
+}
+
+/// Resolves `path` against `base` unless it is absolute or a URL.
+fn resolve(base: &Path, path: &str) -> String {
+    if path.contains("://") || path.starts_with("file:") {
+        return path.to_string();
+    }
+    let p = PathBuf::from(path);
+    let p = if p.is_absolute() { p } else { base.join(p) };
+    p.to_string_lossy().into_owned()
+}
+
+/// The warehouse as a URL; a local folder is created if absent.
+fn warehouse_url(warehouse: &str) -> Result<String, SinkError> {
+    let local = !warehouse.contains("://") || warehouse.starts_with("file:");
+    if !local {
+        return Ok(warehouse.to_string());
+    }
+    let dir = warehouse.trim_start_matches("file://");
+    std::fs::create_dir_all(dir)
+        .map_err(|e| SinkError::Config(format!("cannot create the warehouse folder {dir}: {e}")))?;
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| PathBuf::from(dir));
+    Ok(format!("file://{}", dir.display()))
+}
+
+async fn open_catalog(
+    config: &CatalogConfig,
+    warehouse: &str,
+) -> Result<Arc<dyn Catalog>, SinkError> {
+    let mut props = config.properties.clone();
+    props.insert("warehouse".into(), warehouse.to_string());
+    match config.kind {
+        CatalogKind::Sql => {
+            let uri = sql_uri(config, warehouse)?;
+            let bind = if uri.starts_with("postgres") {
+                "DollarNumeric"
+            } else {
+                "QMark"
+            };
+            props.insert("uri".into(), uri.clone());
+            props.insert("sql_bind_style".into(), bind.into());
+            let catalog = iceberg_catalog_sql::SqlCatalogBuilder::default()
+                .with_storage_factory(Arc::new(LocalFsStorageFactory))
+                .load(config.name.clone(), props)
+                .await
+                .map_err(iceberg_err(format!(
+                    "opening the SQL catalog {}",
+                    redact(&uri)
+                )))?;
+            Ok(Arc::new(catalog))
+        }
+        CatalogKind::Rest => {
+            let uri = config.uri.clone().ok_or_else(|| {
+                SinkError::Config("sink.catalog.uri: the REST catalog's URL is required".into())
+            })?;
+            props.insert("uri".into(), uri.clone());
+            let catalog = iceberg_catalog_rest::RestCatalogBuilder::default()
+                .with_storage_factory(Arc::new(LocalFsStorageFactory))
+                .load(config.name.clone(), props)
+                .await
+                .map_err(iceberg_err(format!("opening the REST catalog {uri}")))?;
+            Ok(Arc::new(catalog))
+        }
+    }
+}
+
+/// The SQL catalog's database URL: the configured one, or SQLite inside a local warehouse.
+fn sql_uri(config: &CatalogConfig, warehouse: &str) -> Result<String, SinkError> {
+    let uri = match &config.uri {
+        Some(uri) => uri.clone(),
+        None => {
+            if warehouse.contains("://") && !warehouse.starts_with("file://") {
+                return Err(SinkError::Config(
+                    "sink.catalog.uri is required when the warehouse is not a local folder".into(),
+                ));
+            }
+            format!(
+                "sqlite:{}/catalog.db",
+                warehouse.trim_start_matches("file://")
+            )
+        }
+    };
+    Ok(if uri.starts_with("sqlite:") && !uri.contains("mode=") {
+        format!("{uri}{}mode=rwc", if uri.contains('?') { '&' } else { '?' })
+    } else {
+        uri
+    })
+}
+
+/// Hides a password in a database URL.
+fn redact(uri: &str) -> String {
+    match (uri.find("://"), uri.find('@')) {
+        (Some(s), Some(at)) if at > s => match uri[s + 3..at].split_once(':') {
+            Some((user, _)) => format!("{}{user}:***{}", &uri[..s + 3], &uri[at..]),
+            None => uri.to_string(),
+        },
+        _ => uri.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_hidden_and_sqlite_is_the_default() {
+        assert_eq!(redact("postgres://u:secret@h/db"), "postgres://u:***@h/db");
+        let config = CatalogConfig::default();
+        assert_eq!(
+            sql_uri(&config, "file:///w").unwrap(),
+            "sqlite:/w/catalog.db?mode=rwc"
+        );
+        assert!(sql_uri(&config, "s3://bucket/w").is_err());
+        assert_eq!(resolve(Path::new("/base"), "w"), "/base/w");
+        assert_eq!(resolve(Path::new("/base"), "file:///w"), "file:///w");
+    }
+}

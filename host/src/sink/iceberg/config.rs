@@ -1,0 +1,276 @@
+//! Configuration of an Iceberg table: its catalog, warehouse, columns and partitioning.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use iceberg::spec::{NestedField, PrimitiveType, Schema, Transform, Type, UnboundPartitionSpec};
+use serde::Deserialize;
+
+use crate::units::ByteSize;
+
+/// Which catalog holds the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CatalogKind {
+    /// A SQL catalog (SQLite or PostgreSQL), the JDBC catalog's layout.
+    Sql,
+    /// An Iceberg REST catalog.
+    Rest,
+}
+
+/// The catalog.
+///
+/// ```toml
+/// [sink.catalog]
+/// type = "sql"
+/// # uri = "postgres://user:pass@db/iceberg"   # default: SQLite inside the warehouse
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct CatalogConfig {
+    /// `sql` (SQLite or PostgreSQL) or `rest`.
+    #[serde(rename = "type", default = "default_kind")]
+    pub kind: CatalogKind,
+    /// Catalog name, as other engines will call it (pyiceberg's and Spark's catalog name).
+    #[serde(default = "default_catalog_name")]
+    pub name: String,
+    /// For `sql`: an sqlx database URL, `sqlite:PATH` or `postgres://...`; by default the
+    /// SQLite file `catalog.db` inside the warehouse folder. For `rest`: the REST
+    /// catalog's base URL.
+    #[serde(default)]
+    pub uri: Option<String>,
+    /// Extra catalog properties (REST credentials, `pool.max-connections`...).
+    #[serde(default)]
+    pub properties: HashMap<String, String>,
+}
+
+const fn default_kind() -> CatalogKind {
+    CatalogKind::Sql
+}
+
+fn default_catalog_name() -> String {
+    "sluice".into()
+}
+
+impl Default for CatalogConfig {
+    fn default() -> Self {
+        CatalogConfig {
+            kind: default_kind(),
+            name: default_catalog_name(),
+            uri: None,
+            properties: HashMap::new(),
+        }
+    }
+}
+
+/// One column of a table that sluice creates.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ColumnConfig {
+    /// Column name; the JSON field of the same name fills it.
+    pub name: String,
+    /// Iceberg type: `string`, `int`, `long`, `boolean`, `float`, `double`, `date`,
+    /// `timestamp`, `timestamptz` or `decimal(P,S)`.
+    #[serde(rename = "type")]
+    pub ty: String,
+    /// Whether the column may not be null. An event without it is dead-lettered.
+    #[serde(default)]
+    pub required: bool,
+    /// Doc string stored in the table's schema.
+    #[serde(default)]
+    pub doc: Option<String>,
+}
+
+/// The Iceberg sink.
+///
+/// ```toml
+/// [sink]
+/// warehouse = "${SLUICE_WAREHOUSE:-./warehouse}"
+/// namespace = "tutorial"
+/// table = "retail_clickstream_events"
+/// partition-by = ["day(event_time)"]
+/// ingestion-time-column = "ingestion_time"
+/// columns = [
+///   { name = "event_id", type = "string" },
+///   { name = "event_time", type = "timestamptz" },
+///   { name = "ingestion_time", type = "timestamptz" },
+/// ]
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct IcebergSinkConfig {
+    /// Warehouse: a folder (created if absent; relative to the configuration file) or a
+    /// `file://` URL. Data and metadata files go below it.
+    pub warehouse: String,
+    /// The catalog. Default: SQLite in `<warehouse>/catalog.db`.
+    #[serde(default)]
+    pub catalog: CatalogConfig,
+    /// Namespace of the table (dots separate levels); created if absent.
+    pub namespace: String,
+    /// Table name; the table is created if absent, from `columns` and `partition-by`.
+    pub table: String,
+    /// Columns of the table to create, in order. Ignored when the table exists: sluice
+    /// then encodes against the table's own schema.
+    #[serde(default)]
+    pub columns: Vec<ColumnConfig>,
+    /// Partition transforms of the table to create: `day(event_time)`, `identity(col)`,
+    /// `bucket[16](col)`, `truncate[4](col)`, `year(..)`, `month(..)`, `hour(..)`.
+    #[serde(default)]
+    pub partition_by: Vec<String>,
+    /// A timestamp column that sluice fills with the time each batch is processed
+    /// (Spark's `current_timestamp()`), not from the event.
+    #[serde(default)]
+    pub ingestion_time_column: Option<String>,
+    /// Size at which a data file is closed and a new one started, e.g. `"128MiB"`.
+    #[serde(default = "default_target_file_size")]
+    pub target_file_size: ByteSize,
+    /// Parquet zstd compression level (1-22).
+    #[serde(default = "default_zstd_level")]
+    pub zstd_level: i32,
+}
+
+const fn default_target_file_size() -> ByteSize {
+    ByteSize::mib(128)
+}
+
+const fn default_zstd_level() -> i32 {
+    3
+}
+
+/// Parses a column type.
+pub fn parse_type(text: &str) -> Result<PrimitiveType, String> {
+    let t = text.trim().to_ascii_lowercase();
+    Ok(match t.as_str() {
+        "string" => PrimitiveType::String,
+        "int" | "integer" => PrimitiveType::Int,
+        "long" | "bigint" => PrimitiveType::Long,
+        "boolean" => PrimitiveType::Boolean,
+        "float" => PrimitiveType::Float,
+        "double" => PrimitiveType::Double,
+        "date" => PrimitiveType::Date,
+        "timestamp" => PrimitiveType::Timestamp,
+        "timestamptz" => PrimitiveType::Timestamptz,
+        _ => {
+            let inner = t
+                .strip_prefix("decimal(")
+                .and_then(|r| r.strip_suffix(')'))
+                .ok_or_else(|| format!("unknown column type `{text}`"))?;
+            let (p, s) = inner
+                .split_once(',')
+                .ok_or_else(|| format!("decimal needs a precision and a scale: `{text}`"))?;
+            let precision: u32 = p
+                .trim()
+                .parse()
+                .map_err(|_| format!("bad precision in `{text}`"))?;
+            let scale: u32 = s
+                .trim()
+                .parse()
+                .map_err(|_| format!("bad scale in `{text}`"))?;
+            if precision == 0 || precision > 38 || scale > precision {
+                return Err(format!(
+                    "`{text}`: need 1 <= precision <= 38 and scale <= precision"
+                ));
+            }
+            PrimitiveType::Decimal { precision, scale }
+        }
+    })
+}
+
+/// Parses a partition transform like `day(event_time)` or `bucket[16](user_id)`.
+pub fn parse_partition(text: &str) -> Result<(Transform, String), String> {
+    let t = text.trim();
+    let (name, rest) = t.split_once('(').ok_or_else(|| {
+        format!("partition `{text}`: expected TRANSFORM(COLUMN), e.g. day(event_time)")
+    })?;
+    let column = rest
+        .strip_suffix(')')
+        .ok_or_else(|| format!("partition `{text}`: missing `)`"))?
+        .trim();
+    let transform: Transform = name
+        .trim()
+        .parse()
+        .map_err(|e| format!("partition `{text}`: {e}"))?;
+    if matches!(transform, Transform::Unknown | Transform::Void) || column.is_empty() {
+        return Err(format!("partition `{text}`: unsupported"));
+    }
+    Ok((transform, column.to_string()))
+}
+
+impl IcebergSinkConfig {
+    /// The Iceberg schema of the table to create.
+    pub fn schema(&self) -> Result<Schema, String> {
+        if self.columns.is_empty() {
+            return Err(
+                "sink.columns is empty: list the table's columns so it can be created".into(),
+            );
+        }
+        let mut fields = Vec::new();
+        for (i, c) in self.columns.iter().enumerate() {
+            let ty =
+                parse_type(&c.ty).map_err(|e| format!("sink.columns[{i}] ({}): {e}", c.name))?;
+            let mut field =
+                NestedField::new(i as i32 + 1, &c.name, Type::Primitive(ty), c.required);
+            if let Some(doc) = &c.doc {
+                field = field.with_doc(doc);
+            }
+            fields.push(Arc::new(field));
+        }
+        Schema::builder()
+            .with_fields(fields)
+            .build()
+            .map_err(|e| format!("sink.columns: {e}"))
+    }
+
+    /// The partition spec of the table to create.
+    pub fn partition_spec(&self, schema: &Schema) -> Result<UnboundPartitionSpec, String> {
+        let mut spec = UnboundPartitionSpec::builder();
+        for text in &self.partition_by {
+            let (transform, column) = parse_partition(text)?;
+            let field = schema.field_by_name(&column).ok_or_else(|| {
+                format!("partition `{text}`: no column `{column}` in sink.columns")
+            })?;
+            let name = match transform {
+                Transform::Identity => column.clone(),
+                Transform::Bucket(_) => format!("{column}_bucket"),
+                Transform::Truncate(_) => format!("{column}_trunc"),
+                other => format!("{column}_{}", other.to_string().to_lowercase()),
+            };
+            spec = spec
+                .add_partition_field(field.id, name, transform)
+                .map_err(|e| format!("partition `{text}`: {e}"))?;
+        }
+        Ok(spec.build())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn types_and_transforms() {
+        assert_eq!(
+            parse_type("DECIMAL(10, 2)").unwrap(),
+            PrimitiveType::Decimal {
+                precision: 10,
+                scale: 2
+            }
+        );
+        assert_eq!(
+            parse_type("timestamptz").unwrap(),
+            PrimitiveType::Timestamptz
+        );
+        assert!(parse_type("decimal(2,3)").is_err());
+        assert!(parse_type("varchar").is_err());
+        assert_eq!(
+            parse_partition("day(event_time)").unwrap(),
+            (Transform::Day, "event_time".into())
+        );
+        assert_eq!(
+            parse_partition("bucket[16](user_id)").unwrap(),
+            (Transform::Bucket(16), "user_id".into())
+        );
+        assert!(parse_partition("day event_time").is_err());
+        assert!(parse_partition("fortnight(x)").is_err());
+    }
+}

@@ -1,0 +1,203 @@
+//! The Iceberg tables sluice writes (apache/iceberg-rust): the main table and the window
+//! tables, in one catalog per process.
+//!
+//! # How a batch becomes a snapshot
+//!
+//! Writing ([`writer`]) stacks iceberg-rust's writers, outermost first:
+//!
+//! 1. a **partition fanout** writer (`FanoutWriter`), fed by `RecordBatchPartitionSplitter`,
+//!    which computes each row's partition from the table's default spec (skipped for an
+//!    unpartitioned table);
+//! 2. a **data file** writer per partition (`DataFileWriter`), which turns what was written
+//!    into `DataFile` entries with their statistics;
+//! 3. a **rolling file** writer (`RollingFileWriter`), which closes a file at
+//!    `target-file-size` and starts the next; names are `<batch>-<run>-<n>.parquet`, so the
+//!    files of a crashed attempt never collide with a retry's;
+//! 4. the **Parquet** writer (zstd at `zstd-level`), against the table's current schema.
+//!
+//! The files stay invisible until [`commit`] appends them in one fast-append snapshot whose
+//! summary carries the pipeline's [`crate::commit::CommitMark`], then reloads the table and checks that the
+//! snapshot is there (iceberg-rust can report success for a commit that did not land).
+//! [`read`] scans a table back (for `sluice show` and tests) and reads or writes the other
+//! files sluice keeps beside the data (event-time state). [`catalog`] opens the catalog once
+//! per process; [`config`] is the `[sink]` section.
+
+pub mod catalog;
+pub mod commit;
+pub mod config;
+pub mod read;
+pub mod writer;
+
+use std::collections::HashMap;
+
+use iceberg::spec::Schema;
+use iceberg::table::Table;
+use iceberg::{NamespaceIdent, TableCreation, TableIdent};
+
+pub use self::catalog::IcebergCatalog;
+pub use self::config::{CatalogConfig, CatalogKind, ColumnConfig, IcebergSinkConfig};
+pub use self::read::TableFiles;
+pub use self::writer::Written;
+use crate::commit::MarkError;
+
+/// A table operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SinkError {
+    /// The configuration is wrong.
+    #[error("{0}")]
+    Config(String),
+    /// The catalog or a file operation failed.
+    #[error("{what}: {error}")]
+    Iceberg {
+        /// What was being done.
+        what: String,
+        /// What iceberg-rust said.
+        error: Box<iceberg::Error>,
+    },
+    /// A commit mark in the table cannot be read.
+    #[error(transparent)]
+    Mark(#[from] MarkError),
+    /// The commit reported success but the table does not show it (iceberg-rust #3061),
+    /// or it failed and the table does not show it either.
+    #[error("commit {commit_id} did not land in {table}{}", .cause.as_deref().map(|c| format!(": {c}")).unwrap_or_default())]
+    NotCommitted {
+        /// The table.
+        table: String,
+        /// The commit id.
+        commit_id: String,
+        /// The error the commit returned, if any.
+        cause: Option<String>,
+    },
+}
+
+pub(crate) fn iceberg_err(what: impl Into<String>) -> impl FnOnce(iceberg::Error) -> SinkError {
+    let what = what.into();
+    move |error| SinkError::Iceberg {
+        what,
+        error: Box::new(error),
+    }
+}
+
+/// An open Iceberg table that batches are appended to.
+pub struct IcebergTable {
+    catalog: IcebergCatalog,
+    ident: TableIdent,
+    table: Table,
+    config: IcebergSinkConfig,
+    /// Distinguishes the files of this process from those of a crashed attempt.
+    run_id: String,
+}
+
+impl std::fmt::Debug for IcebergTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IcebergTable")
+            .field("table", &self.ident)
+            .finish_non_exhaustive()
+    }
+}
+
+impl IcebergTable {
+    /// Opens the table of `config` in `catalog`, creating its namespace and the table (from
+    /// `config.columns` and `partition-by`) if absent.
+    pub fn open(catalog: &IcebergCatalog, config: IcebergSinkConfig) -> Result<Self, SinkError> {
+        let namespace =
+            NamespaceIdent::from_vec(config.namespace.split('.').map(String::from).collect())
+                .map_err(iceberg_err(format!("namespace `{}`", config.namespace)))?;
+        let ident = TableIdent::new(namespace.clone(), config.table.clone());
+        let table = catalog.block_on(load_or_create(catalog, &namespace, &ident, &config))?;
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        Ok(IcebergTable {
+            catalog: catalog.clone(),
+            ident,
+            table,
+            config,
+            run_id: format!("{:x}-{nanos:x}", std::process::id()),
+        })
+    }
+
+    /// The table's current schema.
+    pub fn schema(&self) -> &Schema {
+        self.table.metadata().current_schema()
+    }
+
+    /// The configured host-filled timestamp column.
+    pub fn ingestion_time_column(&self) -> Option<&str> {
+        self.config.ingestion_time_column.as_deref()
+    }
+
+    /// The table's name, `namespace.table`.
+    pub fn name(&self) -> String {
+        self.ident.to_string()
+    }
+
+    /// The table as last loaded.
+    pub fn table(&self) -> &Table {
+        &self.table
+    }
+
+    /// The table's location, e.g. `file:///warehouse/ns/table`.
+    pub fn location(&self) -> &str {
+        self.table.metadata().location()
+    }
+
+    /// Reloads the table from the catalog.
+    pub fn refresh(&mut self) -> Result<(), SinkError> {
+        self.table = self
+            .catalog
+            .block_on(self.catalog.catalog().load_table(&self.ident))
+            .map_err(iceberg_err(format!("loading table {}", self.ident)))?;
+        Ok(())
+    }
+}
+
+async fn load_or_create(
+    catalog: &IcebergCatalog,
+    namespace: &NamespaceIdent,
+    ident: &TableIdent,
+    config: &IcebergSinkConfig,
+) -> Result<Table, SinkError> {
+    let catalog = catalog.catalog();
+    if !catalog
+        .namespace_exists(namespace)
+        .await
+        .map_err(iceberg_err("checking the namespace"))?
+    {
+        catalog
+            .create_namespace(namespace, HashMap::new())
+            .await
+            .map_err(iceberg_err(format!(
+                "creating namespace `{}`",
+                config.namespace
+            )))?;
+    }
+    if catalog
+        .table_exists(ident)
+        .await
+        .map_err(iceberg_err("checking the table"))?
+    {
+        return catalog
+            .load_table(ident)
+            .await
+            .map_err(iceberg_err(format!("loading table {ident}")));
+    }
+    let schema = config.schema().map_err(SinkError::Config)?;
+    let spec = config.partition_spec(&schema).map_err(SinkError::Config)?;
+    let creation = TableCreation::builder()
+        .name(config.table.clone())
+        .schema(schema)
+        .partition_spec(spec)
+        .properties([(
+            "write.parquet.compression-codec".to_string(),
+            "zstd".to_string(),
+        )])
+        .build();
+    let table = catalog
+        .create_table(namespace, creation)
+        .await
+        .map_err(iceberg_err(format!("creating table {ident}")))?;
+    tracing::info!(table = %ident, "created table");
+    Ok(table)
+}

@@ -1,0 +1,131 @@
+//! Reading a table back, and the other files sluice keeps beside a table's data.
+
+use arrow_array::RecordBatch;
+use arrow_cast::display::{ArrayFormatter, FormatOptions};
+use arrow_schema::DataType;
+use iceberg::io::FileIO;
+use serde_json::{Map, Value};
+
+use super::{IcebergCatalog, IcebergTable, SinkError, iceberg_err};
+use crate::event_time::state::{StateError, StateStore};
+
+impl IcebergTable {
+    /// Reads the whole table (current snapshot) as JSON objects, columns in table order:
+    /// integers as numbers, other values as their text (timestamps in RFC 3339, decimals
+    /// with their scale). For `sluice show` and tests; not for large tables.
+    pub fn read_rows(&self) -> Result<Vec<Map<String, Value>>, SinkError> {
+        use futures::TryStreamExt;
+        let batches: Vec<RecordBatch> = self
+            .catalog
+            .block_on(async {
+                let scan = self.table.scan().select_all().build()?;
+                scan.to_arrow().await?.try_collect().await
+            })
+            .map_err(iceberg_err(format!("reading table {}", self.ident)))?;
+        let mut rows = Vec::new();
+        for batch in &batches {
+            rows.extend(json_rows(batch)?);
+        }
+        Ok(rows)
+    }
+
+    /// The table's storage, for files kept beside its data.
+    pub fn files(&self) -> TableFiles {
+        TableFiles {
+            io: self.table.file_io().clone(),
+            catalog: self.catalog.clone(),
+        }
+    }
+}
+
+/// Whole files in a table's storage (any warehouse, local or not): where the event-time
+/// state is kept.
+#[derive(Clone)]
+pub struct TableFiles {
+    io: FileIO,
+    catalog: IcebergCatalog,
+}
+
+impl std::fmt::Debug for TableFiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableFiles").finish_non_exhaustive()
+    }
+}
+
+impl TableFiles {
+    /// Writes a whole file.
+    pub fn put(&self, path: &str, bytes: Vec<u8>) -> Result<(), SinkError> {
+        self.catalog
+            .block_on(async { self.io.new_output(path)?.write(bytes.into()).await })
+            .map_err(iceberg_err(format!("writing {path}")))
+    }
+
+    /// Reads a whole file; `None` if it does not exist.
+    pub fn get(&self, path: &str) -> Result<Option<Vec<u8>>, SinkError> {
+        self.catalog
+            .block_on(async {
+                if !self.io.exists(path).await? {
+                    return Ok(None);
+                }
+                self.io
+                    .new_input(path)?
+                    .read()
+                    .await
+                    .map(|b| Some(b.to_vec()))
+            })
+            .map_err(iceberg_err(format!("reading {path}")))
+    }
+
+    /// Deletes a file.
+    pub fn delete(&self, path: &str) -> Result<(), SinkError> {
+        self.catalog
+            .block_on(self.io.delete(path))
+            .map_err(iceberg_err(format!("deleting {path}")))
+    }
+}
+
+/// The rows of `batch` as JSON objects (see [`IcebergTable::read_rows`]).
+fn json_rows(batch: &RecordBatch) -> Result<Vec<Map<String, Value>>, SinkError> {
+    let options = FormatOptions::default();
+    let formatters = batch
+        .columns()
+        .iter()
+        .map(|c| ArrayFormatter::try_new(c.as_ref(), &options))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| SinkError::Config(format!("cannot display a column: {e}")))?;
+    let schema = batch.schema();
+    let mut rows = Vec::with_capacity(batch.num_rows());
+    for row in 0..batch.num_rows() {
+        let mut object = Map::new();
+        for (i, (field, column)) in schema.fields().iter().zip(batch.columns()).enumerate() {
+            let value = if column.is_null(row) {
+                Value::Null
+            } else {
+                let text = formatters[i].value(row).to_string();
+                match field.data_type() {
+                    DataType::Int32 | DataType::Int64 | DataType::Boolean => {
+                        serde_json::from_str(&text).unwrap_or(Value::String(text))
+                    }
+                    _ => Value::String(text),
+                }
+            };
+            object.insert(field.name().clone(), value);
+        }
+        rows.push(object);
+    }
+    Ok(rows)
+}
+
+impl StateStore for TableFiles {
+    fn put(&self, path: &str, bytes: Vec<u8>) -> Result<(), StateError> {
+        TableFiles::put(self, path, bytes).map_err(StateError::store)
+    }
+
+    fn get(&self, path: &str) -> Result<Option<Vec<u8>>, StateError> {
+        TableFiles::get(self, path).map_err(StateError::store)
+    }
+
+    fn delete(&self, path: &str) -> Result<(), StateError> {
+        TableFiles::delete(self, path).map_err(StateError::store)
+    }
+}

@@ -1,0 +1,129 @@
+//! Parquet data files for a batch, through the writer stack described in [`super`].
+
+use arrow_array::RecordBatch;
+use iceberg::arrow::RecordBatchPartitionSplitter;
+use iceberg::spec::{DataFile, DataFileFormat};
+use iceberg::writer::base_writer::data_file_writer::DataFileWriterBuilder;
+use iceberg::writer::file_writer::ParquetWriterBuilder;
+use iceberg::writer::file_writer::location_generator::{
+    DefaultFileNameGenerator, DefaultLocationGenerator,
+};
+use iceberg::writer::file_writer::rolling_writer::RollingFileWriterBuilder;
+use iceberg::writer::partitioning::PartitioningWriter;
+use iceberg::writer::partitioning::fanout_writer::FanoutWriter;
+use iceberg::writer::{IcebergWriter, IcebergWriterBuilder};
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::properties::WriterProperties;
+
+use super::{IcebergTable, SinkError, iceberg_err};
+
+/// What a batch wrote.
+#[derive(Debug, Clone, Default)]
+pub struct Written {
+    /// The data files, not yet committed.
+    pub files: Vec<DataFile>,
+    /// Rows in them.
+    pub rows: u64,
+    /// Bytes in them.
+    pub bytes: u64,
+}
+
+type Builder =
+    DataFileWriterBuilder<ParquetWriterBuilder, DefaultLocationGenerator, DefaultFileNameGenerator>;
+
+impl IcebergTable {
+    /// Writes `batches` as Parquet data files (not yet visible: see
+    /// [`IcebergTable::commit`]).
+    pub fn write(&self, batches: Vec<RecordBatch>, batch_id: u64) -> Result<Written, SinkError> {
+        let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+        if rows == 0 {
+            return Ok(Written::default());
+        }
+        let builder = self.writer_builder(batch_id)?;
+        let spec = self.table.metadata().default_partition_spec().clone();
+        let files = if spec.is_unpartitioned() {
+            self.catalog.block_on(write_unpartitioned(builder, batches))
+        } else {
+            let schema = self.table.metadata().current_schema().clone();
+            let splitter = RecordBatchPartitionSplitter::try_new_with_computed_values(schema, spec)
+                .map_err(iceberg_err("partitioning"))?;
+            self.catalog
+                .block_on(write_partitioned(builder, &splitter, batches))
+        }?;
+        let bytes = files.iter().map(|f| f.file_size_in_bytes()).sum();
+        Ok(Written {
+            files,
+            rows: rows as u64,
+            bytes,
+        })
+    }
+
+    /// The data file writer (steps 2 to 4 of the stack) for a batch's files.
+    fn writer_builder(&self, batch_id: u64) -> Result<Builder, SinkError> {
+        let metadata = self.table.metadata();
+        let properties = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(
+                ZstdLevel::try_new(self.config.zstd_level)
+                    .map_err(|e| SinkError::Config(format!("sink.zstd-level: {e}")))?,
+            ))
+            .build();
+        let location =
+            DefaultLocationGenerator::new(metadata).map_err(iceberg_err("locating data files"))?;
+        let names = DefaultFileNameGenerator::new(
+            format!("{batch_id:010}-{}", self.run_id),
+            None,
+            DataFileFormat::Parquet,
+        );
+        let rolling = RollingFileWriterBuilder::new(
+            ParquetWriterBuilder::new(properties, metadata.current_schema().clone()),
+            self.config.target_file_size.as_usize(),
+            self.table.file_io().clone(),
+            location,
+            names,
+        );
+        Ok(DataFileWriterBuilder::new(rolling))
+    }
+}
+
+async fn write_unpartitioned(
+    builder: Builder,
+    batches: Vec<RecordBatch>,
+) -> Result<Vec<DataFile>, SinkError> {
+    let mut writer = builder
+        .build(None)
+        .await
+        .map_err(iceberg_err("opening a data file"))?;
+    for batch in batches {
+        writer
+            .write(batch)
+            .await
+            .map_err(iceberg_err("writing a data file"))?;
+    }
+    writer
+        .close()
+        .await
+        .map_err(iceberg_err("closing a data file"))
+}
+
+async fn write_partitioned(
+    builder: Builder,
+    splitter: &RecordBatchPartitionSplitter,
+    batches: Vec<RecordBatch>,
+) -> Result<Vec<DataFile>, SinkError> {
+    let mut fanout = FanoutWriter::new(builder);
+    for batch in batches {
+        for (key, part) in splitter
+            .split(&batch)
+            .map_err(iceberg_err("partitioning a batch"))?
+        {
+            fanout
+                .write(key, part)
+                .await
+                .map_err(iceberg_err("writing a data file"))?;
+        }
+    }
+    fanout
+        .close()
+        .await
+        .map_err(iceberg_err("closing data files"))
+}

@@ -1,0 +1,132 @@
+//! In-memory output topics, the twin of Kafka for fast tests: what is sent is kept, in
+//! order, and can be read back in the shape [`super::topic::read_all`] gives for Kafka.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::topic::{Outgoing, Topic, TopicError, TopicRecord, TopicTarget, Topics};
+
+#[derive(Debug, Default)]
+struct Held {
+    topics: BTreeMap<String, Vec<TopicRecord>>,
+    failing: BTreeSet<String>,
+}
+
+/// Output topics in memory. Clones share the topics, so what a pipeline sent survives the
+/// pipeline (as a broker survives a crash).
+#[derive(Debug, Clone, Default)]
+pub struct MemoryTopics(Arc<Mutex<Held>>);
+
+impl MemoryTopics {
+    /// Every record sent to `topic`, in order (offsets count from 0).
+    pub fn records(&self, topic: &str) -> Vec<TopicRecord> {
+        self.held().topics.get(topic).cloned().unwrap_or_default()
+    }
+
+    /// Every topic and its records.
+    pub fn all(&self) -> BTreeMap<String, Vec<TopicRecord>> {
+        self.held().topics.clone()
+    }
+
+    /// Makes sends to `topic` fail (`true`) or succeed again.
+    pub fn set_failing(&self, topic: &str, failing: bool) {
+        let mut held = self.held();
+        if failing {
+            held.failing.insert(topic.to_string());
+        } else {
+            held.failing.remove(topic);
+        }
+    }
+
+    fn held(&self) -> MutexGuard<'_, Held> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Topics for MemoryTopics {
+    fn open(&self, target: &TopicTarget) -> Result<Box<dyn Topic>, TopicError> {
+        self.held().topics.entry(target.topic.clone()).or_default();
+        Ok(Box::new(MemoryTopic {
+            name: target.topic.clone(),
+            topics: self.clone(),
+        }))
+    }
+}
+
+/// One topic of [`MemoryTopics`].
+#[derive(Debug)]
+struct MemoryTopic {
+    name: String,
+    topics: MemoryTopics,
+}
+
+impl Topic for MemoryTopic {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn send_all(&self, records: Vec<Outgoing<'_>>) -> Result<u64, TopicError> {
+        let mut held = self.topics.held();
+        if held.failing.contains(&self.name) {
+            return Err(TopicError::NotAcknowledged {
+                topic: self.name.clone(),
+                failed: records.len() as u64,
+                first: "the memory topic is set to fail".into(),
+            });
+        }
+        let topic = held.topics.entry(self.name.clone()).or_default();
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        let sent = records.len() as u64;
+        for record in records {
+            topic.push(TopicRecord {
+                partition: 0,
+                offset: topic.len() as i64,
+                key: record.key.map(text),
+                value: record.value.map(text),
+                headers: record
+                    .headers
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.map(text).unwrap_or_default()))
+                    .collect(),
+            });
+        }
+        Ok(sent)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn sends_are_kept_and_can_fail() {
+        let topics = MemoryTopics::default();
+        let target = TopicTarget {
+            topic: "t".into(),
+            bootstrap_servers: String::new(),
+            properties: BTreeMap::new(),
+            ack_timeout: Duration::from_secs(1),
+        };
+        let topic = topics.open(&target).unwrap();
+        let record = Outgoing {
+            key: Some(b"k"),
+            value: Some(b"v"),
+            headers: vec![("h", Some(b"1"))],
+        };
+        assert_eq!(
+            topic
+                .send_all(vec![record.clone(), record.clone()])
+                .unwrap(),
+            2
+        );
+        let held = topics.records("t");
+        assert_eq!(held.len(), 2);
+        assert_eq!((held[1].offset, held[1].key.as_deref()), (1, Some("k")));
+        assert_eq!(held[0].headers["h"], "1");
+        topics.set_failing("t", true);
+        assert!(topic.send_all(vec![record]).is_err());
+        assert_eq!(topics.records("t").len(), 2);
+    }
+}

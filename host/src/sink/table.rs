@@ -1,0 +1,77 @@
+//! The main table as an output: its data files are staged, then committed with the
+//! pipeline's commit mark, which makes the table the pipeline's checkpoint.
+
+use iceberg::spec::DataFile;
+
+use super::iceberg::{IcebergTable, SinkError};
+use super::{Commit, Delivered, Output, OutputError, Results};
+use crate::commit::CommitMark;
+
+/// The main table.
+#[derive(Debug)]
+pub struct TableOutput {
+    table: IcebergTable,
+    /// Files staged for the batch being committed.
+    staged: Vec<DataFile>,
+}
+
+impl TableOutput {
+    /// The output of `table`.
+    pub fn new(table: IcebergTable) -> Self {
+        TableOutput {
+            table,
+            staged: Vec::new(),
+        }
+    }
+
+    /// The table.
+    pub fn table(&self) -> &IcebergTable {
+        &self.table
+    }
+
+    /// The latest commit mark of `pipeline`.
+    pub fn last_mark(&self, pipeline: &str) -> Result<Option<CommitMark>, SinkError> {
+        self.table.last_mark(pipeline)
+    }
+
+    fn error(&self, error: SinkError) -> OutputError {
+        OutputError::Table {
+            output: self.name(),
+            error: Box::new(error),
+        }
+    }
+}
+
+impl Output for TableOutput {
+    fn name(&self) -> String {
+        format!("table {}", self.table.name())
+    }
+
+    fn stage(&mut self, results: &Results) -> Result<Delivered, OutputError> {
+        let written = self
+            .table
+            .write(results.rows.clone(), results.batch_id)
+            .map_err(|e| self.error(e))?;
+        self.staged = written.files;
+        Ok(Delivered {
+            records: written.rows,
+            files: self.staged.len() as u64,
+            bytes: written.bytes,
+        })
+    }
+
+    fn commit(&mut self, _: &Results, commit: Commit<'_>) -> Result<Delivered, OutputError> {
+        let files = std::mem::take(&mut self.staged);
+        self.table
+            .commit(files, commit.mark, commit.properties.clone())
+            .map_err(|e| self.error(e))?;
+        Ok(Delivered::default())
+    }
+
+    fn held_batch(&self, pipeline: &str) -> Result<Option<u64>, OutputError> {
+        Ok(self
+            .last_mark(pipeline)
+            .map_err(|e| self.error(e))?
+            .map(|m| m.batch_id))
+    }
+}
