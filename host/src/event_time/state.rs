@@ -270,7 +270,79 @@ pub fn path(table_location: &str, pipeline: &str, batch_id: u64) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+    use crate::event_time::config::{AtEnd, EventTimeConfig, LateData};
+
+    fn operators() -> EventTime {
+        let config = EventTimeConfig {
+            field: "ts".into(),
+            max_delay: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(5),
+            late: LateData::Drop,
+            late_topic: None,
+            at_end: AtEnd::Keep,
+        };
+        EventTime::new(&config, None, &[])
+    }
+
+    fn plan(batch_id: u64, start: &str) -> Plan {
+        Plan {
+            batch_id,
+            start: start.into(),
+            end: "{}".into(),
+            now_ms: 7,
+            session_start_ms: 1,
+            flush: false,
+        }
+    }
+
+    #[test]
+    fn saved_state_is_recovered_with_the_plan_of_an_uncommitted_batch() {
+        let store = MemoryStore::default();
+        let mut et = operators();
+        let fields = et.fields(Some(br#"{"ts":60000}"#)).unwrap();
+        et.process([("t/0", &fields)], 0, false);
+        let (saved, size) = et.save(&store, "mem://t", "p", &plan(1, "a")).unwrap();
+        assert_eq!(saved, path("mem://t", "p", 1));
+        assert!(size > 0);
+        // Batch 2 was planned from offsets "b" but not committed.
+        let next = path("mem://t", "p", 2);
+        operators()
+            .save(&store, "mem://t", "p", &plan(2, "b"))
+            .unwrap();
+        let mut again = operators();
+        let replay = again
+            .recover(&store, Some(&saved), true, &next, "b")
+            .unwrap();
+        assert_eq!(replay, Some(plan(2, "b")));
+        assert_eq!(again.watermark_at(0), et.watermark_at(0));
+        // A plan from other offsets is not replayed; a missing named state is an error.
+        let mut other = operators();
+        assert_eq!(
+            other
+                .recover(&store, Some(&saved), true, &next, "c")
+                .unwrap(),
+            None
+        );
+        let missing = path("mem://t", "p", 9);
+        assert!(matches!(
+            other.recover(&store, Some(&missing), true, &next, "b"),
+            Err(StateError::Missing(_))
+        ));
+    }
+
+    #[test]
+    fn old_state_files_are_forgotten() {
+        let store = MemoryStore::default();
+        for batch in 1..=12 {
+            store.put(&path("m", "p", batch), vec![]).unwrap();
+            forget_old(&store, "m", "p", batch);
+        }
+        assert_eq!(store.paths().len(), KEEP_STATE_FILES as usize);
+        assert_eq!(store.paths()[0], path("m", "p", 3));
+    }
 
     #[test]
     fn paths_sort_by_batch() {

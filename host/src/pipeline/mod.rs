@@ -172,6 +172,11 @@ impl Pipeline {
         &self.positions
     }
 
+    /// The plugin stages: their active versions, and where new versions are sent.
+    pub fn stages(&self) -> &Stages {
+        &self.stages
+    }
+
     /// The admin API, when configured.
     pub fn admin(&self) -> Option<&Admin> {
         self.admin.as_ref()

@@ -26,7 +26,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::topic::{Outgoing, Topic, TopicTarget};
-use super::{Delivered, Output, OutputError, Results};
+use super::{Delivered, Output, OutputError, Results, send_to};
 use crate::record::{Reason, Record};
 
 /// The dead-letter topic.
@@ -130,17 +130,7 @@ impl Output for DeadLetterOutput {
                 outgoing(record, reason, position, &results.pipeline, &batch)
             })
             .collect();
-        let sent = self
-            .topic
-            .send_all(outgoing)
-            .map_err(|error| OutputError::Topic {
-                output: self.name(),
-                error: Box::new(error),
-            })?;
-        Ok(Delivered {
-            records: sent,
-            ..Delivered::default()
-        })
+        send_to(self.topic.as_ref(), self.name(), outgoing)
     }
 }
 

@@ -153,6 +153,24 @@ pub trait Output: Send {
     }
 }
 
+/// Sends `records` to `topic` for `output`, waiting for the acknowledgement.
+fn send_to(
+    topic: &dyn topic::Topic,
+    output: String,
+    records: Vec<topic::Outgoing<'_>>,
+) -> Result<Delivered, OutputError> {
+    let sent = topic
+        .send_all(records)
+        .map_err(|error| OutputError::Topic {
+            output,
+            error: Box::new(error),
+        })?;
+    Ok(Delivered {
+        records: sent,
+        ..Delivered::default()
+    })
+}
+
 /// A pipeline's outputs, kept in the order of the module's list.
 pub struct Outputs {
     /// Every output but the table, in order: dead letters, late topic, windows.

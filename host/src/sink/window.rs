@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 
 use super::iceberg::{ColumnConfig, IcebergCatalog, IcebergSinkConfig, IcebergTable, SinkError};
 use super::topic::{Outgoing, Topic, TopicTarget, Topics};
-use super::{Commit, Delivered, Output, OutputError, Results};
+use super::{Commit, Delivered, Output, OutputError, Results, send_to};
 use crate::commit::CommitMark;
 use crate::encode::Encoder;
 use crate::event_time::config::WindowConfig;
@@ -235,16 +235,7 @@ impl Output for WindowOutput {
                     .collect(),
             })
             .collect();
-        let sent = topic
-            .send_all(outgoing)
-            .map_err(|error| OutputError::Topic {
-                output: self.name(),
-                error: Box::new(error),
-            })?;
-        Ok(Delivered {
-            records: sent,
-            ..Delivered::default()
-        })
+        send_to(topic.as_ref(), self.name(), outgoing)
     }
 
     /// Appends the batch's rows to the table, if any, in one commit carrying the mark,

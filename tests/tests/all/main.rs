@@ -3,6 +3,7 @@
 
 mod adversarial;
 mod cli;
+mod engine;
 mod enricher;
 mod event_time;
 mod generator;
