@@ -1,10 +1,66 @@
-//! Human-friendly units in configuration: durations (`"30s"`, `"250ms"`, `"1m"`) and byte
-//! sizes (`"64MiB"`, `"512KiB"`, `"1000"`).
+//! Units: human-friendly durations (`"30s"`, `"250ms"`, `"1m"`) and byte sizes
+//! (`"64MiB"`, `"512KiB"`, `"1000"`) in configuration, and the two time units sluice keeps:
+//! event time in [`Micros`], processing time (the wall clock) in [`Millis`].
 
 use std::fmt;
 use std::time::Duration;
 
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// Microseconds: event time (since 1970), or a span of it. Serialised as a plain number.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(transparent)]
+pub struct Micros(pub i64);
+
+/// Milliseconds: processing time, the wall clock (since 1970), or a span of it. Serialised
+/// as a plain number.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(transparent)]
+pub struct Millis(pub i64);
+
+impl Micros {
+    /// A span, saturating.
+    pub fn from_duration(d: Duration) -> Micros {
+        Micros(i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+    }
+
+    /// `self - span`, saturating.
+    pub fn saturating_sub(self, span: Micros) -> Micros {
+        Micros(self.0.saturating_sub(span.0))
+    }
+
+    /// `self + span`, saturating.
+    pub fn saturating_add(self, span: Micros) -> Micros {
+        Micros(self.0.saturating_add(span.0))
+    }
+}
+
+impl Millis {
+    /// The wall clock now.
+    pub fn now() -> Millis {
+        let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        Millis(since.map_or(0, |d| d.as_millis() as i64))
+    }
+
+    /// A span, saturating.
+    pub fn from_duration(d: Duration) -> Millis {
+        Millis(i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    }
+
+    /// The same time in microseconds, saturating.
+    pub fn as_micros(self) -> Micros {
+        Micros(self.0.saturating_mul(1000))
+    }
+
+    /// The span from `earlier` to `self`.
+    pub fn since(self, earlier: Millis) -> Millis {
+        Millis(self.0 - earlier.0)
+    }
+}
 
 /// Parses `"250ms"`, `"30s"`, `"5m"`, `"1h"` (a whole number and a unit).
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -149,6 +205,23 @@ mod tests {
                 .contains("unknown unit")
         );
         assert!(parse_duration("s").is_err());
+    }
+
+    #[test]
+    fn time_units() {
+        assert_eq!(Millis(1_500).as_micros(), Micros(1_500_000));
+        assert_eq!(
+            Micros::from_duration(Duration::from_secs(2)),
+            Micros(2_000_000)
+        );
+        assert_eq!(Millis::from_duration(Duration::from_secs(2)), Millis(2_000));
+        assert_eq!(
+            Micros(5).saturating_sub(Micros(i64::MAX)),
+            Micros(5 - i64::MAX)
+        );
+        assert_eq!(Millis(9).since(Millis(4)), Millis(5));
+        assert_eq!(serde_json::to_string(&Micros(7)).unwrap(), "7");
+        assert_eq!(serde_json::from_str::<Millis>("8").unwrap(), Millis(8));
     }
 
     #[test]

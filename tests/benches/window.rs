@@ -20,6 +20,7 @@ use sluice::event_time::config::{
     WindowConfig,
 };
 use sluice::event_time::{EventTime, Fields};
+use sluice::units::Millis;
 
 fn main() {
     let mut args = std::env::args()
@@ -49,9 +50,9 @@ fn main() {
     let mut largest = (0u64, 0u64, 0u64, 0u64); // dedup rows, bytes; window rows, bytes
     let mut largest_file = 0usize;
     for (i, chunk) in fields.chunks(batch).enumerate() {
-        let now_ms = 1_000 * i as i64; // one batch a second of processing time
+        let now = Millis(1_000 * i as i64); // one batch a second of processing time
         let t = Instant::now();
-        let outcome = operators.process(chunk.iter().map(|f| (partition, f)), now_ms, false);
+        let outcome = operators.process(chunk.iter().map(|f| (partition, f)), now, false);
         process += t.elapsed();
         emitted += outcome.emitted.iter().map(Vec::len).sum::<usize>();
         duplicates += outcome.duplicates;
@@ -66,7 +67,7 @@ fn main() {
         save += t.elapsed();
         largest_file = largest_file.max(file.len());
     }
-    let flushed = operators.process([], 1_000_000, true);
+    let flushed = operators.process([], Millis(1_000_000), true);
     emitted += flushed.emitted.iter().map(Vec::len).sum::<usize>();
     let batches = events.div_ceil(batch as u64);
 

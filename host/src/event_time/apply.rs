@@ -10,6 +10,7 @@ use super::{Arrival, EventTime, EventTimeOutcome, Fields};
 use crate::encode::{SchemaError, keep_rows};
 use crate::record::{Reason, Record};
 use crate::source::TopicPartition;
+use crate::units::{Micros, Millis};
 
 /// One processed slice of a batch: its table rows and, in the same order, the records of
 /// those rows with their event-time fields.
@@ -39,15 +40,15 @@ impl EventTime {
         &mut self,
         slices: Vec<Timed>,
         assigned: impl IntoIterator<Item = &'a TopicPartition>,
-        now_ms: i64,
+        now: Millis,
         flush: bool,
     ) -> Result<Applied, SchemaError> {
         let assigned: Vec<String> = assigned.into_iter().map(ToString::to_string).collect();
-        self.register(assigned.iter().map(String::as_str), now_ms);
+        self.register(assigned.iter().map(String::as_str), now);
         let (names, which) = partition_keys(&slices);
         let keys = which.iter().map(|&i| names[i].as_str());
         let fields = slices.iter().flat_map(|s| s.records.iter().map(|(_, f)| f));
-        let outcome = self.process(keys.zip(fields), now_ms, flush);
+        let outcome = self.process(keys.zip(fields), now, flush);
         let mut arrivals = outcome.verdicts.iter();
         let (mut batches, mut late) = (Vec::new(), Vec::new());
         for slice in slices {
@@ -94,7 +95,7 @@ fn partition_keys(slices: &[Timed]) -> (Vec<String>, Vec<usize>) {
 }
 
 /// Why a late event left the stream.
-fn late_reason(field: &str, time: i64, watermark: Option<i64>) -> Reason {
+fn late_reason(field: &str, time: Micros, watermark: Option<Micros>) -> Reason {
     Reason {
         stage: "event-time".into(),
         digest: None,

@@ -7,16 +7,17 @@
 use std::collections::HashMap;
 
 use super::StateSize;
+use crate::units::Micros;
 
 /// The keys seen within the watermark, with the event time of their first copy.
 #[derive(Debug, Clone, Default)]
 pub struct Dedup {
-    seen: HashMap<Box<str>, i64>,
+    seen: HashMap<Box<str>, Micros>,
 }
 
 impl Dedup {
     /// Whether `key` was seen; if not, remembers it with the event time `time`.
-    pub fn is_repeat(&mut self, key: &str, time: i64) -> bool {
+    pub fn is_repeat(&mut self, key: &str, time: Micros) -> bool {
         if self.seen.contains_key(key) {
             return true;
         }
@@ -25,7 +26,7 @@ impl Dedup {
     }
 
     /// Forgets the keys whose first copy is behind `watermark`.
-    pub fn forget_behind(&mut self, watermark: i64) {
+    pub fn forget_behind(&mut self, watermark: Micros) {
         self.seen.retain(|_, t| *t >= watermark);
     }
 
@@ -38,14 +39,14 @@ impl Dedup {
     }
 
     /// The keys and their times, sorted (for saving).
-    pub fn save_ref(&self) -> Vec<(&str, i64)> {
-        let mut keys: Vec<(&str, i64)> = self.seen.iter().map(|(k, t)| (&**k, *t)).collect();
+    pub fn save_ref(&self) -> Vec<(&str, Micros)> {
+        let mut keys: Vec<(&str, Micros)> = self.seen.iter().map(|(k, t)| (&**k, *t)).collect();
         keys.sort_unstable();
         keys
     }
 
     /// Restores saved keys.
-    pub fn restore(&mut self, saved: Vec<(String, i64)>) {
+    pub fn restore(&mut self, saved: Vec<(String, Micros)>) {
         self.seen = saved
             .into_iter()
             .map(|(k, t)| (k.into_boxed_str(), t))
@@ -60,12 +61,12 @@ mod tests {
     #[test]
     fn repeats_are_found_until_forgotten() {
         let mut d = Dedup::default();
-        assert!(!d.is_repeat("a", 10));
-        assert!(d.is_repeat("a", 99));
-        assert!(!d.is_repeat("b", 20));
-        d.forget_behind(15);
-        assert_eq!(d.save_ref(), vec![("b", 20)]);
-        assert!(!d.is_repeat("a", 30));
+        assert!(!d.is_repeat("a", Micros(10)));
+        assert!(d.is_repeat("a", Micros(99)));
+        assert!(!d.is_repeat("b", Micros(20)));
+        d.forget_behind(Micros(15));
+        assert_eq!(d.save_ref(), vec![("b", Micros(20))]);
+        assert!(!d.is_repeat("a", Micros(30)));
         assert_eq!(d.size().rows, 2);
     }
 }

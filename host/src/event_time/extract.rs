@@ -8,6 +8,8 @@ use std::fmt;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
+use crate::units::{Micros, Millis};
+
 /// A scalar read from an event. Objects and arrays keep their JSON text.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Scalar {
@@ -191,8 +193,8 @@ impl<'de> DeserializeSeed<'de> for Fields<'_, 'de> {
 }
 
 /// Reads an event time: an RFC 3339 string, a `YYYY-MM-DD HH:MM:SS[.f]` string (UTC), or
-/// milliseconds since 1970. Returns microseconds since 1970.
-pub fn event_time(field: &str, value: Option<&Scalar>) -> Result<i64, ExtractError> {
+/// milliseconds since 1970.
+pub fn event_time(field: &str, value: Option<&Scalar>) -> Result<Micros, ExtractError> {
     let invalid = |message: String| ExtractError {
         code: "invalid_event_time",
         message,
@@ -204,14 +206,14 @@ pub fn event_time(field: &str, value: Option<&Scalar>) -> Result<i64, ExtractErr
             message: format!("the event has no `{field}` (its event time)"),
             field: Some(field.to_string()),
         }),
-        Some(Scalar::Str(text)) => parse_time(text).ok_or_else(|| {
+        Some(Scalar::Str(text)) => parse_time(text).map(Micros).ok_or_else(|| {
             invalid(format!(
                 "`{field}` = {text:?} is not a timestamp (RFC 3339, or YYYY-MM-DD HH:MM:SS in UTC)"
             ))
         }),
         Some(Scalar::Num(n, text)) => {
             if n.fract() == 0.0 && n.abs() < 1e15 {
-                Ok(*n as i64 * 1000)
+                Ok(Millis(*n as i64).as_micros())
             } else {
                 Err(invalid(format!(
                     "`{field}` = {text} is not a whole number of milliseconds since 1970"
@@ -232,8 +234,8 @@ fn parse_time(text: &str) -> Option<i64> {
         .map(|t| t.and_utc().timestamp_micros())
 }
 
-/// Formats microseconds since 1970 as RFC 3339 in UTC, e.g. `2026-07-29T10:05:00Z`.
-pub fn format_micros(micros: i64) -> String {
+/// Formats a time as RFC 3339 in UTC, e.g. `2026-07-29T10:05:00Z`.
+pub fn format_micros(Micros(micros): Micros) -> String {
     chrono::DateTime::from_timestamp_micros(micros)
         .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))
         .unwrap_or_else(|| micros.to_string())
@@ -279,12 +281,15 @@ mod tests {
     #[test]
     fn event_times() {
         let t = |s: &str| event_time("ts", Some(&Scalar::Str(s.into())));
-        let base = 1_785_319_500_000_000; // 2026-07-29T10:05:00Z
+        let base = Micros(1_785_319_500_000_000); // 2026-07-29T10:05:00Z
         assert_eq!(t("2026-07-29T10:05:00Z"), Ok(base));
         assert_eq!(t("2026-07-29T10:05:00.000Z"), Ok(base));
         assert_eq!(t("2026-07-29T12:05:00+02:00"), Ok(base));
         assert_eq!(t("2026-07-29 10:05:00"), Ok(base));
-        assert_eq!(t("2026-07-29T10:05:00.5"), Ok(base + 500_000));
+        assert_eq!(
+            t("2026-07-29T10:05:00.5"),
+            Ok(base.saturating_add(Micros(500_000)))
+        );
         assert_eq!(
             event_time(
                 "ts",
@@ -299,6 +304,9 @@ mod tests {
             ("missing_event_time", Some("ts"))
         );
         assert_eq!(format_micros(base), "2026-07-29T10:05:00Z");
-        assert_eq!(format_micros(base + 250_000), "2026-07-29T10:05:00.250Z");
+        assert_eq!(
+            format_micros(base.saturating_add(Micros(250_000))),
+            "2026-07-29T10:05:00.250Z"
+        );
     }
 }

@@ -35,12 +35,13 @@ use self::extract::{ExtractError, Extractor, event_time};
 use self::state::{SavedState, SavedStateRef};
 use self::watermark::{Clock, Watermark};
 use self::window::{Slots, WindowInput, WindowOperator, WindowRow};
+use crate::units::{Micros, Millis};
 
 /// What the operators read from one event.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fields {
-    /// Event time, microseconds since 1970.
-    pub time: i64,
+    /// Event time.
+    pub time: Micros,
     /// The dedup key, when deduplicating.
     pub dedup_key: Option<Box<str>>,
     /// One input per window.
@@ -64,9 +65,9 @@ pub struct EventTimeOutcome {
     /// One verdict per event, in input order.
     pub verdicts: Vec<Arrival>,
     /// The watermark events were judged against.
-    pub watermark_before: Option<i64>,
+    pub watermark_before: Option<Micros>,
     /// The watermark after the batch.
-    pub watermark: Option<i64>,
+    pub watermark: Option<Micros>,
     /// Rows emitted, per window (in configured order).
     pub emitted: Vec<Vec<WindowRow>>,
     /// Late events.
@@ -119,9 +120,9 @@ impl EventTime {
         EventTime {
             config: config.clone(),
             clock: Clock {
-                delay_micros: config.max_delay.as_micros() as i64,
-                idle_ms: config.idle_timeout.as_millis() as i64,
-                session_start_ms: 0,
+                delay: Micros::from_duration(config.max_delay),
+                idle: Millis::from_duration(config.idle_timeout),
+                session_start: Millis(0),
             },
             extractor,
             time_slot,
@@ -159,38 +160,37 @@ impl EventTime {
         })
     }
 
-    /// The watermark at processing time `now_ms`.
-    pub fn watermark_at(&self, now_ms: i64) -> Option<i64> {
-        self.watermark.at(now_ms, self.clock)
+    /// The watermark at processing time `now`.
+    pub fn watermark_at(&self, now: Millis) -> Option<Micros> {
+        self.watermark.at(now, self.clock)
     }
 
-    /// When this run started (milliseconds since 1970): time before it does not make a
-    /// partition idle.
-    pub fn session_start(&self) -> i64 {
-        self.clock.session_start_ms
+    /// When this run started: time before it does not make a partition idle.
+    pub fn session_start(&self) -> Millis {
+        self.clock.session_start
     }
 
     /// Sets when this run started (or, to replay a batch, when its run started).
-    pub fn set_session_start(&mut self, now_ms: i64) {
-        self.clock.session_start_ms = now_ms;
+    pub fn set_session_start(&mut self, start: Millis) {
+        self.clock.session_start = start;
     }
 
     /// Adds the assigned partitions (`topic/partition`) not known yet: each holds the
     /// watermark back until it sends an event or is idle.
-    pub fn register<'a>(&mut self, partitions: impl IntoIterator<Item = &'a str>, now_ms: i64) {
+    pub fn register<'a>(&mut self, partitions: impl IntoIterator<Item = &'a str>, now: Millis) {
         for partition in partitions {
-            self.watermark.register(partition, now_ms);
+            self.watermark.register(partition, now);
         }
     }
 
-    /// Whether a batch without events at `now_ms` would emit a window (the watermark
-    /// moved on while input was idle), or, with `flush`, whether any window is open.
-    pub fn due(&self, now_ms: i64, flush: bool) -> bool {
+    /// Whether a batch without events at `now` would emit a window (the watermark moved on
+    /// while input was idle), or, with `flush`, whether any window is open.
+    pub fn due(&self, now: Millis, flush: bool) -> bool {
         let on_close = |op: &&WindowOperator| op.config().emit == EmitMode::OnWindowClose;
         if flush {
             return self.windows.iter().any(|(_, op)| op.rows() > 0);
         }
-        let Some(w) = self.watermark_at(now_ms) else {
+        let Some(w) = self.watermark_at(now) else {
             return false;
         };
         self.windows
@@ -205,14 +205,14 @@ impl EventTime {
     pub fn process<'a>(
         &mut self,
         events: impl IntoIterator<Item = (&'a str, &'a Fields)>,
-        now_ms: i64,
+        now: Millis,
         flush: bool,
     ) -> EventTimeOutcome {
-        let before = self.watermark_at(now_ms);
+        let before = self.watermark_at(now);
         let mut verdicts = Vec::new();
         let (mut late, mut duplicates) = (0, 0);
         for (partition, fields) in events {
-            self.watermark.observe(partition, fields.time, now_ms);
+            self.watermark.observe(partition, fields.time, now);
             if before.is_some_and(|w| fields.time < w) {
                 verdicts.push(Arrival::Late);
                 late += 1;
@@ -238,7 +238,7 @@ impl EventTime {
         } else {
             None
         };
-        let watermark = self.watermark.advance(now_ms, self.clock, to);
+        let watermark = self.watermark.advance(now, self.clock, to);
         if let Some(w) = watermark {
             self.dedup.forget_behind(w);
         }
@@ -356,7 +356,7 @@ mod tests {
             .iter()
             .map(|r| {
                 (
-                    r.start / S,
+                    r.start.0 / S,
                     r.key[0].clone().unwrap(),
                     r.values[0].as_i64().unwrap(),
                 )
@@ -373,7 +373,7 @@ mod tests {
             event(&op, "a", 10, "view"), // duplicate in the same batch
             event(&op, "c", 65, "buy"),
         ];
-        let out = op.process(batch.iter().map(|f| ("t/0", f)), 0, false);
+        let out = op.process(batch.iter().map(|f| ("t/0", f)), Millis(0), false);
         assert_eq!(
             out.verdicts,
             [
@@ -383,7 +383,7 @@ mod tests {
                 Arrival::OnTime
             ]
         );
-        assert_eq!(out.watermark, Some(55 * S));
+        assert_eq!(out.watermark, Some(Micros(55 * S)));
         assert!(out.emitted[0].is_empty());
         // 40 s is late (behind 55 s); 58 s is on time; "c" again is a duplicate.
         let batch = [
@@ -392,7 +392,7 @@ mod tests {
             event(&op, "c", 65, "buy"),
             event(&op, "f", 75, "view"),
         ];
-        let out = op.process(batch.iter().map(|f| ("t/0", f)), 1_000, false);
+        let out = op.process(batch.iter().map(|f| ("t/0", f)), Millis(1_000), false);
         assert_eq!(
             out.verdicts,
             [
@@ -403,15 +403,15 @@ mod tests {
             ]
         );
         assert_eq!((out.late, out.duplicates), (1, 1));
-        assert_eq!(out.watermark, Some(65 * S));
+        assert_eq!(out.watermark, Some(Micros(65 * S)));
         assert_eq!(counts(&out), vec![(0, "view".into(), 3)]);
         // Dedup keys behind the watermark (65 s) are forgotten: a, b, e.
         assert_eq!(op.state_sizes()["dedup"].rows, 2);
-        assert!(!op.due(1_000, false));
+        assert!(!op.due(Millis(1_000), false));
         // Input stops: after the idle timeout the watermark moves with processing time.
-        assert!(!op.due(6_000, false));
-        assert!(op.due(6_000 + 55_000, false)); // 75 - 10 + 55 = 120: closes [60, 120)
-        let out = op.process([], 6_000 + 55_000, false);
+        assert!(!op.due(Millis(6_000), false));
+        assert!(op.due(Millis(6_000 + 55_000), false)); // 75 - 10 + 55 = 120: closes [60, 120)
+        let out = op.process([], Millis(6_000 + 55_000), false);
         assert_eq!(
             counts(&out),
             vec![(60, "buy".into(), 1), (60, "view".into(), 1)]
@@ -422,16 +422,16 @@ mod tests {
     fn state_round_trips_and_flush_closes_everything() {
         let mut op = operators(EmitMode::OnWindowClose);
         let batch = [event(&op, "a", 10, "view"), event(&op, "b", 30, "view")];
-        op.process(batch.iter().map(|f| ("t/0", f)), 0, false);
+        op.process(batch.iter().map(|f| ("t/0", f)), Millis(0), false);
         let json = serde_json::to_string(&op.save_ref()).unwrap();
         let mut again = operators(EmitMode::OnWindowClose);
         again.restore(serde_json::from_str(&json).unwrap());
         assert_eq!(serde_json::to_string(&again.save_ref()).unwrap(), json);
-        assert!(again.due(0, true));
-        let out = again.process([], 0, true);
+        assert!(again.due(Millis(0), true));
+        let out = again.process([], Millis(0), true);
         assert_eq!(counts(&out), vec![(0, "view".into(), 2)]);
-        assert_eq!(out.watermark, Some(60 * S));
-        assert!(!again.due(0, true));
+        assert_eq!(out.watermark, Some(Micros(60 * S)));
+        assert!(!again.due(Millis(0), true));
     }
 
     #[test]
@@ -439,7 +439,7 @@ mod tests {
         let mut op = operators(EmitMode::OnWindowClose);
         let anonymous = op.fields(Some(br#"{"ts":1000,"type":"view"}"#)).unwrap();
         assert_eq!(anonymous.dedup_key, None);
-        let out = op.process([("t/0", &anonymous), ("t/0", &anonymous)], 0, false);
+        let out = op.process([("t/0", &anonymous), ("t/0", &anonymous)], Millis(0), false);
         assert_eq!(out.verdicts, [Arrival::OnTime, Arrival::OnTime]);
         assert_eq!(out.duplicates, 0);
     }

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::EventTime;
 use super::watermark::Watermark;
 use super::window::{Accumulator, GroupKey, SavedGroup};
+use crate::units::{Micros, Millis};
 
 /// Snapshot summary key: the path of the state file after this commit.
 pub const STATE: &str = "sluice.state";
@@ -27,7 +28,7 @@ pub struct SavedState {
     /// The watermark and its partitions.
     pub watermark: Watermark,
     /// Dedup keys and the event time of their first copy, sorted.
-    pub dedup: Vec<(String, i64)>,
+    pub dedup: Vec<(String, Micros)>,
     /// Open window groups, by window name.
     pub windows: BTreeMap<String, Vec<SavedGroup>>,
 }
@@ -39,7 +40,7 @@ pub struct SavedStateRef<'a> {
     /// The watermark and its partitions.
     pub watermark: &'a Watermark,
     /// Dedup keys and the event time of their first copy, sorted.
-    pub dedup: Vec<(&'a str, i64)>,
+    pub dedup: Vec<(&'a str, Micros)>,
     /// Open window groups, by window name.
     pub windows: BTreeMap<&'a str, Vec<SavedGroupRef<'a>>>,
 }
@@ -48,7 +49,7 @@ pub struct SavedStateRef<'a> {
 #[derive(Debug, Serialize)]
 pub struct SavedGroupRef<'a> {
     /// Window start.
-    pub start: i64,
+    pub start: Micros,
     /// Group-by values.
     pub key: &'a GroupKey,
     /// Accumulators.
@@ -77,11 +78,11 @@ pub struct Plan {
     pub start: String,
     /// Offsets the batch ends at.
     pub end: String,
-    /// Processing time of the batch, milliseconds since 1970.
-    pub now_ms: i64,
+    /// Processing time of the batch.
+    pub now_ms: Millis,
     /// When the run that planned the batch started (see
-    /// [`super::watermark::Clock::session_start_ms`]).
-    pub session_start_ms: i64,
+    /// [`super::watermark::Clock::session_start`]).
+    pub session_start_ms: Millis,
     /// Whether the batch closed every open window (`at-end = "flush"`).
     pub flush: bool,
 }
@@ -292,8 +293,8 @@ mod tests {
             batch_id,
             start: start.into(),
             end: "{}".into(),
-            now_ms: 7,
-            session_start_ms: 1,
+            now_ms: Millis(7),
+            session_start_ms: Millis(1),
             flush: false,
         }
     }
@@ -303,7 +304,7 @@ mod tests {
         let store = MemoryStore::default();
         let mut et = operators();
         let fields = et.fields(Some(br#"{"ts":60000}"#)).unwrap();
-        et.process([("t/0", &fields)], 0, false);
+        et.process([("t/0", &fields)], Millis(0), false);
         let (saved, size) = et.save(&store, "mem://t", "p", &plan(1, "a")).unwrap();
         assert_eq!(saved, path("mem://t", "p", 1));
         assert!(size > 0);
@@ -317,7 +318,7 @@ mod tests {
             .recover(&store, Some(&saved), true, &next, "b")
             .unwrap();
         assert_eq!(replay, Some(plan(2, "b")));
-        assert_eq!(again.watermark_at(0), et.watermark_at(0));
+        assert_eq!(again.watermark_at(Millis(0)), et.watermark_at(Millis(0)));
         // A plan from other offsets is not replayed; a missing named state is an error.
         let mut other = operators();
         assert_eq!(

@@ -19,15 +19,17 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::units::{Micros, Millis};
+
 /// What the watermark knows of one partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PartitionClock {
-    /// Newest event time seen, microseconds since 1970; `None` for a partition assigned
-    /// but not heard from yet (it holds the watermark back until it is idle).
-    pub max_event: Option<i64>,
-    /// Processing time the partition was assigned or last had an event, milliseconds
-    /// since 1970.
-    pub last_seen_ms: i64,
+    /// Newest event time seen; `None` for a partition assigned but not heard from yet (it
+    /// holds the watermark back until it is idle).
+    pub max_event: Option<Micros>,
+    /// Processing time the partition was assigned or last had an event.
+    #[serde(rename = "last_seen_ms")]
+    pub last_seen: Millis,
 }
 
 /// The watermark state.
@@ -35,47 +37,47 @@ pub struct PartitionClock {
 pub struct Watermark {
     /// Per partition, keyed `topic/partition`.
     pub partitions: BTreeMap<String, PartitionClock>,
-    /// The watermark reached, microseconds since 1970; `None` before the first event.
-    pub current: Option<i64>,
+    /// The watermark reached; `None` before the first event.
+    pub current: Option<Micros>,
 }
 
 /// How the watermark moves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Clock {
-    /// The maximum delay, microseconds.
-    pub delay_micros: i64,
-    /// The idle timeout, milliseconds.
-    pub idle_ms: i64,
-    /// When this run of the pipeline started, milliseconds since 1970: no partition counts
-    /// as idle for the time the pipeline was not running.
-    pub session_start_ms: i64,
+    /// The maximum delay.
+    pub delay: Micros,
+    /// The idle timeout.
+    pub idle: Millis,
+    /// When this run of the pipeline started: no partition counts as idle for the time
+    /// the pipeline was not running.
+    pub session_start: Millis,
 }
 
 impl Watermark {
-    /// The watermark at processing time `now_ms`: what the state gives, never behind the
+    /// The watermark at processing time `now`: what the state gives, never behind the
     /// watermark already reached.
-    pub fn at(&self, now_ms: i64, clock: Clock) -> Option<i64> {
-        let seen = |p: &PartitionClock| p.last_seen_ms.max(clock.session_start_ms);
+    pub fn at(&self, now: Millis, clock: Clock) -> Option<Micros> {
+        let seen = |p: &PartitionClock| p.last_seen.max(clock.session_start);
         let mut active = self
             .partitions
             .values()
-            .filter(|p| now_ms - seen(p) < clock.idle_ms)
+            .filter(|p| now.since(seen(p)) < clock.idle)
             .map(|p| p.max_event)
             .peekable();
         let candidate = if active.peek().is_some() {
             // An active partition not heard from yet holds it back entirely.
             active
-                .collect::<Option<Vec<i64>>>()
+                .collect::<Option<Vec<Micros>>>()
                 .and_then(|maxima| maxima.into_iter().min())
-                .map(|min| min.saturating_sub(clock.delay_micros))
+                .map(|min| min.saturating_sub(clock.delay))
         } else {
             // All idle: move on with processing time since the last one went idle.
             let highest = self.partitions.values().filter_map(|p| p.max_event).max();
             let idle_since = self.partitions.values().map(seen).max();
             highest.zip(idle_since).map(|(max, since)| {
-                let idle_for = (now_ms - since - clock.idle_ms).max(0);
-                max.saturating_sub(clock.delay_micros)
-                    .saturating_add(idle_for.saturating_mul(1000))
+                let idle_for = Millis(now.since(since).0 - clock.idle.0).max(Millis(0));
+                max.saturating_sub(clock.delay)
+                    .saturating_add(idle_for.as_micros())
             })
         };
         match (self.current, candidate) {
@@ -84,45 +86,41 @@ impl Watermark {
         }
     }
 
-    /// Adds an assigned partition not known yet, as heard from at `now_ms`.
-    pub fn register(&mut self, partition: &str, now_ms: i64) {
+    /// Adds an assigned partition not known yet, as heard from at `now`.
+    pub fn register(&mut self, partition: &str, now: Millis) {
         if !self.partitions.contains_key(partition) {
             self.partitions.insert(
                 partition.to_string(),
                 PartitionClock {
                     max_event: None,
-                    last_seen_ms: now_ms,
+                    last_seen: now,
                 },
             );
         }
     }
 
-    /// Records an event of `partition` seen at `now_ms`.
-    pub fn observe(&mut self, partition: &str, event_micros: i64, now_ms: i64) {
+    /// Records an event of `partition` with event time `event`, seen at `now`.
+    pub fn observe(&mut self, partition: &str, event: Micros, now: Millis) {
         match self.partitions.get_mut(partition) {
             Some(clock) => {
-                clock.max_event = Some(
-                    clock
-                        .max_event
-                        .map_or(event_micros, |m| m.max(event_micros)),
-                );
-                clock.last_seen_ms = now_ms;
+                clock.max_event = Some(clock.max_event.map_or(event, |m| m.max(event)));
+                clock.last_seen = now;
             }
             None => {
                 self.partitions.insert(
                     partition.to_string(),
                     PartitionClock {
-                        max_event: Some(event_micros),
-                        last_seen_ms: now_ms,
+                        max_event: Some(event),
+                        last_seen: now,
                     },
                 );
             }
         }
     }
 
-    /// Moves the watermark to `at(now_ms)` (or `to`, if later) and returns it.
-    pub fn advance(&mut self, now_ms: i64, clock: Clock, to: Option<i64>) -> Option<i64> {
-        let at = self.at(now_ms, clock);
+    /// Moves the watermark to `at(now)` (or `to`, if later) and returns it.
+    pub fn advance(&mut self, now: Millis, clock: Clock, to: Option<Micros>) -> Option<Micros> {
+        let at = self.at(now, clock);
         self.current = match (at, to) {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
@@ -135,13 +133,21 @@ impl Watermark {
 mod tests {
     use super::*;
 
-    const S: i64 = 1_000_000; // a second in microseconds
+    /// `n` seconds of event time.
+    fn s(n: i64) -> Micros {
+        Micros(n * 1_000_000)
+    }
+
+    /// Processing time `n` milliseconds after 1970.
+    fn ms(n: i64) -> Millis {
+        Millis(n)
+    }
 
     fn clock(idle_ms: i64) -> Clock {
         Clock {
-            delay_micros: 10 * S,
-            idle_ms,
-            session_start_ms: 0,
+            delay: s(10),
+            idle: Millis(idle_ms),
+            session_start: Millis(0),
         }
     }
 
@@ -149,55 +155,58 @@ mod tests {
     fn lagging_partition_holds_the_watermark_back() {
         let c = clock(5_000);
         let mut w = Watermark::default();
-        assert_eq!(w.at(0, c), None);
-        w.observe("t/0", 1000 * S, 0);
-        w.observe("t/1", 100 * S, 0);
+        assert_eq!(w.at(ms(0), c), None);
+        w.observe("t/0", s(1000), ms(0));
+        w.observe("t/1", s(100), ms(0));
         // The minimum over partitions, not Spark's global maximum (990 s).
-        assert_eq!(w.advance(0, c, None), Some(90 * S));
+        assert_eq!(w.advance(ms(0), c, None), Some(s(90)));
         // Partition 1 goes idle (no event for 5 s): it stops holding back.
-        w.observe("t/0", 1001 * S, 3_000);
-        assert_eq!(w.at(4_999, c), Some(90 * S));
-        assert_eq!(w.at(5_000, c), Some(991 * S));
+        w.observe("t/0", s(1001), ms(3_000));
+        assert_eq!(w.at(ms(4_999), c), Some(s(90)));
+        assert_eq!(w.at(ms(5_000), c), Some(s(991)));
         // Never backwards, even when a lagging partition comes back.
-        w.advance(5_000, c, None);
-        w.observe("t/1", 200 * S, 5_000);
-        assert_eq!(w.advance(5_000, c, None), Some(991 * S));
+        w.advance(ms(5_000), c, None);
+        w.observe("t/1", s(200), ms(5_000));
+        assert_eq!(w.advance(ms(5_000), c, None), Some(s(991)));
     }
 
     #[test]
     fn a_partition_not_heard_from_holds_it_back_until_idle() {
         let c = clock(5_000);
         let mut w = Watermark::default();
-        w.register("t/0", 0);
-        w.register("t/1", 0);
-        w.observe("t/0", 1000 * S, 1_000);
-        assert_eq!(w.advance(1_000, c, None), None);
-        assert_eq!(w.at(4_999, c), None);
-        assert_eq!(w.at(5_000, c), Some(990 * S));
+        w.register("t/0", ms(0));
+        w.register("t/1", ms(0));
+        w.observe("t/0", s(1000), ms(1_000));
+        assert_eq!(w.advance(ms(1_000), c, None), None);
+        assert_eq!(w.at(ms(4_999), c), None);
+        assert_eq!(w.at(ms(5_000), c), Some(s(990)));
         // Registering again changes nothing.
-        w.register("t/0", 9_000);
-        assert_eq!(w.partitions["t/0"].last_seen_ms, 1_000);
+        w.register("t/0", ms(9_000));
+        assert_eq!(w.partitions["t/0"].last_seen, ms(1_000));
     }
 
     #[test]
     fn all_idle_advances_with_processing_time_while_running() {
         let c = clock(3_000);
         let mut w = Watermark::default();
-        w.observe("t/0", 100 * S, 1_000);
-        w.observe("t/1", 60 * S, 2_000);
-        assert_eq!(w.advance(2_000, c, None), Some(50 * S));
+        w.observe("t/0", s(100), ms(1_000));
+        w.observe("t/1", s(60), ms(2_000));
+        assert_eq!(w.advance(ms(2_000), c, None), Some(s(50)));
         // Both idle from 5 000 ms (the last one seen at 2 000 plus 3 000).
-        assert_eq!(w.at(5_000, c), Some(90 * S));
-        assert_eq!(w.at(7_500, c), Some(92 * S + S / 2));
+        assert_eq!(w.at(ms(5_000), c), Some(s(90)));
+        assert_eq!(
+            w.at(ms(7_500), c),
+            Some(s(92).saturating_add(Micros(500_000)))
+        );
         // A restart at 100 000 ms: the time the pipeline was not running does not count.
         let restarted = Clock {
-            session_start_ms: 100_000,
+            session_start: ms(100_000),
             ..c
         };
-        assert_eq!(w.at(100_000, restarted), Some(50 * S));
-        assert_eq!(w.at(104_000, restarted), Some(91 * S));
+        assert_eq!(w.at(ms(100_000), restarted), Some(s(50)));
+        assert_eq!(w.at(ms(104_000), restarted), Some(s(91)));
         // A forced end (flush) wins when later.
-        assert_eq!(w.advance(5_000, c, Some(500 * S)), Some(500 * S));
-        assert_eq!(w.at(5_000, c), Some(500 * S));
+        assert_eq!(w.advance(ms(5_000), c, Some(s(500))), Some(s(500)));
+        assert_eq!(w.at(ms(5_000), c), Some(s(500)));
     }
 }

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::config::{EmitMode, Function, WindowConfig};
 use super::extract::Scalar;
+use crate::units::Micros;
 
 /// The group-by values of a row (`None`: missing or null).
 pub type GroupKey = Vec<Option<String>>;
@@ -166,10 +167,10 @@ pub fn stable_hash(text: &str) -> u64 {
 /// One emitted window result.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WindowRow {
-    /// Window start, microseconds since 1970.
-    pub start: i64,
+    /// Window start.
+    pub start: Micros,
     /// Window end (exclusive).
-    pub end: i64,
+    pub end: Micros,
     /// The group-by values.
     pub key: GroupKey,
     /// The aggregate results, in configured order.
@@ -180,7 +181,7 @@ pub struct WindowRow {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SavedGroup {
     /// Window start.
-    pub start: i64,
+    pub start: Micros,
     /// Group-by values.
     pub key: GroupKey,
     /// Accumulators.
@@ -191,18 +192,19 @@ pub struct SavedGroup {
 #[derive(Debug, Clone)]
 pub struct WindowOperator {
     config: WindowConfig,
-    size: i64,
-    slide: i64,
-    groups: BTreeMap<(i64, GroupKey), Vec<Accumulator>>,
-    changed: BTreeSet<(i64, GroupKey)>,
+    size: Micros,
+    slide: Micros,
+    /// Open groups by window start and key.
+    groups: BTreeMap<(Micros, GroupKey), Vec<Accumulator>>,
+    changed: BTreeSet<(Micros, GroupKey)>,
 }
 
 impl WindowOperator {
     /// An empty operator.
     pub fn new(config: WindowConfig) -> Self {
         WindowOperator {
-            size: config.size_micros(),
-            slide: config.slide_micros(),
+            size: Micros(config.size_micros()),
+            slide: Micros(config.slide_micros()),
             config,
             groups: BTreeMap::new(),
             changed: BTreeSet::new(),
@@ -215,19 +217,25 @@ impl WindowOperator {
     }
 
     /// The starts of the windows that hold `t`, latest first.
-    pub fn starts(&self, t: i64) -> impl Iterator<Item = i64> + use<> {
-        let (size, slide) = (self.size, self.slide);
+    pub fn starts(&self, t: Micros) -> impl Iterator<Item = Micros> + use<> {
+        let (size, slide, t) = (self.size.0, self.slide.0, t.0);
         let last = t.div_euclid(slide) * slide;
         (0..)
             .map(move |k| last - k * slide)
             .take_while(move |s| s + size > t)
+            .map(Micros)
+    }
+
+    /// The end of the window that starts at `start`.
+    fn end(&self, start: Micros) -> Micros {
+        start.saturating_add(self.size)
     }
 
     /// Adds one event at `t` to every window that holds it and is still open
     /// (`end > watermark`).
-    pub fn add(&mut self, t: i64, input: &WindowInput, watermark: Option<i64>) {
+    pub fn add(&mut self, t: Micros, input: &WindowInput, watermark: Option<Micros>) {
         for start in self.starts(t) {
-            if watermark.is_some_and(|w| start + self.size <= w) {
+            if watermark.is_some_and(|w| self.end(start) <= w) {
                 continue;
             }
             let id = (start, input.key.clone());
@@ -247,10 +255,10 @@ impl WindowOperator {
         }
     }
 
-    fn row(&self, (start, key): &(i64, GroupKey), accs: &[Accumulator]) -> WindowRow {
+    fn row(&self, (start, key): &(Micros, GroupKey), accs: &[Accumulator]) -> WindowRow {
         WindowRow {
             start: *start,
-            end: start + self.size,
+            end: self.end(*start),
             key: key.clone(),
             values: accs.iter().map(Accumulator::value).collect(),
         }
@@ -259,7 +267,7 @@ impl WindowOperator {
     /// Ends a batch: returns the rows to emit and drops the windows that the watermark
     /// closed. `on-window-close` emits the closed windows; `update` emits the windows that
     /// changed in the batch.
-    pub fn finish_batch(&mut self, watermark: Option<i64>) -> Vec<WindowRow> {
+    pub fn finish_batch(&mut self, watermark: Option<Micros>) -> Vec<WindowRow> {
         let mut rows = Vec::new();
         if self.config.emit == EmitMode::Update {
             for id in std::mem::take(&mut self.changed) {
@@ -272,8 +280,9 @@ impl WindowOperator {
             return rows;
         };
         // Windows are ordered by start, and all have the same size.
+        let size = self.size;
         while let Some(entry) = self.groups.first_entry() {
-            if entry.key().0 + self.size > w {
+            if entry.key().0.saturating_add(size) > w {
                 break;
             }
             let (id, accs) = entry.remove_entry();
@@ -285,17 +294,15 @@ impl WindowOperator {
     }
 
     /// The end of the last open window.
-    pub fn last_end(&self) -> Option<i64> {
-        self.groups
-            .last_key_value()
-            .map(|((s, _), _)| s + self.size)
+    pub fn last_end(&self) -> Option<Micros> {
+        self.groups.last_key_value().map(|((s, _), _)| self.end(*s))
     }
 
     /// Whether a watermark of `w` would close a window.
-    pub fn closes_any(&self, w: i64) -> bool {
+    pub fn closes_any(&self, w: Micros) -> bool {
         self.groups
             .first_key_value()
-            .is_some_and(|((s, _), _)| s + self.size <= w)
+            .is_some_and(|((s, _), _)| self.end(*s) <= w)
     }
 
     /// Open (window, key) groups.
@@ -317,7 +324,6 @@ impl WindowOperator {
             .sum()
     }
 
-    /// The state, for saving.
     /// The state, borrowed for saving.
     pub fn save_ref(&self) -> Vec<super::state::SavedGroupRef<'_>> {
         self.groups
@@ -346,6 +352,11 @@ mod tests {
     use crate::event_time::config::AggregateConfig;
 
     const S: i64 = 1_000_000;
+
+    /// `n` seconds of event time.
+    fn s(n: i64) -> Micros {
+        Micros(n * S)
+    }
 
     fn config(size: u64, slide: Option<u64>, emit: EmitMode) -> WindowConfig {
         let agg = |name: &str, function, field: Option<&str>| AggregateConfig {
@@ -383,18 +394,18 @@ mod tests {
     #[test]
     fn tumbling_windows_close_on_the_watermark() {
         let mut op = WindowOperator::new(config(60, None, EmitMode::OnWindowClose));
-        assert_eq!(op.starts(61 * S).collect::<Vec<_>>(), vec![60 * S]);
-        assert_eq!(op.starts(-S).collect::<Vec<_>>(), vec![-60 * S]);
-        op.add(10 * S, &input("a", Some(2.0), "u1"), None);
-        op.add(59 * S, &input("a", Some(5.0), "u1"), None);
-        op.add(30 * S, &input("a", None, "u2"), None);
-        op.add(20 * S, &input("b", Some(1.5), "u1"), None);
-        op.add(60 * S, &input("a", Some(1.0), "u1"), None);
-        assert!(op.finish_batch(Some(59 * S)).is_empty());
-        assert!(op.closes_any(60 * S));
-        let rows = op.finish_batch(Some(60 * S));
+        assert_eq!(op.starts(s(61)).collect::<Vec<_>>(), vec![s(60)]);
+        assert_eq!(op.starts(s(-1)).collect::<Vec<_>>(), vec![s(-60)]);
+        op.add(s(10), &input("a", Some(2.0), "u1"), None);
+        op.add(s(59), &input("a", Some(5.0), "u1"), None);
+        op.add(s(30), &input("a", None, "u2"), None);
+        op.add(s(20), &input("b", Some(1.5), "u1"), None);
+        op.add(s(60), &input("a", Some(1.0), "u1"), None);
+        assert!(op.finish_batch(Some(s(59))).is_empty());
+        assert!(op.closes_any(s(60)));
+        let rows = op.finish_batch(Some(s(60)));
         assert_eq!(rows.len(), 2);
-        assert_eq!((rows[0].start, rows[0].end), (0, 60 * S));
+        assert_eq!((rows[0].start, rows[0].end), (s(0), s(60)));
         assert_eq!(rows[0].key, vec![Some("a".to_string())]);
         assert_eq!(
             rows[0].values,
@@ -412,13 +423,13 @@ mod tests {
         );
         assert_eq!(op.rows(), 1);
         // An event of a closed window is not added.
-        op.add(5 * S, &input("a", Some(1.0), "u1"), Some(60 * S));
+        op.add(s(5), &input("a", Some(1.0), "u1"), Some(s(60)));
         assert_eq!(op.rows(), 1);
         let saved = serde_json::to_string(&op.save_ref()).unwrap();
         let mut again = WindowOperator::new(config(60, None, EmitMode::OnWindowClose));
         again.restore(serde_json::from_str(&saved).unwrap());
-        assert_eq!(again.last_end(), Some(120 * S));
-        let rows = again.finish_batch(Some(200 * S));
+        assert_eq!(again.last_end(), Some(s(120)));
+        let rows = again.finish_batch(Some(s(200)));
         assert_eq!(rows[0].values[0], serde_json::json!(1));
         assert_eq!(rows[0].values[5], serde_json::json!(1));
         assert_eq!(rows[0].values[1], serde_json::json!(1.0));
@@ -428,27 +439,27 @@ mod tests {
     fn sliding_windows_and_update_mode() {
         let mut op = WindowOperator::new(config(60, Some(20), EmitMode::Update));
         assert_eq!(
-            op.starts(65 * S).collect::<Vec<_>>(),
-            vec![60 * S, 40 * S, 20 * S]
+            op.starts(s(65)).collect::<Vec<_>>(),
+            vec![s(60), s(40), s(20)]
         );
-        op.add(65 * S, &input("a", Some(1.0), "u"), None);
+        op.add(s(65), &input("a", Some(1.0), "u"), None);
         let rows = op.finish_batch(None);
         assert_eq!(
-            rows.iter().map(|r| r.start / S).collect::<Vec<_>>(),
+            rows.iter().map(|r| r.start.0 / S).collect::<Vec<_>>(),
             vec![20, 40, 60]
         );
         // Only the windows that change are emitted again.
-        op.add(70 * S, &input("a", Some(1.0), "u"), Some(81 * S));
-        let rows = op.finish_batch(Some(81 * S));
+        op.add(s(70), &input("a", Some(1.0), "u"), Some(s(81)));
+        let rows = op.finish_batch(Some(s(81)));
         assert_eq!(
             rows.iter()
-                .map(|r| (r.start / S, r.values[0].clone()))
+                .map(|r| (r.start.0 / S, r.values[0].clone()))
                 .collect::<Vec<_>>(),
             vec![(40, serde_json::json!(2)), (60, serde_json::json!(2))]
         );
         assert_eq!(op.rows(), 2);
         // Closing emits nothing more in update mode.
-        assert!(op.finish_batch(Some(1000 * S)).is_empty());
+        assert!(op.finish_batch(Some(s(1000))).is_empty());
         assert_eq!(op.rows(), 0);
     }
 

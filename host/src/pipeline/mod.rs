@@ -56,6 +56,7 @@ use crate::sink::iceberg::SinkError;
 use crate::sink::{OutputError, Outputs};
 use crate::source::{Offsets, Source, SourceError};
 use crate::udf::UdfError;
+use crate::units::Millis;
 
 /// The pipeline failed.
 #[derive(Debug, thiserror::Error)]
@@ -226,7 +227,7 @@ impl Pipeline {
             slices,
             dead,
             stats,
-        } = self.process(records, input.now_ms)?;
+        } = self.process(records, input.now)?;
         let prepared = self.route(&input, slices, dead)?;
         let committed = self.commit(&prepared)?;
         self.positions = input.next.clone();
@@ -264,7 +265,7 @@ impl Batches for Pipeline {
     }
 
     fn tick(&mut self, flush: bool) -> Result<(), PipelineError> {
-        let now = read::now_ms();
+        let now = Millis::now();
         if self
             .event_time
             .as_ref()

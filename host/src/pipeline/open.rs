@@ -23,6 +23,7 @@ use crate::sink::{Output, OutputError, Outputs};
 use crate::source::Source;
 use crate::source::kafka::KafkaSource;
 use crate::udf::Runtime;
+use crate::units::Millis;
 
 /// The parts a pipeline is built from. Production wires Kafka and the table's storage
 /// ([`Parts::production`]); tests wire in-memory twins
@@ -150,7 +151,7 @@ impl Pipeline {
         let Some(et) = &mut self.event_time else {
             return Ok(None);
         };
-        et.set_session_start(super::read::now_ms());
+        et.set_session_start(Millis::now());
         let name = &self.config.pipeline.name;
         let table = self.outputs.table().table();
         let saved = table

@@ -13,6 +13,7 @@ use super::{Pipeline, PipelineError};
 use crate::event_time::apply::Timed;
 use crate::record::{Reason, Record};
 use crate::udf::shadow::ShadowReport;
+use crate::units::Millis;
 
 /// What the process phase made of a batch.
 pub(super) struct Processed {
@@ -41,21 +42,22 @@ pub(super) struct ProcessStats {
 }
 
 impl Pipeline {
-    /// Runs the stages and the encoder over `records`, processed at `now_ms`.
+    /// Runs the stages and the encoder over `records`, processed at `now`.
     pub(super) fn process(
         &mut self,
         records: Vec<Record>,
-        now_ms: i64,
+        now: Millis,
     ) -> Result<Processed, PipelineError> {
+        let ingestion = now.as_micros().0;
         self.stages.activate_new_versions();
         let backup = self.stages.on_probation().then(|| records.clone());
-        let mut slices = self.run_slices(records, now_ms * 1000)?;
+        let mut slices = self.run_slices(records, ingestion)?;
         if let Some(records) = backup
             && self
                 .stages
                 .judge(&total_counts(&slices, self.stages.active().len()))
         {
-            slices = self.run_slices(records, now_ms * 1000)?;
+            slices = self.run_slices(records, ingestion)?;
         }
         let processed = merge(slices, self.stages.active().len());
         if let Some((record, reason)) = processed.dead.first()
@@ -72,7 +74,8 @@ impl Pipeline {
     }
 
     /// Cuts `records` into contiguous slices, one per thread but none smaller than a
-    /// plugin chunk, and runs a [`Step`] over each.
+    /// plugin chunk, and runs a [`Step`] over each. `ingestion` (microseconds since 1970)
+    /// fills the ingestion-time column.
     fn run_slices(
         &self,
         records: Vec<Record>,

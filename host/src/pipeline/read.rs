@@ -3,13 +3,14 @@
 //! records at all, when event time has windows to close.
 
 use std::sync::atomic::AtomicBool;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use super::{Pipeline, PipelineError};
 use crate::batch::Caps;
 use crate::event_time::state::Plan;
 use crate::record::Record;
 use crate::source::{Offsets, SourceError};
+use crate::units::Millis;
 
 /// The records of one batch and how it runs.
 #[derive(Debug)]
@@ -26,21 +27,14 @@ pub(super) struct Input {
     pub(super) next: Offsets,
     /// The end offsets the batch was reading towards (for lag).
     pub(super) ends: Offsets,
-    /// Processing time, milliseconds since 1970.
-    pub(super) now_ms: i64,
+    /// Processing time.
+    pub(super) now: Millis,
     /// Close every open window at the end (`at-end = "flush"`).
     pub(super) flush: bool,
     /// When the batch started.
     pub(super) started: Instant,
     /// Time spent reading.
     pub(super) poll: Duration,
-}
-
-/// The wall clock, milliseconds since 1970.
-pub(super) fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 impl Pipeline {
@@ -52,7 +46,7 @@ impl Pipeline {
         stop: &AtomicBool,
     ) -> Result<Option<Input>, PipelineError> {
         let caps = self.config.trigger.caps();
-        self.read_up_to(ends, caps, stop, now_ms(), false)
+        self.read_up_to(ends, caps, stop, Millis::now(), false)
     }
 
     /// Reads the batch planned before a crash again: the same records, the same processing
@@ -79,8 +73,8 @@ impl Pipeline {
         Ok(input)
     }
 
-    /// A batch without records, at processing time `now_ms`.
-    pub(super) fn no_records(&self, now_ms: i64, flush: bool) -> Input {
+    /// A batch without records, at processing time `now`.
+    pub(super) fn no_records(&self, now: Millis, flush: bool) -> Input {
         Input {
             batch_id: self.last_batch + 1,
             records: Vec::new(),
@@ -88,7 +82,7 @@ impl Pipeline {
             start: self.positions.clone(),
             next: self.positions.clone(),
             ends: self.positions.clone(),
-            now_ms,
+            now,
             flush,
             started: Instant::now(),
             poll: Duration::ZERO,
@@ -100,7 +94,7 @@ impl Pipeline {
         ends: &Offsets,
         caps: Caps,
         stop: &AtomicBool,
-        now_ms: i64,
+        now: Millis,
         flush: bool,
     ) -> Result<Option<Input>, PipelineError> {
         let started = Instant::now();
@@ -122,7 +116,7 @@ impl Pipeline {
             start: self.positions.clone(),
             next,
             ends: ends.clone(),
-            now_ms,
+            now,
             flush,
             started,
             poll: started.elapsed(),

@@ -11,6 +11,7 @@ use crate::event_time::config::LateData;
 use crate::event_time::state::Plan;
 use crate::record::{Reason, Record};
 use crate::sink::Results;
+use crate::units::{Micros, Millis};
 
 /// A batch ready to commit.
 #[derive(Debug)]
@@ -28,8 +29,8 @@ pub(super) struct Prepared {
 /// What event time did to a batch.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct EventTimeCounts {
-    /// The watermark after the batch, microseconds since 1970.
-    pub(super) watermark: Option<i64>,
+    /// The watermark after the batch.
+    pub(super) watermark: Option<Micros>,
     /// Events behind the watermark, wherever they went.
     pub(super) late: u64,
     /// Duplicates dropped.
@@ -57,7 +58,7 @@ impl Pipeline {
                 results.rows = slices.into_iter().filter_map(|s| s.batch).collect();
             }
             Some(et) => {
-                let applied = et.apply(slices, input.start.0.keys(), input.now_ms, input.flush)?;
+                let applied = et.apply(slices, input.start.0.keys(), input.now, input.flush)?;
                 results.rows = applied.batches;
                 results.windows = applied.outcome.emitted;
                 counts = Some(EventTimeCounts {
@@ -73,8 +74,11 @@ impl Pipeline {
                 batch_id: input.batch_id,
                 start: input.start.to_json(),
                 end: input.next.to_json(),
-                now_ms: input.now_ms,
-                session_start_ms: self.event_time.as_ref().map_or(0, EventTime::session_start),
+                now_ms: input.now,
+                session_start_ms: self
+                    .event_time
+                    .as_ref()
+                    .map_or(Millis(0), EventTime::session_start),
                 flush: input.flush,
             },
             mark: CommitMark {
