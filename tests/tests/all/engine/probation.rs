@@ -13,8 +13,8 @@ use super::{Engine, PLAIN, plain};
 #[test]
 fn a_failing_version_is_rolled_back_and_its_batch_processed_again() {
     let stage = format!(
-        "\n[[stages]]\nname = \"rules\"\nplugin = \"{}\"\nparams = {{ mode = \"ok\" }}\n",
-        plugins::MISBEHAVE
+        "\n[[stages]]\nname = \"rules\"\nplugin = \"{}\"\n",
+        plugins::KEEP_ALL
     );
     let engine = Engine::new("probation", &format!("{PLAIN}{stage}"));
     engine.append(&(0..4).map(plain).collect::<Vec<_>>());
