@@ -30,6 +30,16 @@ pub fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// A TCP port on the loopback interface that was free a moment ago, for a server the test
+/// starts.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// One runtime shared by a test binary (the engine and its compiled code are shared).
 pub fn runtime() -> &'static Runtime {
     static RUNTIME: OnceLock<Runtime> = OnceLock::new();

@@ -337,11 +337,7 @@ fn http(
 #[test]
 fn the_admin_api_swaps_rolls_back_reports_and_wants_its_token() {
     let mut s = Setup::new("admin");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = sluice_tests::free_port();
     let addr = format!("127.0.0.1:{port}");
     s.write_config(
         "admin.toml",
