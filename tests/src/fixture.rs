@@ -252,11 +252,6 @@ impl Running {
         }
     }
 
-    /// The next log line, if one comes within `timeout`.
-    pub fn next_line(&self, timeout: Duration) -> Option<String> {
-        self.lines.recv_timeout(timeout).ok()
-    }
-
     /// The next progress line, parsed, if one comes within `timeout`.
     pub fn progress(&self, timeout: Duration) -> Option<Value> {
         let line = self.wait_for(PROGRESS, timeout)?;

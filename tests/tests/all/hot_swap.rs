@@ -7,9 +7,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use sluice::udf::swap;
-use sluice_tests::{load, plugins, produce};
-
 use sluice_tests::fixture::{Running, Setup, progress_lines, text};
+use sluice_tests::{load, plugins, produce};
 
 const CONFIG: &str = r#"
 [pipeline]
