@@ -22,6 +22,8 @@ fn main() {
     let root = manifest_dir.parent().unwrap().to_path_buf();
     let udfs = root.join("udfs");
     for watched in [
+        // The contract: every plugin is built from it, the future-version guest too (its
+        // build.rs derives its WIT from wit/plugin.wit, with only the version bumped).
         "wit",
         "guest-sdk/src",
         "guest-sdk/Cargo.toml",

@@ -6,10 +6,12 @@
 //! offset of the last record batch plus one, not the partition's end, so a consumer that
 //! reads "up to the end offsets" stops early. The SQLite engine answers from its watermark.
 
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use crate::free_port;
 
 /// A running tansu broker.
 pub struct Broker {
@@ -37,11 +39,7 @@ fn tansu_binary() -> PathBuf {
 impl Broker {
     /// Starts a broker and waits until it accepts connections.
     pub fn start() -> Broker {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_port();
         let url = format!("tcp://127.0.0.1:{port}");
         let binary = tansu_binary();
         let dir = std::env::temp_dir().join(format!("sluice-tansu-{}-{port}", std::process::id()));

@@ -1,5 +1,7 @@
 //! Helpers for sluice's integration tests and benchmarks. The plugins they use are built
-//! from `udfs/` by `build.rs`; their paths are in [`plugins`].
+//! from `udfs/` by `build.rs`; their paths are in [`plugins`]. A pipeline under test, run
+//! as a `sluice` process against a real broker, is a [`fixture::Setup`]; the services it
+//! needs are in [`broker`], [`postgres`] and [`pyiceberg`].
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -11,7 +13,9 @@ use sluice::udf::config::{Grants, Limits, RuntimeConfig};
 use sluice::udf::{Plugin, Runtime, UdfError};
 
 pub mod broker;
+pub mod fixture;
 pub mod postgres;
+pub mod pyiceberg;
 
 /// Paths of the plugin components built from source.
 pub mod plugins {
@@ -24,6 +28,16 @@ pub fn repo_root() -> PathBuf {
         .parent()
         .unwrap()
         .to_path_buf()
+}
+
+/// A TCP port on the loopback interface that was free a moment ago, for a server the test
+/// starts.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// One runtime shared by a test binary (the engine and its compiled code are shared).
@@ -84,6 +98,11 @@ pub fn produce(bootstrap: &str, topic: &str, extra: &[&str]) -> ProduceSummary {
         unreachable!("parsed as produce")
     };
     cli::produce::run(produce, &|| false).unwrap()
+}
+
+/// The retail tutorial's pipeline, `examples/retail-clickstream/pipeline.toml`.
+pub fn example_config() -> PathBuf {
+    repo_root().join("examples/retail-clickstream/pipeline.toml")
 }
 
 /// The retail tutorial's five events and five invalid ones, as JSON lines.

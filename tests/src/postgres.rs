@@ -3,10 +3,12 @@
 //! (`/usr/lib/postgresql/*/bin`, or `$PG_BIN`); `scripts/test` installs it when missing.
 //! PostgreSQL refuses to run as root, so under root the server runs as the `postgres` user.
 
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use crate::free_port;
 
 /// A running PostgreSQL server with a `sluice` superuser (trust authentication).
 pub struct Postgres {
@@ -55,11 +57,7 @@ impl Postgres {
     /// Creates a cluster in a fresh folder and starts the server.
     pub fn start() -> Postgres {
         let bin = bin_dir();
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_port();
         let dir = std::env::temp_dir().join(format!("sluice-pg-{}-{port}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();

@@ -218,12 +218,12 @@ impl EventTime {
                 late += 1;
                 continue;
             }
-            if let Some(key) = &fields.dedup_key {
-                if self.dedup.is_repeat(key, fields.time) {
-                    verdicts.push(Arrival::Duplicate);
-                    duplicates += 1;
-                    continue;
-                }
+            if let Some(key) = &fields.dedup_key
+                && self.dedup.is_repeat(key, fields.time)
+            {
+                verdicts.push(Arrival::Duplicate);
+                duplicates += 1;
+                continue;
             }
             for ((_, op), input) in self.windows.iter_mut().zip(&fields.windows) {
                 op.add(fields.time, input, before);

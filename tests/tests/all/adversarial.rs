@@ -188,6 +188,15 @@ fn another_wit_version_is_refused_at_load() {
         error.to_string().contains("sluice:plugin/processor@0.1.0"),
         "{error}"
     );
+    // The guest is refused for its version alone: it exports the processor of the next
+    // minor version (its build.rs derives its WIT from wit/plugin.wit, bumping the version).
+    let exported = b"sluice:plugin/processor@0.2.0";
+    let guest = std::fs::read(plugins::FUTURE_VERSION).unwrap();
+    assert!(
+        guest.windows(exported.len()).any(|w| w == exported),
+        "{} does not export sluice:plugin/processor@0.2.0",
+        plugins::FUTURE_VERSION
+    );
 
     let not_wasm = runtime().load(
         "junk",

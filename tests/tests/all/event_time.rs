@@ -7,9 +7,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::Value;
-use sluice_tests::repo_root;
-
-use crate::pipeline::{Setup, progress_lines, pyiceberg_rows, text};
+use sluice_tests::fixture::{Setup, progress_lines, text};
+use sluice_tests::{pyiceberg, repo_root};
 
 fn analytics_config() -> PathBuf {
     repo_root().join("examples/clickstream-analytics/pipeline.toml")
@@ -113,12 +112,7 @@ fn analytics(name: &str) -> Setup {
 
 /// `sluice show --window event-type-counts --json`.
 fn show_window(s: &Setup) -> Value {
-    let out = s
-        .command(&["show", "--json", "--window", "event-type-counts"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    serde_json::from_slice(&out.stdout).unwrap()
+    s.show_window("event-type-counts")
 }
 
 fn table_windows(shown: &Value) -> Vec<(String, String, i64, i64, f64, i64)> {
@@ -283,7 +277,7 @@ fn the_analytics_example_dedups_counts_windows_and_dead_letters_late_events() {
     assert_eq!(windows["messages"].as_array().unwrap().len(), 5);
     assert_eq!(topic_windows(&windows), expected_windows());
     // An independent reader sees the same window table.
-    let read = pyiceberg_rows(&s.warehouse, "analytics.event_type_counts");
+    let read = pyiceberg::read_table(&s.warehouse, "analytics.event_type_counts");
     assert_eq!(sorted_f(read.iter().map(window_row)), expected_windows());
 }
 
@@ -321,11 +315,7 @@ fn open_windows_wait_for_the_next_run_and_a_crash_anywhere_changes_no_output() {
     .into_iter()
     .enumerate()
     {
-        s.topic = format!("crash{round}-events");
-        s.dead_letter = format!("crash{round}-dead-letter");
-        s.warehouse =
-            std::env::temp_dir().join(format!("sluice-test-crash{round}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&s.warehouse);
+        s.renew(&format!("crash{round}"));
         s.extra_env = vec![(
             "SLUICE_ANALYTICS_TOPIC".into(),
             format!("crash{round}-analytics"),
@@ -353,7 +343,6 @@ fn open_windows_wait_for_the_next_run_and_a_crash_anywhere_changes_no_output() {
         let windows = show_window(&s);
         assert_eq!(table_windows(&windows), expected_windows(), "{point}");
         assert_eq!(topic_windows(&windows), expected_windows(), "{point}");
-        let _ = std::fs::remove_dir_all(&s.warehouse);
     }
 }
 
@@ -497,10 +486,8 @@ fn sliding_windows_update_mode_and_a_late_topic() {
     // `update` emits the windows each batch changed, with their running counts;
     // `on-window-close` emits each window once, here at the flush.
     let mut s = Setup::new("sliding");
-    std::fs::create_dir_all(&s.warehouse).unwrap();
-    let config = s.warehouse.join("sliding.toml");
-    std::fs::write(
-        &config,
+    s.write_config(
+        "sliding.toml",
         r#"
 [pipeline]
 name = "sliding"
@@ -536,9 +523,7 @@ aggregates = [{ name = "count", fn = "count" }]
 emit = "update"
 kafka = { topic = "${KAFKA_TOPIC}-updates" }
 "#,
-    )
-    .unwrap();
-    s.config = config;
+    );
     let events: Vec<_> = ["10:00:10", "10:00:40", "10:01:10", "09:40:00"]
         .iter()
         .enumerate()
@@ -550,13 +535,7 @@ kafka = { topic = "${KAFKA_TOPIC}-updates" }
     assert!(out.status.success(), "{}", text(&out));
 
     let window = |name: &str| -> Vec<(String, i64, i64)> {
-        let out = s
-            .command(&["show", "--json", "--window", name])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", text(&out));
-        let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
-        shown["messages"]
+        s.show_window(name)["messages"]
             .as_array()
             .unwrap()
             .iter()

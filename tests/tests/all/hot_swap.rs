@@ -7,9 +7,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use sluice::udf::swap;
+use sluice_tests::fixture::{Running, Setup, progress_lines, text};
 use sluice_tests::{load, plugins, produce};
-
-use crate::pipeline::{Running, Setup};
 
 const CONFIG: &str = r#"
 [pipeline]
@@ -48,25 +47,6 @@ fn install(from: &str, to: &Path) {
     std::fs::rename(&tmp, to).unwrap();
 }
 
-/// Reads the log until a line contains `needle`, keeping the progress lines seen.
-fn follow(running: &Running, progress: &mut Vec<Value>, needle: &str, timeout: Duration) -> String {
-    let deadline = Instant::now() + timeout;
-    loop {
-        let left = deadline
-            .checked_duration_since(Instant::now())
-            .unwrap_or_else(|| panic!("no log line with {needle:?} within {timeout:?}"));
-        let Some(line) = running.next_line(left) else {
-            panic!("no log line with {needle:?} within {timeout:?}");
-        };
-        if let Some((_, json)) = line.split_once("sluice::progress: ") {
-            progress.push(serde_json::from_str(json).unwrap());
-        }
-        if line.contains(needle) {
-            return line;
-        }
-    }
-}
-
 /// Produces one event (creating the topic with two partitions), then starts producing
 /// `count` valid generated events at 400 per second in the background.
 fn load_continuously(
@@ -99,31 +79,20 @@ fn wait_until_committed(running: &Running, progress: &mut Vec<Value>, records: u
     };
     while committed(progress) < records {
         assert!(Instant::now() < deadline, "not everything was committed");
-        follow(
-            running,
-            progress,
-            "sluice::progress",
-            Duration::from_secs(60),
-        );
+        running.follow(progress, "sluice::progress", Duration::from_secs(60));
     }
 }
 
 /// Waits for a log line containing `needle`, then for the next batch's progress.
 fn batch_after(running: &Running, progress: &mut Vec<Value>, needle: &str) -> Value {
-    follow(running, progress, needle, Duration::from_secs(30));
-    follow(
-        running,
-        progress,
-        "sluice::progress",
-        Duration::from_secs(30),
-    );
+    running.follow(progress, needle, Duration::from_secs(30));
+    running.follow(progress, "sluice::progress", Duration::from_secs(30));
     progress.last().unwrap().clone()
 }
 
 /// Waits for the log line saying a new version was refused.
 fn refused(running: &Running, progress: &mut Vec<Value>) -> String {
-    follow(
-        running,
+    running.follow(
         progress,
         "new plugin version refused",
         Duration::from_secs(30),
@@ -137,10 +106,7 @@ fn digest_of(progress: &Value) -> &str {
 #[test]
 fn plugins_swap_while_running_and_bad_versions_are_refused_or_rolled_back() {
     let mut s = Setup::new("swap");
-    std::fs::create_dir_all(&s.warehouse).unwrap();
-    let config = s.warehouse.join("swap.toml");
-    std::fs::write(&config, CONFIG).unwrap();
-    s.config = config;
+    s.write_config("swap.toml", CONFIG);
     let rules = s.warehouse.join("rules.wasm");
     install(plugins::KEEP_ALL, &rules);
     let keep_all = load(plugins::KEEP_ALL, &[]).unwrap().digest().to_string();
@@ -157,18 +123,8 @@ fn plugins_swap_while_running_and_bad_versions_are_refused_or_rolled_back() {
     let producer = load_continuously(&s, EVENTS);
     let running = s.start(&["run"], &[]);
     let mut progress = Vec::new();
-    follow(
-        &running,
-        &mut progress,
-        "\"input_rows\":",
-        Duration::from_secs(60),
-    );
-    follow(
-        &running,
-        &mut progress,
-        "\"input_rows\":",
-        Duration::from_secs(30),
-    );
+    running.follow(&mut progress, "\"input_rows\":", Duration::from_secs(60));
+    running.follow(&mut progress, "\"input_rows\":", Duration::from_secs(30));
     assert_eq!(digest_of(&progress[0]), keep_all);
 
     // A good version: activated between two batches, without a restart.
@@ -200,8 +156,7 @@ fn plugins_swap_while_running_and_bad_versions_are_refused_or_rolled_back() {
     // A version that traps on every event is activated, fails its probation in its first
     // batch, and is rolled back; that batch is processed again on the enricher.
     install(plugins::TRAP_ALWAYS, &rules);
-    let line = follow(
-        &running,
+    let line = running.follow(
         &mut progress,
         "rolled back a new plugin version",
         Duration::from_secs(30),
@@ -381,22 +336,14 @@ fn http(
 #[test]
 fn the_admin_api_swaps_rolls_back_reports_and_wants_its_token() {
     let mut s = Setup::new("admin");
-    std::fs::create_dir_all(&s.warehouse).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = sluice_tests::free_port();
     let addr = format!("127.0.0.1:{port}");
-    let config = s.warehouse.join("admin.toml");
-    std::fs::write(
-        &config,
-        format!(
+    s.write_config(
+        "admin.toml",
+        &format!(
             "{CONFIG}\n[admin]\nlisten = \"{addr}\"\ntoken = \"${{SLUICE_ADMIN_TOKEN}}\"\nmax-upload = \"4MiB\"\n"
         ),
-    )
-    .unwrap();
-    s.config = config;
+    );
     s.extra_env
         .push(("SLUICE_ADMIN_TOKEN".into(), "s3cret".into()));
     install(plugins::KEEP_ALL, &s.warehouse.join("rules.wasm"));
@@ -406,12 +353,7 @@ fn the_admin_api_swaps_rolls_back_reports_and_wants_its_token() {
     let producer = load_continuously(&s, 10000);
     let running = s.start(&["run"], &[]);
     let mut progress = Vec::new();
-    follow(
-        &running,
-        &mut progress,
-        "sluice::progress",
-        Duration::from_secs(60),
-    );
+    running.follow(&mut progress, "sluice::progress", Duration::from_secs(60));
 
     assert_eq!(
         http(&addr, "GET", "/healthz", None, b"", None),
@@ -594,13 +536,12 @@ fn a_shadow_version_reports_where_it_disagrees_without_changing_the_output() {
     // events, 20% invalid, the shadow must disagree exactly where the validator's rules
     // (run natively here, on the same events) reject, and the output must be keep-all's.
     let mut s = Setup::new("shadow");
-    std::fs::create_dir_all(&s.warehouse).unwrap();
-    let config = s.warehouse.join("shadow.toml");
-    let text = CONFIG
-        .replace("mode = \"interval\"", "mode = \"available-now\"")
-        .replace("rollback = {", "shadow = \"candidate.wasm\"\nrollback = {");
-    std::fs::write(&config, text).unwrap();
-    s.config = config;
+    s.write_config(
+        "shadow.toml",
+        &CONFIG
+            .replace("mode = \"interval\"", "mode = \"available-now\"")
+            .replace("rollback = {", "shadow = \"candidate.wasm\"\nrollback = {"),
+    );
     install(plugins::KEEP_ALL, &s.warehouse.join("rules.wasm"));
     install(
         plugins::CLICKSTREAM_VALIDATOR,
@@ -622,7 +563,7 @@ fn a_shadow_version_reports_where_it_disagrees_without_changing_the_output() {
         ],
     );
     let out = s.run(&[]);
-    assert!(out.status.success(), "{}", crate::pipeline::text(&out));
+    assert!(out.status.success(), "{}", text(&out));
 
     let rules = clickstream_validator::Rules::default();
     let mut expected = std::collections::BTreeMap::<String, u64>::new();
@@ -641,7 +582,7 @@ fn a_shadow_version_reports_where_it_disagrees_without_changing_the_output() {
     }
     assert!(expected.len() >= 4, "several codes: {expected:?}");
 
-    let progress = crate::pipeline::progress_lines(&String::from_utf8_lossy(&out.stderr));
+    let progress = progress_lines(&String::from_utf8_lossy(&out.stderr));
     let mut got = std::collections::BTreeMap::<String, u64>::new();
     let (mut events, mut agreed) = (0, 0);
     for p in &progress {

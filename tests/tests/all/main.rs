@@ -1,5 +1,7 @@
 //! sluice's integration tests: one binary, one module per area. Plugins are real
-//! WebAssembly components built from source by `build.rs`, run by the real runtime.
+//! WebAssembly components built from source by `build.rs`, run by the real runtime. The
+//! fixtures (a pipeline run as a `sluice` process, the broker, pyiceberg) are in the
+//! `sluice-tests` library, `tests/src/`.
 
 mod adversarial;
 mod cli;

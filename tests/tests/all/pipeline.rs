@@ -3,205 +3,15 @@
 //! be killed); what landed is read back with `sluice show --json` and with pyiceberg.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use sluice::cli::{self, Command as Sub};
 use sluice::generate::{EventKind, Generator, GeneratorConfig};
-use sluice_tests::broker::Broker;
-use sluice_tests::{plugins, produce, repo_root, retail_events_file};
-
-const BIN: &str = env!("CARGO_BIN_EXE_sluice-under-test");
-
-/// One pipeline under test: a broker, a fresh warehouse, topic names.
-pub(crate) struct Setup {
-    pub(crate) broker: Broker,
-    pub(crate) warehouse: PathBuf,
-    pub(crate) topic: String,
-    pub(crate) dead_letter: String,
-    pub(crate) config: PathBuf,
-    pub(crate) extra_env: Vec<(String, String)>,
-}
-
-fn example_config() -> PathBuf {
-    repo_root().join("examples/retail-clickstream/pipeline.toml")
-}
-
-impl Setup {
-    pub(crate) fn new(name: &str) -> Setup {
-        let warehouse =
-            std::env::temp_dir().join(format!("sluice-test-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&warehouse);
-        Setup {
-            broker: Broker::start(),
-            warehouse,
-            topic: format!("{name}-events"),
-            dead_letter: format!("{name}-dead-letter"),
-            config: example_config(),
-            extra_env: Vec::new(),
-        }
-    }
-
-    pub(crate) fn command(&self, args: &[&str]) -> Command {
-        let plugins_dir = Path::new(plugins::CLICKSTREAM_VALIDATOR).parent().unwrap();
-        let mut c = Command::new(BIN);
-        c.args(args)
-            .env("KAFKA_BOOTSTRAP", &self.broker.bootstrap)
-            .env("KAFKA_TOPIC", &self.topic)
-            .env("SLUICE_WAREHOUSE", &self.warehouse)
-            .env("SLUICE_PLUGINS", plugins_dir)
-            .env("SLUICE_DEAD_LETTER_TOPIC", &self.dead_letter)
-            .env("SLUICE_CONFIG", &self.config)
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null());
-        for (k, v) in &self.extra_env {
-            c.env(k, v);
-        }
-        c
-    }
-
-    pub(crate) fn produce(&self, extra: &[&str]) -> cli::produce::ProduceSummary {
-        produce(&self.broker.bootstrap, &self.topic, extra)
-    }
-
-    /// Produces the lines of `examples/retail-clickstream/events.jsonl` (five valid
-    /// events, then five invalid ones) to a topic of `partitions` partitions.
-    pub(crate) fn produce_file(&self, partitions: &str) -> cli::produce::ProduceSummary {
-        let events = retail_events_file();
-        self.produce(&[
-            "--partitions",
-            partitions,
-            "--input",
-            events.to_str().unwrap(),
-        ])
-    }
-
-    /// Runs `sluice run --available-now` to its end.
-    pub(crate) fn run(&self, env: &[(&str, &str)]) -> Output {
-        let mut c = self.command(&["run", "--available-now"]);
-        c.envs(env.iter().copied());
-        c.output().unwrap()
-    }
-
-    /// Starts `sluice ARGS…` and follows its log.
-    pub(crate) fn start(&self, args: &[&str], env: &[(&str, &str)]) -> Running {
-        let mut child = self
-            .command(args)
-            .envs(env.iter().copied())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let (tx, lines) = std::sync::mpsc::channel();
-        let log = std::thread::spawn(move || {
-            use std::io::BufRead;
-            let mut log = String::new();
-            for line in std::io::BufReader::new(stderr).lines() {
-                let line = line.unwrap();
-                log.push_str(&line);
-                log.push('\n');
-                let _ = tx.send(line);
-            }
-            log
-        });
-        Running { child, lines, log }
-    }
-
-    /// `sluice show --json`.
-    pub(crate) fn show(&self) -> Value {
-        let out = self.command(&["show", "--json"]).output().unwrap();
-        assert!(
-            out.status.success(),
-            "show failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
-    }
-}
-
-impl Drop for Setup {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.warehouse);
-    }
-}
-
-/// A running `sluice` process; its standard error is read as it comes, so it never blocks.
-pub(crate) struct Running {
-    child: Child,
-    lines: std::sync::mpsc::Receiver<String>,
-    log: std::thread::JoinHandle<String>,
-}
-
-impl Running {
-    /// The next log line containing `needle`, if one comes within `timeout`.
-    pub(crate) fn wait_for(&self, needle: &str, timeout: Duration) -> Option<String> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let left = deadline.checked_duration_since(Instant::now())?;
-            match self.lines.recv_timeout(left) {
-                Ok(line) if line.contains(needle) => return Some(line),
-                Ok(_) => {}
-                Err(_) => return None,
-            }
-        }
-    }
-
-    /// The next log line, if one comes within `timeout`.
-    pub(crate) fn next_line(&self, timeout: Duration) -> Option<String> {
-        self.lines.recv_timeout(timeout).ok()
-    }
-
-    /// The next progress line, parsed, if one comes within `timeout`.
-    pub(crate) fn progress(&self, timeout: Duration) -> Option<Value> {
-        let line = self.wait_for("sluice::progress: ", timeout)?;
-        Some(serde_json::from_str(line.split_once("sluice::progress: ").unwrap().1).unwrap())
-    }
-
-    /// Sends SIGTERM and waits: the exit status, standard output and the whole log.
-    pub(crate) fn terminate(self) -> (std::process::ExitStatus, String, String) {
-        let sent = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(sent.success());
-        self.finish()
-    }
-
-    /// Kills the process (SIGKILL) and waits.
-    pub(crate) fn kill(mut self) -> (std::process::ExitStatus, String, String) {
-        let _ = self.child.kill();
-        self.finish()
-    }
-
-    fn finish(mut self) -> (std::process::ExitStatus, String, String) {
-        let status = self.child.wait().unwrap();
-        let mut stdout = String::new();
-        std::io::Read::read_to_string(&mut self.child.stdout.take().unwrap(), &mut stdout).unwrap();
-        (status, stdout, self.log.join().unwrap())
-    }
-}
-
-pub(crate) fn text(out: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-pub(crate) fn progress_lines(stderr: &str) -> Vec<Value> {
-    stderr
-        .lines()
-        .filter_map(|l| {
-            l.split_once("sluice::progress: ")
-                .map(|(_, json)| serde_json::from_str(json).unwrap())
-        })
-        .collect()
-}
+use sluice_tests::fixture::{Setup, progress_lines, sluice_binary, text};
+use sluice_tests::{example_config, plugins, pyiceberg, repo_root, retail_events_file};
 
 fn rows(shown: &Value) -> &Vec<Value> {
     shown["rows"].as_array().unwrap()
@@ -432,7 +242,7 @@ fn seed_events_land_and_invalid_ones_are_dead_lettered() {
     assert_eq!(again["snapshot_summary"]["sluice.batch-id"], "1");
 
     // pyiceberg, an independent reader, sees the same rows.
-    let py = pyiceberg_rows(&s.warehouse, "tutorial.retail_clickstream_events");
+    let py = pyiceberg::read_table(&s.warehouse, "tutorial.retail_clickstream_events");
     assert_eq!(py.len(), 5, "{py:?}");
     for row in &py {
         let id = row["event_id"].as_str().unwrap();
@@ -473,18 +283,15 @@ fn fail_fast_stops_without_committing() {
 #[test]
 fn a_trapping_plugin_is_contained() {
     let mut s = Setup::new("trap");
-    let dir = s.warehouse.with_extension("config");
-    std::fs::create_dir_all(&dir).unwrap();
-    let config = std::fs::read_to_string(example_config()).unwrap().replace(
-        "[[stages]]\nname = \"validate\"",
-        &format!(
-            "[[stages]]\nname = \"flaky\"\nplugin = \"{}\"\nparams = {{ mode = \"trap\", trap-offset = \"3\" }}\n\n[[stages]]\nname = \"validate\"",
-            plugins::MISBEHAVE
-        ),
-    );
-    let path = dir.join("pipeline.toml");
-    std::fs::write(&path, config).unwrap();
-    s.config = path;
+    s.edit_example_config(|text| {
+        text.replace(
+            "[[stages]]\nname = \"validate\"",
+            &format!(
+                "[[stages]]\nname = \"flaky\"\nplugin = \"{}\"\nparams = {{ mode = \"trap\", trap-offset = \"3\" }}\n\n[[stages]]\nname = \"validate\"",
+                plugins::MISBEHAVE
+            ),
+        )
+    });
     s.produce_file("1");
     let out = s.run(&[]);
     assert!(out.status.success(), "{}", text(&out));
@@ -507,7 +314,6 @@ fn a_trapping_plugin_is_contained() {
     assert_eq!(header(trapped[0], "sluice.error.code"), "plugin_trapped");
     assert!(header(trapped[0], "sluice.error.message").contains("deliberate trap at offset 3"));
     assert_eq!(dead_letters(&shown).len(), 6);
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
@@ -665,27 +471,14 @@ fn parse_rfc3339_micros(text: &str) -> i64 {
     ((days * 86_400 + h[0] * 3600 + h[1] * 60 + h[2]) * 1_000_000) + micros
 }
 
-/// Rows of `table` as pyiceberg reads them (`tests/py/read_table.py`, in a venv made by
-/// `tests/py/setup-venv`).
-pub(crate) fn pyiceberg_rows(warehouse: &Path, table: &str) -> Vec<Value> {
-    let python = venv_python();
-    let warehouse = std::fs::canonicalize(warehouse).unwrap();
-    let out = Command::new(python)
-        .arg(repo_root().join("tests/py/read_table.py"))
-        .args([
-            "--catalog-uri",
-            &format!("sqlite:{}/catalog.db", warehouse.display()),
-        ])
-        .args(["--warehouse", &format!("file://{}", warehouse.display())])
-        .args(["--catalog-name", "sluice", "--table", table])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "read_table.py: {}", text(&out));
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|v| v.get("__snapshot_summary").is_none())
-        .collect()
+/// The fixtures locate the binary at run time; it must be the one Cargo built for this test.
+#[test]
+fn the_fixtures_run_the_binary_cargo_built() {
+    let canonical = |path: &Path| std::fs::canonicalize(path).unwrap();
+    assert_eq!(
+        canonical(sluice_binary()),
+        canonical(Path::new(env!("CARGO_BIN_EXE_sluice-under-test")))
+    );
 }
 
 #[test]
@@ -696,23 +489,10 @@ fn the_example_pipeline_parses() {
     assert_eq!(config.stages.len(), 1);
 }
 
-/// A copy of the example pipeline with `edit` applied, in a folder of its own.
-fn edited_config(s: &Setup, edit: impl FnOnce(String) -> String) -> PathBuf {
-    let dir = s.warehouse.with_extension("config");
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("pipeline.toml");
-    std::fs::write(
-        &path,
-        edit(std::fs::read_to_string(example_config()).unwrap()),
-    )
-    .unwrap();
-    path
-}
-
 #[test]
 fn without_plugins_the_table_schema_dead_letters_misfits() {
     let mut s = Setup::new("schema");
-    s.config = edited_config(&s, |text| {
+    s.edit_example_config(|text| {
         let start = text.find("[[stages]]").unwrap();
         let end = text.find("# An enrichment stage").unwrap();
         // And an unpartitioned table, for the writer without fanout.
@@ -739,7 +519,6 @@ fn without_plugins_the_table_schema_dead_letters_misfits() {
             ("9", "encode", "malformed_json", ""),
         ])
     );
-    let _ = std::fs::remove_dir_all(s.config.parent().unwrap());
 }
 
 #[test]
@@ -796,7 +575,7 @@ fn latest_start_then_a_topic_added_later_is_read_from_its_earliest_offset() {
             .replace("starting-offsets = \"earliest\"\n", "")
         }
     };
-    s.config = edited_config(&s, set_topics(one));
+    s.edit_example_config(set_topics(one));
     s.produce_file("1");
     // A brand-new pipeline starting at `latest` skips what is there: nothing to commit.
     let out = s.run(&[]);
@@ -850,7 +629,7 @@ fn latest_start_then_a_topic_added_later_is_read_from_its_earliest_offset() {
     // pipeline once started at `latest`.
     s.topic = other.clone();
     s.produce_file("1");
-    s.config = edited_config(&s, set_topics(two));
+    s.edit_example_config(set_topics(two));
     let out = s.run(&[]);
     assert!(out.status.success(), "{}", text(&out));
     let shown = s.show();
@@ -862,7 +641,6 @@ fn latest_start_then_a_topic_added_later_is_read_from_its_earliest_offset() {
     )
     .unwrap();
     assert_eq!(offsets[&other]["0"], 10);
-    let _ = std::fs::remove_dir_all(s.config.parent().unwrap());
 }
 
 #[test]
@@ -870,7 +648,7 @@ fn the_same_pipeline_works_with_a_postgresql_catalog() {
     let pg = sluice_tests::postgres::Postgres::start();
     let mut s = Setup::new("postgres");
     let url = pg.url.clone();
-    s.config = edited_config(&s, |text| {
+    s.edit_example_config(|text| {
         text.replace(
             "type = \"sql\"\nname = \"sluice\"",
             &format!("type = \"sql\"\nname = \"sluice\"\nuri = \"{url}\""),
@@ -892,7 +670,6 @@ fn the_same_pipeline_works_with_a_postgresql_catalog() {
         "{}",
         text(&out)
     );
-    let _ = std::fs::remove_dir_all(s.config.parent().unwrap());
 }
 
 #[test]
@@ -1007,20 +784,6 @@ fn the_byte_cap_cuts_batches() {
     assert_eq!(rows(&s.show()).len(), 5);
 }
 
-/// The Python venv's interpreter (pyiceberg), made by `tests/py/setup-venv`.
-fn venv_python() -> String {
-    let setup = Command::new(repo_root().join("tests/py/setup-venv"))
-        .output()
-        .unwrap();
-    assert!(setup.status.success(), "setup-venv: {}", text(&setup));
-    String::from_utf8_lossy(&setup.stdout)
-        .lines()
-        .last()
-        .unwrap()
-        .trim()
-        .to_string()
-}
-
 #[test]
 fn the_same_pipeline_works_with_a_rest_catalog() {
     let mut s = Setup::new("rest");
@@ -1028,7 +791,7 @@ fn the_same_pipeline_works_with_a_rest_catalog() {
     let warehouse = std::fs::canonicalize(&s.warehouse).unwrap();
     // A REST catalog server (tests/py/rest_catalog.py: the REST protocol over pyiceberg's
     // SQL catalog), sharing the warehouse folder.
-    let mut server = Command::new(venv_python())
+    let mut server = Command::new(pyiceberg::python())
         .arg(repo_root().join("tests/py/rest_catalog.py"))
         .args(["--port", "0", "--warehouse"])
         .arg(&warehouse)
@@ -1047,7 +810,7 @@ fn the_same_pipeline_works_with_a_rest_catalog() {
         .strip_prefix("listening on ")
         .expect("the server's address")
         .to_string();
-    s.config = edited_config(&s, |text| {
+    s.edit_example_config(|text| {
         text.replace(
             "type = \"sql\"\nname = \"sluice\"",
             &format!("type = \"rest\"\nname = \"rest\"\nuri = \"{url}\""),
@@ -1072,5 +835,4 @@ fn the_same_pipeline_works_with_a_rest_catalog() {
         !warehouse.join("catalog.db").exists(),
         "no SQLite catalog of sluice's own"
     );
-    let _ = std::fs::remove_dir_all(s.config.parent().unwrap());
 }

@@ -1,7 +1,10 @@
-//! A plugin built against `sluice:plugin@0.2.0`. The host speaks 0.1.0 and must refuse it
-//! at load time with a clear message, not crash.
+//! A plugin built against the next minor version of the WIT contract (`sluice:plugin@0.2.0`
+//! while `wit/plugin.wit` says 0.1.0). The host speaks 0.1.0 and must refuse it at load
+//! time with a clear message, not crash.
+//!
+//! Its WIT is `wit/plugin.wit` with only the version changed, derived by `build.rs`.
 
-wit_bindgen::generate!({ path: "wit", world: "event-processor" });
+include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
 
 use exports::sluice::plugin::processor::{EventChunk, Guest, PluginInfo, Verdicts};
 use sluice::plugin::types::Action;
