@@ -757,6 +757,7 @@ impl Pipeline {
             batch_id,
             commit_id: mark.commit_id(),
             table: self.sink.name(),
+            committed_at: chrono::Utc::now(),
             input_rows,
             rows_written: written.rows,
             rows_dead_lettered: dead_lettered,

@@ -3,10 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use chrono::{DateTime, Utc};
+use serde::{Serialize, Serializer};
 
 use super::stages::StageProgress;
 use crate::event_time::StateSize;
+use crate::event_time::extract::format_micros;
 
 /// Milliseconds spent in each phase of a batch.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -29,6 +31,33 @@ pub struct Durations {
     pub total: u64,
 }
 
+impl Durations {
+    /// The phases' names, as in the JSON (not `total`).
+    pub const PHASES: [&'static str; 7] = [
+        "poll",
+        "plugins",
+        "encode",
+        "dead_letter",
+        "write",
+        "state",
+        "commit",
+    ];
+
+    /// Each phase's name and milliseconds (not `total`).
+    pub fn phases(&self) -> impl Iterator<Item = (&'static str, u64)> {
+        let ms = [
+            self.poll,
+            self.plugins,
+            self.encode,
+            self.dead_letter,
+            self.write,
+            self.state,
+            self.commit,
+        ];
+        Self::PHASES.into_iter().zip(ms)
+    }
+}
+
 /// What one batch did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Progress {
@@ -40,6 +69,9 @@ pub struct Progress {
     pub commit_id: String,
     /// The table.
     pub table: String,
+    /// Wall-clock time of the table commit; serialised as RFC 3339 in UTC.
+    #[serde(serialize_with = "rfc3339")]
+    pub committed_at: DateTime<Utc>,
     /// Records read.
     pub input_rows: u64,
     /// Rows appended to the table.
@@ -88,6 +120,20 @@ pub struct EventTimeProgress {
     pub state: BTreeMap<String, StateSize>,
     /// Size of the saved state file.
     pub state_file_bytes: u64,
+}
+
+fn rfc3339<S: Serializer>(time: &DateTime<Utc>, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&format_micros(time.timestamp_micros()))
+}
+
+impl EventTimeProgress {
+    /// The watermark in microseconds since 1970, when there is one.
+    pub fn watermark_micros(&self) -> Option<i64> {
+        let watermark = self.watermark.as_deref()?;
+        chrono::DateTime::parse_from_rfc3339(watermark)
+            .ok()
+            .map(|t| t.timestamp_micros())
+    }
 }
 
 impl Progress {
