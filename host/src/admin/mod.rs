@@ -18,8 +18,12 @@
 //! that is refused for want of the token, is logged under the `sluice::audit` target with
 //! the caller's address, what and when.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::fmt::Write as _;
+mod config;
+mod metrics;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::mpsc::Sender;
@@ -29,47 +33,12 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+pub use self::config::AdminConfig;
+use self::metrics::{Format, Metrics};
+use crate::pipeline::progress::Progress;
 use crate::udf::Runtime;
 use crate::udf::config::StageConfig;
 use crate::udf::swap::{self, Candidate, Found, Samples};
-use crate::units::ByteSize;
-
-/// The `[admin]` section.
-///
-/// ```toml
-/// [admin]
-/// listen = "127.0.0.1:9464"
-/// token = "${SLUICE_ADMIN_TOKEN}"
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-pub struct AdminConfig {
-    /// Address and port to listen on. Loopback by default: expose it on purpose.
-    #[serde(default = "default_listen")]
-    pub listen: String,
-    /// Bearer token that `POST` calls must send. Default: the `SLUICE_ADMIN_TOKEN`
-    /// environment variable. With neither, `POST` calls are refused.
-    #[serde(default)]
-    pub token: Option<String>,
-    /// Largest module upload, e.g. `"32MiB"`.
-    #[serde(default = "default_max_upload")]
-    pub max_upload: ByteSize,
-    /// Batches whose progress `GET /status` returns.
-    #[serde(default = "default_recent")]
-    pub recent_batches: usize,
-}
-
-fn default_listen() -> String {
-    "127.0.0.1:9464".into()
-}
-
-const fn default_max_upload() -> ByteSize {
-    ByteSize::mib(32)
-}
-
-const fn default_recent() -> usize {
-    20
-}
 
 /// The admin API could not start.
 #[derive(Debug, thiserror::Error)]
@@ -81,155 +50,6 @@ pub struct AdminError {
     pub error: std::io::Error,
 }
 
-/// Counters built from the progress of every batch.
-#[derive(Debug, Default)]
-struct Metrics {
-    counters: BTreeMap<(String, String), f64>,
-    gauges: BTreeMap<(String, String), f64>,
-}
-
-impl Metrics {
-    fn add(&mut self, name: &str, labels: String, by: f64) {
-        *self.counters.entry((name.into(), labels)).or_default() += by;
-    }
-
-    fn set(&mut self, name: &str, labels: String, to: f64) {
-        self.gauges.insert((name.into(), labels), to);
-    }
-
-    fn record(&mut self, p: &Value) {
-        let n = |v: &Value| v.as_f64().unwrap_or(0.0);
-        self.add("sluice_batches_total", String::new(), 1.0);
-        for key in [
-            "input_rows",
-            "rows_written",
-            "rows_dead_lettered",
-            "bytes_written",
-        ] {
-            self.add(&format!("sluice_{key}_total"), String::new(), n(&p[key]));
-        }
-        if let Some(codes) = p["dead_lettered_by_code"].as_object() {
-            for (code, count) in codes {
-                self.add(
-                    "sluice_dead_lettered_total",
-                    format!("code=\"{}\"", escape(code)),
-                    n(count),
-                );
-            }
-        }
-        self.add(
-            "sluice_plugin_seconds_total",
-            String::new(),
-            n(&p["durations_ms"]["plugins"]) / 1000.0,
-        );
-        self.add(
-            "sluice_batch_seconds_total",
-            String::new(),
-            n(&p["durations_ms"]["total"]) / 1000.0,
-        );
-        self.set("sluice_last_batch_id", String::new(), n(&p["batch_id"]));
-        self.set("sluice_lag_records", String::new(), n(&p["lag"]));
-        if let Some(stages) = p["stages"].as_object() {
-            for (stage, s) in stages {
-                let labels = format!(
-                    "stage=\"{}\",digest=\"{}\"",
-                    escape(stage),
-                    escape(s["digest"].as_str().unwrap_or_default())
-                );
-                for key in ["events", "kept", "rejected", "failed", "rewritten", "calls"] {
-                    self.add(
-                        &format!("sluice_plugin_{key}_total"),
-                        labels.clone(),
-                        n(&s[key]),
-                    );
-                }
-                self.add(
-                    "sluice_plugin_stage_seconds_total",
-                    labels.clone(),
-                    n(&s["micros"]) / 1e6,
-                );
-                if let Some(verdicts) = s["verdicts"].as_object() {
-                    for (verdict, count) in verdicts {
-                        self.add(
-                            "sluice_plugin_verdicts_total",
-                            format!("{labels},verdict=\"{}\"", escape(verdict)),
-                            n(count),
-                        );
-                    }
-                }
-                let stage_label = format!("stage=\"{}\"", escape(stage));
-                for key in ["swaps", "rollbacks", "refused"] {
-                    self.set(
-                        &format!("sluice_plugin_{key}"),
-                        stage_label.clone(),
-                        n(&s[key]),
-                    );
-                }
-            }
-        }
-        let et = &p["event_time"];
-        if et.is_object() {
-            self.add("sluice_rows_late_total", String::new(), n(&et["rows_late"]));
-            self.add(
-                "sluice_rows_deduplicated_total",
-                String::new(),
-                n(&et["rows_deduplicated"]),
-            );
-            if let Some(w) = et["watermark"]
-                .as_str()
-                .and_then(|w| chrono::DateTime::parse_from_rfc3339(w).ok())
-            {
-                self.set(
-                    "sluice_watermark_seconds",
-                    String::new(),
-                    w.timestamp_micros() as f64 / 1e6,
-                );
-            }
-            if let Some(windows) = et["windows_emitted"].as_object() {
-                for (window, count) in windows {
-                    self.add(
-                        "sluice_windows_emitted_total",
-                        format!("window=\"{}\"", escape(window)),
-                        n(count),
-                    );
-                }
-            }
-            if let Some(state) = et["state"].as_object() {
-                for (operator, size) in state {
-                    let labels = format!("operator=\"{}\"", escape(operator));
-                    self.set("sluice_state_rows", labels.clone(), n(&size["rows"]));
-                    self.set("sluice_state_bytes", labels, n(&size["bytes"]));
-                }
-            }
-        }
-    }
-
-    fn render(&self) -> String {
-        let mut out = String::new();
-        let mut typed = std::collections::BTreeSet::new();
-        for (kind, map) in [("counter", &self.counters), ("gauge", &self.gauges)] {
-            for ((name, labels), value) in map {
-                if typed.insert(name.clone()) {
-                    let _ = writeln!(out, "# TYPE {name} {kind}");
-                }
-                if labels.is_empty() {
-                    let _ = writeln!(out, "{name} {value}");
-                } else {
-                    let _ = writeln!(out, "{name}{{{labels}}} {value}");
-                }
-            }
-        }
-        out
-    }
-}
-
-fn escape(label: &str) -> String {
-    label
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
 struct Shared {
     pipeline: String,
     token: Option<String>,
@@ -239,8 +59,8 @@ struct Shared {
     stages: Vec<(StageConfig, Samples)>,
     sender: Mutex<Sender<Found>>,
     uploads: Mutex<HashMap<String, Candidate>>,
-    recent: Mutex<VecDeque<Value>>,
-    metrics: Mutex<Metrics>,
+    recent: Mutex<VecDeque<Progress>>,
+    metrics: Metrics,
 }
 
 /// A running admin API. Feed it each batch's progress with [`Admin::record`].
@@ -288,6 +108,7 @@ impl Admin {
                 "admin API: no token configured ([admin] token or SLUICE_ADMIN_TOKEN): POST calls are refused"
             );
         }
+        let metrics = Metrics::new(stages.iter().map(|(s, _)| s.name.as_str()));
         let shared = Arc::new(Shared {
             pipeline: pipeline.to_string(),
             token,
@@ -298,7 +119,7 @@ impl Admin {
             sender: Mutex::new(sender),
             uploads: Mutex::new(HashMap::new()),
             recent: Mutex::new(VecDeque::new()),
-            metrics: Mutex::new(Metrics::default()),
+            metrics,
         });
         let serving = shared.clone();
         std::thread::Builder::new()
@@ -321,11 +142,11 @@ impl Admin {
         self.addr
     }
 
-    /// Records a batch's progress (a serialised [`crate::pipeline::progress::Progress`]).
-    pub fn record(&self, progress: Value) {
-        lock(&self.shared.metrics).record(&progress);
+    /// Records a committed batch's progress: the metrics count it, `GET /status` shows it.
+    pub fn record(&self, progress: &Progress) {
+        self.shared.metrics.record(progress);
         let mut recent = lock(&self.shared.recent);
-        recent.push_back(progress);
+        recent.push_back(progress.clone());
         while recent.len() > self.shared.recent_batches {
             recent.pop_front();
         }
@@ -337,6 +158,7 @@ struct Request {
     method: String,
     path: String,
     authorization: Option<String>,
+    accept: Option<String>,
     body: Vec<u8>,
 }
 
@@ -381,7 +203,7 @@ fn read_request(reader: &mut impl BufRead, max_upload: u64) -> Result<Request, R
         return Err(error(400, "bad request line"));
     };
     let (method, path) = (method.to_string(), path.to_string());
-    let (mut length, mut authorization) = (0u64, None);
+    let (mut length, mut authorization, mut accept) = (0u64, None, None);
     loop {
         read_line(&mut line)?;
         let header = line.trim_end();
@@ -397,6 +219,7 @@ fn read_request(reader: &mut impl BufRead, max_upload: u64) -> Result<Request, R
                         .map_err(|_| error(400, "bad Content-Length"))?;
                 }
                 "authorization" => authorization = Some(value.to_string()),
+                "accept" => accept = Some(value.to_string()),
                 _ => {}
             }
         }
@@ -415,6 +238,7 @@ fn read_request(reader: &mut impl BufRead, max_upload: u64) -> Result<Request, R
         method,
         path,
         authorization,
+        accept,
         body,
     })
 }
@@ -478,11 +302,13 @@ fn route(shared: &Shared, request: &Request, peer: SocketAddr) -> Response {
             200,
             json!({ "pipeline": shared.pipeline, "recent": *lock(&shared.recent) }),
         ),
-        ("GET", ["metrics"]) => (
-            200,
-            "text/plain; version=0.0.4",
-            lock(&shared.metrics).render().into_bytes(),
-        ),
+        ("GET", ["metrics"]) => {
+            let format = Format::accepted(request.accept.as_deref());
+            match shared.metrics.render(format) {
+                Ok(text) => (200, format.content_type(), text.into_bytes()),
+                Err(e) => error(500, format!("cannot render the metrics: {e}")),
+            }
+        }
         ("GET", ["stages"]) => json_response(200, stages(shared)),
         ("POST", ["stages", name, action]) => {
             let what = format!("{} {}", request.method, request.path);
@@ -519,7 +345,8 @@ fn route(shared: &Shared, request: &Request, peer: SocketAddr) -> Response {
 }
 
 fn stages(shared: &Shared) -> Value {
-    let latest = lock(&shared.recent).back().cloned().unwrap_or(Value::Null);
+    let recent = lock(&shared.recent);
+    let latest = recent.back();
     let uploads = lock(&shared.uploads);
     let list: Vec<Value> = shared
         .stages
@@ -538,7 +365,7 @@ fn stages(shared: &Shared) -> Value {
                 "name": s.name,
                 "file": s.plugin.display().to_string(),
                 "watch": s.watch,
-                "active": latest["stages"][&s.name],
+                "active": latest.and_then(|p| p.stages.get(&s.name)),
                 "uploads": waiting,
             })
         })
@@ -630,17 +457,8 @@ fn activate(shared: &Shared, stage: usize, body: &[u8]) -> Response {
 }
 
 #[cfg(test)]
-mod tests {
+mod http_tests {
     use super::*;
-
-    #[test]
-    fn it_listens_on_loopback_unless_told_otherwise() {
-        let config: AdminConfig = toml::from_str("").unwrap();
-        assert_eq!(config.listen, "127.0.0.1:9464");
-        assert_eq!(config.token, None);
-        assert_eq!(config.max_upload, ByteSize::mib(32));
-        assert!(toml::from_str::<AdminConfig>("port = 1").is_err());
-    }
 
     #[test]
     fn requests_are_parsed_and_bounded() {
@@ -655,38 +473,5 @@ mod tests {
         let too_big = read_request(&mut &raw[..], 2).err().unwrap();
         assert_eq!(too_big.0, 413);
         assert_eq!(read_request(&mut &b""[..], 2).err().unwrap().0, 400);
-    }
-
-    #[test]
-    fn metrics_render_in_prometheus_text() {
-        let mut m = Metrics::default();
-        let p = json!({
-            "batch_id": 3, "input_rows": 10, "rows_written": 8, "rows_dead_lettered": 2,
-            "bytes_written": 100, "lag": 0, "dead_lettered_by_code": {"bad \"x\"": 2},
-            "durations_ms": {"plugins": 500, "total": 1000},
-            "stages": {"rules": {"digest": "ab", "events": 10, "kept": 8, "rejected": 2, "failed": 0, "swaps": 1, "rollbacks": 0, "refused": 0}}
-        });
-        m.record(&p);
-        m.record(&p);
-        let text = m.render();
-        assert!(
-            text.contains("# TYPE sluice_batches_total counter\nsluice_batches_total 2\n"),
-            "{text}"
-        );
-        assert!(
-            text.contains("sluice_dead_lettered_total{code=\"bad \\\"x\\\"\"} 4"),
-            "{text}"
-        );
-        assert!(
-            text.contains("sluice_plugin_rejected_total{stage=\"rules\",digest=\"ab\"} 4"),
-            "{text}"
-        );
-        assert!(
-            text.contains(
-                "# TYPE sluice_plugin_swaps gauge\nsluice_plugin_swaps{stage=\"rules\"} 1"
-            ),
-            "{text}"
-        );
-        assert!(text.contains("sluice_plugin_seconds_total 1"), "{text}");
     }
 }

@@ -783,10 +783,8 @@ impl Pipeline {
             event_time: event_progress,
         };
         progress.log();
-        if let Some(admin) = &self.admin
-            && let Ok(value) = serde_json::to_value(&progress)
-        {
-            admin.record(value);
+        if let Some(admin) = &self.admin {
+            admin.record(&progress);
         }
         Ok(())
     }

@@ -529,9 +529,15 @@ fn the_admin_api_swaps_rolls_back_reports_and_wants_its_token() {
         "{metrics}"
     );
     assert!(
-        metrics.contains("sluice_plugin_rollbacks{stage=\"rules\"} 1"),
+        metrics.contains("sluice_plugin_rollbacks_total{stage=\"rules\"} 1"),
         "{metrics}"
     );
+    let committed = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("sluice_last_commit_timestamp_seconds "))
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or_default();
+    assert!(committed > 1.7e9, "the last commit's time: {metrics}");
     for family in [
         "sluice_plugin_calls_total",
         "sluice_plugin_stage_seconds_total",
