@@ -362,7 +362,9 @@ fn http(
     head.push_str("\r\n");
     stream.write_all(head.as_bytes()).unwrap();
     if length.is_none() {
-        stream.write_all(body).unwrap();
+        // The server may answer (401, 413) without reading the body, and close: the answer
+        // is still there to read.
+        let _ = stream.write_all(body);
     }
     let mut response = String::new();
     let _ = stream.read_to_string(&mut response);
