@@ -2,6 +2,7 @@
 //! (before the body is read), the audit log, and the body limit.
 
 use std::collections::VecDeque;
+use std::collections::hash_map::Entry;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
@@ -335,17 +336,9 @@ fn activate(shared: &Shared, stage: usize, body: &[u8]) -> Response {
             "the body must be {\"digest\": \"<sha256 of an upload>\"}",
         );
     };
-    let mut uploads = lock(&shared.uploads);
-    let mut candidate = match uploads.remove(&digest) {
-        Some(c) if c.stage == stage => c,
-        Some(other) => {
-            uploads.insert(digest.clone(), other);
-            return error(
-                StatusCode::NOT_FOUND,
-                format!("no checked upload {digest} for this stage"),
-            );
-        }
-        None => {
+    let mut candidate = match lock(&shared.uploads).entry(digest.clone()) {
+        Entry::Occupied(upload) if upload.get().stage == stage => upload.remove(),
+        _ => {
             return error(
                 StatusCode::NOT_FOUND,
                 format!("no checked upload {digest} for this stage"),

@@ -337,3 +337,18 @@ fn status_stages_and_metrics_show_the_recorded_progress() {
     let after = call(&admin, "GET", "/metrics", "", "").body;
     assert!(after.contains("sluice_batches_total 2\n"), "{after}");
 }
+
+#[test]
+fn dropping_the_admin_api_stops_it() {
+    let (admin, _found) = start("s3cret", "1KiB", 20);
+    let addr = admin.addr();
+    drop(admin);
+    let started = Instant::now();
+    while TcpStream::connect(addr).is_ok() {
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "still listening"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
