@@ -5,7 +5,7 @@
 //! |---|---|
 //! | `GET /healthz` | `ok` while the pipeline runs |
 //! | `GET /status` | the last batches' progress, as JSON |
-//! | `GET /metrics` | counters and gauges in Prometheus text format |
+//! | `GET /metrics` | counters, gauges and a histogram in the OpenMetrics text format |
 //! | `GET /stages` | each stage, its active version, and checked uploads waiting |
 //! | `POST /stages/{name}/modules` | upload a module (the body); it is checked at once |
 //! | `POST /stages/{name}/activate` | `{"digest": ".."}`: activate an upload at the next batch |
@@ -14,239 +14,76 @@
 //!
 //! The API listens on loopback unless told otherwise. `POST` calls need
 //! `Authorization: Bearer <token>` with the configured token; without a configured token
-//! they are refused. Uploads are limited in size. Every call that changes something, or
-//! that is refused for want of the token, is logged under the `sluice::audit` target with
-//! the caller's address, what and when.
+//! they are refused. The token is checked before the body is read, and a body larger than
+//! `max-upload` is refused with 413 before it is read when its length is announced, or as
+//! soon as it passes the limit otherwise. Every `POST`, whether it changes something or is
+//! refused, is logged under the `sluice::audit` target with the caller's address, the call
+//! and its result.
+//!
+//! The files: [`config`] (the `[admin]` section), `server` (a tokio runtime of its own, one
+//! task per connection, so an idle client holds up no one), `routes` (the calls, the token
+//! check, the body limit and the audit log), `metrics` (the Prometheus families, fed from
+//! each batch's [`Progress`]).
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::fmt::Write as _;
-use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+mod config;
+mod metrics;
+mod routes;
+mod server;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{HashMap, VecDeque};
+use std::net::{SocketAddr, TcpListener};
 use std::sync::mpsc::Sender;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use serde::Deserialize;
-use serde_json::{Value, json};
-
+pub use self::config::AdminConfig;
+use self::metrics::Metrics;
+use crate::pipeline::progress::Progress;
 use crate::udf::Runtime;
 use crate::udf::config::StageConfig;
-use crate::udf::swap::{self, Candidate, Found, Samples};
-use crate::units::ByteSize;
-
-/// The `[admin]` section.
-///
-/// ```toml
-/// [admin]
-/// listen = "127.0.0.1:9464"
-/// token = "${SLUICE_ADMIN_TOKEN}"
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-pub struct AdminConfig {
-    /// Address and port to listen on. Loopback by default: expose it on purpose.
-    #[serde(default = "default_listen")]
-    pub listen: String,
-    /// Bearer token that `POST` calls must send. Default: the `SLUICE_ADMIN_TOKEN`
-    /// environment variable. With neither, `POST` calls are refused.
-    #[serde(default)]
-    pub token: Option<String>,
-    /// Largest module upload, e.g. `"32MiB"`.
-    #[serde(default = "default_max_upload")]
-    pub max_upload: ByteSize,
-    /// Batches whose progress `GET /status` returns.
-    #[serde(default = "default_recent")]
-    pub recent_batches: usize,
-}
-
-fn default_listen() -> String {
-    "127.0.0.1:9464".into()
-}
-
-const fn default_max_upload() -> ByteSize {
-    ByteSize::mib(32)
-}
-
-const fn default_recent() -> usize {
-    20
-}
+use crate::udf::swap::{Candidate, Found, Samples};
 
 /// The admin API could not start.
 #[derive(Debug, thiserror::Error)]
-#[error("admin API: cannot listen on {listen}: {error}")]
-pub struct AdminError {
-    /// The address.
-    pub listen: String,
-    /// Why.
-    pub error: std::io::Error,
+pub enum AdminError {
+    /// The address could not be listened on.
+    #[error("admin API: cannot listen on {listen}: {error}")]
+    Listen {
+        /// The address.
+        listen: String,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// The API's threads could not start.
+    #[error("admin API: cannot start its threads: {error}")]
+    Threads {
+        /// Why.
+        error: std::io::Error,
+    },
 }
 
-/// Counters built from the progress of every batch.
-#[derive(Debug, Default)]
-struct Metrics {
-    counters: BTreeMap<(String, String), f64>,
-    gauges: BTreeMap<(String, String), f64>,
-}
-
-impl Metrics {
-    fn add(&mut self, name: &str, labels: String, by: f64) {
-        *self.counters.entry((name.into(), labels)).or_default() += by;
-    }
-
-    fn set(&mut self, name: &str, labels: String, to: f64) {
-        self.gauges.insert((name.into(), labels), to);
-    }
-
-    fn record(&mut self, p: &Value) {
-        let n = |v: &Value| v.as_f64().unwrap_or(0.0);
-        self.add("sluice_batches_total", String::new(), 1.0);
-        for key in [
-            "input_rows",
-            "rows_written",
-            "rows_dead_lettered",
-            "bytes_written",
-        ] {
-            self.add(&format!("sluice_{key}_total"), String::new(), n(&p[key]));
-        }
-        if let Some(codes) = p["dead_lettered_by_code"].as_object() {
-            for (code, count) in codes {
-                self.add(
-                    "sluice_dead_lettered_total",
-                    format!("code=\"{}\"", escape(code)),
-                    n(count),
-                );
-            }
-        }
-        self.add(
-            "sluice_plugin_seconds_total",
-            String::new(),
-            n(&p["durations_ms"]["plugins"]) / 1000.0,
-        );
-        self.add(
-            "sluice_batch_seconds_total",
-            String::new(),
-            n(&p["durations_ms"]["total"]) / 1000.0,
-        );
-        self.set("sluice_last_batch_id", String::new(), n(&p["batch_id"]));
-        self.set("sluice_lag_records", String::new(), n(&p["lag"]));
-        if let Some(stages) = p["stages"].as_object() {
-            for (stage, s) in stages {
-                let labels = format!(
-                    "stage=\"{}\",digest=\"{}\"",
-                    escape(stage),
-                    escape(s["digest"].as_str().unwrap_or_default())
-                );
-                for key in ["events", "kept", "rejected", "failed", "rewritten", "calls"] {
-                    self.add(
-                        &format!("sluice_plugin_{key}_total"),
-                        labels.clone(),
-                        n(&s[key]),
-                    );
-                }
-                self.add(
-                    "sluice_plugin_stage_seconds_total",
-                    labels.clone(),
-                    n(&s["micros"]) / 1e6,
-                );
-                if let Some(verdicts) = s["verdicts"].as_object() {
-                    for (verdict, count) in verdicts {
-                        self.add(
-                            "sluice_plugin_verdicts_total",
-                            format!("{labels},verdict=\"{}\"", escape(verdict)),
-                            n(count),
-                        );
-                    }
-                }
-                let stage_label = format!("stage=\"{}\"", escape(stage));
-                for key in ["swaps", "rollbacks", "refused"] {
-                    self.set(
-                        &format!("sluice_plugin_{key}"),
-                        stage_label.clone(),
-                        n(&s[key]),
-                    );
-                }
-            }
-        }
-        let et = &p["event_time"];
-        if et.is_object() {
-            self.add("sluice_rows_late_total", String::new(), n(&et["rows_late"]));
-            self.add(
-                "sluice_rows_deduplicated_total",
-                String::new(),
-                n(&et["rows_deduplicated"]),
-            );
-            if let Some(w) = et["watermark"]
-                .as_str()
-                .and_then(|w| chrono::DateTime::parse_from_rfc3339(w).ok())
-            {
-                self.set(
-                    "sluice_watermark_seconds",
-                    String::new(),
-                    w.timestamp_micros() as f64 / 1e6,
-                );
-            }
-            if let Some(windows) = et["windows_emitted"].as_object() {
-                for (window, count) in windows {
-                    self.add(
-                        "sluice_windows_emitted_total",
-                        format!("window=\"{}\"", escape(window)),
-                        n(count),
-                    );
-                }
-            }
-            if let Some(state) = et["state"].as_object() {
-                for (operator, size) in state {
-                    let labels = format!("operator=\"{}\"", escape(operator));
-                    self.set("sluice_state_rows", labels.clone(), n(&size["rows"]));
-                    self.set("sluice_state_bytes", labels, n(&size["bytes"]));
-                }
-            }
-        }
-    }
-
-    fn render(&self) -> String {
-        let mut out = String::new();
-        let mut typed = std::collections::BTreeSet::new();
-        for (kind, map) in [("counter", &self.counters), ("gauge", &self.gauges)] {
-            for ((name, labels), value) in map {
-                if typed.insert(name.clone()) {
-                    let _ = writeln!(out, "# TYPE {name} {kind}");
-                }
-                if labels.is_empty() {
-                    let _ = writeln!(out, "{name} {value}");
-                } else {
-                    let _ = writeln!(out, "{name}{{{labels}}} {value}");
-                }
-            }
-        }
-        out
-    }
-}
-
-fn escape(label: &str) -> String {
-    label
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
+/// What the routes share: the configuration, the stages, the uploads waiting, the recent
+/// progress and the metrics.
 struct Shared {
     pipeline: String,
     token: Option<String>,
-    max_upload: u64,
+    max_upload: usize,
     recent_batches: usize,
     runtime: Runtime,
     stages: Vec<(StageConfig, Samples)>,
-    sender: Mutex<Sender<Found>>,
+    sender: Sender<Found>,
     uploads: Mutex<HashMap<String, Candidate>>,
-    recent: Mutex<VecDeque<Value>>,
-    metrics: Mutex<Metrics>,
+    recent: Mutex<VecDeque<Progress>>,
+    metrics: Metrics,
 }
 
-/// A running admin API. Feed it each batch's progress with [`Admin::record`].
+/// A running admin API. Feed it each batch's progress with [`Admin::record`]. Dropping it
+/// stops the server.
 pub struct Admin {
     shared: Arc<Shared>,
     addr: SocketAddr,
+    _server: server::Server,
 }
 
 impl std::fmt::Debug for Admin {
@@ -257,7 +94,7 @@ impl std::fmt::Debug for Admin {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -272,12 +109,12 @@ impl Admin {
         stages: Vec<(StageConfig, Samples)>,
         sender: Sender<Found>,
     ) -> Result<Admin, AdminError> {
-        let error = |error| AdminError {
+        let listen = |error| AdminError::Listen {
             listen: config.listen.clone(),
             error,
         };
-        let listener = TcpListener::bind(&config.listen).map_err(error)?;
-        let addr = listener.local_addr().map_err(error)?;
+        let listener = TcpListener::bind(&config.listen).map_err(listen)?;
+        let addr = listener.local_addr().map_err(listen)?;
         let token = config
             .token
             .clone()
@@ -288,32 +125,27 @@ impl Admin {
                 "admin API: no token configured ([admin] token or SLUICE_ADMIN_TOKEN): POST calls are refused"
             );
         }
+        let metrics = Metrics::new(stages.iter().map(|(s, _)| s.name.as_str()));
         let shared = Arc::new(Shared {
             pipeline: pipeline.to_string(),
             token,
-            max_upload: config.max_upload.0,
+            max_upload: usize::try_from(config.max_upload.0).unwrap_or(usize::MAX),
             recent_batches: config.recent_batches.max(1),
             runtime,
             stages,
-            sender: Mutex::new(sender),
+            sender,
             uploads: Mutex::new(HashMap::new()),
             recent: Mutex::new(VecDeque::new()),
-            metrics: Mutex::new(Metrics::default()),
+            metrics,
         });
-        let serving = shared.clone();
-        std::thread::Builder::new()
-            .name("sluice-admin".into())
-            .spawn(move || {
-                for stream in listener.incoming().flatten() {
-                    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
-                    if let Err(error) = serve(&serving, stream) {
-                        tracing::debug!(%error, "admin API: connection failed");
-                    }
-                }
-            })
-            .map_err(error)?;
+        let server = server::Server::start(listener, routes::router(shared.clone()))
+            .map_err(|error| AdminError::Threads { error })?;
         tracing::info!(%addr, "admin API listening");
-        Ok(Admin { shared, addr })
+        Ok(Admin {
+            shared,
+            addr,
+            _server: server,
+        })
     }
 
     /// The address it listens on.
@@ -321,372 +153,13 @@ impl Admin {
         self.addr
     }
 
-    /// Records a batch's progress (a serialised [`crate::pipeline::progress::Progress`]).
-    pub fn record(&self, progress: Value) {
-        lock(&self.shared.metrics).record(&progress);
+    /// Records a committed batch's progress: the metrics count it, `GET /status` shows it.
+    pub fn record(&self, progress: &Progress) {
+        self.shared.metrics.record(progress);
         let mut recent = lock(&self.shared.recent);
-        recent.push_back(progress);
+        recent.push_back(progress.clone());
         while recent.len() > self.shared.recent_batches {
             recent.pop_front();
         }
-    }
-}
-
-/// A parsed request.
-struct Request {
-    method: String,
-    path: String,
-    authorization: Option<String>,
-    body: Vec<u8>,
-}
-
-/// A response: status, content type, body.
-type Response = (u16, &'static str, Vec<u8>);
-
-fn json_response(status: u16, value: Value) -> Response {
-    (status, "application/json", value.to_string().into_bytes())
-}
-
-fn error(status: u16, message: impl Into<String>) -> Response {
-    json_response(status, json!({ "error": message.into() }))
-}
-
-fn serve(shared: &Shared, stream: TcpStream) -> std::io::Result<()> {
-    let peer = stream.peer_addr()?;
-    let mut reader = BufReader::new(stream.try_clone()?);
-    let response = match read_request(&mut reader, shared.max_upload) {
-        Ok(request) => route(shared, &request, peer),
-        Err(response) => response,
-    };
-    write_response(stream, response)
-}
-
-fn read_request(reader: &mut impl BufRead, max_upload: u64) -> Result<Request, Response> {
-    let mut line = String::new();
-    let mut head = 0usize;
-    let mut read_line = |line: &mut String| -> Result<(), Response> {
-        line.clear();
-        let n = reader
-            .read_line(line)
-            .map_err(|e| error(400, format!("cannot read the request: {e}")))?;
-        head += n;
-        if n == 0 || head > 64 * 1024 {
-            return Err(error(400, "request head missing or too long"));
-        }
-        Ok(())
-    };
-    read_line(&mut line)?;
-    let mut parts = line.split_whitespace();
-    let (Some(method), Some(path)) = (parts.next(), parts.next()) else {
-        return Err(error(400, "bad request line"));
-    };
-    let (method, path) = (method.to_string(), path.to_string());
-    let (mut length, mut authorization) = (0u64, None);
-    loop {
-        read_line(&mut line)?;
-        let header = line.trim_end();
-        if header.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = header.split_once(':') {
-            let value = value.trim();
-            match name.trim().to_ascii_lowercase().as_str() {
-                "content-length" => {
-                    length = value
-                        .parse()
-                        .map_err(|_| error(400, "bad Content-Length"))?;
-                }
-                "authorization" => authorization = Some(value.to_string()),
-                _ => {}
-            }
-        }
-    }
-    if length > max_upload {
-        return Err(error(
-            413,
-            format!("the body is {length} bytes; the limit is {max_upload} ([admin] max-upload)"),
-        ));
-    }
-    let mut body = vec![0; length as usize];
-    reader
-        .read_exact(&mut body)
-        .map_err(|e| error(400, format!("cannot read the body: {e}")))?;
-    Ok(Request {
-        method,
-        path,
-        authorization,
-        body,
-    })
-}
-
-fn write_response(mut stream: TcpStream, (status, kind, body): Response) -> std::io::Result<()> {
-    let reason = match status {
-        200 => "OK",
-        201 => "Created",
-        202 => "Accepted",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        413 => "Payload Too Large",
-        422 => "Unprocessable Entity",
-        503 => "Service Unavailable",
-        _ => "Error",
-    };
-    write!(
-        stream,
-        "HTTP/1.1 {status} {reason}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    )?;
-    stream.write_all(&body)?;
-    stream.flush()
-}
-
-/// Constant-time comparison of the presented token with the configured one.
-fn authorized(shared: &Shared, request: &Request) -> Result<(), Response> {
-    let Some(token) = &shared.token else {
-        return Err(error(
-            403,
-            "changes are disabled: configure [admin] token or SLUICE_ADMIN_TOKEN",
-        ));
-    };
-    let presented = request
-        .authorization
-        .as_deref()
-        .and_then(|a| a.strip_prefix("Bearer "))
-        .unwrap_or_default();
-    let same = presented.len() == token.len()
-        && presented
-            .bytes()
-            .zip(token.bytes())
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0;
-    if same {
-        Ok(())
-    } else {
-        Err(error(401, "a valid bearer token is required"))
-    }
-}
-
-fn route(shared: &Shared, request: &Request, peer: SocketAddr) -> Response {
-    let path = request.path.split('?').next().unwrap_or_default();
-    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
-    match (request.method.as_str(), segments.as_slice()) {
-        ("GET", ["healthz"]) => (200, "text/plain", b"ok\n".to_vec()),
-        ("GET", ["status"]) => json_response(
-            200,
-            json!({ "pipeline": shared.pipeline, "recent": *lock(&shared.recent) }),
-        ),
-        ("GET", ["metrics"]) => (
-            200,
-            "text/plain; version=0.0.4",
-            lock(&shared.metrics).render().into_bytes(),
-        ),
-        ("GET", ["stages"]) => json_response(200, stages(shared)),
-        ("POST", ["stages", name, action]) => {
-            let what = format!("{} {}", request.method, request.path);
-            if let Err(refused) = authorized(shared, request) {
-                tracing::warn!(target: "sluice::audit", %peer, %what, status = refused.0, "refused: no valid token");
-                return refused;
-            }
-            let Some(stage) = shared.stages.iter().position(|(s, _)| s.name == *name) else {
-                return error(404, format!("no stage named `{name}`"));
-            };
-            let response = match *action {
-                "modules" => upload(shared, stage, &request.body),
-                "activate" => activate(shared, stage, &request.body),
-                "shadow" => shadow(shared, stage, &request.body),
-                "rollback" => {
-                    let sent = lock(&shared.sender).send(Found::Rollback {
-                        stage,
-                        reason: format!("requested by {peer} over the admin API"),
-                    });
-                    match sent {
-                        Ok(()) => json_response(202, json!({ "rollback": "at the next batch" })),
-                        Err(_) => error(503, "the pipeline is stopping"),
-                    }
-                }
-                _ => error(404, format!("unknown action `{action}`")),
-            };
-            let body = String::from_utf8_lossy(&response.2);
-            tracing::info!(target: "sluice::audit", %peer, %what, status = response.0, result = %body, "admin change");
-            response
-        }
-        (_, ["healthz" | "status" | "metrics" | "stages"]) => error(405, "method not allowed"),
-        _ => error(404, "not found"),
-    }
-}
-
-fn stages(shared: &Shared) -> Value {
-    let latest = lock(&shared.recent).back().cloned().unwrap_or(Value::Null);
-    let uploads = lock(&shared.uploads);
-    let list: Vec<Value> = shared
-        .stages
-        .iter()
-        .enumerate()
-        .map(|(i, (s, _))| {
-            let waiting: Vec<Value> = uploads
-                .iter()
-                .filter(|(_, c)| c.stage == i)
-                .map(|(digest, c)| {
-                    let (plugin, version) = c.plugin.declared();
-                    json!({ "digest": digest, "plugin": plugin, "version": version })
-                })
-                .collect();
-            json!({
-                "name": s.name,
-                "file": s.plugin.display().to_string(),
-                "watch": s.watch,
-                "active": latest["stages"][&s.name],
-                "uploads": waiting,
-            })
-        })
-        .collect();
-    json!({ "stages": list })
-}
-
-fn upload(shared: &Shared, stage: usize, body: &[u8]) -> Response {
-    let (config, samples) = &shared.stages[stage];
-    let started = Instant::now();
-    match swap::prepare(&shared.runtime, config, body, samples) {
-        Ok(plugin) => {
-            let digest = plugin.digest().to_string();
-            let (name, version) = plugin.declared();
-            lock(&shared.uploads).insert(
-                digest.clone(),
-                Candidate {
-                    stage,
-                    plugin,
-                    detected: started,
-                    prepared_in: started.elapsed(),
-                },
-            );
-            json_response(
-                201,
-                json!({ "digest": digest, "plugin": name, "version": version, "checked": true }),
-            )
-        }
-        Err(reason) => error(422, format!("refused: {reason}")),
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Activate {
-    digest: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Shadow {
-    digest: Option<String>,
-}
-
-fn shadow(shared: &Shared, stage: usize, body: &[u8]) -> Response {
-    let Ok(Shadow { digest }) = serde_json::from_slice(body) else {
-        return error(
-            400,
-            "the body must be {\"digest\": \"<sha256 of an upload>\"} or {\"digest\": null}",
-        );
-    };
-    let plugin = match &digest {
-        Some(d) => match lock(&shared.uploads).get(d) {
-            Some(c) if c.stage == stage => Some(c.plugin.clone()),
-            _ => return error(404, format!("no checked upload {d} for this stage")),
-        },
-        None => None,
-    };
-    match lock(&shared.sender).send(Found::Shadow { stage, plugin }) {
-        Ok(()) => json_response(
-            202,
-            json!({ "shadow": digest, "when": "at the next batch" }),
-        ),
-        Err(_) => error(503, "the pipeline is stopping"),
-    }
-}
-
-fn activate(shared: &Shared, stage: usize, body: &[u8]) -> Response {
-    let Ok(Activate { digest }) = serde_json::from_slice(body) else {
-        return error(
-            400,
-            "the body must be {\"digest\": \"<sha256 of an upload>\"}",
-        );
-    };
-    let mut uploads = lock(&shared.uploads);
-    match uploads.get(&digest) {
-        Some(c) if c.stage == stage => {}
-        _ => return error(404, format!("no checked upload {digest} for this stage")),
-    }
-    let mut candidate = uploads.remove(&digest).expect("checked above");
-    candidate.detected = Instant::now();
-    match lock(&shared.sender).send(Found::Ready(candidate)) {
-        Ok(()) => json_response(
-            202,
-            json!({ "activate": digest, "when": "at the next batch" }),
-        ),
-        Err(_) => error(503, "the pipeline is stopping"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn it_listens_on_loopback_unless_told_otherwise() {
-        let config: AdminConfig = toml::from_str("").unwrap();
-        assert_eq!(config.listen, "127.0.0.1:9464");
-        assert_eq!(config.token, None);
-        assert_eq!(config.max_upload, ByteSize::mib(32));
-        assert!(toml::from_str::<AdminConfig>("port = 1").is_err());
-    }
-
-    #[test]
-    fn requests_are_parsed_and_bounded() {
-        let raw = b"POST /stages/rules/modules HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nAuthorization: Bearer t\r\n\r\nabc";
-        let r = read_request(&mut &raw[..], 10).unwrap_or_else(|_| panic!("parses"));
-        assert_eq!(
-            (r.method.as_str(), r.path.as_str()),
-            ("POST", "/stages/rules/modules")
-        );
-        assert_eq!(r.authorization.as_deref(), Some("Bearer t"));
-        assert_eq!(r.body, b"abc");
-        let too_big = read_request(&mut &raw[..], 2).err().unwrap();
-        assert_eq!(too_big.0, 413);
-        assert_eq!(read_request(&mut &b""[..], 2).err().unwrap().0, 400);
-    }
-
-    #[test]
-    fn metrics_render_in_prometheus_text() {
-        let mut m = Metrics::default();
-        let p = json!({
-            "batch_id": 3, "input_rows": 10, "rows_written": 8, "rows_dead_lettered": 2,
-            "bytes_written": 100, "lag": 0, "dead_lettered_by_code": {"bad \"x\"": 2},
-            "durations_ms": {"plugins": 500, "total": 1000},
-            "stages": {"rules": {"digest": "ab", "events": 10, "kept": 8, "rejected": 2, "failed": 0, "swaps": 1, "rollbacks": 0, "refused": 0}}
-        });
-        m.record(&p);
-        m.record(&p);
-        let text = m.render();
-        assert!(
-            text.contains("# TYPE sluice_batches_total counter\nsluice_batches_total 2\n"),
-            "{text}"
-        );
-        assert!(
-            text.contains("sluice_dead_lettered_total{code=\"bad \\\"x\\\"\"} 4"),
-            "{text}"
-        );
-        assert!(
-            text.contains("sluice_plugin_rejected_total{stage=\"rules\",digest=\"ab\"} 4"),
-            "{text}"
-        );
-        assert!(
-            text.contains(
-                "# TYPE sluice_plugin_swaps gauge\nsluice_plugin_swaps{stage=\"rules\"} 1"
-            ),
-            "{text}"
-        );
-        assert!(text.contains("sluice_plugin_seconds_total 1"), "{text}");
     }
 }

@@ -3,10 +3,13 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use chrono::{DateTime, Utc};
+use serde::{Serialize, Serializer};
 
 use super::stages::StageProgress;
 use crate::event_time::StateSize;
+use crate::event_time::extract::format_micros;
+use crate::units::Micros;
 
 /// Milliseconds spent in each phase of a batch.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -17,7 +20,8 @@ pub struct Durations {
     pub plugins: u64,
     /// Encoding to Arrow (the slowest thread).
     pub encode: u64,
-    /// Sending dead letters and waiting for their acknowledgement.
+    /// Sending to the output topics (dead letters, late data, window results) and waiting
+    /// for their acknowledgement.
     pub dead_letter: u64,
     /// Writing Parquet files (and, beside them, the event-time state file).
     pub write: u64,
@@ -27,6 +31,33 @@ pub struct Durations {
     pub commit: u64,
     /// The whole batch.
     pub total: u64,
+}
+
+impl Durations {
+    /// The phases' names, as in the JSON (not `total`).
+    pub const PHASES: [&'static str; 7] = [
+        "poll",
+        "plugins",
+        "encode",
+        "dead_letter",
+        "write",
+        "state",
+        "commit",
+    ];
+
+    /// Each phase's name and milliseconds (not `total`).
+    pub fn phases(&self) -> impl Iterator<Item = (&'static str, u64)> {
+        let ms = [
+            self.poll,
+            self.plugins,
+            self.encode,
+            self.dead_letter,
+            self.write,
+            self.state,
+            self.commit,
+        ];
+        Self::PHASES.into_iter().zip(ms)
+    }
 }
 
 /// What one batch did.
@@ -40,6 +71,9 @@ pub struct Progress {
     pub commit_id: String,
     /// The table.
     pub table: String,
+    /// Wall-clock time of the table commit; serialised as RFC 3339 in UTC.
+    #[serde(serialize_with = "rfc3339")]
+    pub committed_at: DateTime<Utc>,
     /// Records read.
     pub input_rows: u64,
     /// Rows appended to the table.
@@ -75,8 +109,9 @@ pub struct Progress {
 /// `stateOperators`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct EventTimeProgress {
-    /// The watermark after the batch, RFC 3339.
-    pub watermark: Option<String>,
+    /// The watermark after the batch; serialised as RFC 3339.
+    #[serde(serialize_with = "rfc3339_micros")]
+    pub watermark: Option<Micros>,
     /// Events behind the watermark (Spark's `numRowsDroppedByWatermark`), wherever
     /// `event-time.late` sent them.
     pub rows_late: u64,
@@ -88,6 +123,17 @@ pub struct EventTimeProgress {
     pub state: BTreeMap<String, StateSize>,
     /// Size of the saved state file.
     pub state_file_bytes: u64,
+}
+
+fn rfc3339<S: Serializer>(time: &DateTime<Utc>, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&format_micros(Micros(time.timestamp_micros())))
+}
+
+fn rfc3339_micros<S: Serializer>(time: &Option<Micros>, serializer: S) -> Result<S::Ok, S::Error> {
+    match time {
+        Some(t) => serializer.serialize_some(&format_micros(*t)),
+        None => serializer.serialize_none(),
+    }
 }
 
 impl Progress {

@@ -10,7 +10,6 @@ use super::progress::{Durations, EventTimeProgress, Progress};
 use super::read::Input;
 use super::route::Prepared;
 use super::{Pipeline, RunSummary};
-use crate::event_time::extract::format_micros;
 
 impl Pipeline {
     /// Reports a committed batch.
@@ -24,10 +23,8 @@ impl Pipeline {
         let progress = self.progress(input, stats, prepared, committed);
         self.summary.add(&progress);
         progress.log();
-        if let Some(admin) = &self.admin
-            && let Ok(value) = serde_json::to_value(&progress)
-        {
-            admin.record(value);
+        if let Some(admin) = &self.admin {
+            admin.record(&progress);
         }
     }
 
@@ -52,6 +49,7 @@ impl Pipeline {
             batch_id: prepared.mark.batch_id,
             commit_id: prepared.mark.commit_id(),
             table: self.outputs.table().table().name(),
+            committed_at: chrono::Utc::now(),
             input_rows,
             rows_written: committed.table.records,
             rows_dead_lettered: prepared.results.dead.len() as u64,
@@ -88,7 +86,7 @@ impl Pipeline {
         let (et, counts) = (self.event_time.as_ref()?, prepared.event_time?);
         let windows = self.config.windows.iter().zip(&prepared.results.windows);
         Some(EventTimeProgress {
-            watermark: counts.watermark.map(format_micros),
+            watermark: counts.watermark,
             rows_late: counts.late,
             rows_deduplicated: counts.duplicates,
             windows_emitted: windows

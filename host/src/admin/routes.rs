@@ -1,0 +1,356 @@
+//! The calls of the admin API, and what stands before the `POST` calls: the token check
+//! (before the body is read), the audit log, and the body limit.
+
+use std::collections::VecDeque;
+use std::collections::hash_map::Entry;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, FromRequest, Path, Request, State};
+use axum::http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use tower_http::limit::RequestBodyLimitLayer;
+
+use super::metrics::Format;
+use super::{Shared, lock};
+use crate::pipeline::progress::Progress;
+use crate::udf::swap::{self, Candidate, Found};
+
+/// The caller's address, put in each request's extensions by the server.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Peer(pub(super) SocketAddr);
+
+/// Largest answer body written to the audit log.
+const AUDITED_ANSWER: usize = 64 * 1024;
+
+/// The routes. On `POST`, from the outside in: the token check and the audit log, then the
+/// body limit (an announced length over it is refused before the body is read).
+pub(super) fn router(shared: Arc<Shared>) -> Router {
+    let limit = shared.max_upload;
+    let changes = Router::new()
+        .route("/stages/{name}/{action}", post(change))
+        .layer(DefaultBodyLimit::max(limit))
+        .layer(RequestBodyLimitLayer::new(limit))
+        .layer(middleware::map_response_with_state(
+            shared.clone(),
+            too_large,
+        ))
+        .route_layer(middleware::from_fn_with_state(shared.clone(), audit));
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/status", get(status))
+        .route("/metrics", get(metrics))
+        .route("/stages", get(stages))
+        .merge(changes)
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(shared)
+}
+
+fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
+    (
+        status,
+        [(CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        body,
+    )
+        .into_response()
+}
+
+fn json(status: StatusCode, value: &impl Serialize) -> Response {
+    match serde_json::to_vec(value) {
+        Ok(body) => json_response(status, body),
+        Err(e) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("cannot serialise: {e}"),
+        ),
+    }
+}
+
+fn error(status: StatusCode, message: impl Into<String>) -> Response {
+    json(status, &json!({ "error": message.into() }))
+}
+
+async fn not_found() -> Response {
+    error(StatusCode::NOT_FOUND, "not found")
+}
+
+async fn method_not_allowed() -> Response {
+    error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed")
+}
+
+fn peer_of(request: &Request) -> String {
+    request
+        .extensions()
+        .get::<Peer>()
+        .map_or_else(|| "unknown".to_string(), |p| p.0.to_string())
+}
+
+/// Refuses a call without the configured token, before its body is read, and logs every
+/// call under `sluice::audit` with its result.
+async fn audit(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
+    let peer = peer_of(&request);
+    let what = format!("{} {}", request.method(), request.uri());
+    if let Some((status, why)) = refusal(&shared, request.headers()) {
+        let code = status.as_u16();
+        tracing::warn!(target: "sluice::audit", %peer, %what, status = code, "refused: no valid token");
+        return error(status, why);
+    }
+    let (parts, body) = next.run(request).await.into_parts();
+    let body = axum::body::to_bytes(body, AUDITED_ANSWER)
+        .await
+        .unwrap_or_else(|e| Bytes::from(format!("(answer not logged: {e})")));
+    let status = parts.status.as_u16();
+    let result = String::from_utf8_lossy(&body);
+    tracing::info!(target: "sluice::audit", %peer, %what, status, %result, "admin change");
+    Response::from_parts(parts, Body::from(body))
+}
+
+/// Why a call is refused for want of the token, if it is: the presented token is compared
+/// with the configured one in constant time.
+fn refusal(shared: &Shared, headers: &HeaderMap) -> Option<(StatusCode, &'static str)> {
+    let Some(token) = &shared.token else {
+        return Some((
+            StatusCode::FORBIDDEN,
+            "changes are disabled: configure [admin] token or SLUICE_ADMIN_TOKEN",
+        ));
+    };
+    let presented = headers
+        .get(AUTHORIZATION)
+        .and_then(|a| a.to_str().ok())
+        .and_then(|a| a.strip_prefix("Bearer "))
+        .unwrap_or_default();
+    let same = presented.len() == token.len()
+        && presented
+            .bytes()
+            .zip(token.bytes())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0;
+    (!same).then_some((StatusCode::UNAUTHORIZED, "a valid bearer token is required"))
+}
+
+/// Says in JSON why a body was refused for its size, whichever layer refused it.
+async fn too_large(State(shared): State<Arc<Shared>>, response: Response) -> Response {
+    if response.status() != StatusCode::PAYLOAD_TOO_LARGE {
+        return response;
+    }
+    error(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!(
+            "the body is larger than the limit of {} bytes ([admin] max-upload)",
+            shared.max_upload
+        ),
+    )
+}
+
+async fn healthz() -> Response {
+    (
+        [(CONTENT_TYPE, HeaderValue::from_static("text/plain"))],
+        "ok\n",
+    )
+        .into_response()
+}
+
+async fn status(State(shared): State<Arc<Shared>>) -> Response {
+    #[derive(Serialize)]
+    struct Status<'a> {
+        pipeline: &'a str,
+        recent: &'a VecDeque<Progress>,
+    }
+    let recent = lock(&shared.recent);
+    json(
+        StatusCode::OK,
+        &Status {
+            pipeline: &shared.pipeline,
+            recent: &recent,
+        },
+    )
+}
+
+async fn metrics(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    let accept = headers.get(ACCEPT).and_then(|a| a.to_str().ok());
+    let format = Format::accepted(accept);
+    match shared.metrics.render(format) {
+        Ok(text) => {
+            let kind = HeaderValue::from_static(format.content_type());
+            ([(CONTENT_TYPE, kind)], text).into_response()
+        }
+        Err(e) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("cannot render the metrics: {e}"),
+        ),
+    }
+}
+
+async fn stages(State(shared): State<Arc<Shared>>) -> Response {
+    let recent = lock(&shared.recent);
+    let latest = recent.back();
+    let uploads = lock(&shared.uploads);
+    let list: Vec<_> = shared
+        .stages
+        .iter()
+        .enumerate()
+        .map(|(i, (s, _))| {
+            let waiting: Vec<_> = uploads
+                .iter()
+                .filter(|(_, c)| c.stage == i)
+                .map(|(digest, c)| {
+                    let (plugin, version) = c.plugin.declared();
+                    json!({ "digest": digest, "plugin": plugin, "version": version })
+                })
+                .collect();
+            json!({
+                "name": s.name,
+                "file": s.plugin.display().to_string(),
+                "watch": s.watch,
+                "active": latest.and_then(|p| p.stages.get(&s.name)),
+                "uploads": waiting,
+            })
+        })
+        .collect();
+    json(StatusCode::OK, &json!({ "stages": list }))
+}
+
+/// `POST /stages/{name}/{action}`, past the token check.
+async fn change(
+    State(shared): State<Arc<Shared>>,
+    Path((name, action)): Path<(String, String)>,
+    request: Request,
+) -> Response {
+    let Some(stage) = shared.stages.iter().position(|(s, _)| s.name == name) else {
+        return error(StatusCode::NOT_FOUND, format!("no stage named `{name}`"));
+    };
+    if action == "rollback" {
+        let reason = format!("requested by {} over the admin API", peer_of(&request));
+        return match shared.sender.send(Found::Rollback { stage, reason }) {
+            Ok(()) => json(
+                StatusCode::ACCEPTED,
+                &json!({ "rollback": "at the next batch" }),
+            ),
+            Err(_) => error(StatusCode::SERVICE_UNAVAILABLE, "the pipeline is stopping"),
+        };
+    }
+    if !matches!(action.as_str(), "modules" | "activate" | "shadow") {
+        return error(StatusCode::NOT_FOUND, format!("unknown action `{action}`"));
+    }
+    let body = match Bytes::from_request(request, &()).await {
+        Ok(body) => body,
+        Err(rejection) => return error(rejection.status(), rejection.body_text()),
+    };
+    match action.as_str() {
+        "modules" => {
+            let checking = shared.clone();
+            tokio::task::spawn_blocking(move || upload(&checking, stage, &body))
+                .await
+                .unwrap_or_else(|e| {
+                    error(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        format!("the check failed: {e}"),
+                    )
+                })
+        }
+        "activate" => activate(&shared, stage, &body),
+        _ => shadow(&shared, stage, &body),
+    }
+}
+
+/// Checks an uploaded module (compiling it takes a while: this runs on a blocking thread).
+fn upload(shared: &Shared, stage: usize, body: &[u8]) -> Response {
+    let (config, samples) = &shared.stages[stage];
+    let started = Instant::now();
+    match swap::prepare(&shared.runtime, config, body, samples) {
+        Ok(plugin) => {
+            let digest = plugin.digest().to_string();
+            let (name, version) = plugin.declared();
+            let answer =
+                json!({ "digest": digest, "plugin": name, "version": version, "checked": true });
+            lock(&shared.uploads).insert(
+                digest,
+                Candidate {
+                    stage,
+                    plugin,
+                    detected: started,
+                    prepared_in: started.elapsed(),
+                },
+            );
+            json(StatusCode::CREATED, &answer)
+        }
+        Err(reason) => error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("refused: {reason}"),
+        ),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Activate {
+    digest: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Shadow {
+    digest: Option<String>,
+}
+
+fn shadow(shared: &Shared, stage: usize, body: &[u8]) -> Response {
+    let Ok(Shadow { digest }) = serde_json::from_slice(body) else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "the body must be {\"digest\": \"<sha256 of an upload>\"} or {\"digest\": null}",
+        );
+    };
+    let plugin = match &digest {
+        Some(d) => match lock(&shared.uploads).get(d) {
+            Some(c) if c.stage == stage => Some(c.plugin.clone()),
+            _ => {
+                return error(
+                    StatusCode::NOT_FOUND,
+                    format!("no checked upload {d} for this stage"),
+                );
+            }
+        },
+        None => None,
+    };
+    match shared.sender.send(Found::Shadow { stage, plugin }) {
+        Ok(()) => json(
+            StatusCode::ACCEPTED,
+            &json!({ "shadow": digest, "when": "at the next batch" }),
+        ),
+        Err(_) => error(StatusCode::SERVICE_UNAVAILABLE, "the pipeline is stopping"),
+    }
+}
+
+fn activate(shared: &Shared, stage: usize, body: &[u8]) -> Response {
+    let Ok(Activate { digest }) = serde_json::from_slice(body) else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "the body must be {\"digest\": \"<sha256 of an upload>\"}",
+        );
+    };
+    let mut candidate = match lock(&shared.uploads).entry(digest.clone()) {
+        Entry::Occupied(upload) if upload.get().stage == stage => upload.remove(),
+        _ => {
+            return error(
+                StatusCode::NOT_FOUND,
+                format!("no checked upload {digest} for this stage"),
+            );
+        }
+    };
+    candidate.detected = Instant::now();
+    match shared.sender.send(Found::Ready(candidate)) {
+        Ok(()) => json(
+            StatusCode::ACCEPTED,
+            &json!({ "activate": digest, "when": "at the next batch" }),
+        ),
+        Err(_) => error(StatusCode::SERVICE_UNAVAILABLE, "the pipeline is stopping"),
+    }
+}

@@ -1,0 +1,352 @@
+//! The admin API over real connections: an idle client holds up no one, the token is
+//! checked before the body is read, the body limit answers 413, and the calls answer as
+//! they always did.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::{Admin, AdminConfig};
+use crate::event_time::StateSize;
+use crate::pipeline::progress::{Durations, EventTimeProgress, Progress};
+use crate::pipeline::stages::{StageCounts, StageProgress};
+use crate::udf::Runtime;
+use crate::udf::config::StageConfig;
+use crate::udf::swap::Found;
+
+/// A batch's progress as the pipeline makes it, with a stage, dead letters and event time.
+/// `batch_id` moves the wall clock and the watermark on by a minute per batch.
+pub(super) fn progress(batch_id: u64) -> Progress {
+    let minute = i64::try_from(batch_id).unwrap() * 60;
+    Progress {
+        pipeline: "clicks".into(),
+        batch_id,
+        commit_id: format!("clicks-{batch_id}"),
+        table: "db.clicks".into(),
+        committed_at: chrono::DateTime::from_timestamp(1_785_320_000 + minute, 250_000_000)
+            .unwrap(),
+        input_rows: 10,
+        rows_written: 8,
+        rows_dead_lettered: 2,
+        dead_lettered_by_code: BTreeMap::from([("bad \"x\"\\ and\nmore".to_string(), 2)]),
+        input_rows_per_second: 1.0,
+        processed_rows_per_second: 10.0,
+        files_written: 1,
+        bytes_written: 1000,
+        durations_ms: Durations {
+            poll: 100,
+            plugins: 500,
+            encode: 50,
+            dead_letter: 20,
+            write: 200,
+            state: 10,
+            commit: 120,
+            total: 1000,
+        },
+        start_offsets: "{}".into(),
+        end_offsets: "{}".into(),
+        lag: 42 - i64::try_from(batch_id).unwrap(),
+        stages: BTreeMap::from([("rules".to_string(), stage())]),
+        event_time: Some(event_time(batch_id)),
+    }
+}
+
+fn stage() -> StageProgress {
+    StageProgress {
+        digest: "ab12".into(),
+        plugin: "validator".into(),
+        version: "1.0.0".into(),
+        counts: StageCounts {
+            events: 10,
+            kept: 8,
+            rejected: 2,
+            failed: 0,
+            rewritten: 1,
+            calls: 1,
+            micros: 250_000,
+        },
+        verdicts: BTreeMap::from([("rejected:invalid_price".to_string(), 2)]),
+        micros_per_event: 25_000.0,
+        swapped_in: false,
+        swap_ms: None,
+        shadow: None,
+        rolled_back: None,
+        swaps: 1,
+        rollbacks: 0,
+        refused: 0,
+    }
+}
+
+fn event_time(batch_id: u64) -> EventTimeProgress {
+    let minute = i64::try_from(batch_id).unwrap() * 60;
+    EventTimeProgress {
+        watermark: Some(crate::units::Micros((1_785_319_500 + minute) * 1_000_000)),
+        rows_late: 1,
+        rows_deduplicated: 2,
+        windows_emitted: BTreeMap::from([("per_minute".to_string(), 3)]),
+        state: BTreeMap::from([(
+            "dedup".to_string(),
+            StateSize {
+                rows: 100 * batch_id,
+                bytes: 6400,
+            },
+        )]),
+        state_file_bytes: 4096,
+    }
+}
+
+/// An admin API on a free loopback port, with one stage, `rules`.
+fn start(token: &str, max_upload: &str, recent_batches: usize) -> (Admin, Receiver<Found>) {
+    let config: AdminConfig = toml::from_str(&format!(
+        "listen = \"127.0.0.1:0\"\ntoken = \"{token}\"\nmax-upload = \"{max_upload}\"\nrecent-batches = {recent_batches}"
+    ))
+    .unwrap();
+    let stage: StageConfig = toml::from_str("name = \"rules\"\nplugin = \"rules.wasm\"").unwrap();
+    let runtime = Runtime::new(toml::from_str("").unwrap()).unwrap();
+    let (sender, found) = channel();
+    let admin = Admin::start(
+        &config,
+        "clicks",
+        runtime,
+        vec![(stage, Vec::new())],
+        sender,
+    )
+    .unwrap();
+    (admin, found)
+}
+
+/// An answer: status, head, body.
+struct Answer {
+    status: u16,
+    head: String,
+    body: String,
+}
+
+impl Answer {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
+    }
+}
+
+/// Sends `request` as it is and reads the answer to the end, waiting at most `within`.
+fn send(addr: SocketAddr, request: &[u8], within: Duration) -> Answer {
+    let started = Instant::now();
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(within)).unwrap();
+    stream.write_all(request).unwrap();
+    let mut answer = Vec::new();
+    let read = stream.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    assert!(
+        started.elapsed() < within && !answer.is_empty(),
+        "no answer within {within:?} ({read:?}): {answer:?}"
+    );
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok());
+    Answer {
+        status: status.unwrap_or_else(|| panic!("no status in {answer:?}")),
+        head: head.to_string(),
+        body: body.to_string(),
+    }
+}
+
+/// A request with `token` (if not empty) and `body`.
+fn call(admin: &Admin, method: &str, path: &str, token: &str, body: &str) -> Answer {
+    let auth = if token.is_empty() {
+        String::new()
+    } else {
+        format!("Authorization: Bearer {token}\r\n")
+    };
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: sluice\r\n{auth}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    send(admin.addr(), request.as_bytes(), Duration::from_secs(5))
+}
+
+#[test]
+fn an_idle_connection_does_not_hold_up_healthz() {
+    let (admin, _found) = start("s3cret", "1KiB", 20);
+    let _silent = TcpStream::connect(admin.addr()).unwrap();
+    let mut halfway = TcpStream::connect(admin.addr()).unwrap();
+    halfway.write_all(b"GET /hea").unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let request = b"GET /healthz HTTP/1.1\r\nHost: sluice\r\n\r\n";
+    let answer = send(admin.addr(), request, Duration::from_secs(1));
+    assert_eq!((answer.status, answer.body.as_str()), (200, "ok\n"));
+}
+
+#[test]
+fn the_token_is_checked_before_the_body_is_read() {
+    // The bodies are announced and never sent: an answer means they were not waited for.
+    let (admin, _found) = start("s3cret", "64MiB", 20);
+    for auth in [
+        "",
+        "Authorization: Bearer guess\r\n",
+        "Authorization: s3cret\r\n",
+    ] {
+        for length in [1_000_000u64, 1 << 40] {
+            let request = format!(
+                "POST /stages/rules/modules HTTP/1.1\r\nHost: sluice\r\n{auth}Content-Length: {length}\r\n\r\n"
+            );
+            let answer = send(admin.addr(), request.as_bytes(), Duration::from_secs(1));
+            assert_eq!(answer.status, 401, "{auth:?} {length}: {}", answer.body);
+            assert_eq!(answer.json()["error"], "a valid bearer token is required");
+        }
+    }
+    let (admin, _found) = start("", "64MiB", 20);
+    let request = "POST /stages/rules/modules HTTP/1.1\r\nHost: sluice\r\nAuthorization: Bearer \r\nContent-Length: 1000000\r\n\r\n";
+    let answer = send(admin.addr(), request.as_bytes(), Duration::from_secs(1));
+    assert_eq!(answer.status, 403, "{}", answer.body);
+}
+
+#[test]
+fn a_body_over_the_limit_is_refused_with_413() {
+    let (admin, _found) = start("s3cret", "1KiB", 20);
+    let head =
+        "POST /stages/rules/modules HTTP/1.1\r\nHost: sluice\r\nAuthorization: Bearer s3cret\r\n";
+    // Announced: refused before it is sent.
+    let request = format!("{head}Content-Length: 1025\r\n\r\n");
+    let answer = send(admin.addr(), request.as_bytes(), Duration::from_secs(1));
+    assert_eq!(answer.status, 413, "{}", answer.body);
+    assert!(answer.head.contains("application/json"), "{}", answer.head);
+    let error = answer.json()["error"].as_str().unwrap().to_string();
+    assert!(error.contains("1024 bytes ([admin] max-upload)"), "{error}");
+    // Not announced (chunked): refused once past the limit.
+    let chunk = "x".repeat(2048);
+    let request = format!("{head}Transfer-Encoding: chunked\r\n\r\n800\r\n{chunk}\r\n0\r\n\r\n");
+    let answer = send(admin.addr(), request.as_bytes(), Duration::from_secs(5));
+    assert_eq!(answer.status, 413, "{}", answer.body);
+    // At the limit it goes through, to be refused as no module.
+    let body = "x".repeat(1024);
+    let answer = call(&admin, "POST", "/stages/rules/modules", "s3cret", &body);
+    assert_eq!(answer.status, 422, "{}", answer.body);
+}
+
+#[test]
+fn the_calls_answer_as_they_did() {
+    let (admin, _found) = start("s3cret", "1KiB", 20);
+    let answer = call(&admin, "GET", "/healthz", "", "");
+    assert_eq!((answer.status, answer.body.as_str()), (200, "ok\n"));
+    assert!(answer.head.to_lowercase().contains("connection: close"));
+    let status = call(&admin, "GET", "/status", "", "");
+    assert_eq!(status.status, 200);
+    assert_eq!(
+        status.json(),
+        serde_json::json!({"pipeline": "clicks", "recent": []})
+    );
+    let stages = call(&admin, "GET", "/stages", "", "").json();
+    assert_eq!(stages["stages"][0]["name"], "rules");
+    assert_eq!(stages["stages"][0]["active"], Value::Null);
+    let bodies = (r#"{"digest": "ab"}"#, "no checked upload ab");
+    for (request, body, status, error) in [
+        ("POST /healthz", "", 405, "method not allowed"),
+        ("GET /nope", "", 404, "not found"),
+        (
+            "POST /stages/nope/modules",
+            "x",
+            404,
+            "no stage named `nope`",
+        ),
+        ("POST /stages/rules/nope", "", 404, "unknown action `nope`"),
+        ("POST /stages/rules/activate", "{}", 400, "the body must be"),
+        ("POST /stages/rules/activate", bodies.0, 404, bodies.1),
+        ("POST /stages/rules/shadow", bodies.0, 404, bodies.1),
+    ] {
+        let (method, path) = request.split_once(' ').unwrap();
+        let answer = call(&admin, method, path, "s3cret", body);
+        assert_eq!(answer.status, status, "{request}: {}", answer.body);
+        let said = answer.json()["error"].as_str().map(String::from);
+        assert!(
+            said.unwrap_or_default().starts_with(error),
+            "{request}: {}",
+            answer.body
+        );
+    }
+}
+
+#[test]
+fn changes_reach_the_pipeline() {
+    let (admin, found) = start("s3cret", "1KiB", 20);
+    let answer = call(&admin, "POST", "/stages/rules/rollback", "s3cret", "");
+    assert_eq!(answer.status, 202, "{}", answer.body);
+    match found.try_recv() {
+        Ok(Found::Rollback { stage: 0, reason }) => {
+            assert!(reason.contains("127.0.0.1"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+    let answer = call(
+        &admin,
+        "POST",
+        "/stages/rules/shadow",
+        "s3cret",
+        r#"{"digest": null}"#,
+    );
+    assert_eq!(answer.status, 202, "{}", answer.body);
+    assert!(matches!(
+        found.try_recv(),
+        Ok(Found::Shadow {
+            stage: 0,
+            plugin: None
+        })
+    ));
+}
+
+#[test]
+fn status_stages_and_metrics_show_the_recorded_progress() {
+    let (admin, _found) = start("s3cret", "1KiB", 1);
+    let before = call(&admin, "GET", "/metrics", "", "");
+    assert_eq!(before.status, 200);
+    assert!(
+        before.head.contains("text/plain; version=0.0.4"),
+        "{}",
+        before.head
+    );
+    assert!(
+        before.body.contains("sluice_batches_total 0\n"),
+        "{}",
+        before.body
+    );
+    let request =
+        "GET /metrics HTTP/1.1\r\nHost: sluice\r\nAccept: application/openmetrics-text\r\n\r\n";
+    let open = send(admin.addr(), request.as_bytes(), Duration::from_secs(5));
+    assert!(
+        open.head.contains("application/openmetrics-text"),
+        "{}",
+        open.head
+    );
+    assert!(open.body.ends_with("# EOF\n"), "{}", open.body);
+    admin.record(&progress(1));
+    admin.record(&progress(2));
+    let status = call(&admin, "GET", "/status", "", "").json();
+    let logged = serde_json::to_value(progress(2)).unwrap();
+    assert_eq!(status["recent"], Value::Array(vec![logged.clone()]));
+    assert_eq!(
+        status["recent"][0]["committed_at"],
+        "2026-07-29T10:15:20.250Z"
+    );
+    let stages = call(&admin, "GET", "/stages", "", "").json();
+    assert_eq!(stages["stages"][0]["active"], logged["stages"]["rules"]);
+    let after = call(&admin, "GET", "/metrics", "", "").body;
+    assert!(after.contains("sluice_batches_total 2\n"), "{after}");
+}
+
+#[test]
+fn dropping_the_admin_api_stops_it() {
+    let (admin, _found) = start("s3cret", "1KiB", 20);
+    let addr = admin.addr();
+    drop(admin);
+    let started = Instant::now();
+    while TcpStream::connect(addr).is_ok() {
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "still listening"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
