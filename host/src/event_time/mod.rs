@@ -312,15 +312,20 @@ mod tests {
 
     const S: i64 = 1_000_000;
 
-    fn operators(emit: EmitMode) -> EventTime {
-        let config = EventTimeConfig {
+    /// Event time in the field `ts`, 10 s of delay, 5 s of idleness, late events dropped.
+    pub(super) fn config() -> EventTimeConfig {
+        EventTimeConfig {
             field: "ts".into(),
             max_delay: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(5),
             late: LateData::Drop,
             late_topic: None,
             at_end: AtEnd::Keep,
-        };
+        }
+    }
+
+    fn operators(emit: EmitMode) -> EventTime {
+        let config = config();
         let window = WindowConfig {
             name: "counts".into(),
             size: Duration::from_secs(60),

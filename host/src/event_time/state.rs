@@ -271,21 +271,10 @@ pub fn path(table_location: &str, pipeline: &str, batch_id: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
-    use crate::event_time::config::{AtEnd, EventTimeConfig, LateData};
 
     fn operators() -> EventTime {
-        let config = EventTimeConfig {
-            field: "ts".into(),
-            max_delay: Duration::from_secs(10),
-            idle_timeout: Duration::from_secs(5),
-            late: LateData::Drop,
-            late_topic: None,
-            at_end: AtEnd::Keep,
-        };
-        EventTime::new(&config, None, &[])
+        EventTime::new(&super::super::tests::config(), None, &[])
     }
 
     fn plan(batch_id: u64, start: &str) -> Plan {
