@@ -719,4 +719,173 @@ mod tests {
         assert_eq!(out.batch.column(0).as_string::<i32>().value(0), "1");
         assert_eq!(out.errors[0].0, 1);
     }
+
+    const DEC: ColumnKind = ColumnKind::Decimal {
+        precision: 10,
+        scale: 2,
+    };
+
+    /// Every branch of `cell`: a kind, a raw JSON value, and the exact result or error.
+    const CELLS: [(ColumnKind, &str, &str); 44] = [
+        (ColumnKind::String, r#""a\"b\u00e9""#, r#"Ok(Str("a\"bé"))"#),
+        (ColumnKind::String, r#"12"#, r#"Ok(Str("12"))"#),
+        (
+            ColumnKind::String,
+            r#"{"x": [1]}"#,
+            r#"Ok(Str("{\"x\": [1]}"))"#,
+        ),
+        (ColumnKind::String, r#"null"#, r#"Ok(Null)"#),
+        (ColumnKind::Boolean, r#"true"#, r#"Ok(Bool(true))"#),
+        (ColumnKind::Boolean, r#"false"#, r#"Ok(Bool(false))"#),
+        (
+            ColumnKind::Boolean,
+            r#""true""#,
+            r#"Err(("type_mismatch", "expected a boolean, found the string \"true\""))"#,
+        ),
+        (
+            ColumnKind::Boolean,
+            r#"1"#,
+            r#"Err(("type_mismatch", "expected a boolean, found the number 1"))"#,
+        ),
+        (ColumnKind::Int, r#"7"#, r#"Ok(Int(7))"#),
+        (ColumnKind::Int, r#"-7"#, r#"Ok(Int(-7))"#),
+        (
+            ColumnKind::Int,
+            r#""7""#,
+            r#"Err(("type_mismatch", "expected an integer, found the string \"7\""))"#,
+        ),
+        (
+            ColumnKind::Int,
+            r#"1.5"#,
+            r#"Err(("type_mismatch", "expected an integer, found the number 1.5"))"#,
+        ),
+        (
+            ColumnKind::Int,
+            r#"1e3"#,
+            r#"Err(("type_mismatch", "expected an integer, found the number 1e3"))"#,
+        ),
+        (
+            ColumnKind::Int,
+            r#"3000000000"#,
+            r#"Err(("out_of_range", "3000000000 does not fit a 32-bit integer"))"#,
+        ),
+        (
+            ColumnKind::Int,
+            r#"-99999999999999999999"#,
+            r#"Err(("out_of_range", "-99999999999999999999 does not fit a 64-bit integer"))"#,
+        ),
+        (ColumnKind::Long, r#"3000000000"#, r#"Ok(Long(3000000000))"#),
+        (
+            ColumnKind::Long,
+            r#"99999999999999999999"#,
+            r#"Err(("out_of_range", "99999999999999999999 does not fit a 64-bit integer"))"#,
+        ),
+        (
+            ColumnKind::Long,
+            r#"true"#,
+            r#"Err(("type_mismatch", "expected an integer, found the boolean true"))"#,
+        ),
+        (ColumnKind::Long, r#"null"#, r#"Ok(Null)"#),
+        (ColumnKind::Float, r#"1.5"#, r#"Ok(Float(1.5))"#),
+        (ColumnKind::Float, r#"-0.25"#, r#"Ok(Float(-0.25))"#),
+        (ColumnKind::Float, r#"1e400"#, r#"Ok(Float(inf))"#),
+        (
+            ColumnKind::Float,
+            r#""1.5""#,
+            r#"Err(("type_mismatch", "expected a number, found the string \"1.5\""))"#,
+        ),
+        (ColumnKind::Double, r#"2.5e-3"#, r#"Ok(Double(0.0025))"#),
+        (
+            ColumnKind::Double,
+            r#"[1]"#,
+            r#"Err(("type_mismatch", "expected a number, found an array"))"#,
+        ),
+        (
+            ColumnKind::Double,
+            r#"-"#,
+            r#"Err(("type_mismatch", "expected a number, found the number -"))"#,
+        ),
+        (DEC, r#"18.0"#, r#"Ok(Decimal(1800))"#),
+        (DEC, r#""0.10""#, r#"Ok(Decimal(10))"#),
+        (
+            DEC,
+            r#"1.234"#,
+            r#"Err(("invalid_decimal", "1.234 has more than 2 decimal places"))"#,
+        ),
+        (
+            DEC,
+            r#""abc""#,
+            r#"Err(("invalid_decimal", "\"abc\" is not a number"))"#,
+        ),
+        (
+            DEC,
+            r#"true"#,
+            r#"Err(("type_mismatch", "expected a decimal number, found the boolean true"))"#,
+        ),
+        (
+            DEC,
+            r#"123456789012"#,
+            r#"Err(("invalid_decimal", "123456789012 does not fit DECIMAL(10,2): at most 8 digits before the point"))"#,
+        ),
+        (ColumnKind::Date, r#""2026-01-09""#, r#"Ok(Date(20462))"#),
+        (ColumnKind::Date, r#""1969-12-31""#, r#"Ok(Date(-1))"#),
+        (
+            ColumnKind::Date,
+            r#""2026-13-01""#,
+            r#"Err(("invalid_date", "\"2026-13-01\" is not a date (YYYY-MM-DD): input is out of range"))"#,
+        ),
+        (
+            ColumnKind::Date,
+            r#"20260109"#,
+            r#"Err(("type_mismatch", "expected a date string, found the number 20260109"))"#,
+        ),
+        (
+            ColumnKind::Timestamptz,
+            r#""2026-01-09T11:04:00.5+01:00""#,
+            r#"Ok(Micros(1767953040500000))"#,
+        ),
+        (
+            ColumnKind::Timestamptz,
+            r#""2026-01-09T10:04:00""#,
+            r#"Err(("invalid_timestamp", "\"2026-01-09T10:04:00\" is not an RFC 3339 timestamp with a zone: premature end of input"))"#,
+        ),
+        (
+            ColumnKind::Timestamptz,
+            r#"5"#,
+            r#"Err(("type_mismatch", "expected an RFC 3339 timestamp string, found the number 5"))"#,
+        ),
+        (
+            ColumnKind::Timestamp,
+            r#""2026-01-09T10:04:00.25""#,
+            r#"Ok(Micros(1767953040250000))"#,
+        ),
+        (
+            ColumnKind::Timestamp,
+            r#""2026-01-09 10:04:00""#,
+            r#"Ok(Micros(1767953040000000))"#,
+        ),
+        (
+            ColumnKind::Timestamp,
+            r#""yesterday""#,
+            r#"Err(("invalid_timestamp", "\"yesterday\" is not a timestamp: input contains invalid characters"))"#,
+        ),
+        (
+            ColumnKind::Timestamp,
+            r#"false"#,
+            r#"Err(("type_mismatch", "expected a timestamp string, found the boolean false"))"#,
+        ),
+        (
+            ColumnKind::Boolean,
+            r#""xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx""#,
+            r#"Err(("type_mismatch", "expected a boolean, found the string \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"))"#,
+        ),
+    ];
+
+    #[test]
+    fn each_kind_parses_or_says_why_not() {
+        for (kind, raw, expected) in CELLS {
+            let got = format!("{:?}", cell(kind, raw));
+            assert_eq!(got, expected, "{kind:?} {raw}");
+        }
+    }
 }
