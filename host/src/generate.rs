@@ -96,6 +96,17 @@ const PRODUCTS: [(&str, &str, &str, &str); 4] = [
     ("P400", "Headlamp", "gear", "29.95"),
 ];
 const QUERIES: [&str; 4] = ["trail mug", "kettle", "warm socks", "headlamp"];
+/// A cart quantity, by a draw in `0..3`.
+const QUANTITIES: [&str; 3] = ["1", "2", "3"];
+const ANALYTICS_TYPES: [&str; 3] = ["page_view", "add_to_cart", "purchase"];
+const ANALYTICS_PAGES: [&str; 6] = [
+    "/home",
+    "/products",
+    "/product/1",
+    "/product/2",
+    "/cart",
+    "/checkout",
+];
 
 /// An endless, deterministic sequence of clickstream event values (JSON text).
 #[derive(Debug, Clone)]
@@ -137,120 +148,12 @@ impl Generator {
     fn fresh_event(&mut self) -> (String, String, EventKind) {
         let n = self.sequence;
         self.sequence += 1;
-        let r = &mut self.rng;
-        let user = r.below(50_000);
-        let session = user * 16 + r.below(16);
-        let mut pick = r.below(1000);
-        let event_type = EVENT_TYPES
-            .iter()
-            .find(|(_, w)| {
-                let hit = pick < *w;
-                pick = pick.saturating_sub(*w);
-                hit
-            })
-            .map_or("page_view", |(t, _)| *t);
-        let (product_id, product_name, category, price) =
-            PRODUCTS[r.below(PRODUCTS.len() as u64) as usize];
-        let mut time = self.config.start_epoch_seconds + (n / 10) as i64;
-        let late = r.chance(self.config.late_share);
-        if late {
-            time -= 30 + r.below(61) as i64;
+        let common = Common::draw(&mut self.rng, &self.config, n);
+        let invalid_share = self.config.invalid_share;
+        match self.config.shape {
+            Shape::Retail => retail_event(&mut self.rng, invalid_share, &common),
+            Shape::Analytics => analytics_event(&mut self.rng, invalid_share, &common),
         }
-        let kind_of = |invalid: bool| match (invalid, late) {
-            (true, _) => EventKind::Invalid,
-            (false, true) => EventKind::Late,
-            (false, false) => EventKind::Valid,
-        };
-        if self.config.shape == Shape::Analytics {
-            let invalid = r.chance(self.config.invalid_share);
-            const TYPES: [&str; 3] = ["page_view", "add_to_cart", "purchase"];
-            const PAGES: [&str; 6] = [
-                "/home",
-                "/products",
-                "/product/1",
-                "/product/2",
-                "/cart",
-                "/checkout",
-            ];
-            let user = 1 + user % 50;
-            let ty = TYPES[r.below(3) as usize];
-            let page = PAGES[r.below(6) as usize];
-            let timestamp = if invalid {
-                "not-a-time".to_string()
-            } else {
-                rfc3339(time).replace('Z', ".000Z")
-            };
-            let json = format!(
-                "{{\"event_id\":\"evt_{n:09}\",\"user_id\":\"user_{user}\",\"event_type\":\"{ty}\",\"timestamp\":\"{timestamp}\",\"page\":\"{page}\"}}"
-            );
-            return (format!("user_{user}"), json, kind_of(invalid));
-        }
-        let mut event_time = rfc3339(time);
-        let mut json = String::with_capacity(512);
-        let mut user_field = format!("\"user_id\":\"user_{user}\",");
-        let mut quantity = format!("{}", 1 + r.below(3));
-        let mut event_type_text = event_type.to_string();
-        let mut price_text = price.to_string();
-        let key = format!("sess_{session}");
-        let invalid = r.chance(self.config.invalid_share);
-        let kind = kind_of(invalid);
-        if invalid {
-            let has_quantity = matches!(event_type, "add_to_cart" | "remove_from_cart");
-            let has_price = has_quantity || matches!(event_type, "product_view" | "purchase");
-            match r.below(6) {
-                1 if has_quantity => quantity = "\"several\"".into(),
-                2 => event_time = "yesterday".into(),
-                3 => event_type_text = "wishlist_add".into(),
-                4 if has_price => price_text = "-5.00".into(),
-                5 => {
-                    return (
-                        key,
-                        format!("{{\"event_id\":\"evt_{n:09}\",\"event_time\":"),
-                        kind,
-                    );
-                }
-                _ => user_field.clear(),
-            }
-        }
-        let device = DEVICES[r.below(3) as usize];
-        let browser = BROWSERS[r.below(5) as usize];
-        let source = SOURCES[r.below(5) as usize];
-        let _ = write!(
-            json,
-            "{{\"event_id\":\"evt_{n:09}\",\"event_time\":\"{event_time}\",{user_field}\"session_id\":\"sess_{session}\",\
-             \"event_type\":\"{event_type_text}\",\"page_url\":\"https://retail.example/{}\",\"referrer_url\":null,",
-            page(event_type, product_id)
-        );
-        match event_type {
-            "search" => {
-                let q = QUERIES[r.below(4) as usize];
-                let _ = write!(json, "\"search_query\":\"{q}\",");
-            }
-            "product_view" | "add_to_cart" | "remove_from_cart" => {
-                let _ = write!(
-                    json,
-                    "\"product_id\":\"{product_id}\",\"product_name\":\"{product_name}\",\"category\":\"{category}\",\"price\":{price_text},"
-                );
-                if event_type != "product_view" {
-                    let _ = write!(
-                        json,
-                        "\"cart_id\":\"cart_{session}\",\"quantity\":{quantity},"
-                    );
-                }
-            }
-            "checkout_start" => {
-                let _ = write!(json, "\"cart_id\":\"cart_{session}\",");
-            }
-            "purchase" => {
-                let _ = write!(json, "\"order_id\":\"ord_{n:09}\",\"price\":{price_text},");
-            }
-            _ => {}
-        }
-        let _ = write!(
-            json,
-            "\"device_type\":\"{device}\",\"browser\":\"{browser}\",\"traffic_source\":\"{source}\"}}"
-        );
-        (key, json, kind)
     }
 }
 
@@ -259,6 +162,201 @@ impl Iterator for Generator {
 
     fn next(&mut self) -> Option<GeneratedEvent> {
         Some(self.next_event())
+    }
+}
+
+/// What every event draws first, in this order, whatever its shape.
+struct Common {
+    /// The event's sequence number.
+    n: u64,
+    user: u64,
+    session: u64,
+    event_type: &'static str,
+    /// Id, name, category and price.
+    product: (&'static str, &'static str, &'static str, &'static str),
+    /// Event time, seconds since the Unix epoch.
+    time: i64,
+    late: bool,
+}
+
+impl Common {
+    fn draw(r: &mut SplitMix64, config: &GeneratorConfig, n: u64) -> Self {
+        let user = r.below(50_000);
+        let session = user * 16 + r.below(16);
+        let event_type = weighted_event_type(r.below(1000));
+        let product = PRODUCTS[r.below(PRODUCTS.len() as u64) as usize];
+        let mut time = config.start_epoch_seconds + (n / 10) as i64;
+        let late = r.chance(config.late_share);
+        if late {
+            time -= 30 + r.below(61) as i64;
+        }
+        Common {
+            n,
+            user,
+            session,
+            event_type,
+            product,
+            time,
+            late,
+        }
+    }
+
+    fn kind(&self, invalid: bool) -> EventKind {
+        match (invalid, self.late) {
+            (true, _) => EventKind::Invalid,
+            (false, true) => EventKind::Late,
+            (false, false) => EventKind::Valid,
+        }
+    }
+}
+
+/// The event type a draw in `0..1000` falls on, by the weights of [`EVENT_TYPES`].
+fn weighted_event_type(mut pick: u64) -> &'static str {
+    EVENT_TYPES
+        .iter()
+        .find(|(_, w)| {
+            let hit = pick < *w;
+            pick = pick.saturating_sub(*w);
+            hit
+        })
+        .map_or("page_view", |(t, _)| *t)
+}
+
+/// An event of the analytics tutorial, keyed by user.
+fn analytics_event(
+    r: &mut SplitMix64,
+    invalid_share: f64,
+    c: &Common,
+) -> (String, String, EventKind) {
+    let invalid = r.chance(invalid_share);
+    let n = c.n;
+    let user = 1 + c.user % 50;
+    let ty = ANALYTICS_TYPES[r.below(3) as usize];
+    let page = ANALYTICS_PAGES[r.below(6) as usize];
+    let timestamp = if invalid {
+        "not-a-time".to_string()
+    } else {
+        rfc3339(c.time).replace('Z', ".000Z")
+    };
+    let json = format!(
+        "{{\"event_id\":\"evt_{n:09}\",\"user_id\":\"user_{user}\",\"event_type\":\"{ty}\",\"timestamp\":\"{timestamp}\",\"page\":\"{page}\"}}"
+    );
+    (format!("user_{user}"), json, c.kind(invalid))
+}
+
+/// The texts of a retail event that an invalid event may break.
+struct RetailTexts {
+    event_time: String,
+    with_user: bool,
+    quantity: &'static str,
+    event_type: &'static str,
+    price: &'static str,
+}
+
+/// How an invalid retail event breaks its rule.
+#[derive(PartialEq, Eq)]
+enum Broken {
+    /// One of its texts.
+    Text,
+    /// Its JSON stops after `"event_time":`.
+    CutShort,
+}
+
+impl RetailTexts {
+    /// Breaks rule `rule` (a draw in `0..6`); rule 0, and a rule the event type cannot
+    /// break (it has no quantity or no price), drop `user_id`.
+    fn break_rule(&mut self, rule: u64, event_type: &str) -> Broken {
+        let has_quantity = matches!(event_type, "add_to_cart" | "remove_from_cart");
+        let has_price = has_quantity || matches!(event_type, "product_view" | "purchase");
+        match rule {
+            1 if has_quantity => self.quantity = "\"several\"",
+            2 => self.event_time = "yesterday".into(),
+            3 => self.event_type = "wishlist_add",
+            4 if has_price => self.price = "-5.00",
+            5 => return Broken::CutShort,
+            _ => self.with_user = false,
+        }
+        Broken::Text
+    }
+}
+
+/// An event of the retail tutorial, keyed by session.
+fn retail_event(r: &mut SplitMix64, invalid_share: f64, c: &Common) -> (String, String, EventKind) {
+    let key = format!("sess_{}", c.session);
+    let mut texts = RetailTexts {
+        event_time: rfc3339(c.time),
+        with_user: true,
+        quantity: QUANTITIES[r.below(3) as usize],
+        event_type: c.event_type,
+        price: c.product.3,
+    };
+    let invalid = r.chance(invalid_share);
+    if invalid && texts.break_rule(r.below(6), c.event_type) == Broken::CutShort {
+        let json = format!("{{\"event_id\":\"evt_{:09}\",\"event_time\":", c.n);
+        return (key, json, c.kind(invalid));
+    }
+    (key, retail_json(r, c, &texts), c.kind(invalid))
+}
+
+/// The JSON of a retail event: the fields every event has, then those of its type.
+fn retail_json(r: &mut SplitMix64, c: &Common, texts: &RetailTexts) -> String {
+    let device = DEVICES[r.below(3) as usize];
+    let browser = BROWSERS[r.below(5) as usize];
+    let source = SOURCES[r.below(5) as usize];
+    let (n, session) = (c.n, c.session);
+    let mut json = String::with_capacity(512);
+    let _ = write!(
+        json,
+        "{{\"event_id\":\"evt_{n:09}\",\"event_time\":\"{}\",",
+        texts.event_time
+    );
+    if texts.with_user {
+        let _ = write!(json, "\"user_id\":\"user_{}\",", c.user);
+    }
+    let _ = write!(
+        json,
+        "\"session_id\":\"sess_{session}\",\"event_type\":\"{}\",\
+         \"page_url\":\"https://retail.example/{}\",\"referrer_url\":null,",
+        texts.event_type,
+        page(c.event_type, c.product.0)
+    );
+    write_type_fields(&mut json, r, c, texts);
+    let _ = write!(
+        json,
+        "\"device_type\":\"{device}\",\"browser\":\"{browser}\",\"traffic_source\":\"{source}\"}}"
+    );
+    json
+}
+
+/// The fields that only some event types have (a search draws its query).
+fn write_type_fields(json: &mut String, r: &mut SplitMix64, c: &Common, texts: &RetailTexts) {
+    let (product_id, product_name, category, _) = c.product;
+    let (n, session, price) = (c.n, c.session, texts.price);
+    match c.event_type {
+        "search" => {
+            let q = QUERIES[r.below(4) as usize];
+            let _ = write!(json, "\"search_query\":\"{q}\",");
+        }
+        "product_view" | "add_to_cart" | "remove_from_cart" => {
+            let _ = write!(
+                json,
+                "\"product_id\":\"{product_id}\",\"product_name\":\"{product_name}\",\"category\":\"{category}\",\"price\":{price},"
+            );
+            if c.event_type != "product_view" {
+                let _ = write!(
+                    json,
+                    "\"cart_id\":\"cart_{session}\",\"quantity\":{},",
+                    texts.quantity
+                );
+            }
+        }
+        "checkout_start" => {
+            let _ = write!(json, "\"cart_id\":\"cart_{session}\",");
+        }
+        "purchase" => {
+            let _ = write!(json, "\"order_id\":\"ord_{n:09}\",\"price\":{price},");
+        }
+        _ => {}
     }
 }
 
@@ -357,6 +455,64 @@ mod tests {
                 "{e:?}"
             );
         }
+    }
+
+    /// FNV-1a over the key, value and kind of the first 2,000 events.
+    fn fingerprint(config: GeneratorConfig) -> u64 {
+        let mut hash = 0xcbf2_9ce4_8422_2325_u64;
+        for e in Generator::new(config).take(2000) {
+            let bytes = e.key.bytes().chain([0]).chain(e.value.bytes());
+            for b in bytes.chain([0, e.kind as u8]) {
+                hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        hash
+    }
+
+    /// The exact stream of each shape, with and without late, invalid (every rule) and
+    /// duplicate events: a change that alters any event (an extra draw, a field moved)
+    /// fails here.
+    #[test]
+    fn seed_42_streams_are_pinned() {
+        let first = Generator::new(GeneratorConfig::default()).next_event();
+        assert_eq!(first.key, "sess_406611");
+        assert_eq!(
+            first.value,
+            concat!(
+                r#"{"event_id":"evt_000000000","event_time":"2026-01-09T12:00:00Z","user_id":"user_25413","#,
+                r#""session_id":"sess_406611","event_type":"remove_from_cart","#,
+                r#""page_url":"https://retail.example/products/P100","referrer_url":null,"#,
+                r#""product_id":"P100","product_name":"Trail Mug","category":"drinkware","price":18.00,"#,
+                r#""cart_id":"cart_406611","quantity":2,"#,
+                r#""device_type":"mobile","browser":"Edge","traffic_source":"direct"}"#,
+            )
+        );
+        let shares = GeneratorConfig {
+            invalid_share: 0.5,
+            late_share: 0.3,
+            duplicate_share: 0.1,
+            ..GeneratorConfig::default()
+        };
+        let analytics = |config| GeneratorConfig {
+            shape: Shape::Analytics,
+            ..config
+        };
+        let fingerprints = [
+            fingerprint(GeneratorConfig::default()),
+            fingerprint(shares.clone()),
+            fingerprint(analytics(GeneratorConfig::default())),
+            fingerprint(analytics(shares)),
+        ];
+        assert_eq!(
+            fingerprints,
+            [
+                0xd723_e39d_e9b0_c8b3,
+                0x1863_357c_550b_7426,
+                0x3351_0d8a_0c04_2408,
+                0x8b32_f5fe_59dc_d2b3,
+            ],
+            "{fingerprints:#x?}"
+        );
     }
 
     #[test]

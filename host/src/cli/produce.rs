@@ -81,6 +81,29 @@ pub struct ProduceSummary {
 
 /// Sends generated events; returns once every event is acknowledged (or fails).
 pub fn run(args: &ProduceArgs, stop: &dyn Fn() -> bool) -> anyhow::Result<ProduceSummary> {
+    check_shares(args)?;
+    let producer = producer(args)?;
+    let mut events = Events::open(args)?;
+    let mut summary = ProduceSummary::default();
+    let start = Instant::now();
+    let mut sent = 0u64;
+    while (events.reads_file() || args.count == 0 || sent < args.count) && !stop() {
+        pace(args.rate, start, sent);
+        let Some(event) = events.next() else {
+            break;
+        };
+        if !events.reads_file() {
+            summary.count(event.kind);
+        }
+        send(&producer, args, &event)?;
+        sent += 1;
+    }
+    summary.delivered = acknowledged(&producer, sent)?;
+    log_summary(args, &summary, start);
+    Ok(summary)
+}
+
+fn check_shares(args: &ProduceArgs) -> anyhow::Result<()> {
     for (name, share) in [
         ("--invalid-share", args.invalid_share),
         ("--late-share", args.late_share),
@@ -90,6 +113,11 @@ pub fn run(args: &ProduceArgs, stop: &dyn Fn() -> bool) -> anyhow::Result<Produc
             bail!("{name} must be between 0 and 1, not {share}");
         }
     }
+    Ok(())
+}
+
+/// A producer with the user's properties, after creating the topic if asked.
+fn producer(args: &ProduceArgs) -> anyhow::Result<ThreadedProducer<Deliveries>> {
     let mut config = kafka::client_config(&args.bootstrap_servers, &[]);
     config.set("linger.ms", "5").set("acks", "all");
     for (k, v) in &args.kafka {
@@ -103,89 +131,119 @@ pub fn run(args: &ProduceArgs, stop: &dyn Fn() -> bool) -> anyhow::Result<Produc
             Duration::from_secs(30),
         )?;
     }
-    let producer: ThreadedProducer<Deliveries> = config
+    config
         .create_with_context(Deliveries::default())
         .with_context(|| {
             format!(
                 "cannot create a Kafka producer for {}",
                 args.bootstrap_servers
             )
-        })?;
+        })
+}
 
-    let mut generator = Generator::new(GeneratorConfig {
-        seed: args.seed,
-        invalid_share: args.invalid_share,
-        late_share: args.late_share,
-        duplicate_share: args.duplicate_share,
-        shape: args.shape,
-        ..GeneratorConfig::default()
-    });
-    let mut summary = ProduceSummary::default();
-    let mut lines = match &args.input {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
-            Some(
-                text.lines()
-                    .filter(|l| !l.trim().is_empty())
-                    .map(|l| l.as_bytes().to_vec())
-                    .collect::<Vec<_>>()
-                    .into_iter(),
-            )
-        }
-        None => None,
-    };
-    let start = Instant::now();
-    let mut sent = 0u64;
-    while (lines.is_some() || args.count == 0 || sent < args.count) && !stop() {
-        if args.rate > 0.0 {
-            let due = start + Duration::from_secs_f64(sent as f64 / args.rate);
-            if let Some(wait) = due.checked_duration_since(Instant::now()) {
-                std::thread::sleep(wait);
-            }
-        }
-        let event = match lines.as_mut() {
-            Some(lines) => match lines.next() {
-                Some(value) => GeneratedEvent {
-                    key: String::new(),
-                    value: String::from_utf8_lossy(&value).into_owned(),
-                    kind: EventKind::Valid,
-                },
-                None => break,
-            },
-            None => generator.next_event(),
+/// Where the events come from.
+enum Events {
+    /// The generator, `--count` events or endless.
+    Generated(Generator),
+    /// The non-blank lines of `--input`, as they are, with no key; their kinds are unknown.
+    Lines(std::vec::IntoIter<String>),
+}
+
+impl Events {
+    fn open(args: &ProduceArgs) -> anyhow::Result<Self> {
+        let Some(path) = &args.input else {
+            return Ok(Events::Generated(Generator::new(GeneratorConfig {
+                seed: args.seed,
+                invalid_share: args.invalid_share,
+                late_share: args.late_share,
+                duplicate_share: args.duplicate_share,
+                shape: args.shape,
+                ..GeneratorConfig::default()
+            })));
         };
-        match (lines.is_some(), event.kind) {
-            (true, _) => {} // lines of a file: their kinds are unknown
-            (false, EventKind::Valid) => summary.valid += 1,
-            (false, EventKind::Late) => summary.late += 1,
-            (false, EventKind::Invalid) => summary.invalid += 1,
-            (false, EventKind::Duplicate) => summary.duplicates += 1,
-        }
-        let mut record = BaseRecord::to(&args.topic).payload(&event.value);
-        if !event.key.is_empty() {
-            record = record.key(&event.key);
-        }
-        if let Some(partition) = args.partition {
-            record = record.partition(partition);
-        }
-        loop {
-            match producer.send(record) {
-                Ok(()) => break,
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
-                    record = back;
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                Err((error, _)) => return Err(error).context("cannot send an event"),
-            }
-        }
-        sent += 1;
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let lines: Vec<String> = text
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(str::to_string)
+            .collect();
+        Ok(Events::Lines(lines.into_iter()))
     }
+
+    fn reads_file(&self) -> bool {
+        matches!(self, Events::Lines(_))
+    }
+}
+
+impl Iterator for Events {
+    type Item = GeneratedEvent;
+
+    fn next(&mut self) -> Option<GeneratedEvent> {
+        match self {
+            Events::Generated(generator) => Some(generator.next_event()),
+            Events::Lines(lines) => lines.next().map(|value| GeneratedEvent {
+                key: String::new(),
+                value,
+                kind: EventKind::Valid,
+            }),
+        }
+    }
+}
+
+impl ProduceSummary {
+    fn count(&mut self, kind: EventKind) {
+        match kind {
+            EventKind::Valid => self.valid += 1,
+            EventKind::Late => self.late += 1,
+            EventKind::Invalid => self.invalid += 1,
+            EventKind::Duplicate => self.duplicates += 1,
+        }
+    }
+}
+
+/// Sleeps until event number `sent` is due at `rate` events per second (0: never sleeps).
+fn pace(rate: f64, start: Instant, sent: u64) {
+    if rate > 0.0 {
+        let due = start + Duration::from_secs_f64(sent as f64 / rate);
+        if let Some(wait) = due.checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
+    }
+}
+
+/// Queues one event, waiting while the producer's queue is full.
+fn send(
+    producer: &ThreadedProducer<Deliveries>,
+    args: &ProduceArgs,
+    event: &GeneratedEvent,
+) -> anyhow::Result<()> {
+    let mut record = BaseRecord::to(&args.topic).payload(&event.value);
+    if !event.key.is_empty() {
+        record = record.key(&event.key);
+    }
+    if let Some(partition) = args.partition {
+        record = record.partition(partition);
+    }
+    loop {
+        match producer.send(record) {
+            Ok(()) => return Ok(()),
+            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                record = back;
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err((error, _)) => return Err(error).context("cannot send an event"),
+        }
+    }
+}
+
+/// Waits for every acknowledgement; returns how many events were delivered.
+fn acknowledged(producer: &ThreadedProducer<Deliveries>, sent: u64) -> anyhow::Result<u64> {
     producer
         .flush(Duration::from_secs(60))
         .context("events were not all acknowledged within 60s")?;
     let context = producer.context();
-    summary.delivered = context.delivered();
+    let delivered = context.delivered();
     let failed = context.failed();
     if failed > 0 {
         bail!(
@@ -193,6 +251,10 @@ pub fn run(args: &ProduceArgs, stop: &dyn Fn() -> bool) -> anyhow::Result<Produc
             context.first_error().unwrap_or_default()
         );
     }
+    Ok(delivered)
+}
+
+fn log_summary(args: &ProduceArgs, summary: &ProduceSummary, start: Instant) {
     let seconds = start.elapsed().as_secs_f64();
     tracing::info!(
         topic = %args.topic,
@@ -204,5 +266,4 @@ pub fn run(args: &ProduceArgs, stop: &dyn Fn() -> bool) -> anyhow::Result<Produc
         events_per_second = (summary.delivered as f64 / seconds.max(1e-9)).round(),
         "Produced events."
     );
-    Ok(summary)
 }

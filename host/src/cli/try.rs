@@ -117,42 +117,7 @@ pub fn run(
 ) -> anyhow::Result<Summary> {
     let (runtime_config, stages) = match &args.stages {
         Some(file) => read_stages(file)?,
-        None => {
-            let limits = Limits {
-                memory: args.memory,
-                call_timeout: args.call_timeout,
-                ..Limits::default()
-            };
-            let stages = args
-                .plugin
-                .iter()
-                .enumerate()
-                .map(|(i, path)| StageConfig {
-                    name: stage_name(path),
-                    plugin: path.clone(),
-                    params: plugin_params
-                        .get(i)
-                        .cloned()
-                        .unwrap_or_default()
-                        .into_iter()
-                        .collect(),
-                    limits: limits.clone(),
-                    grants: Grants::default(),
-                    watch: false,
-                    samples: None,
-                    allowed_digests: Vec::new(),
-                    rollback: Default::default(),
-                    shadow: None,
-                })
-                .collect();
-            (
-                RuntimeConfig {
-                    chunk_size: args.chunk_size,
-                    ..RuntimeConfig::default()
-                },
-                stages,
-            )
-        }
+        None => stages_from_args(args, plugin_params),
     };
     let runtime = Runtime::new(runtime_config.clone())?;
     let plugins = stages
@@ -163,24 +128,76 @@ pub fn run(
     let (lines, records) = read_events(&args.input, &args.topic)?;
     let outcomes = chain::run(&plugins, records, runtime_config.chunk_size);
 
-    let mut summary = Summary {
-        events: outcomes.len(),
-        ..Summary::default()
-    };
-    for (line, outcome) in lines.iter().zip(&outcomes) {
-        tally(&mut summary, &outcome.fate);
-        if args.json {
-            writeln!(out, "{}", verdict_json(*line, outcome, &plugins))?;
-        } else {
-            writeln!(out, "{}", verdict_text(*line, outcome, &plugins))?;
-        }
-    }
+    let summary = write_verdicts(args.json, &lines, &outcomes, &plugins, out)?;
     let text = summary_text(&summary);
     if args.json {
         summary_out.write_all(text.as_bytes())?;
     } else {
         writeln!(out, "---")?;
         out.write_all(text.as_bytes())?;
+    }
+    Ok(summary)
+}
+
+/// The stages of `--plugin` and `--param`, each with the `--memory` and `--call-timeout`
+/// limits, and a runtime with `--chunk-size`.
+fn stages_from_args(
+    args: &TryArgs,
+    plugin_params: &[Vec<(String, String)>],
+) -> (RuntimeConfig, Vec<StageConfig>) {
+    let limits = Limits {
+        memory: args.memory,
+        call_timeout: args.call_timeout,
+        ..Limits::default()
+    };
+    let stages = args
+        .plugin
+        .iter()
+        .enumerate()
+        .map(|(i, path)| StageConfig {
+            name: stage_name(path),
+            plugin: path.clone(),
+            params: plugin_params
+                .get(i)
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .collect(),
+            limits: limits.clone(),
+            grants: Grants::default(),
+            watch: false,
+            samples: None,
+            allowed_digests: Vec::new(),
+            rollback: Default::default(),
+            shadow: None,
+        })
+        .collect();
+    let runtime = RuntimeConfig {
+        chunk_size: args.chunk_size,
+        ..RuntimeConfig::default()
+    };
+    (runtime, stages)
+}
+
+/// Writes each event's verdict (text or JSON) and counts them.
+fn write_verdicts(
+    json: bool,
+    lines: &[usize],
+    outcomes: &[Judged],
+    plugins: &[Plugin],
+    out: &mut dyn Write,
+) -> anyhow::Result<Summary> {
+    let mut summary = Summary {
+        events: outcomes.len(),
+        ..Summary::default()
+    };
+    for (line, outcome) in lines.iter().zip(outcomes) {
+        tally(&mut summary, &outcome.fate);
+        if json {
+            writeln!(out, "{}", verdict_json(*line, outcome, plugins))?;
+        } else {
+            writeln!(out, "{}", verdict_text(*line, outcome, plugins))?;
+        }
     }
     Ok(summary)
 }

@@ -494,7 +494,20 @@ fn json_string(raw: &str) -> Option<String> {
     }
 }
 
+/// The text of a JSON string, or a type mismatch saying what was `expected`.
+fn string_for(expected: &str, raw: &str) -> Result<String, CellError> {
+    json_string(raw).ok_or_else(|| mismatch(expected, raw))
+}
+
+fn out_of_range(raw: &str, bits: u8) -> CellError {
+    (
+        "out_of_range",
+        format!("{raw} does not fit a {bits}-bit integer"),
+    )
+}
+
 /// Converts one raw JSON value to a cell of `kind`.
+#[inline]
 fn cell(kind: ColumnKind, raw: &str) -> Result<Cell, CellError> {
     if raw == "null" {
         return Ok(Cell::Null);
@@ -502,96 +515,114 @@ fn cell(kind: ColumnKind, raw: &str) -> Result<Cell, CellError> {
     let first = raw.as_bytes()[0];
     let is_number = first == b'-' || first.is_ascii_digit();
     match kind {
-        ColumnKind::String => Ok(Cell::Str(match json_string(raw) {
-            Some(s) => s,
-            // Like Spark's from_json: a non-string value keeps its JSON text.
-            None => raw.to_string(),
-        })),
-        ColumnKind::Boolean => match raw {
-            "true" => Ok(Cell::Bool(true)),
-            "false" => Ok(Cell::Bool(false)),
-            _ => Err(mismatch("a boolean", raw)),
-        },
-        ColumnKind::Int | ColumnKind::Long => {
-            if !is_number {
-                return Err(mismatch("an integer", raw));
-            }
-            let v: i64 = raw.parse().map_err(|_| {
-                if raw.bytes().all(|b| b.is_ascii_digit() || b == b'-') {
-                    (
-                        "out_of_range",
-                        format!("{raw} does not fit a 64-bit integer"),
-                    )
-                } else {
-                    mismatch("an integer", raw)
-                }
-            })?;
-            if kind == ColumnKind::Long {
-                return Ok(Cell::Long(v));
-            }
-            i32::try_from(v).map(Cell::Int).map_err(|_| {
-                (
-                    "out_of_range",
-                    format!("{raw} does not fit a 32-bit integer"),
-                )
-            })
-        }
-        ColumnKind::Float | ColumnKind::Double => {
-            if !is_number {
-                return Err(mismatch("a number", raw));
-            }
-            let v: f64 = raw.parse().map_err(|_| mismatch("a number", raw))?;
-            Ok(if kind == ColumnKind::Float {
-                Cell::Float(v as f32)
-            } else {
-                Cell::Double(v)
-            })
-        }
-        ColumnKind::Decimal { precision, scale } => {
-            let text = if is_number {
-                raw.to_string()
-            } else {
-                json_string(raw).ok_or_else(|| mismatch("a decimal number", raw))?
-            };
-            decimal::parse_decimal(&text, precision, scale)
-                .map(Cell::Decimal)
-                .map_err(|m| ("invalid_decimal", m))
-        }
-        ColumnKind::Date => {
-            let text = json_string(raw).ok_or_else(|| mismatch("a date string", raw))?;
-            let date = chrono::NaiveDate::parse_from_str(&text, "%Y-%m-%d").map_err(|e| {
-                (
-                    "invalid_date",
-                    format!("{text:?} is not a date (YYYY-MM-DD): {e}"),
-                )
-            })?;
-            let epoch = chrono::NaiveDate::from_ymd_opt(1970, 1, 1).expect("valid");
-            Ok(Cell::Date((date - epoch).num_days() as i32))
-        }
-        ColumnKind::Timestamptz => {
-            let text =
-                json_string(raw).ok_or_else(|| mismatch("an RFC 3339 timestamp string", raw))?;
-            let t = chrono::DateTime::parse_from_rfc3339(&text).map_err(|e| {
-                (
-                    "invalid_timestamp",
-                    format!("{text:?} is not an RFC 3339 timestamp with a zone: {e}"),
-                )
-            })?;
-            Ok(Cell::Micros(t.timestamp_micros()))
-        }
-        ColumnKind::Timestamp => {
-            let text = json_string(raw).ok_or_else(|| mismatch("a timestamp string", raw))?;
-            let t = chrono::NaiveDateTime::parse_from_str(&text, "%Y-%m-%dT%H:%M:%S%.f")
-                .or_else(|_| chrono::NaiveDateTime::parse_from_str(&text, "%Y-%m-%d %H:%M:%S%.f"))
-                .map_err(|e| {
-                    (
-                        "invalid_timestamp",
-                        format!("{text:?} is not a timestamp: {e}"),
-                    )
-                })?;
-            Ok(Cell::Micros(t.and_utc().timestamp_micros()))
-        }
+        ColumnKind::String => Ok(Cell::Str(string_cell(raw))),
+        ColumnKind::Boolean => boolean_cell(raw),
+        ColumnKind::Int | ColumnKind::Long if !is_number => Err(mismatch("an integer", raw)),
+        ColumnKind::Int => int_cell(raw),
+        ColumnKind::Long => long(raw).map(Cell::Long),
+        ColumnKind::Float | ColumnKind::Double if !is_number => Err(mismatch("a number", raw)),
+        ColumnKind::Float => double(raw).map(|v| Cell::Float(v as f32)),
+        ColumnKind::Double => double(raw).map(Cell::Double),
+        ColumnKind::Decimal { precision, scale } => decimal_cell(raw, is_number, precision, scale),
+        ColumnKind::Date => date_cell(raw),
+        ColumnKind::Timestamptz => timestamptz_cell(raw),
+        ColumnKind::Timestamp => timestamp_cell(raw),
     }
+}
+
+/// A JSON string's text; like Spark's from_json, a non-string value keeps its JSON text.
+#[inline]
+fn string_cell(raw: &str) -> String {
+    match json_string(raw) {
+        Some(s) => s,
+        None => raw.to_string(),
+    }
+}
+
+#[inline]
+fn boolean_cell(raw: &str) -> Result<Cell, CellError> {
+    match raw {
+        "true" => Ok(Cell::Bool(true)),
+        "false" => Ok(Cell::Bool(false)),
+        _ => Err(mismatch("a boolean", raw)),
+    }
+}
+
+/// A JSON number that looks like an integer, as 64 bits.
+#[inline]
+fn long(raw: &str) -> Result<i64, CellError> {
+    raw.parse().map_err(|_| {
+        if raw.bytes().all(|b| b.is_ascii_digit() || b == b'-') {
+            out_of_range(raw, 64)
+        } else {
+            mismatch("an integer", raw)
+        }
+    })
+}
+
+#[inline]
+fn int_cell(raw: &str) -> Result<Cell, CellError> {
+    let v = long(raw)?;
+    i32::try_from(v)
+        .map(Cell::Int)
+        .map_err(|_| out_of_range(raw, 32))
+}
+
+#[inline]
+fn double(raw: &str) -> Result<f64, CellError> {
+    raw.parse().map_err(|_| mismatch("a number", raw))
+}
+
+/// A decimal from a JSON number or a string holding one.
+fn decimal_cell(raw: &str, is_number: bool, precision: u32, scale: u32) -> Result<Cell, CellError> {
+    let text = if is_number {
+        raw.to_string()
+    } else {
+        string_for("a decimal number", raw)?
+    };
+    decimal::parse_decimal(&text, precision, scale)
+        .map(Cell::Decimal)
+        .map_err(|m| ("invalid_decimal", m))
+}
+
+/// Days since 1970-01-01 from a `YYYY-MM-DD` string.
+fn date_cell(raw: &str) -> Result<Cell, CellError> {
+    let text = string_for("a date string", raw)?;
+    let date = chrono::NaiveDate::parse_from_str(&text, "%Y-%m-%d").map_err(|e| {
+        (
+            "invalid_date",
+            format!("{text:?} is not a date (YYYY-MM-DD): {e}"),
+        )
+    })?;
+    let epoch = chrono::NaiveDate::from_ymd_opt(1970, 1, 1).expect("valid");
+    Ok(Cell::Date((date - epoch).num_days() as i32))
+}
+
+/// Microseconds since the epoch from an RFC 3339 string with a zone.
+fn timestamptz_cell(raw: &str) -> Result<Cell, CellError> {
+    let text = string_for("an RFC 3339 timestamp string", raw)?;
+    let t = chrono::DateTime::parse_from_rfc3339(&text).map_err(|e| {
+        (
+            "invalid_timestamp",
+            format!("{text:?} is not an RFC 3339 timestamp with a zone: {e}"),
+        )
+    })?;
+    Ok(Cell::Micros(t.timestamp_micros()))
+}
+
+/// Microseconds since the epoch from a zoneless `T`- or space-separated timestamp string,
+/// read as UTC.
+fn timestamp_cell(raw: &str) -> Result<Cell, CellError> {
+    let text = string_for("a timestamp string", raw)?;
+    let t = chrono::NaiveDateTime::parse_from_str(&text, "%Y-%m-%dT%H:%M:%S%.f")
+        .or_else(|_| chrono::NaiveDateTime::parse_from_str(&text, "%Y-%m-%d %H:%M:%S%.f"))
+        .map_err(|e| {
+            (
+                "invalid_timestamp",
+                format!("{text:?} is not a timestamp: {e}"),
+            )
+        })?;
+    Ok(Cell::Micros(t.and_utc().timestamp_micros()))
 }
 
 #[cfg(test)]
@@ -718,5 +749,174 @@ mod tests {
         assert_eq!(out.batch.num_rows(), 1);
         assert_eq!(out.batch.column(0).as_string::<i32>().value(0), "1");
         assert_eq!(out.errors[0].0, 1);
+    }
+
+    const DEC: ColumnKind = ColumnKind::Decimal {
+        precision: 10,
+        scale: 2,
+    };
+
+    /// Every branch of `cell`: a kind, a raw JSON value, and the exact result or error.
+    const CELLS: [(ColumnKind, &str, &str); 44] = [
+        (ColumnKind::String, r#""a\"b\u00e9""#, r#"Ok(Str("a\"bé"))"#),
+        (ColumnKind::String, r#"12"#, r#"Ok(Str("12"))"#),
+        (
+            ColumnKind::String,
+            r#"{"x": [1]}"#,
+            r#"Ok(Str("{\"x\": [1]}"))"#,
+        ),
+        (ColumnKind::String, r#"null"#, r#"Ok(Null)"#),
+        (ColumnKind::Boolean, r#"true"#, r#"Ok(Bool(true))"#),
+        (ColumnKind::Boolean, r#"false"#, r#"Ok(Bool(false))"#),
+        (
+            ColumnKind::Boolean,
+            r#""true""#,
+            r#"Err(("type_mismatch", "expected a boolean, found the string \"true\""))"#,
+        ),
+        (
+            ColumnKind::Boolean,
+            r#"1"#,
+            r#"Err(("type_mismatch", "expected a boolean, found the number 1"))"#,
+        ),
+        (ColumnKind::Int, r#"7"#, r#"Ok(Int(7))"#),
+        (ColumnKind::Int, r#"-7"#, r#"Ok(Int(-7))"#),
+        (
+            ColumnKind::Int,
+            r#""7""#,
+            r#"Err(("type_mismatch", "expected an integer, found the string \"7\""))"#,
+        ),
+        (
+            ColumnKind::Int,
+            r#"1.5"#,
+            r#"Err(("type_mismatch", "expected an integer, found the number 1.5"))"#,
+        ),
+        (
+            ColumnKind::Int,
+            r#"1e3"#,
+            r#"Err(("type_mismatch", "expected an integer, found the number 1e3"))"#,
+        ),
+        (
+            ColumnKind::Int,
+            r#"3000000000"#,
+            r#"Err(("out_of_range", "3000000000 does not fit a 32-bit integer"))"#,
+        ),
+        (
+            ColumnKind::Int,
+            r#"-99999999999999999999"#,
+            r#"Err(("out_of_range", "-99999999999999999999 does not fit a 64-bit integer"))"#,
+        ),
+        (ColumnKind::Long, r#"3000000000"#, r#"Ok(Long(3000000000))"#),
+        (
+            ColumnKind::Long,
+            r#"99999999999999999999"#,
+            r#"Err(("out_of_range", "99999999999999999999 does not fit a 64-bit integer"))"#,
+        ),
+        (
+            ColumnKind::Long,
+            r#"true"#,
+            r#"Err(("type_mismatch", "expected an integer, found the boolean true"))"#,
+        ),
+        (ColumnKind::Long, r#"null"#, r#"Ok(Null)"#),
+        (ColumnKind::Float, r#"1.5"#, r#"Ok(Float(1.5))"#),
+        (ColumnKind::Float, r#"-0.25"#, r#"Ok(Float(-0.25))"#),
+        (ColumnKind::Float, r#"1e400"#, r#"Ok(Float(inf))"#),
+        (
+            ColumnKind::Float,
+            r#""1.5""#,
+            r#"Err(("type_mismatch", "expected a number, found the string \"1.5\""))"#,
+        ),
+        (ColumnKind::Double, r#"2.5e-3"#, r#"Ok(Double(0.0025))"#),
+        (
+            ColumnKind::Double,
+            r#"[1]"#,
+            r#"Err(("type_mismatch", "expected a number, found an array"))"#,
+        ),
+        (
+            ColumnKind::Double,
+            r#"-"#,
+            r#"Err(("type_mismatch", "expected a number, found the number -"))"#,
+        ),
+        (DEC, r#"18.0"#, r#"Ok(Decimal(1800))"#),
+        (DEC, r#""0.10""#, r#"Ok(Decimal(10))"#),
+        (
+            DEC,
+            r#"1.234"#,
+            r#"Err(("invalid_decimal", "1.234 has more than 2 decimal places"))"#,
+        ),
+        (
+            DEC,
+            r#""abc""#,
+            r#"Err(("invalid_decimal", "\"abc\" is not a number"))"#,
+        ),
+        (
+            DEC,
+            r#"true"#,
+            r#"Err(("type_mismatch", "expected a decimal number, found the boolean true"))"#,
+        ),
+        (
+            DEC,
+            r#"123456789012"#,
+            r#"Err(("invalid_decimal", "123456789012 does not fit DECIMAL(10,2): at most 8 digits before the point"))"#,
+        ),
+        (ColumnKind::Date, r#""2026-01-09""#, r#"Ok(Date(20462))"#),
+        (ColumnKind::Date, r#""1969-12-31""#, r#"Ok(Date(-1))"#),
+        (
+            ColumnKind::Date,
+            r#""2026-13-01""#,
+            r#"Err(("invalid_date", "\"2026-13-01\" is not a date (YYYY-MM-DD): input is out of range"))"#,
+        ),
+        (
+            ColumnKind::Date,
+            r#"20260109"#,
+            r#"Err(("type_mismatch", "expected a date string, found the number 20260109"))"#,
+        ),
+        (
+            ColumnKind::Timestamptz,
+            r#""2026-01-09T11:04:00.5+01:00""#,
+            r#"Ok(Micros(1767953040500000))"#,
+        ),
+        (
+            ColumnKind::Timestamptz,
+            r#""2026-01-09T10:04:00""#,
+            r#"Err(("invalid_timestamp", "\"2026-01-09T10:04:00\" is not an RFC 3339 timestamp with a zone: premature end of input"))"#,
+        ),
+        (
+            ColumnKind::Timestamptz,
+            r#"5"#,
+            r#"Err(("type_mismatch", "expected an RFC 3339 timestamp string, found the number 5"))"#,
+        ),
+        (
+            ColumnKind::Timestamp,
+            r#""2026-01-09T10:04:00.25""#,
+            r#"Ok(Micros(1767953040250000))"#,
+        ),
+        (
+            ColumnKind::Timestamp,
+            r#""2026-01-09 10:04:00""#,
+            r#"Ok(Micros(1767953040000000))"#,
+        ),
+        (
+            ColumnKind::Timestamp,
+            r#""yesterday""#,
+            r#"Err(("invalid_timestamp", "\"yesterday\" is not a timestamp: input contains invalid characters"))"#,
+        ),
+        (
+            ColumnKind::Timestamp,
+            r#"false"#,
+            r#"Err(("type_mismatch", "expected a timestamp string, found the boolean false"))"#,
+        ),
+        (
+            ColumnKind::Boolean,
+            r#""xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx""#,
+            r#"Err(("type_mismatch", "expected a boolean, found the string \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"))"#,
+        ),
+    ];
+
+    #[test]
+    fn each_kind_parses_or_says_why_not() {
+        for (kind, raw, expected) in CELLS {
+            let got = format!("{:?}", cell(kind, raw));
+            assert_eq!(got, expected, "{kind:?} {raw}");
+        }
     }
 }

@@ -235,11 +235,42 @@ pub fn read_all(
     topic: &str,
     timeout: Duration,
 ) -> Result<Vec<TopicRecord>, TopicError> {
-    let request = |error| TopicError::Send {
+    let consumer = show_consumer(bootstrap)?;
+    let (assignment, mut ends) = ranges(&consumer, topic, timeout)?;
+    let mut out = Vec::new();
+    if ends.is_empty() {
+        return Ok(out);
+    }
+    consumer.assign(&assignment).map_err(request(topic))?;
+    let deadline = std::time::Instant::now() + timeout;
+    while !ends.is_empty() && std::time::Instant::now() < deadline {
+        let Some(message) = consumer.poll(Duration::from_millis(100)) else {
+            continue;
+        };
+        let m = message.map_err(request(topic))?;
+        if ends
+            .get(&m.partition())
+            .is_some_and(|&end| m.offset() + 1 >= end)
+        {
+            ends.remove(&m.partition());
+        }
+        out.push(topic_record(&m));
+    }
+    out.sort_by_key(|d| (d.partition, d.offset));
+    Ok(out)
+}
+
+/// What a failed request to read `topic` is.
+fn request(topic: &str) -> impl Fn(rdkafka::error::KafkaError) -> TopicError + '_ {
+    move |error| TopicError::Send {
         topic: topic.to_string(),
         error,
-    };
-    let consumer: BaseConsumer = client_config(bootstrap, &[])
+    }
+}
+
+/// A consumer that never commits, for reading a topic from its start.
+fn show_consumer(bootstrap: &str) -> Result<BaseConsumer, TopicError> {
+    let consumer = client_config(bootstrap, &[])
         .set("group.id", "sluice-show")
         .set("enable.auto.commit", "false")
         .create()
@@ -247,9 +278,19 @@ pub fn read_all(
             bootstrap: bootstrap.to_string(),
             error,
         })?;
+    Ok(consumer)
+}
+
+/// The partitions of `topic` that hold records, each from its earliest offset, and the
+/// offset each one ends at (its high watermark) now.
+fn ranges(
+    consumer: &BaseConsumer,
+    topic: &str,
+    timeout: Duration,
+) -> Result<(rdkafka::TopicPartitionList, BTreeMap<i32, i64>), TopicError> {
     let metadata = consumer
         .fetch_metadata(Some(topic), timeout)
-        .map_err(request)?;
+        .map_err(request(topic))?;
     let mut ends = BTreeMap::new();
     let mut assignment = rdkafka::TopicPartitionList::new();
     for t in metadata
@@ -260,49 +301,34 @@ pub fn read_all(
         for p in t.partitions() {
             let (low, high) = consumer
                 .fetch_watermarks(topic, p.id(), timeout)
-                .map_err(request)?;
+                .map_err(request(topic))?;
             if high > low {
                 ends.insert(p.id(), high);
                 assignment
                     .add_partition_offset(topic, p.id(), rdkafka::Offset::Offset(low))
-                    .map_err(request)?;
+                    .map_err(request(topic))?;
             }
         }
     }
-    let mut out = Vec::new();
-    if ends.is_empty() {
-        return Ok(out);
+    Ok((assignment, ends))
+}
+
+/// A message as text (invalid UTF-8 replaced).
+fn topic_record(m: &rdkafka::message::BorrowedMessage<'_>) -> TopicRecord {
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let headers = m
+        .headers()
+        .map(|h| {
+            h.iter()
+                .map(|h| (h.key.to_string(), h.value.map(text).unwrap_or_default()))
+                .collect()
+        })
+        .unwrap_or_default();
+    TopicRecord {
+        partition: m.partition(),
+        offset: m.offset(),
+        key: m.key().map(text),
+        value: m.payload().map(text),
+        headers,
     }
-    consumer.assign(&assignment).map_err(request)?;
-    let deadline = std::time::Instant::now() + timeout;
-    while !ends.is_empty() && std::time::Instant::now() < deadline {
-        let Some(message) = consumer.poll(Duration::from_millis(100)) else {
-            continue;
-        };
-        let m = message.map_err(request)?;
-        if ends
-            .get(&m.partition())
-            .is_some_and(|&end| m.offset() + 1 >= end)
-        {
-            ends.remove(&m.partition());
-        }
-        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-        let headers = m
-            .headers()
-            .map(|h| {
-                h.iter()
-                    .map(|h| (h.key.to_string(), h.value.map(text).unwrap_or_default()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        out.push(TopicRecord {
-            partition: m.partition(),
-            offset: m.offset(),
-            key: m.key().map(text),
-            value: m.payload().map(text),
-            headers,
-        });
-    }
-    out.sort_by_key(|d| (d.partition, d.offset));
-    Ok(out)
 }
