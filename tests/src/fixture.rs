@@ -275,6 +275,12 @@ impl Running {
         self.finish()
     }
 
+    /// Waits for the process to end by itself: the exit status, standard output and the
+    /// whole log.
+    pub fn wait(self) -> (ExitStatus, String, String) {
+        self.finish()
+    }
+
     fn finish(mut self) -> (ExitStatus, String, String) {
         let status = self.child.wait().unwrap();
         let mut stdout = String::new();

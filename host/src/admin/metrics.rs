@@ -138,6 +138,7 @@ fn seconds_of_ms(ms: u64) -> f64 {
 pub(super) struct Metrics {
     registry: Registry,
     rows: RowMetrics,
+    commits: CommitMetrics,
     time: TimeMetrics,
     plugins: PluginMetrics,
     event_time: EventTimeMetrics,
@@ -149,6 +150,7 @@ impl Metrics {
         let mut registry = Registry::with_prefix("sluice");
         let mut families = Families(&mut registry);
         let rows = RowMetrics::register(&mut families);
+        let commits = CommitMetrics::register(&mut families);
         let time = TimeMetrics::register(&mut families);
         let plugins = PluginMetrics::register(&mut families);
         for stage in stages {
@@ -158,6 +160,7 @@ impl Metrics {
         Metrics {
             registry,
             rows,
+            commits,
             time,
             plugins,
             event_time,
@@ -167,6 +170,7 @@ impl Metrics {
     /// Counts a committed batch.
     pub(super) fn record(&self, progress: &Progress) {
         self.rows.record(progress);
+        self.commits.retries.inc_by(progress.commit_retries);
         self.time.record(progress);
         for (stage, s) in &progress.stages {
             self.plugins.record(stage, s);
@@ -174,6 +178,11 @@ impl Metrics {
         if let Some(et) = &progress.event_time {
             self.event_time.record(et);
         }
+    }
+
+    /// Counts a batch fenced off the table (not committed).
+    pub(super) fn fenced(&self) {
+        self.commits.fenced.inc();
     }
 
     /// The metrics in `format`.
@@ -241,6 +250,29 @@ impl RowMetrics {
         }
         self.files_written.inc_by(p.files_written);
         self.written_bytes.inc_by(p.bytes_written);
+    }
+}
+
+/// Commits that met other commits.
+struct CommitMetrics {
+    retries: Counter,
+    fenced: Counter,
+}
+
+impl CommitMetrics {
+    fn register(f: &mut Families) -> Self {
+        CommitMetrics {
+            retries: f.add(
+                "commit_retries",
+                "Table commits retried after a conflict with a commit that left the fence standing",
+                Counter::default(),
+            ),
+            fenced: f.add(
+                "batches_fenced",
+                "Batches abandoned because another commit took their partitions first",
+                Counter::default(),
+            ),
+        }
     }
 }
 
@@ -487,7 +519,7 @@ mod tests {
     use crate::admin::tests::progress;
 
     /// Every family served, with its type: the README's list.
-    const FAMILIES: [(&str, &str); 30] = [
+    const FAMILIES: [(&str, &str); 32] = [
         ("sluice_batches", "counter"),
         ("sluice_input_rows", "counter"),
         ("sluice_rows_written", "counter"),
@@ -495,6 +527,8 @@ mod tests {
         ("sluice_dead_lettered", "counter"),
         ("sluice_files_written", "counter"),
         ("sluice_written_bytes", "counter"),
+        ("sluice_commit_retries", "counter"),
+        ("sluice_batches_fenced", "counter"),
         ("sluice_batch_duration_seconds", "histogram"),
         ("sluice_batch_phase_seconds", "counter"),
         ("sluice_last_batch_id", "gauge"),
@@ -583,14 +617,17 @@ mod tests {
         rules.rollbacks = 1;
         rules.digest = "cd34".into();
         metrics.record(&second);
+        metrics.fenced();
         let text = metrics.render(Format::OpenMetrics).unwrap();
         assert_eq!(families(&text), FAMILIES, "{text}");
+        has(&text, "sluice_batches_fenced_total 1");
         has(&text, "# TYPE sluice_batches counter");
         has(&text, "# HELP sluice_batches Batches committed.");
 
         // Counters add up over the two batches; counts since the start are taken as they are.
         has(&text, "sluice_batches_total 2");
         has(&text, "sluice_input_rows_total 20");
+        has(&text, "sluice_commit_retries_total 2");
         has(&text, "sluice_written_bytes_total 2000");
         has(&text, "sluice_rows_late_total 2");
         has(

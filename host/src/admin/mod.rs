@@ -153,6 +153,11 @@ impl Admin {
         self.addr
     }
 
+    /// Counts a batch fenced off the table.
+    pub fn fenced(&self) {
+        self.shared.metrics.fenced();
+    }
+
     /// Records a committed batch's progress: the metrics count it, `GET /status` shows it.
     pub fn record(&self, progress: &Progress) {
         self.shared.metrics.record(progress);

@@ -37,6 +37,7 @@ pub(super) fn progress(batch_id: u64) -> Progress {
         processed_rows_per_second: 10.0,
         files_written: 1,
         bytes_written: 1000,
+        commit_retries: 1,
         durations_ms: Durations {
             poll: 100,
             plugins: 500,

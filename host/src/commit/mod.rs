@@ -20,6 +20,9 @@ pub const BATCH_ID: &str = "sluice.batch-id";
 pub const COMMIT_ID: &str = "sluice.commit-id";
 /// Snapshot summary key: the next offset of every owned partition, as JSON.
 pub const OFFSETS: &str = "sluice.offsets";
+/// Snapshot summary key: the process that committed (its run id), which tells a commit of
+/// this process from the same batch committed by another.
+pub const RUN: &str = "sluice.run";
 /// Snapshot summary key: rows of the batch sent to the dead-letter topic.
 pub const DEAD_LETTERED: &str = "sluice.dead-lettered";
 

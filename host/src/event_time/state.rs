@@ -3,9 +3,16 @@
 //!
 //! The file also holds the batch's *plan*: the offsets it read and the processing time
 //! it ran at. After a crash between the state file and the table commit, the restarted
-//! pipeline finds the file of the next batch and replays exactly that plan, so its
+//! pipeline finds the plan of the next batch and replays exactly that plan, so its
 //! results are the same as they would have been without the crash: a window that an
 //! output already holds is not emitted with different contents, and none is missed.
+//!
+//! Each process names its state files with its own run id (`<batch>-<run>.json`), so a
+//! process fenced off the table (see [`crate::sink::iceberg::fence`]) can never overwrite
+//! the state another process committed for the same batch. The plan is found through a
+//! small pointer at a name that does not depend on the run (`<batch>.json`), which a
+//! restart can compute; state files of older versions of sluice were written at that name
+//! whole, and read the same way.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -175,8 +182,11 @@ impl StateStore for MemoryStore {
     }
 }
 
-/// Reads a state file; `None` if it does not exist.
-pub fn read(store: &dyn StateStore, path: &str) -> Result<Option<StateFile>, StateError> {
+/// Reads a JSON file; `None` if it does not exist.
+fn read<T: serde::de::DeserializeOwned>(
+    store: &dyn StateStore,
+    path: &str,
+) -> Result<Option<T>, StateError> {
     let Some(bytes) = store.get(path)? else {
         return Ok(None);
     };
@@ -188,14 +198,27 @@ pub fn read(store: &dyn StateStore, path: &str) -> Result<Option<StateFile>, Sta
         })
 }
 
+/// The pointer to a batch's plan and state file, at [`path`]. (A whole [`StateFile`] of
+/// an older version reads as one with no `state_file`.)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanFile {
+    /// The batch's plan.
+    pub plan: Plan,
+    /// The state file written with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_file: Option<String>,
+}
+
 impl EventTime {
     /// Writes the state after a batch, with the batch's plan: returns the file's path and
     /// size.
+    /// size. `run` tells this process's files from another's.
     pub fn save(
         &self,
         store: &dyn StateStore,
         location: &str,
         pipeline: &str,
+        run: &str,
         plan: &Plan,
     ) -> Result<(String, u64), StateError> {
         let file = StateFileRef {
@@ -205,10 +228,16 @@ impl EventTime {
             state: self.save_ref(),
         };
         let bytes = serde_json::to_vec(&file).map_err(StateError::Serialise)?;
-        let path = path(location, pipeline, plan.batch_id);
+        let state_file = run_path(location, pipeline, plan.batch_id, run);
         let size = bytes.len() as u64;
-        store.put(&path, bytes)?;
-        Ok((path, size))
+        store.put(&state_file, bytes)?;
+        let pointer = PlanFile {
+            plan: plan.clone(),
+            state_file: Some(state_file.clone()),
+        };
+        let pointer = serde_json::to_vec(&pointer).map_err(StateError::Serialise)?;
+        store.put(&path(location, pipeline, plan.batch_id), pointer)?;
+        Ok((state_file, size))
     }
 
     /// After a restart: restores the state named by the table's last commit (`saved`, the
@@ -226,7 +255,8 @@ impl EventTime {
     ) -> Result<Option<Plan>, StateError> {
         match saved {
             Some(path) => {
-                let file = read(store, path)?.ok_or_else(|| StateError::Missing(path.into()))?;
+                let file: StateFile =
+                    read(store, path)?.ok_or_else(|| StateError::Missing(path.into()))?;
                 self.restore(file.state);
                 tracing::info!(state = %path, "restored event-time state");
             }
@@ -235,7 +265,7 @@ impl EventTime {
             ),
             None => {}
         }
-        match read(store, next) {
+        match read::<PlanFile>(store, next) {
             Ok(Some(file)) if file.plan.start == positions => Ok(Some(file.plan)),
             Ok(Some(_)) => {
                 tracing::warn!(state = %next, "ignoring a state file planned from other offsets");
@@ -250,18 +280,30 @@ impl EventTime {
     }
 }
 
-/// Deletes the state file that falls out of the kept ones once `batch_id` is committed.
+/// Deletes the files of the batch that falls out of the kept ones once `batch_id` is
+/// committed: its pointer and the state file it names.
 pub fn forget_old(store: &dyn StateStore, location: &str, pipeline: &str, batch_id: u64) {
     if batch_id <= KEEP_STATE_FILES {
         return;
     }
     let old = path(location, pipeline, batch_id - KEEP_STATE_FILES);
-    if let Err(error) = store.delete(&old) {
-        tracing::debug!(%error, "cannot delete an old state file");
+    let named = read::<PlanFile>(store, &old).ok().flatten();
+    for file in named.and_then(|p| p.state_file).iter().chain([&old]) {
+        if let Err(error) = store.delete(file) {
+            tracing::debug!(%error, "cannot delete an old state file");
+        }
     }
 }
 
-/// The path of the state file of `batch_id`, below a table's location.
+/// The path of the state file that the process `run` writes for `batch_id`.
+pub fn run_path(table_location: &str, pipeline: &str, batch_id: u64, run: &str) -> String {
+    format!(
+        "{}/sluice-state/{pipeline}/{batch_id:020}-{run}.json",
+        table_location.trim_end_matches('/')
+    )
+}
+
+/// The path of the pointer to `batch_id`'s plan and state file, below a table's location.
 pub fn path(table_location: &str, pipeline: &str, batch_id: u64) -> String {
     format!(
         "{}/sluice-state/{pipeline}/{batch_id:020}.json",
@@ -294,14 +336,27 @@ mod tests {
         let mut et = operators();
         let fields = et.fields(Some(br#"{"ts":60000}"#)).unwrap();
         et.process([("t/0", &fields)], Millis(0), false);
-        let (saved, size) = et.save(&store, "mem://t", "p", &plan(1, "a")).unwrap();
-        assert_eq!(saved, path("mem://t", "p", 1));
+        let (saved, size) = et
+            .save(&store, "mem://t", "p", "run1", &plan(1, "a"))
+            .unwrap();
+        assert_eq!(saved, run_path("mem://t", "p", 1, "run1"));
         assert!(size > 0);
-        // Batch 2 was planned from offsets "b" but not committed.
+        // Batch 2 was planned from offsets "b" but not committed, then planned by another
+        // process too: its state file does not replace the first one's.
         let next = path("mem://t", "p", 2);
         operators()
-            .save(&store, "mem://t", "p", &plan(2, "b"))
+            .save(&store, "mem://t", "p", "run1", &plan(2, "b"))
             .unwrap();
+        let (other_file, _) = operators()
+            .save(&store, "mem://t", "p", "run2", &plan(2, "b"))
+            .unwrap();
+        assert_ne!(other_file, run_path("mem://t", "p", 2, "run1"));
+        assert!(
+            store
+                .get(&run_path("mem://t", "p", 2, "run1"))
+                .unwrap()
+                .is_some()
+        );
         let mut again = operators();
         let replay = again
             .recover(&store, Some(&saved), true, &next, "b")
@@ -326,12 +381,16 @@ mod tests {
     #[test]
     fn old_state_files_are_forgotten() {
         let store = MemoryStore::default();
+        let et = operators();
         for batch in 1..=12 {
-            store.put(&path("m", "p", batch), vec![]).unwrap();
+            let plan = plan(batch, "a");
+            et.save(&store, "m", "p", "r", &plan).unwrap();
             forget_old(&store, "m", "p", batch);
         }
-        assert_eq!(store.paths().len(), KEEP_STATE_FILES as usize);
-        assert_eq!(store.paths()[0], path("m", "p", 3));
+        // A pointer and a state file for each batch kept.
+        assert_eq!(store.paths().len(), 2 * KEEP_STATE_FILES as usize);
+        assert_eq!(store.paths()[0], run_path("m", "p", 3, "r"));
+        assert_eq!(store.paths()[1], path("m", "p", 3));
     }
 
     #[test]

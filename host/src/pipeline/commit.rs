@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use super::crash::CrashPoint;
 use super::route::Prepared;
 use super::{Pipeline, PipelineError};
-use crate::commit::DEAD_LETTERED;
+use crate::commit::{DEAD_LETTERED, RUN};
 use crate::event_time::extract::format_micros;
 use crate::event_time::state::{self, STATE, WATERMARK};
 use crate::sink::{Commit, Delivered};
@@ -59,6 +59,8 @@ pub(super) struct Committed {
     pub(super) send: Duration,
     /// Time committing the tables.
     pub(super) commit: Duration,
+    /// Table commits retried after a conflict with another commit.
+    pub(super) retries: u64,
 }
 
 impl Pipeline {
@@ -111,6 +113,7 @@ impl Pipeline {
                 let none = HashMap::new();
                 let commit = Commit {
                     mark: &prepared.mark,
+                    start: &prepared.start,
                     properties: &none,
                 };
                 self.outputs.commit_others(results, commit)?;
@@ -119,9 +122,10 @@ impl Pipeline {
                 let properties = self.summary_properties(prepared, committed);
                 let commit = Commit {
                     mark: &prepared.mark,
+                    start: &prepared.start,
                     properties: &properties,
                 };
-                self.outputs.checkpoint(results, commit)?;
+                committed.retries = self.outputs.checkpoint(results, commit)?.retries;
             }
             CommitStep::AfterCommit => {
                 self.source.acknowledge(&prepared.mark.offsets);
@@ -143,14 +147,14 @@ impl Pipeline {
         committed: &mut Committed,
     ) -> Result<(), PipelineError> {
         let location = self.outputs.table().table().location().to_string();
-        let (store, event_time) = (self.state.as_ref(), self.event_time.as_ref());
+        let (store, event_time, run) = (self.state.as_ref(), self.event_time.as_ref(), &self.run);
         let outputs = &mut self.outputs;
         let (saved, staged) = std::thread::scope(|scope| {
             let saving = scope.spawn(|| {
                 let t = Instant::now();
                 let name = &prepared.mark.pipeline;
                 let saved = event_time
-                    .map(|et| et.save(store, &location, name, &prepared.plan))
+                    .map(|et| et.save(store, &location, name, run, &prepared.plan))
                     .transpose();
                 saved.map(|file| (file, t.elapsed()))
             });
@@ -174,10 +178,13 @@ impl Pipeline {
         prepared: &Prepared,
         committed: &Committed,
     ) -> HashMap<String, String> {
-        let mut properties = HashMap::from([(
-            DEAD_LETTERED.to_string(),
-            prepared.results.dead.len().to_string(),
-        )]);
+        let mut properties = HashMap::from([
+            (
+                DEAD_LETTERED.to_string(),
+                prepared.results.dead.len().to_string(),
+            ),
+            (RUN.to_string(), self.run.clone()),
+        ]);
         properties.extend(self.stages.summary_properties());
         if let Some((path, _)) = &committed.state_file {
             properties.insert(STATE.to_string(), path.clone());

@@ -44,6 +44,7 @@ use self::crash::{Crash, CrashPoint};
 pub use self::open::Parts;
 use self::process::Processed;
 use self::read::Input;
+use self::route::Prepared;
 use self::stages::{StageError, Stages};
 use crate::admin::{Admin, AdminError};
 use crate::batch::trigger::{self, Batches};
@@ -105,7 +106,7 @@ pub enum PipelineError {
         /// The reason.
         message: String,
     },
-    /// A crash was injected on purpose ([`Crash::Fail`]).
+    /// A crash was injected on purpose ([`crash::Crash::Fail`]).
     #[error("crash injected at {} of batch {batch_id}", .point.name())]
     Crashed {
         /// Where.
@@ -132,6 +133,10 @@ pub struct RunSummary {
     pub rows_deduplicated: u64,
     /// Window results emitted.
     pub window_rows: u64,
+    /// Batches abandoned because another commit took their partitions first.
+    pub batches_fenced: u64,
+    /// Table commits retried after a conflict with a commit that left the fence standing.
+    pub commit_retries: u64,
     /// Whether a stop signal ended the run.
     pub stopped: bool,
 }
@@ -152,6 +157,8 @@ pub struct Pipeline {
     /// When the last batch ended.
     last_end: Instant,
     crash: Crash,
+    /// Tells this process's state files from another's.
+    run: String,
     /// A batch planned but not committed before a crash: it runs first, exactly.
     replay: Option<Plan>,
     admin: Option<Admin>,
@@ -220,6 +227,23 @@ impl Pipeline {
         Ok(true)
     }
 
+    /// A batch fenced off the table: it is abandoned (its files stay unreferenced, to be
+    /// cleaned up by maintenance), and the positions and state are read again from the
+    /// table, as a restart would.
+    fn fenced(&mut self, prepared: &Prepared, error: &PipelineError) -> Result<(), PipelineError> {
+        tracing::warn!(
+            pipeline = %prepared.mark.pipeline,
+            batch_id = prepared.mark.batch_id,
+            %error,
+            "batch fenced: another commit took its partitions first; the batch is abandoned and positions are read again from the table"
+        );
+        self.summary.batches_fenced += 1;
+        if let Some(admin) = &self.admin {
+            admin.fenced();
+        }
+        self.resume()
+    }
+
     /// One batch, through its phases.
     fn run_batch(&mut self, mut input: Input) -> Result<(), PipelineError> {
         let records = std::mem::take(&mut input.records);
@@ -229,12 +253,26 @@ impl Pipeline {
             stats,
         } = self.process(records, input.now)?;
         let prepared = self.route(&input, slices, dead)?;
-        let committed = self.commit(&prepared)?;
+        let committed = match self.commit(&prepared) {
+            Err(error) if error.is_fenced() => return self.fenced(&prepared, &error),
+            committed => committed?,
+        };
         self.positions = input.next.clone();
         self.last_batch = input.batch_id;
         self.stages.committed(&stats.stage_counts);
         self.report(&input, stats, &prepared, &committed);
         Ok(())
+    }
+}
+
+impl PipelineError {
+    /// Whether the batch was fenced off the table: another commit took its partitions.
+    pub fn is_fenced(&self) -> bool {
+        matches!(
+            self,
+            PipelineError::Output(OutputError::Table { error, .. })
+                if matches!(**error, SinkError::Fenced { .. })
+        )
     }
 }
 

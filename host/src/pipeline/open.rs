@@ -116,6 +116,7 @@ impl Pipeline {
             last_batch: 0,
             last_end: Instant::now(),
             crash: parts.crash,
+            run: run_id(),
             replay: None,
             admin,
             summary: RunSummary::default(),
@@ -126,7 +127,8 @@ impl Pipeline {
 
     /// Positions the source where the table's last commit says, and recovers the
     /// event-time state.
-    fn resume(&mut self) -> Result<(), PipelineError> {
+    pub(super) fn resume(&mut self) -> Result<(), PipelineError> {
+        self.outputs.refresh()?;
         let name = self.config.pipeline.name.clone();
         let table = self.outputs.table();
         let mark = table.last_mark(&name)?;
@@ -151,6 +153,8 @@ impl Pipeline {
         let Some(et) = &mut self.event_time else {
             return Ok(None);
         };
+        let config = &self.config;
+        *et = EventTime::new(et.config(), config.dedup.as_ref(), &config.windows);
         et.set_session_start(Millis::now());
         let name = &self.config.pipeline.name;
         let table = self.outputs.table().table();
@@ -182,6 +186,14 @@ impl Pipeline {
         }
         Ok(())
     }
+}
+
+/// This process among others: its id and when it started.
+fn run_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{:x}-{nanos:x}", std::process::id())
 }
 
 /// The outputs other than the table, in the order of [`crate::sink`]: dead letters, late

@@ -90,6 +90,9 @@ pub struct Progress {
     pub files_written: u64,
     /// Bytes of data files added.
     pub bytes_written: u64,
+    /// Table commits retried after a conflict with a commit that left the fence standing
+    /// (another pipeline on the table, maintenance).
+    pub commit_retries: u64,
     /// Time per phase.
     pub durations_ms: Durations,
     /// Offsets the batch started from (JSON).

@@ -58,6 +58,7 @@ impl Pipeline {
             processed_rows_per_second: input_rows as f64 / total.as_secs_f64().max(1e-9),
             files_written: committed.table.files,
             bytes_written: committed.table.bytes,
+            commit_retries: committed.retries,
             durations_ms: Durations {
                 poll: ms(input.poll),
                 plugins: ms(stats.plugins),
@@ -105,6 +106,7 @@ impl RunSummary {
         self.input_rows += p.input_rows;
         self.rows_written += p.rows_written;
         self.rows_dead_lettered += p.rows_dead_lettered;
+        self.commit_retries += p.commit_retries;
         if let Some(e) = &p.event_time {
             self.rows_late += e.rows_late;
             self.rows_deduplicated += e.rows_deduplicated;

@@ -49,6 +49,7 @@ use self::topic::TopicError;
 use crate::commit::CommitMark;
 use crate::event_time::window::WindowRow;
 use crate::record::{Reason, Record};
+use crate::source::Offsets;
 
 /// What a batch hands its outputs.
 #[derive(Debug, Default)]
@@ -76,6 +77,8 @@ pub struct Delivered {
     pub files: u64,
     /// Bytes written.
     pub bytes: u64,
+    /// Commits retried after a conflict with another commit.
+    pub retries: u64,
 }
 
 /// What a commit carries.
@@ -83,6 +86,9 @@ pub struct Delivered {
 pub struct Commit<'a> {
     /// The batch's commit mark.
     pub mark: &'a CommitMark,
+    /// Where the batch started reading: the offsets the table must still record for the
+    /// pipeline for the batch to commit (see [`iceberg::fence`]).
+    pub start: &'a Offsets,
     /// More snapshot summary properties (the main table's: stages, state, watermark).
     pub properties: &'a HashMap<String, String>,
 }
@@ -196,6 +202,11 @@ impl Outputs {
         Outputs { others, table }
     }
 
+    /// Reloads the main table from the catalog.
+    pub fn refresh(&mut self) -> Result<(), OutputError> {
+        self.table.refresh()
+    }
+
     /// The main table.
     pub fn table(&self) -> &TableOutput {
         &self.table
@@ -237,8 +248,12 @@ impl Outputs {
     }
 
     /// Step 4: the table's commit, the checkpoint.
-    pub fn checkpoint(&mut self, results: &Results, commit: Commit<'_>) -> Result<(), OutputError> {
-        self.table.commit(results, commit).map(|_| ())
+    pub fn checkpoint(
+        &mut self,
+        results: &Results,
+        commit: Commit<'_>,
+    ) -> Result<Delivered, OutputError> {
+        self.table.commit(results, commit)
     }
 
     /// Step 5: every output's housekeeping.

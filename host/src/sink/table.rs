@@ -3,7 +3,7 @@
 
 use iceberg::spec::DataFile;
 
-use super::iceberg::{IcebergTable, SinkError};
+use super::iceberg::{Fence, IcebergTable, Landed, SinkError};
 use super::{Commit, Delivered, Output, OutputError, Results};
 use crate::commit::CommitMark;
 
@@ -27,6 +27,11 @@ impl TableOutput {
     /// The table.
     pub fn table(&self) -> &IcebergTable {
         &self.table
+    }
+
+    /// Reloads the table from the catalog.
+    pub fn refresh(&mut self) -> Result<(), OutputError> {
+        self.table.refresh().map_err(|e| self.error(e))
     }
 
     /// The latest commit mark of `pipeline`.
@@ -57,15 +62,25 @@ impl Output for TableOutput {
             records: written.rows,
             files: self.staged.len() as u64,
             bytes: written.bytes,
+            retries: 0,
         })
     }
 
     fn commit(&mut self, _: &Results, commit: Commit<'_>) -> Result<Delivered, OutputError> {
         let files = std::mem::take(&mut self.staged);
-        self.table
-            .commit(files, commit.mark, commit.properties.clone())
+        let fence = Fence::Follows(commit.start.clone());
+        let landed = self
+            .table
+            .commit(files, commit.mark, commit.properties.clone(), &fence)
             .map_err(|e| self.error(e))?;
-        Ok(Delivered::default())
+        let retries = match landed {
+            Landed::Committed { retries } => u64::from(retries),
+            Landed::AlreadyHeld => 0,
+        };
+        Ok(Delivered {
+            retries,
+            ..Delivered::default()
+        })
     }
 
     fn held_batch(&self, pipeline: &str) -> Result<Option<u64>, OutputError> {

@@ -13,7 +13,9 @@ use std::time::Duration;
 use arrow_array::RecordBatch;
 use serde_json::{Map, Value};
 
-use super::iceberg::{ColumnConfig, IcebergCatalog, IcebergSinkConfig, IcebergTable, SinkError};
+use super::iceberg::{
+    ColumnConfig, Fence, IcebergCatalog, IcebergSinkConfig, IcebergTable, Landed, SinkError,
+};
 use super::topic::{Outgoing, Topic, TopicTarget, Topics};
 use super::{Commit, Delivered, Output, OutputError, Results, send_to};
 use crate::commit::CommitMark;
@@ -145,10 +147,13 @@ impl WindowOutput {
     }
 
     fn table_error(&self, error: SinkError) -> OutputError {
-        OutputError::Table {
-            output: self.name(),
-            error: Box::new(error),
-        }
+        table_error(&self.config.name, error)
+    }
+
+    /// A batch the table holds already (its files, if written, stay unreferenced).
+    fn held(&self, batch_id: u64) -> Delivered {
+        tracing::info!(window = %self.config.name, batch_id, "the window table holds this batch already");
+        Delivered::default()
     }
 
     fn schema_error(&self, message: String) -> OutputError {
@@ -178,6 +183,13 @@ impl WindowOutput {
             }
             None => Ok(encoded.batch),
         }
+    }
+}
+
+fn table_error(window: &str, error: SinkError) -> OutputError {
+    OutputError::Table {
+        output: format!("window `{window}`"),
+        error: Box::new(error),
     }
 }
 
@@ -251,23 +263,29 @@ impl Output for WindowOutput {
             .held_batch(&mark.pipeline)?
             .is_some_and(|b| b >= mark.batch_id)
         {
-            tracing::info!(window = %self.config.name, batch_id = mark.batch_id, "the window table holds this batch already");
-            return Ok(Delivered::default());
+            return Ok(self.held(mark.batch_id));
         }
         let batch = self.encode(rows, mark.batch_id)?;
         let (table, _) = self.table.as_mut().expect("checked above");
-        let written = table.write(vec![batch], mark.batch_id);
-        let committed = written.and_then(|w| {
-            let delivered = Delivered {
-                records: w.rows,
-                files: w.files.len() as u64,
-                bytes: w.bytes,
-            };
-            table
-                .commit(w.files, mark, HashMap::new())
-                .map(|()| delivered)
-        });
-        committed.map_err(|e| self.table_error(e))
+        let written = table
+            .write(vec![batch], mark.batch_id)
+            .map_err(|e| table_error(&self.config.name, e))?;
+        let delivered = Delivered {
+            records: written.rows,
+            files: written.files.len() as u64,
+            bytes: written.bytes,
+            retries: 0,
+        };
+        let landed = table
+            .commit(written.files, mark, HashMap::new(), &Fence::NotHeld)
+            .map_err(|e| table_error(&self.config.name, e))?;
+        Ok(match landed {
+            Landed::Committed { retries } => Delivered {
+                retries: u64::from(retries),
+                ..delivered
+            },
+            Landed::AlreadyHeld => self.held(mark.batch_id),
+        })
     }
 
     fn held_batch(&self, pipeline: &str) -> Result<Option<u64>, OutputError> {

@@ -8,6 +8,7 @@ mod cli;
 mod engine;
 mod enricher;
 mod event_time;
+mod fencing;
 mod generator;
 mod hot_swap;
 mod pipeline;

@@ -1,48 +1,141 @@
-//! Committing a batch's files with the pipeline's commit mark, and finding the last mark.
+//! Committing a batch's files with the pipeline's commit mark, behind a [`Fence`], and
+//! finding the last mark.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
+use iceberg::ErrorKind;
 use iceberg::spec::{DataFile, SnapshotRef};
 use iceberg::transaction::{ApplyTransactionAction, Transaction};
 
+use super::fence::{Fence, Fenced, PinnedCatalog};
 use super::{IcebergTable, SinkError};
-use crate::commit::CommitMark;
+use crate::commit::{CommitMark, RUN};
+
+/// Conflicts with commits that leave the fence standing (another pipeline, maintenance)
+/// are retried this many times.
+const MAX_RETRIES: u32 = 10;
+
+/// How a commit went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Landed {
+    /// Committed, after this many conflicts with other commits.
+    Committed {
+        /// Commits retried after a conflict.
+        retries: u32,
+    },
+    /// The table holds the batch already (a window table after a replay).
+    AlreadyHeld,
+}
 
 impl IcebergTable {
-    /// Appends `files` in one snapshot carrying `mark` (and `extra` summary properties),
-    /// then reloads the table and checks that the commit is there. A commit that returned
-    /// an error but did land is accepted.
+    /// Appends `files` in one snapshot carrying `mark` (and `extra` summary properties), if
+    /// `fence` holds. The catalog checks that the table did not move between the fence's
+    /// check and the commit (see [`super::fence`]). A conflict with a commit that leaves the
+    /// fence standing is retried with backoff; a fence that no longer holds is
+    /// [`SinkError::Fenced`]. After the commit the table is reloaded and the mark checked:
+    /// a commit that returned an error but landed is accepted, one that reported success but
+    /// is not there is [`SinkError::NotCommitted`].
     pub fn commit(
         &mut self,
         files: Vec<DataFile>,
         mark: &CommitMark,
         extra: HashMap<String, String>,
-    ) -> Result<(), SinkError> {
+        fence: &Fence,
+    ) -> Result<Landed, SinkError> {
         let mut properties = mark.to_properties();
         properties.extend(extra);
+        let run = properties.get(RUN).cloned();
+        let mut retries = 0;
+        loop {
+            self.refresh()?;
+            if self.holds(mark, run.as_deref())? {
+                return Ok(Landed::Committed { retries });
+            }
+            match fence.check(mark, self.last_mark(&mark.pipeline)?.as_ref()) {
+                Ok(()) => {}
+                Err(Fenced::Held) => return Ok(Landed::AlreadyHeld),
+                Err(why) => {
+                    return Err(SinkError::Fenced {
+                        table: self.name(),
+                        commit_id: mark.commit_id(),
+                        why: why.to_string(),
+                    });
+                }
+            }
+            match self.try_commit(files.clone(), properties.clone()) {
+                Ok(()) => break,
+                Err(error) if error.kind() == ErrorKind::CatalogCommitConflicts => {
+                    retries += 1;
+                    if retries > MAX_RETRIES {
+                        return Err(self.not_committed(mark, Some(error.to_string())));
+                    }
+                    tracing::info!(table = %self.name(), commit_id = %mark.commit_id(), retries, %error, "the table moved: checking the fence again");
+                    std::thread::sleep(backoff(retries));
+                }
+                Err(error) => return self.landed_anyway(mark, run.as_deref(), error),
+            }
+        }
+        self.refresh()?;
+        if !self.holds(mark, run.as_deref())? {
+            return Err(self.not_committed(mark, None));
+        }
+        Ok(Landed::Committed { retries })
+    }
+
+    /// One attempt, against the table as loaded.
+    fn try_commit(
+        &self,
+        files: Vec<DataFile>,
+        properties: HashMap<String, String>,
+    ) -> iceberg::Result<()> {
         let tx = Transaction::new(&self.table);
         let action = tx
             .fast_append()
             .add_data_files(files)
             .set_snapshot_properties(properties);
-        let result = self.catalog.block_on(async {
+        let pinned = PinnedCatalog {
+            inner: self.catalog.catalog(),
+            table: &self.table,
+        };
+        self.catalog.block_on(async {
             let tx = action.apply(tx)?;
-            tx.commit(self.catalog.catalog()).await
-        });
-        let cause = result.as_ref().err().map(ToString::to_string);
+            tx.commit(&pinned).await.map(|_| ())
+        })
+    }
+
+    /// After a commit error that was not a conflict: it may have landed all the same.
+    fn landed_anyway(
+        &mut self,
+        mark: &CommitMark,
+        run: Option<&str>,
+        error: iceberg::Error,
+    ) -> Result<Landed, SinkError> {
         self.refresh()?;
-        let landed = self.last_mark(&mark.pipeline)?;
-        if landed.as_ref().map(CommitMark::commit_id) != Some(mark.commit_id()) {
-            return Err(SinkError::NotCommitted {
-                table: self.name(),
-                commit_id: mark.commit_id(),
-                cause,
-            });
+        if self.holds(mark, run)? {
+            tracing::warn!(cause = %error, commit_id = %mark.commit_id(), "the commit reported an error but landed");
+            return Ok(Landed::Committed { retries: 0 });
         }
-        if let Some(cause) = cause {
-            tracing::warn!(%cause, commit_id = %mark.commit_id(), "the commit reported an error but landed");
+        Err(self.not_committed(mark, Some(error.to_string())))
+    }
+
+    fn not_committed(&self, mark: &CommitMark, cause: Option<String>) -> SinkError {
+        SinkError::NotCommitted {
+            table: self.name(),
+            commit_id: mark.commit_id(),
+            cause,
         }
-        Ok(())
+    }
+
+    /// Whether the table's last commit of the pipeline is `mark`, committed by `run` (the
+    /// same batch committed by another process is not this commit).
+    fn holds(&self, mark: &CommitMark, run: Option<&str>) -> Result<bool, SinkError> {
+        let last = self.last_mark(&mark.pipeline)?;
+        let by = self
+            .last_mark_properties(&mark.pipeline)
+            .and_then(|p| p.get(RUN))
+            .map(String::as_str);
+        Ok(last.is_some_and(|m| m.commit_id() == mark.commit_id()) && by == run)
     }
 
     /// The snapshot that carries `pipeline`'s latest mark, walking back from the current
@@ -75,5 +168,75 @@ impl IcebergTable {
         };
         let props = &snapshot.summary().additional_properties;
         Ok(CommitMark::from_properties(pipeline, snapshot.snapshot_id(), props).transpose()?)
+    }
+}
+
+/// The wait before retry `n` (from 1): 50 ms doubling, at most 2 s, with jitter so that
+/// writers that collided do not collide again.
+fn backoff(n: u32) -> Duration {
+    let base = 50u64 << n.min(6).saturating_sub(1);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::from(d.subsec_nanos()));
+    Duration::from_millis(base.min(2_000) + nanos % base.max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::sink::iceberg::{IcebergCatalog, IcebergSinkConfig};
+    use crate::source::Offsets;
+
+    fn warehouse(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("sluice-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    fn mark(pipeline: &str) -> CommitMark {
+        CommitMark {
+            pipeline: pipeline.into(),
+            batch_id: 1,
+            offsets: Offsets::default(),
+        }
+    }
+
+    #[test]
+    fn a_commit_on_a_table_that_moved_is_refused_not_rebased() {
+        let dir = warehouse("moved");
+        let config: IcebergSinkConfig = toml::from_str(&format!(
+            "warehouse = {:?}\nnamespace = \"n\"\ntable = \"t\"\ncolumns = [{{ name = \"a\", type = \"string\" }}]",
+            dir.display()
+        ))
+        .unwrap();
+        let catalog = IcebergCatalog::open(&config.catalog, &config.warehouse, &dir).unwrap();
+        let mut stale = IcebergTable::open(&catalog, config.clone()).unwrap();
+        let mut other = IcebergTable::open(&catalog, config).unwrap();
+        let fence = Fence::Follows(Offsets::default());
+        let landed = other.commit(vec![], &mark("q"), HashMap::new(), &fence);
+        assert_eq!(landed.unwrap(), Landed::Committed { retries: 0 });
+
+        // Against the snapshot it was checked on, which is no longer current: refused at
+        // once, not applied on top of the newer snapshot.
+        let error = stale
+            .try_commit(vec![], mark("p").to_properties())
+            .unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::CatalogCommitConflicts, "{error}");
+        assert!(!error.retryable());
+        stale.refresh().unwrap();
+        assert_eq!(stale.last_mark("p").unwrap(), None);
+
+        // A commit reloads and checks the fence first: p's fence holds, so it lands.
+        let landed = stale.commit(vec![], &mark("p"), HashMap::new(), &fence);
+        assert_eq!(landed.unwrap(), Landed::Committed { retries: 0 });
+        assert_eq!(stale.last_mark("p").unwrap(), Some(mark("p")));
+        // The same batch again is recognised as landed, not committed twice.
+        let again = other.commit(vec![], &mark("p"), HashMap::new(), &fence);
+        assert_eq!(again.unwrap(), Landed::Committed { retries: 0 });
+        let snapshots = other.table().metadata().snapshots().count();
+        assert_eq!(snapshots, 2);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

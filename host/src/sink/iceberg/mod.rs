@@ -16,8 +16,10 @@
 //! 4. the **Parquet** writer (zstd at `zstd-level`), against the table's current schema.
 //!
 //! The files stay invisible until [`commit`] appends them in one fast-append snapshot whose
-//! summary carries the pipeline's [`crate::commit::CommitMark`], then reloads the table and checks that the
-//! snapshot is there (iceberg-rust can report success for a commit that did not land).
+//! summary carries the pipeline's [`crate::commit::CommitMark`], behind a [`fence`]: only if
+//! the table still records where the batch started, checked by the catalog itself. It then
+//! reloads the table and checks that the snapshot is there (iceberg-rust can report success
+//! for a commit that did not land).
 //! [`read`] scans a table back (for `sluice show` and tests) and reads or writes the other
 //! files sluice keeps beside the data (event-time state). [`catalog`] opens the catalog once
 //! per process; [`config`] is the `[sink]` section.
@@ -25,6 +27,7 @@
 pub mod catalog;
 pub mod commit;
 pub mod config;
+pub mod fence;
 pub mod read;
 pub mod writer;
 
@@ -35,7 +38,9 @@ use iceberg::table::Table;
 use iceberg::{NamespaceIdent, TableCreation, TableIdent};
 
 pub use self::catalog::IcebergCatalog;
+pub use self::commit::Landed;
 pub use self::config::{CatalogConfig, CatalogKind, ColumnConfig, IcebergSinkConfig};
+pub use self::fence::Fence;
 pub use self::read::TableFiles;
 pub use self::writer::Written;
 use crate::commit::MarkError;
@@ -57,6 +62,17 @@ pub enum SinkError {
     /// A commit mark in the table cannot be read.
     #[error(transparent)]
     Mark(#[from] MarkError),
+    /// The fence does not hold: the pipeline's partitions were committed by someone else
+    /// since the batch was read (another process, or this one before a restart).
+    #[error("batch {commit_id} fenced off {table}: {why}")]
+    Fenced {
+        /// The table.
+        table: String,
+        /// The commit id of the batch.
+        commit_id: String,
+        /// What the table shows instead.
+        why: String,
+    },
     /// The commit reported success but the table does not show it (iceberg-rust #3061),
     /// or it failed and the table does not show it either.
     #[error("commit {commit_id} did not land in {table}{}", .cause.as_deref().map(|c| format!(": {c}")).unwrap_or_default())]

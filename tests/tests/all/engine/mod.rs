@@ -6,6 +6,7 @@
 mod batching;
 mod crash;
 mod event_time;
+mod fence;
 mod probation;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -94,13 +95,16 @@ impl Engine {
 
     /// Opens the pipeline over the log and topics, as a new process would.
     pub(crate) fn open(&self, crash: Crash) -> Result<Pipeline, PipelineError> {
-        let topics: Vec<&str> = self
-            .config
-            .source
-            .topics
-            .iter()
-            .map(String::as_str)
-            .collect();
+        self.open_as(&self.config, crash)
+    }
+
+    /// Opens another pipeline (`config`) over the same warehouse, log and topics.
+    pub(crate) fn open_as(
+        &self,
+        config: &PipelineConfig,
+        crash: Crash,
+    ) -> Result<Pipeline, PipelineError> {
+        let topics: Vec<&str> = config.source.topics.iter().map(String::as_str).collect();
         let parts = Parts {
             source: Box::new(MemorySource::new(
                 &self.log,
@@ -112,7 +116,7 @@ impl Engine {
             runtime: Some(sluice_tests::runtime().clone()),
             crash,
         };
-        Pipeline::build(self.config.clone(), &self.dir, parts)
+        Pipeline::build(config.clone(), &self.dir, parts)
     }
 
     /// Opens the pipeline and runs it to its end.

@@ -1,0 +1,286 @@
+//! Fenced commits: a batch commits only if the table still says what the batch was read
+//! against, checked by the catalog itself, never by rebasing onto a newer snapshot.
+//!
+//! iceberg-rust's `Transaction::commit` reloads the table and re-applies an append on top
+//! of whatever is current, so two writers of the same batch would both succeed. Here the
+//! transaction runs through a [`PinnedCatalog`]: its reload returns the very table the
+//! fence was checked against, so the append's requirement names that snapshot (the catalog
+//! refuses the commit if the main branch moved since), and a refusal comes back at once
+//! instead of being retried on a newer base. The caller then reloads, checks the fence
+//! again, and retries or gives up (see [`super::IcebergTable::commit`]).
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use iceberg::table::Table;
+use iceberg::{
+    Catalog, Error, ErrorKind, Namespace, NamespaceIdent, TableCommit, TableCreation, TableIdent,
+};
+
+use crate::commit::CommitMark;
+use crate::source::Offsets;
+
+/// What the table must show for a commit to go ahead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fence {
+    /// The pipeline's last commit is the batch before the mark's, and records these
+    /// offsets (where the batch started) for every partition the batch read: nobody
+    /// committed those partitions since the batch was read.
+    Follows(Offsets),
+    /// The table does not hold the mark's batch yet: each batch's results land once (window
+    /// tables).
+    NotHeld,
+}
+
+/// Why a fence does not hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fenced {
+    /// Another commit of the pipeline came in between.
+    Moved {
+        /// The batch the table's last commit of the pipeline is.
+        found_batch: Option<u64>,
+        /// A partition whose recorded offset is not where the batch started, if one is.
+        partition: Option<String>,
+        /// Where the batch started on it.
+        expected: Option<i64>,
+        /// What the table records for it.
+        found: Option<i64>,
+    },
+    /// The table holds the batch already.
+    Held,
+}
+
+impl Fence {
+    /// Checks the fence for `mark` against `last`, the table's last commit of the pipeline.
+    pub fn check(&self, mark: &CommitMark, last: Option<&CommitMark>) -> Result<(), Fenced> {
+        let found_batch = last.map(|m| m.batch_id);
+        match self {
+            Fence::NotHeld if found_batch.is_some_and(|b| b >= mark.batch_id) => Err(Fenced::Held),
+            Fence::NotHeld => Ok(()),
+            Fence::Follows(start) => {
+                let moved = |partition: Option<String>, expected, found| Fenced::Moved {
+                    found_batch,
+                    partition,
+                    expected,
+                    found,
+                };
+                for (tp, &expected) in &start.0 {
+                    let found = last.and_then(|m| m.offsets.get(tp));
+                    if found.is_some_and(|f| f != expected) {
+                        return Err(moved(Some(tp.to_string()), Some(expected), found));
+                    }
+                }
+                if found_batch.unwrap_or(0) + 1 != mark.batch_id {
+                    return Err(moved(None, None, None));
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Fenced {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Fenced::Held => write!(f, "the table holds this batch already"),
+            Fenced::Moved {
+                found_batch,
+                partition: Some(p),
+                expected,
+                found,
+            } => write!(
+                f,
+                "another commit (batch {}) recorded offset {} for {p}, but this batch started at {}",
+                found_batch.map_or("-".into(), |b| b.to_string()),
+                found.map_or("-".into(), |o| o.to_string()),
+                expected.map_or("-".into(), |o| o.to_string()),
+            ),
+            Fenced::Moved { found_batch, .. } => write!(
+                f,
+                "the table's last commit of the pipeline is batch {}, not the one before this batch",
+                found_batch.map_or("none".into(), |b| b.to_string())
+            ),
+        }
+    }
+}
+
+/// A catalog whose reload of one table returns that table as it was checked, and whose
+/// commit conflicts are not retryable: a transaction through it commits against the
+/// checked snapshot or not at all.
+#[derive(Debug)]
+pub(super) struct PinnedCatalog<'a> {
+    /// The real catalog.
+    pub(super) inner: &'a dyn Catalog,
+    /// The table as the fence was checked against.
+    pub(super) table: &'a Table,
+}
+
+#[async_trait]
+impl Catalog for PinnedCatalog<'_> {
+    async fn list_namespaces(
+        &self,
+        parent: Option<&NamespaceIdent>,
+    ) -> iceberg::Result<Vec<NamespaceIdent>> {
+        self.inner.list_namespaces(parent).await
+    }
+
+    async fn create_namespace(
+        &self,
+        namespace: &NamespaceIdent,
+        properties: HashMap<String, String>,
+    ) -> iceberg::Result<Namespace> {
+        self.inner.create_namespace(namespace, properties).await
+    }
+
+    async fn get_namespace(&self, namespace: &NamespaceIdent) -> iceberg::Result<Namespace> {
+        self.inner.get_namespace(namespace).await
+    }
+
+    async fn namespace_exists(&self, namespace: &NamespaceIdent) -> iceberg::Result<bool> {
+        self.inner.namespace_exists(namespace).await
+    }
+
+    async fn update_namespace(
+        &self,
+        namespace: &NamespaceIdent,
+        properties: HashMap<String, String>,
+    ) -> iceberg::Result<()> {
+        self.inner.update_namespace(namespace, properties).await
+    }
+
+    async fn drop_namespace(&self, namespace: &NamespaceIdent) -> iceberg::Result<()> {
+        self.inner.drop_namespace(namespace).await
+    }
+
+    async fn list_tables(&self, namespace: &NamespaceIdent) -> iceberg::Result<Vec<TableIdent>> {
+        self.inner.list_tables(namespace).await
+    }
+
+    async fn create_table(
+        &self,
+        namespace: &NamespaceIdent,
+        creation: TableCreation,
+    ) -> iceberg::Result<Table> {
+        self.inner.create_table(namespace, creation).await
+    }
+
+    async fn load_table(&self, table: &TableIdent) -> iceberg::Result<Table> {
+        if table == self.table.identifier() {
+            return Ok(self.table.clone());
+        }
+        self.inner.load_table(table).await
+    }
+
+    async fn drop_table(&self, table: &TableIdent) -> iceberg::Result<()> {
+        self.inner.drop_table(table).await
+    }
+
+    async fn purge_table(&self, table: &TableIdent) -> iceberg::Result<()> {
+        self.inner.purge_table(table).await
+    }
+
+    async fn table_exists(&self, table: &TableIdent) -> iceberg::Result<bool> {
+        self.inner.table_exists(table).await
+    }
+
+    async fn rename_table(&self, src: &TableIdent, dest: &TableIdent) -> iceberg::Result<()> {
+        self.inner.rename_table(src, dest).await
+    }
+
+    async fn register_table(
+        &self,
+        table: &TableIdent,
+        metadata_location: String,
+    ) -> iceberg::Result<Table> {
+        self.inner.register_table(table, metadata_location).await
+    }
+
+    async fn update_table(&self, commit: TableCommit) -> iceberg::Result<Table> {
+        self.inner.update_table(commit).await.map_err(|error| {
+            if error.kind() == ErrorKind::CatalogCommitConflicts {
+                Error::new(
+                    ErrorKind::CatalogCommitConflicts,
+                    error.message().to_string(),
+                )
+                .with_retryable(false)
+                .with_source(error)
+            } else {
+                error
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::TopicPartition;
+
+    fn offsets(pairs: &[(i32, i64)]) -> Offsets {
+        let mut o = Offsets::default();
+        for &(p, n) in pairs {
+            o.set(
+                TopicPartition {
+                    topic: "t".into(),
+                    partition: p,
+                },
+                n,
+            );
+        }
+        o
+    }
+
+    fn mark(batch_id: u64, pairs: &[(i32, i64)]) -> CommitMark {
+        CommitMark {
+            pipeline: "p".into(),
+            batch_id,
+            offsets: offsets(pairs),
+        }
+    }
+
+    #[test]
+    fn a_batch_follows_the_commit_it_was_read_after() {
+        let fence = Fence::Follows(offsets(&[(0, 5), (1, 7)]));
+        let ours = mark(3, &[(0, 9), (1, 7)]);
+        assert_eq!(
+            fence.check(&ours, Some(&mark(2, &[(0, 5), (1, 7)]))),
+            Ok(())
+        );
+        // Another process committed partition 0 meanwhile.
+        let moved = fence.check(&ours, Some(&mark(3, &[(0, 8), (1, 7)])));
+        assert!(
+            matches!(&moved, Err(Fenced::Moved { partition: Some(p), expected: Some(5), found: Some(8), .. }) if p == "t/0"),
+            "{moved:?}"
+        );
+        // The same offsets but another batch in between (a batch without records).
+        let moved = fence.check(&ours, Some(&mark(3, &[(0, 5), (1, 7)])));
+        assert!(matches!(
+            moved,
+            Err(Fenced::Moved {
+                partition: None,
+                ..
+            })
+        ));
+        // A brand-new pipeline: nothing recorded yet.
+        let first = Fence::Follows(offsets(&[(0, 0)]));
+        assert_eq!(first.check(&mark(1, &[(0, 4)]), None), Ok(()));
+        assert!(
+            first
+                .check(&mark(1, &[(0, 4)]), Some(&mark(1, &[(0, 4)])))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn a_window_table_takes_each_batch_once() {
+        assert_eq!(
+            Fence::NotHeld.check(&mark(3, &[]), Some(&mark(2, &[]))),
+            Ok(())
+        );
+        assert_eq!(Fence::NotHeld.check(&mark(3, &[]), None), Ok(()));
+        assert_eq!(
+            Fence::NotHeld.check(&mark(3, &[]), Some(&mark(3, &[]))),
+            Err(Fenced::Held)
+        );
+    }
+}
