@@ -93,6 +93,8 @@ struct Reading {
 /// Reads Kafka topics.
 pub struct KafkaSource {
     config: KafkaSourceConfig,
+    /// The consumer group (lag monitoring only).
+    group: String,
     consumer: BaseConsumer,
     topics: Vec<Arc<str>>,
     /// The next offset to hand out, per owned partition.
@@ -113,23 +115,8 @@ impl std::fmt::Debug for KafkaSource {
 impl KafkaSource {
     /// Creates the consumer. `group` is the default group id.
     pub fn new(config: KafkaSourceConfig, group: &str) -> Result<Self, SourceError> {
-        let mut client = client_config(&config.bootstrap_servers, &[]);
-        client
-            .set(
-                "group.id",
-                config.group_id.clone().unwrap_or_else(|| group.to_string()),
-            )
-            .set("enable.auto.commit", "false")
-            .set("enable.auto.offset.store", "false")
-            .set("enable.partition.eof", "false")
-            .set("auto.offset.reset", "earliest");
-        for (k, v) in &config.properties {
-            client.set(k, v);
-        }
-        let consumer: BaseConsumer = client.create().map_err(|error| KafkaError::Client {
-            bootstrap: config.bootstrap_servers.clone(),
-            error,
-        })?;
+        let group = config.group_id.clone().unwrap_or_else(|| group.to_string());
+        let consumer = Self::consumer(&config, &group)?;
         let topics = config
             .topics
             .iter()
@@ -137,11 +124,29 @@ impl KafkaSource {
             .collect();
         Ok(KafkaSource {
             config,
+            group,
             consumer,
             topics,
             positions: Offsets::default(),
             stash: VecDeque::new(),
         })
+    }
+
+    fn consumer(config: &KafkaSourceConfig, group: &str) -> Result<BaseConsumer, SourceError> {
+        let mut client = client_config(&config.bootstrap_servers, &[]);
+        client
+            .set("group.id", group)
+            .set("enable.auto.commit", "false")
+            .set("enable.auto.offset.store", "false")
+            .set("enable.partition.eof", "false")
+            .set("auto.offset.reset", "earliest");
+        for (k, v) in &config.properties {
+            client.set(k, v);
+        }
+        Ok(client.create().map_err(|error| KafkaError::Client {
+            bootstrap: config.bootstrap_servers.clone(),
+            error,
+        })?)
     }
 
     fn request<T>(
@@ -327,6 +332,13 @@ impl KafkaSource {
 
 impl Source for KafkaSource {
     fn start(&mut self, resume: Option<&Offsets>) -> Result<Offsets, SourceError> {
+        if !self.positions.0.is_empty() {
+            // Started again (after a fenced batch): a fresh consumer. Replacing a live
+            // assignment and closing soon after trips an assertion in librdkafka
+            // (`rd_kafka_assignment_partition_stopped`).
+            self.consumer = Self::consumer(&self.config, &self.group)?;
+            self.stash.clear();
+        }
         let mut positions = Offsets::default();
         for tp in self.partitions()? {
             let next = match resume.and_then(|r| r.get(&tp)) {

@@ -35,7 +35,7 @@ use std::collections::HashMap;
 
 use iceberg::spec::Schema;
 use iceberg::table::Table;
-use iceberg::{NamespaceIdent, TableCreation, TableIdent};
+use iceberg::{Catalog, NamespaceIdent, TableCreation, TableIdent};
 
 pub use self::catalog::IcebergCatalog;
 pub use self::commit::Landed;
@@ -169,6 +169,8 @@ impl IcebergTable {
     }
 }
 
+/// Loads the table, creating it (and its namespace) if absent. Another process may create
+/// either at the same moment: a creation that fails because the other one won is fine.
 async fn load_or_create(
     catalog: &IcebergCatalog,
     namespace: &NamespaceIdent,
@@ -180,24 +182,20 @@ async fn load_or_create(
         .namespace_exists(namespace)
         .await
         .map_err(iceberg_err("checking the namespace"))?
+        && let Err(error) = catalog.create_namespace(namespace, HashMap::new()).await
+        && !catalog.namespace_exists(namespace).await.unwrap_or(false)
     {
-        catalog
-            .create_namespace(namespace, HashMap::new())
-            .await
-            .map_err(iceberg_err(format!(
-                "creating namespace `{}`",
-                config.namespace
-            )))?;
+        return Err(iceberg_err(format!(
+            "creating namespace `{}`",
+            config.namespace
+        ))(error));
     }
     if catalog
         .table_exists(ident)
         .await
         .map_err(iceberg_err("checking the table"))?
     {
-        return catalog
-            .load_table(ident)
-            .await
-            .map_err(iceberg_err(format!("loading table {ident}")));
+        return load(catalog, ident).await;
     }
     let schema = config.schema().map_err(SinkError::Config)?;
     let spec = config.partition_spec(&schema).map_err(SinkError::Config)?;
@@ -210,10 +208,22 @@ async fn load_or_create(
             "zstd".to_string(),
         )])
         .build();
-    let table = catalog
-        .create_table(namespace, creation)
+    match catalog.create_table(namespace, creation).await {
+        Ok(table) => {
+            tracing::info!(table = %ident, "created table");
+            Ok(table)
+        }
+        Err(_) if catalog.table_exists(ident).await.unwrap_or(false) => {
+            tracing::info!(table = %ident, "the table was created meanwhile by another process");
+            load(catalog, ident).await
+        }
+        Err(error) => Err(iceberg_err(format!("creating table {ident}"))(error)),
+    }
+}
+
+async fn load(catalog: &dyn Catalog, ident: &TableIdent) -> Result<Table, SinkError> {
+    catalog
+        .load_table(ident)
         .await
-        .map_err(iceberg_err(format!("creating table {ident}")))?;
-    tracing::info!(table = %ident, "created table");
-    Ok(table)
+        .map_err(iceberg_err(format!("loading table {ident}")))
 }
