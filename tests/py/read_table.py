@@ -6,6 +6,8 @@ Usage (run with the python that tests/py/setup-venv prints):
     read_table.py --catalog-uri sqlite:////abs/path/catalog.db \
                   --warehouse file:///abs/path/warehouse \
                   --catalog-name NAME --table namespace.table
+    read_table.py --catalog-uri postgres://user:pass@host:port/db --catalog-name NAME --table ..
+    read_table.py --rest-uri http://host:port --catalog-name NAME --table namespace.table
 
 The catalog is pyiceberg's SqlCatalog, which reads the same `iceberg_tables` /
 `iceberg_namespace_properties` tables as iceberg-rust's `iceberg-catalog-sql`. `--catalog-name`
@@ -75,6 +77,9 @@ def fail(message: str, code: int = 2) -> None:
 
 def sqlalchemy_url(uri: str) -> tuple[str, str | None]:
     """Returns (SQLAlchemy URL, SQLite file path or None) for a catalog URI."""
+    for scheme in ("postgres://", "postgresql://"):
+        if uri.startswith(scheme):  # sqlx's form of a PostgreSQL URL
+            return "postgresql+psycopg2://" + uri[len(scheme) :], None
     if not uri.startswith("sqlite:"):
         return uri, None
     rest = uri[len("sqlite:") :]
@@ -144,7 +149,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description="Print an Iceberg table's rows as JSON lines (see the module docstring)."
     )
-    parser.add_argument("--catalog-uri", required=True, help="sqlite:/abs/catalog.db (sqlx or SQLAlchemy style)")
+    parser.add_argument("--catalog-uri", default=None, help="sqlite:/abs/catalog.db or postgres://... (sqlx or SQLAlchemy style)")
+    parser.add_argument("--rest-uri", default=None, help="a REST catalog's URL, instead of --catalog-uri")
     parser.add_argument("--warehouse", default=None, help="file:///abs/warehouse (optional)")
     parser.add_argument("--catalog-name", required=True, help="the catalog_name the writer used")
     parser.add_argument("--table", required=True, help="namespace.table (the namespace may be dotted)")
@@ -155,17 +161,25 @@ def main() -> None:
     namespace, _, name = args.table.rpartition(".")
     identifier = (*namespace.split("."), name)
 
-    url, sqlite_path = sqlalchemy_url(args.catalog_uri)
-    if sqlite_path is not None and not os.path.isfile(sqlite_path):
-        fail(f"catalog database {sqlite_path} does not exist (from --catalog-uri {args.catalog_uri})")
-
-    from pyiceberg.catalog.sql import SqlCatalog
+    if (args.catalog_uri is None) == (args.rest_uri is None):
+        fail("give one of --catalog-uri and --rest-uri")
     from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 
-    properties = {"uri": url, "init_catalog_tables": "false"}
-    if args.warehouse:
-        properties["warehouse"] = warehouse_uri(args.warehouse)
-    catalog = SqlCatalog(args.catalog_name, **properties)
+    if args.rest_uri is not None:
+        from pyiceberg.catalog.rest import RestCatalog
+
+        url = args.rest_uri
+        catalog = RestCatalog(args.catalog_name, uri=url)
+    else:
+        url, sqlite_path = sqlalchemy_url(args.catalog_uri)
+        if sqlite_path is not None and not os.path.isfile(sqlite_path):
+            fail(f"catalog database {sqlite_path} does not exist (from --catalog-uri {args.catalog_uri})")
+        from pyiceberg.catalog.sql import SqlCatalog
+
+        properties = {"uri": url, "init_catalog_tables": "false"}
+        if args.warehouse:
+            properties["warehouse"] = warehouse_uri(args.warehouse)
+        catalog = SqlCatalog(args.catalog_name, **properties)
     try:
         table = catalog.load_table(identifier)
     except (NoSuchTableError, NoSuchNamespaceError) as error:

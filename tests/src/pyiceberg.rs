@@ -3,7 +3,7 @@
 //! wrote with it.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
 
@@ -25,25 +25,104 @@ pub fn python() -> PathBuf {
         .into()
 }
 
+/// Where the catalog of a table is, for pyiceberg.
+#[derive(Debug, Clone, Copy)]
+pub enum CatalogAt<'a> {
+    /// The SQL catalog on SQLite inside a warehouse folder, named `sluice` (the default).
+    Warehouse(&'a Path),
+    /// A SQL catalog at an sqlx URL (`postgres://…`), named `name`.
+    Sql {
+        /// The URL.
+        uri: &'a str,
+        /// The catalog's name.
+        name: &'a str,
+    },
+    /// A REST catalog, named `name`.
+    Rest {
+        /// Its URL.
+        url: &'a str,
+        /// The catalog's name.
+        name: &'a str,
+    },
+}
+
 /// The rows of `table` (`namespace.name`) in the SQL catalog on SQLite of `warehouse`, as
 /// pyiceberg reads them (`tests/py/read_table.py`), one JSON object a row.
 pub fn read_table(warehouse: &Path, table: &str) -> Vec<Value> {
-    let python = python();
-    let warehouse = std::fs::canonicalize(warehouse).unwrap();
-    let out = Command::new(python)
-        .arg(repo_root().join("tests/py/read_table.py"))
-        .args([
-            "--catalog-uri",
-            &format!("sqlite:{}/catalog.db", warehouse.display()),
-        ])
-        .args(["--warehouse", &format!("file://{}", warehouse.display())])
-        .args(["--catalog-name", "sluice", "--table", table])
-        .output()
-        .unwrap();
+    read_table_in(CatalogAt::Warehouse(warehouse), table)
+}
+
+/// The rows of `table` (`namespace.name`) in `catalog`, as pyiceberg reads them.
+pub fn read_table_in(catalog: CatalogAt<'_>, table: &str) -> Vec<Value> {
+    let mut command = Command::new(python());
+    command.arg(repo_root().join("tests/py/read_table.py"));
+    match catalog {
+        CatalogAt::Warehouse(warehouse) => {
+            let warehouse = std::fs::canonicalize(warehouse).unwrap();
+            command
+                .args([
+                    "--catalog-uri",
+                    &format!("sqlite:{}/catalog.db", warehouse.display()),
+                ])
+                .args(["--warehouse", &format!("file://{}", warehouse.display())])
+                .args(["--catalog-name", "sluice"]);
+        }
+        CatalogAt::Sql { uri, name } => {
+            command.args(["--catalog-uri", uri, "--catalog-name", name]);
+        }
+        CatalogAt::Rest { url, name } => {
+            command.args(["--rest-uri", url, "--catalog-name", name]);
+        }
+    }
+    let out = command.args(["--table", table]).output().unwrap();
     assert!(out.status.success(), "read_table.py: {}", text(&out));
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .filter(|v| v.get("__snapshot_summary").is_none())
         .collect()
+}
+
+/// A REST catalog server (`tests/py/rest_catalog.py`: the REST protocol over pyiceberg's SQL
+/// catalog) on a free loopback port, sharing a warehouse folder; stopped when dropped.
+#[derive(Debug)]
+pub struct RestCatalog {
+    /// Its URL.
+    pub url: String,
+    server: Child,
+}
+
+impl RestCatalog {
+    /// Starts a server over `warehouse` (created if absent).
+    pub fn start(warehouse: &Path) -> RestCatalog {
+        std::fs::create_dir_all(warehouse).unwrap();
+        let warehouse = std::fs::canonicalize(warehouse).unwrap();
+        let mut server = Command::new(python())
+            .arg(repo_root().join("tests/py/rest_catalog.py"))
+            .args(["--port", "0", "--warehouse"])
+            .arg(&warehouse)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(server.stdout.take().unwrap()),
+            &mut first,
+        )
+        .unwrap();
+        let url = first
+            .trim()
+            .strip_prefix("listening on ")
+            .expect("the server's address")
+            .to_string();
+        RestCatalog { url, server }
+    }
+}
+
+impl Drop for RestCatalog {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+    }
 }

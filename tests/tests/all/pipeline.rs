@@ -4,7 +4,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -787,29 +786,10 @@ fn the_byte_cap_cuts_batches() {
 #[test]
 fn the_same_pipeline_works_with_a_rest_catalog() {
     let mut s = Setup::new("rest");
-    std::fs::create_dir_all(&s.warehouse).unwrap();
-    let warehouse = std::fs::canonicalize(&s.warehouse).unwrap();
-    // A REST catalog server (tests/py/rest_catalog.py: the REST protocol over pyiceberg's
-    // SQL catalog), sharing the warehouse folder.
-    let mut server = Command::new(pyiceberg::python())
-        .arg(repo_root().join("tests/py/rest_catalog.py"))
-        .args(["--port", "0", "--warehouse"])
-        .arg(&warehouse)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(server.stdout.take().unwrap()),
-        &mut first,
-    )
-    .unwrap();
-    let url = first
-        .trim()
-        .strip_prefix("listening on ")
-        .expect("the server's address")
-        .to_string();
+    let warehouse = s.warehouse.clone();
+    // A REST catalog server, sharing the warehouse folder.
+    let server = pyiceberg::RestCatalog::start(&warehouse);
+    let url = server.url.clone();
     s.edit_example_config(|text| {
         text.replace(
             "type = \"sql\"\nname = \"sluice\"",
@@ -820,8 +800,7 @@ fn the_same_pipeline_works_with_a_rest_catalog() {
     let out = s.run(&[]);
     let again = s.run(&[]);
     let shown = s.show();
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(rows(&shown).len(), 5);
     assert_eq!(dead_letters(&shown).len(), 5);

@@ -34,7 +34,7 @@ impl IcebergCatalog {
             .build()
             .map_err(|e| SinkError::Config(format!("cannot start the I/O runtime: {e}")))?;
         let url = warehouse_url(&resolve(base, warehouse))?;
-        let catalog = runtime.block_on(open_catalog(config, &url))?;
+        let catalog = runtime.block_on(open_with_retries(config, &url))?;
         Ok(IcebergCatalog {
             catalog,
             runtime: Arc::new(runtime),
@@ -73,6 +73,29 @@ fn warehouse_url(warehouse: &str) -> Result<String, SinkError> {
         .map_err(|e| SinkError::Config(format!("cannot create the warehouse folder {dir}: {e}")))?;
     let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| PathBuf::from(dir));
     Ok(format!("file://{}", dir.display()))
+}
+
+/// Attempts at opening a catalog. Processes that start together may race to create the SQL
+/// catalog's own tables: PostgreSQL then refuses one `CREATE TABLE IF NOT EXISTS` with a
+/// unique violation, and opening again succeeds.
+const OPEN_ATTEMPTS: u32 = 5;
+
+async fn open_with_retries(
+    config: &CatalogConfig,
+    warehouse: &str,
+) -> Result<Arc<dyn Catalog>, SinkError> {
+    let mut attempt = 1;
+    loop {
+        match open_catalog(config, warehouse).await {
+            Err(error) if attempt < OPEN_ATTEMPTS && config.kind == CatalogKind::Sql => {
+                tracing::info!(%error, attempt, "cannot open the SQL catalog yet: trying again");
+                tokio::time::sleep(std::time::Duration::from_millis(200 * u64::from(attempt)))
+                    .await;
+                attempt += 1;
+            }
+            opened => return opened,
+        }
+    }
 }
 
 async fn open_catalog(
