@@ -113,7 +113,7 @@ impl Pipeline {
                 let none = HashMap::new();
                 let commit = Commit {
                     mark: &prepared.mark,
-                    start: &prepared.start,
+                    fence: &prepared.fence,
                     properties: &none,
                 };
                 self.outputs.commit_others(results, commit)?;
@@ -122,7 +122,7 @@ impl Pipeline {
                 let properties = self.summary_properties(prepared, committed);
                 let commit = Commit {
                     mark: &prepared.mark,
-                    start: &prepared.start,
+                    fence: &prepared.fence,
                     properties: &properties,
                 };
                 committed.retries = self.outputs.checkpoint(results, commit)?.retries;

@@ -11,7 +11,7 @@ use crate::event_time::config::LateData;
 use crate::event_time::state::Plan;
 use crate::record::{Reason, Record};
 use crate::sink::Results;
-use crate::source::Offsets;
+use crate::sink::iceberg::Fence;
 use crate::units::{Micros, Millis};
 
 /// A batch ready to commit.
@@ -21,8 +21,8 @@ pub(super) struct Prepared {
     pub(super) results: Results,
     /// Its commit mark: the pipeline, the batch id, the offsets after it.
     pub(super) mark: CommitMark,
-    /// The offsets it started from.
-    pub(super) start: Offsets,
+    /// What the table must still record for it to commit: where it started.
+    pub(super) fence: Fence,
     /// What it read and when it ran, saved with the state to replay it exactly.
     pub(super) plan: Plan,
     /// With event time: the watermark after it, late events and duplicates.
@@ -84,7 +84,7 @@ impl Pipeline {
                     .map_or(Millis(0), EventTime::session_start),
                 flush: input.flush,
             },
-            start: input.start.clone(),
+            fence: Fence::Follows(input.start.clone()),
             mark: CommitMark {
                 pipeline: name,
                 batch_id: input.batch_id,

@@ -43,13 +43,12 @@ use std::collections::HashMap;
 
 use arrow_array::RecordBatch;
 
-use self::iceberg::SinkError;
+use self::iceberg::{Fence, SinkError};
 use self::table::TableOutput;
 use self::topic::TopicError;
 use crate::commit::CommitMark;
 use crate::event_time::window::WindowRow;
 use crate::record::{Reason, Record};
-use crate::source::Offsets;
 
 /// What a batch hands its outputs.
 #[derive(Debug, Default)]
@@ -86,9 +85,9 @@ pub struct Delivered {
 pub struct Commit<'a> {
     /// The batch's commit mark.
     pub mark: &'a CommitMark,
-    /// Where the batch started reading: the offsets the table must still record for the
-    /// pipeline for the batch to commit (see [`iceberg::fence`]).
-    pub start: &'a Offsets,
+    /// What the main table must still record for the batch to commit (see
+    /// [`iceberg::fence`]).
+    pub fence: &'a Fence,
     /// More snapshot summary properties (the main table's: stages, state, watermark).
     pub properties: &'a HashMap<String, String>,
 }

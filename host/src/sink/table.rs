@@ -3,7 +3,7 @@
 
 use iceberg::spec::DataFile;
 
-use super::iceberg::{Fence, IcebergTable, Landed, SinkError};
+use super::iceberg::{IcebergTable, Landed, SinkError};
 use super::{Commit, Delivered, Output, OutputError, Results};
 use crate::commit::CommitMark;
 
@@ -13,6 +13,8 @@ pub struct TableOutput {
     table: IcebergTable,
     /// Files staged for the batch being committed.
     staged: Vec<DataFile>,
+    /// The mark of the last commit.
+    landed: Option<CommitMark>,
 }
 
 impl TableOutput {
@@ -21,7 +23,14 @@ impl TableOutput {
         TableOutput {
             table,
             staged: Vec::new(),
+            landed: None,
         }
+    }
+
+    /// The mark of the last batch this output committed (for [`Fence::Owns`], built at
+    /// commit time).
+    pub fn landed(&self) -> Option<&CommitMark> {
+        self.landed.as_ref()
     }
 
     /// The table.
@@ -68,13 +77,15 @@ impl Output for TableOutput {
 
     fn commit(&mut self, _: &Results, commit: Commit<'_>) -> Result<Delivered, OutputError> {
         let files = std::mem::take(&mut self.staged);
-        let fence = Fence::Follows(commit.start.clone());
         let landed = self
             .table
-            .commit(files, commit.mark, commit.properties.clone(), &fence)
+            .commit(files, commit.mark, commit.properties.clone(), commit.fence)
             .map_err(|e| self.error(e))?;
         let retries = match landed {
-            Landed::Committed { retries } => u64::from(retries),
+            Landed::Committed { retries, mark } => {
+                self.landed = Some(mark);
+                u64::from(retries)
+            }
             Landed::AlreadyHeld => 0,
         };
         Ok(Delivered {

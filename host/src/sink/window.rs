@@ -280,7 +280,7 @@ impl Output for WindowOutput {
             .commit(written.files, mark, HashMap::new(), &Fence::NotHeld)
             .map_err(|e| table_error(&self.config.name, e))?;
         Ok(match landed {
-            Landed::Committed { retries } => Delivered {
+            Landed::Committed { retries, .. } => Delivered {
                 retries: u64::from(retries),
                 ..delivered
             },

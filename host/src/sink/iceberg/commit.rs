@@ -17,70 +17,76 @@ use crate::commit::{CommitMark, RUN};
 const MAX_RETRIES: u32 = 10;
 
 /// How a commit went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Landed {
     /// Committed, after this many conflicts with other commits.
     Committed {
         /// Commits retried after a conflict.
         retries: u32,
+        /// The mark committed: the one given, or for [`Fence::Owns`] the one built at
+        /// commit time.
+        mark: CommitMark,
     },
     /// The table holds the batch already (a window table after a replay).
     AlreadyHeld,
 }
 
 impl IcebergTable {
-    /// Appends `files` in one snapshot carrying `mark` (and `extra` summary properties), if
-    /// `fence` holds. The catalog checks that the table did not move between the fence's
-    /// check and the commit (see [`super::fence`]). A conflict with a commit that leaves the
-    /// fence standing is retried with backoff; a fence that no longer holds is
-    /// [`SinkError::Fenced`]. After the commit the table is reloaded and the mark checked:
-    /// a commit that returned an error but landed is accepted, one that reported success but
-    /// is not there is [`SinkError::NotCommitted`].
+    /// Appends `files` in one snapshot carrying `planned` (or the mark `fence` builds from
+    /// it, see [`Fence::mark`]) and `extra` summary properties, if `fence` holds. The catalog
+    /// checks that the table did not move between the fence's check and the commit (see
+    /// [`super::fence`]). A conflict with a commit that leaves the fence standing is retried
+    /// with backoff; a fence that no longer holds is [`SinkError::Fenced`]. After the commit
+    /// the table is reloaded and the mark checked: a commit that returned an error but
+    /// landed is accepted, one that reported success but is not there is
+    /// [`SinkError::NotCommitted`].
     pub fn commit(
         &mut self,
         files: Vec<DataFile>,
-        mark: &CommitMark,
+        planned: &CommitMark,
         extra: HashMap<String, String>,
         fence: &Fence,
     ) -> Result<Landed, SinkError> {
-        let mut properties = mark.to_properties();
-        properties.extend(extra);
-        let run = properties.get(RUN).cloned();
+        let run = extra.get(RUN).cloned();
         let mut retries = 0;
         loop {
             self.refresh()?;
-            if self.holds(mark, run.as_deref())? {
-                return Ok(Landed::Committed { retries });
+            let last = self.last_mark(&planned.pipeline)?;
+            if let Some(mark) = self.holds(planned, fence, run.as_deref())? {
+                return Ok(Landed::Committed { retries, mark });
             }
-            match fence.check(mark, self.last_mark(&mark.pipeline)?.as_ref()) {
+            match fence.check(planned, last.as_ref()) {
                 Ok(()) => {}
                 Err(Fenced::Held) => return Ok(Landed::AlreadyHeld),
                 Err(why) => {
                     return Err(SinkError::Fenced {
                         table: self.name(),
-                        commit_id: mark.commit_id(),
+                        commit_id: planned.commit_id(),
                         why: why.to_string(),
                     });
                 }
             }
-            match self.try_commit(files.clone(), properties.clone()) {
+            let mark = fence.mark(planned, last.as_ref());
+            let mut properties = mark.to_properties();
+            properties.extend(extra.clone());
+            match self.try_commit(files.clone(), properties) {
                 Ok(()) => break,
                 Err(error) if error.kind() == ErrorKind::CatalogCommitConflicts => {
                     retries += 1;
                     if retries > MAX_RETRIES {
-                        return Err(self.not_committed(mark, Some(error.to_string())));
+                        return Err(self.not_committed(&mark, Some(error.to_string())));
                     }
                     tracing::info!(table = %self.name(), commit_id = %mark.commit_id(), retries, %error, "the table moved: checking the fence again");
                     std::thread::sleep(backoff(retries));
                 }
-                Err(error) => return self.landed_anyway(mark, run.as_deref(), error),
+                Err(error) => return self.landed_anyway(planned, fence, run.as_deref(), error),
             }
         }
         self.refresh()?;
-        if !self.holds(mark, run.as_deref())? {
-            return Err(self.not_committed(mark, None));
+        match self.holds(planned, fence, run.as_deref())? {
+            Some(mark) => Ok(Landed::Committed { retries, mark }),
+            None => Err(self.not_committed(planned, None)),
         }
-        Ok(Landed::Committed { retries })
     }
 
     /// One attempt, against the table as loaded.
@@ -107,16 +113,17 @@ impl IcebergTable {
     /// After a commit error that was not a conflict: it may have landed all the same.
     fn landed_anyway(
         &mut self,
-        mark: &CommitMark,
+        planned: &CommitMark,
+        fence: &Fence,
         run: Option<&str>,
         error: iceberg::Error,
     ) -> Result<Landed, SinkError> {
         self.refresh()?;
-        if self.holds(mark, run)? {
+        if let Some(mark) = self.holds(planned, fence, run)? {
             tracing::warn!(cause = %error, commit_id = %mark.commit_id(), "the commit reported an error but landed");
-            return Ok(Landed::Committed { retries: 0 });
+            return Ok(Landed::Committed { retries: 0, mark });
         }
-        Err(self.not_committed(mark, Some(error.to_string())))
+        Err(self.not_committed(planned, Some(error.to_string())))
     }
 
     fn not_committed(&self, mark: &CommitMark, cause: Option<String>) -> SinkError {
@@ -127,15 +134,32 @@ impl IcebergTable {
         }
     }
 
-    /// Whether the table's last commit of the pipeline is `mark`, committed by `run` (the
-    /// same batch committed by another process is not this commit).
-    fn holds(&self, mark: &CommitMark, run: Option<&str>) -> Result<bool, SinkError> {
-        let last = self.last_mark(&mark.pipeline)?;
+    /// The table's last commit of the pipeline, if it is `planned` committed by `run` (the
+    /// same batch committed by another process is not this commit). For [`Fence::Owns`],
+    /// whose mark is built at commit time, it is this commit when `run` made it and it
+    /// records `planned`'s offsets.
+    fn holds(
+        &self,
+        planned: &CommitMark,
+        fence: &Fence,
+        run: Option<&str>,
+    ) -> Result<Option<CommitMark>, SinkError> {
+        let Some(last) = self.last_mark(&planned.pipeline)? else {
+            return Ok(None);
+        };
         let by = self
-            .last_mark_properties(&mark.pipeline)
+            .last_mark_properties(&planned.pipeline)
             .and_then(|p| p.get(RUN))
             .map(String::as_str);
-        Ok(last.is_some_and(|m| m.commit_id() == mark.commit_id()) && by == run)
+        let same = match fence {
+            Fence::Owns(_) => planned
+                .offsets
+                .0
+                .iter()
+                .all(|(tp, &next)| last.offsets.get(tp) == Some(next)),
+            Fence::Follows(_) | Fence::NotHeld => last.commit_id() == planned.commit_id(),
+        };
+        Ok((same && by == run).then_some(last))
     }
 
     /// The snapshot that carries `pipeline`'s latest mark, walking back from the current
@@ -195,6 +219,10 @@ mod tests {
         dir
     }
 
+    fn committed(mark: CommitMark) -> Landed {
+        Landed::Committed { retries: 0, mark }
+    }
+
     fn mark(pipeline: &str) -> CommitMark {
         CommitMark {
             pipeline: pipeline.into(),
@@ -216,7 +244,7 @@ mod tests {
         let mut other = IcebergTable::open(&catalog, config).unwrap();
         let fence = Fence::Follows(Offsets::default());
         let landed = other.commit(vec![], &mark("q"), HashMap::new(), &fence);
-        assert_eq!(landed.unwrap(), Landed::Committed { retries: 0 });
+        assert_eq!(landed.unwrap(), committed(mark("q")));
 
         // Against the snapshot it was checked on, which is no longer current: refused at
         // once, not applied on top of the newer snapshot.
@@ -230,11 +258,11 @@ mod tests {
 
         // A commit reloads and checks the fence first: p's fence holds, so it lands.
         let landed = stale.commit(vec![], &mark("p"), HashMap::new(), &fence);
-        assert_eq!(landed.unwrap(), Landed::Committed { retries: 0 });
+        assert_eq!(landed.unwrap(), committed(mark("p")));
         assert_eq!(stale.last_mark("p").unwrap(), Some(mark("p")));
         // The same batch again is recognised as landed, not committed twice.
         let again = other.commit(vec![], &mark("p"), HashMap::new(), &fence);
-        assert_eq!(again.unwrap(), Landed::Committed { retries: 0 });
+        assert_eq!(again.unwrap(), committed(mark("p")));
         let snapshots = other.table().metadata().snapshots().count();
         assert_eq!(snapshots, 2);
         let _ = std::fs::remove_dir_all(&dir);

@@ -27,6 +27,11 @@ pub enum Fence {
     /// offsets (where the batch started) for every partition the batch read: nobody
     /// committed those partitions since the batch was read.
     Follows(Offsets),
+    /// For the partitions this process owns in a consumer group: the pipeline's last commit
+    /// records these offsets (where the batch started) for them, whatever other members
+    /// committed for theirs. The mark is then built at commit time: the last commit's
+    /// offsets with this batch's on top, and the next batch id (see [`Fence::mark`]).
+    Owns(Offsets),
     /// The table does not hold the mark's batch yet: each batch's results land once (window
     /// tables).
     NotHeld,
@@ -57,26 +62,71 @@ impl Fence {
         match self {
             Fence::NotHeld if found_batch.is_some_and(|b| b >= mark.batch_id) => Err(Fenced::Held),
             Fence::NotHeld => Ok(()),
-            Fence::Follows(start) => {
-                let moved = |partition: Option<String>, expected, found| Fenced::Moved {
+            Fence::Owns(start) => match moved_partition(start, last) {
+                Some((partition, expected, found)) => Err(Fenced::Moved {
                     found_batch,
-                    partition,
-                    expected,
+                    partition: Some(partition),
+                    expected: Some(expected),
                     found,
-                };
-                for (tp, &expected) in &start.0 {
-                    let found = last.and_then(|m| m.offsets.get(tp));
-                    if found.is_some_and(|f| f != expected) {
-                        return Err(moved(Some(tp.to_string()), Some(expected), found));
-                    }
+                }),
+                None => Ok(()),
+            },
+            Fence::Follows(start) => {
+                if let Some((partition, expected, found)) = moved_partition(start, last) {
+                    return Err(Fenced::Moved {
+                        found_batch,
+                        partition: Some(partition),
+                        expected: Some(expected),
+                        found,
+                    });
                 }
                 if found_batch.unwrap_or(0) + 1 != mark.batch_id {
-                    return Err(moved(None, None, None));
+                    return Err(Fenced::Moved {
+                        found_batch,
+                        partition: None,
+                        expected: None,
+                        found: None,
+                    });
                 }
                 Ok(())
             }
         }
     }
+}
+
+impl Fence {
+    /// The mark to commit for `planned` after `last`: `planned` itself, except for
+    /// [`Fence::Owns`], where it is the next batch after `last` with `last`'s offsets and
+    /// `planned`'s on top (so each commit records the whole pipeline's offsets).
+    pub fn mark(&self, planned: &CommitMark, last: Option<&CommitMark>) -> CommitMark {
+        match self {
+            Fence::Owns(_) => {
+                let mut offsets = last.map(|m| m.offsets.clone()).unwrap_or_default();
+                for (tp, &next) in &planned.offsets.0 {
+                    offsets.set(tp.clone(), next);
+                }
+                CommitMark {
+                    pipeline: planned.pipeline.clone(),
+                    batch_id: last.map_or(0, |m| m.batch_id) + 1,
+                    offsets,
+                }
+            }
+            Fence::Follows(_) | Fence::NotHeld => planned.clone(),
+        }
+    }
+}
+
+/// The first partition of `start` whose offset in `last` is another one.
+fn moved_partition(
+    start: &Offsets,
+    last: Option<&CommitMark>,
+) -> Option<(String, i64, Option<i64>)> {
+    start.0.iter().find_map(|(tp, &expected)| {
+        let found = last.and_then(|m| m.offsets.get(tp));
+        found
+            .is_some_and(|f| f != expected)
+            .then(|| (tp.to_string(), expected, found))
+    })
 }
 
 impl std::fmt::Display for Fenced {
@@ -269,6 +319,33 @@ mod tests {
                 .check(&mark(1, &[(0, 4)]), Some(&mark(1, &[(0, 4)])))
                 .is_err()
         );
+    }
+
+    #[test]
+    fn a_group_member_owns_its_partitions_and_commits_the_merged_offsets() {
+        // This member owns partition 1; another one committed partition 0 meanwhile.
+        let fence = Fence::Owns(offsets(&[(1, 7)]));
+        let planned = mark(3, &[(1, 9)]);
+        let last = mark(5, &[(0, 40), (1, 7)]);
+        assert_eq!(fence.check(&planned, Some(&last)), Ok(()));
+        assert_eq!(
+            fence.mark(&planned, Some(&last)),
+            mark(6, &[(0, 40), (1, 9)])
+        );
+        // Someone else committed partition 1: fenced.
+        let taken = mark(6, &[(0, 40), (1, 8)]);
+        assert!(matches!(
+            fence.check(&planned, Some(&taken)),
+            Err(Fenced::Moved {
+                partition: Some(_),
+                ..
+            })
+        ));
+        // The first commit of the pipeline.
+        assert_eq!(fence.mark(&planned, None), mark(1, &[(1, 9)]));
+        // The other fences commit the mark as planned.
+        let follows = Fence::Follows(offsets(&[(1, 7)]));
+        assert_eq!(follows.mark(&planned, Some(&last)), planned);
     }
 
     #[test]

@@ -1,0 +1,60 @@
+//! The `[source]` section: the Kafka topics, and how the pipeline starts on them.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// Where a brand-new pipeline starts reading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StartingOffsets {
+    /// The earliest record still in each partition.
+    Earliest,
+    /// Only records produced after the pipeline first starts.
+    Latest,
+}
+
+/// The Kafka source.
+///
+/// ```toml
+/// [source]
+/// bootstrap-servers = "${KAFKA_BOOTSTRAP:-localhost:9092}"
+/// topics = ["retail-clickstream-events"]
+/// group-id = "sluice-retail-clickstream"
+/// starting-offsets = "earliest"
+/// properties = { "client.id" = "sluice" }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct KafkaSourceConfig {
+    /// Kafka bootstrap servers, `host:port[,host:port...]`.
+    pub bootstrap_servers: String,
+    /// Topics to read. Every partition of each is read, including partitions added while
+    /// the pipeline runs (from their earliest offset).
+    pub topics: Vec<String>,
+    /// Consumer group to which offsets are committed after each table commit, for lag
+    /// monitoring. Defaults to `sluice-<pipeline name>`. It never decides where reading
+    /// resumes: the table does.
+    #[serde(default)]
+    pub group_id: Option<String>,
+    /// Where a brand-new pipeline (one that never committed to its table) starts:
+    /// `earliest` or `latest`. Ignored once the table holds the pipeline's offsets.
+    #[serde(default = "default_starting")]
+    pub starting_offsets: StartingOffsets,
+    /// Longest time to wait for records that the end offsets say exist, e.g. `"60s"`.
+    #[serde(default = "default_fetch_timeout", with = "crate::units::duration")]
+    pub fetch_timeout: Duration,
+    /// Extra librdkafka consumer properties (`security.protocol`, `sasl.*`...). They
+    /// override sluice's defaults.
+    #[serde(default)]
+    pub properties: BTreeMap<String, String>,
+}
+
+const fn default_starting() -> StartingOffsets {
+    StartingOffsets::Earliest
+}
+
+const fn default_fetch_timeout() -> Duration {
+    Duration::from_secs(60)
+}

@@ -1,0 +1,234 @@
+//! The Kafka source (rdkafka's `BaseConsumer`, with manual partition assignment).
+//!
+//! sluice assigns every partition of its topics to itself instead of letting the consumer
+//! group balance them: where to read from is decided by the offsets in the table, not by
+//! the group, so one process owns the whole pipeline. The group id is still used to commit
+//! offsets after each table commit, so that the usual lag tools work.
+
+mod config;
+mod read;
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::{Offset, TopicPartitionList};
+
+pub use self::config::{KafkaSourceConfig, StartingOffsets};
+use super::{Offsets, Source, SourceError, TopicPartition};
+use crate::batch::Caps;
+use crate::kafka::{KafkaError, client_config};
+use crate::record::Record;
+
+const METADATA_TIMEOUT: Duration = Duration::from_secs(30);
+const POLL: Duration = Duration::from_millis(100);
+
+/// Reads Kafka topics.
+pub struct KafkaSource {
+    config: KafkaSourceConfig,
+    /// The consumer group (lag monitoring only).
+    group: String,
+    consumer: BaseConsumer,
+    topics: Vec<Arc<str>>,
+    /// The next offset to hand out, per owned partition.
+    positions: Offsets,
+    /// Records fetched but beyond the last batch's target or caps, in fetch order.
+    stash: VecDeque<Record>,
+}
+
+impl std::fmt::Debug for KafkaSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KafkaSource")
+            .field("topics", &self.config.topics)
+            .field("positions", &self.positions)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KafkaSource {
+    /// Creates the consumer. `group` is the default group id.
+    pub fn new(config: KafkaSourceConfig, group: &str) -> Result<Self, SourceError> {
+        let group = config.group_id.clone().unwrap_or_else(|| group.to_string());
+        let consumer = Self::consumer(&config, &group)?;
+        let topics = config
+            .topics
+            .iter()
+            .map(|t| Arc::from(t.as_str()))
+            .collect();
+        Ok(KafkaSource {
+            config,
+            group,
+            consumer,
+            topics,
+            positions: Offsets::default(),
+            stash: VecDeque::new(),
+        })
+    }
+
+    fn consumer(config: &KafkaSourceConfig, group: &str) -> Result<BaseConsumer, SourceError> {
+        let mut client = client_config(&config.bootstrap_servers, &[]);
+        client
+            .set("group.id", group)
+            .set("enable.auto.commit", "false")
+            .set("enable.auto.offset.store", "false")
+            .set("enable.partition.eof", "false")
+            .set("auto.offset.reset", "earliest");
+        for (k, v) in &config.properties {
+            client.set(k, v);
+        }
+        Ok(client.create().map_err(|error| KafkaError::Client {
+            bootstrap: config.bootstrap_servers.clone(),
+            error,
+        })?)
+    }
+
+    fn request<T>(
+        what: impl FnOnce() -> String,
+        r: Result<T, rdkafka::error::KafkaError>,
+    ) -> Result<T, SourceError> {
+        r.map_err(|error| SourceError::Request {
+            what: what(),
+            error,
+        })
+    }
+
+    /// Every partition of the configured topics, as the broker sees them now.
+    fn partitions(&self) -> Result<Vec<TopicPartition>, SourceError> {
+        let mut all = Vec::new();
+        for topic in &self.topics {
+            let metadata = Self::request(
+                || format!("reading metadata of topic `{topic}`"),
+                self.consumer.fetch_metadata(Some(topic), METADATA_TIMEOUT),
+            )?;
+            let found = metadata
+                .topics()
+                .iter()
+                .find(|t| t.name() == &**topic)
+                .filter(|t| t.error().is_none() && !t.partitions().is_empty())
+                .ok_or_else(|| SourceError::NoSuchTopic(topic.to_string()))?;
+            for p in found.partitions() {
+                all.push(TopicPartition {
+                    topic: topic.clone(),
+                    partition: p.id(),
+                });
+            }
+        }
+        Ok(all)
+    }
+
+    fn watermarks(&self, tp: &TopicPartition) -> Result<(i64, i64), SourceError> {
+        Self::request(
+            || format!("reading end offsets of {tp}"),
+            self.consumer
+                .fetch_watermarks(&tp.topic, tp.partition, METADATA_TIMEOUT),
+        )
+    }
+
+    /// Assigns the owned partitions at the current positions (replacing any assignment).
+    fn assign(&mut self) -> Result<(), SourceError> {
+        let mut tpl = TopicPartitionList::new();
+        for (tp, &next) in &self.positions.0 {
+            tpl.add_partition_offset(&tp.topic, tp.partition, Offset::Offset(next))
+                .map_err(|error| SourceError::Request {
+                    what: format!("assigning {tp}"),
+                    error,
+                })?;
+        }
+        self.stash.clear();
+        Self::request(|| "assigning partitions".into(), self.consumer.assign(&tpl))
+    }
+
+    fn topic_arc(&self, name: &str) -> Option<Arc<str>> {
+        self.topics.iter().find(|t| &***t == name).cloned()
+    }
+}
+
+impl Source for KafkaSource {
+    fn start(&mut self, resume: Option<&Offsets>) -> Result<Offsets, SourceError> {
+        if !self.positions.0.is_empty() {
+            // Started again (after a fenced batch): a fresh consumer. Replacing a live
+            // assignment and closing soon after trips an assertion in librdkafka
+            // (`rd_kafka_assignment_partition_stopped`).
+            self.consumer = Self::consumer(&self.config, &self.group)?;
+            self.stash.clear();
+        }
+        let mut positions = Offsets::default();
+        for tp in self.partitions()? {
+            let next = match resume.and_then(|r| r.get(&tp)) {
+                Some(next) => {
+                    let (low, high) = self.watermarks(&tp)?;
+                    if next > high {
+                        return Err(SourceError::OffsetBeyondEnd {
+                            partition: tp.to_string(),
+                            next,
+                            end: high,
+                        });
+                    }
+                    if next < low {
+                        tracing::warn!(partition = %tp, stored = next, earliest = low, lost = low - next,
+                            "records between the stored offset and the earliest offset were deleted by retention before they were read");
+                        low
+                    } else {
+                        next
+                    }
+                }
+                None => {
+                    let (low, high) = self.watermarks(&tp)?;
+                    match (resume, self.config.starting_offsets) {
+                        (None, StartingOffsets::Latest) => high,
+                        _ => low,
+                    }
+                }
+            };
+            positions.set(tp, next);
+        }
+        self.positions = positions;
+        self.assign()?;
+        Ok(self.positions.clone())
+    }
+
+    fn end_offsets(&mut self) -> Result<Offsets, SourceError> {
+        let mut ends = Offsets::default();
+        let mut added = false;
+        for tp in self.partitions()? {
+            let (low, high) = self.watermarks(&tp)?;
+            if self.positions.get(&tp).is_none() {
+                tracing::info!(partition = %tp, offset = low, "new partition: reading from earliest");
+                self.positions.set(tp.clone(), low);
+                added = true;
+            }
+            ends.set(tp, high);
+        }
+        if added {
+            // Re-assigning drops prefetched records: reading restarts at the positions.
+            self.assign()?;
+        }
+        Ok(ends)
+    }
+
+    fn read(
+        &mut self,
+        until: &Offsets,
+        caps: Caps,
+        stop: &AtomicBool,
+    ) -> Result<(Vec<Record>, Offsets), SourceError> {
+        self.read_batch(until, caps, stop)
+    }
+
+    fn acknowledge(&mut self, committed: &Offsets) {
+        let mut tpl = TopicPartitionList::new();
+        for (tp, &next) in &committed.0 {
+            if tpl
+                .add_partition_offset(&tp.topic, tp.partition, Offset::Offset(next))
+                .is_err()
+            {
+                return;
+            }
+        }
+        if let Err(error) = self.consumer.commit(&tpl, CommitMode::Async) {
+            tracing::debug!(%error, "committing group offsets (monitoring only) failed");
+        }
+    }
+}
