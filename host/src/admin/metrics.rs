@@ -171,6 +171,10 @@ impl Metrics {
     pub(super) fn record(&self, progress: &Progress) {
         self.rows.record(progress);
         self.commits.retries.inc_by(progress.commit_retries);
+        raise_to(&self.commits.rebalances, progress.rebalances);
+        self.commits
+            .partitions
+            .set(gauge_of(progress.partitions.len() as u64));
         self.time.record(progress);
         for (stage, s) in &progress.stages {
             self.plugins.record(stage, s);
@@ -253,10 +257,12 @@ impl RowMetrics {
     }
 }
 
-/// Commits that met other commits.
+/// Commits that met other commits, and what the consumer group gave this process.
 struct CommitMetrics {
     retries: Counter,
     fenced: Counter,
+    rebalances: Counter,
+    partitions: Gauge,
 }
 
 impl CommitMetrics {
@@ -271,6 +277,16 @@ impl CommitMetrics {
                 "batches_fenced",
                 "Batches abandoned because another commit took their partitions first",
                 Counter::default(),
+            ),
+            rebalances: f.add(
+                "rebalances",
+                "Consumer-group rebalances this process saw",
+                Counter::default(),
+            ),
+            partitions: f.add(
+                "partitions",
+                "Partitions the last batch read (in a consumer group, those this process owns)",
+                Gauge::default(),
             ),
         }
     }
@@ -519,7 +535,7 @@ mod tests {
     use crate::admin::tests::progress;
 
     /// Every family served, with its type: the README's list.
-    const FAMILIES: [(&str, &str); 32] = [
+    const FAMILIES: [(&str, &str); 34] = [
         ("sluice_batches", "counter"),
         ("sluice_input_rows", "counter"),
         ("sluice_rows_written", "counter"),
@@ -529,6 +545,8 @@ mod tests {
         ("sluice_written_bytes", "counter"),
         ("sluice_commit_retries", "counter"),
         ("sluice_batches_fenced", "counter"),
+        ("sluice_rebalances", "counter"),
+        ("sluice_partitions", "gauge"),
         ("sluice_batch_duration_seconds", "histogram"),
         ("sluice_batch_phase_seconds", "counter"),
         ("sluice_last_batch_id", "gauge"),
@@ -621,6 +639,8 @@ mod tests {
         let text = metrics.render(Format::OpenMetrics).unwrap();
         assert_eq!(families(&text), FAMILIES, "{text}");
         has(&text, "sluice_batches_fenced_total 1");
+        has(&text, "sluice_rebalances_total 2");
+        has(&text, "sluice_partitions 2");
         has(&text, "# TYPE sluice_batches counter");
         has(&text, "# HELP sluice_batches Batches committed.");
 

@@ -27,6 +27,9 @@ pub(super) fn progress(batch_id: u64) -> Progress {
         batch_id,
         commit_id: format!("clicks-{batch_id}"),
         table: "db.clicks".into(),
+        role: crate::pipeline::progress::Role::Member,
+        partitions: vec!["clicks/0".into(), "clicks/2".into()],
+        rebalances: batch_id,
         committed_at: chrono::DateTime::from_timestamp(1_785_320_000 + minute, 250_000_000)
             .unwrap(),
         input_rows: 10,

@@ -27,7 +27,7 @@ pub const RUN: &str = "sluice.run";
 pub const DEAD_LETTERED: &str = "sluice.dead-lettered";
 
 /// What one commit records about the pipeline.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CommitMark {
     /// The pipeline's name.
     pub pipeline: String,

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use super::crash::CrashPoint;
 use super::route::Prepared;
 use super::{Pipeline, PipelineError};
-use crate::commit::{DEAD_LETTERED, RUN};
+use crate::commit::{CommitMark, DEAD_LETTERED, RUN};
 use crate::event_time::extract::format_micros;
 use crate::event_time::state::{self, STATE, WATERMARK};
 use crate::sink::{Commit, Delivered};
@@ -61,6 +61,8 @@ pub(super) struct Committed {
     pub(super) commit: Duration,
     /// Table commits retried after a conflict with another commit.
     pub(super) retries: u64,
+    /// The mark committed (in a consumer group, built at commit time).
+    pub(super) mark: CommitMark,
 }
 
 impl Pipeline {
@@ -126,6 +128,8 @@ impl Pipeline {
                     properties: &properties,
                 };
                 committed.retries = self.outputs.checkpoint(results, commit)?.retries;
+                let landed = self.outputs.table().landed();
+                committed.mark = landed.cloned().unwrap_or_else(|| prepared.mark.clone());
             }
             CommitStep::AfterCommit => {
                 self.source.acknowledge(&prepared.mark.offsets);

@@ -12,7 +12,7 @@ use crate::batch::TriggerConfig;
 use crate::event_time::config::{DedupConfig, EventTimeConfig, LateData, WindowConfig};
 use crate::sink::deadletter::DeadLetterConfig;
 use crate::sink::iceberg::IcebergSinkConfig;
-use crate::source::kafka::KafkaSourceConfig;
+use crate::source::kafka::{KafkaSourceConfig, SourceMode};
 use crate::udf::config::{RuntimeConfig, StageConfig};
 
 /// What happens to an event that a plugin rejects, that fails in a plugin, or that does
@@ -231,6 +231,12 @@ impl PipelineConfig {
     }
 
     fn check_event_time(&self) -> Result<(), String> {
+        if self.event_time.is_some() && self.source.mode == SourceMode::Group {
+            return Err(
+                "source.mode = \"group\" shares partitions between processes, but event time (watermarks, dedup, windows) needs every partition in one process: use mode = \"assign\""
+                    .into(),
+            );
+        }
         let Some(et) = &self.event_time else {
             if self.dedup.is_some() || !self.windows.is_empty() {
                 return Err(

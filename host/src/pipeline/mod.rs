@@ -55,6 +55,7 @@ use crate::event_time::config::AtEnd;
 use crate::event_time::state::{Plan, StateError, StateStore};
 use crate::sink::iceberg::SinkError;
 use crate::sink::{OutputError, Outputs};
+use crate::source::kafka::SourceMode;
 use crate::source::{Offsets, Source, SourceError};
 use crate::udf::UdfError;
 use crate::units::Millis;
@@ -244,6 +245,16 @@ impl Pipeline {
         self.resume()
     }
 
+    /// The consumer group moved partitions while a batch was read: the batch is abandoned
+    /// (nothing of it left), and the partitions owned now are positioned where the table
+    /// says.
+    fn rebalanced(&mut self) -> Result<(), PipelineError> {
+        tracing::info!(
+            "the consumer group moved partitions: the batch being read is abandoned; positions are read again from the table"
+        );
+        self.resume()
+    }
+
     /// One batch, through its phases.
     fn run_batch(&mut self, mut input: Input) -> Result<(), PipelineError> {
         let records = std::mem::take(&mut input.records);
@@ -258,7 +269,7 @@ impl Pipeline {
             committed => committed?,
         };
         self.positions = input.next.clone();
-        self.last_batch = input.batch_id;
+        self.last_batch = committed.mark.batch_id;
         self.stages.committed(&stats.stage_counts);
         self.report(&input, stats, &prepared, &committed);
         Ok(())
@@ -280,17 +291,34 @@ impl Batches for Pipeline {
     type Error = PipelineError;
 
     fn end_offsets(&mut self) -> Result<Offsets, PipelineError> {
-        Ok(self.source.end_offsets()?)
+        match self.source.end_offsets() {
+            Err(SourceError::Rebalanced) => {
+                self.rebalanced()?;
+                Ok(self.source.end_offsets()?)
+            }
+            ends => Ok(ends?),
+        }
     }
 
+    /// Whether every partition's position reached `ends`. In a consumer group, only the
+    /// partitions this process owns count: the others are other members' work.
     fn reached(&self, ends: &Offsets) -> bool {
+        let grouped = self.config.source.mode == SourceMode::Group;
         ends.0
             .iter()
+            .filter(|(tp, _)| !grouped || self.positions.get(tp).is_some())
             .all(|(tp, &end)| self.positions.get(tp).is_some_and(|p| p >= end))
     }
 
     fn batch(&mut self, ends: &Offsets, stop: &AtomicBool) -> Result<bool, PipelineError> {
-        let Some(input) = self.read(ends, stop)? else {
+        let input = match self.read(ends, stop) {
+            Err(PipelineError::Source(SourceError::Rebalanced)) => {
+                self.rebalanced()?;
+                return Ok(true);
+            }
+            input => input?,
+        };
+        let Some(input) = input else {
             tracing::info!("stopped while reading: the batch is abandoned; nothing was committed");
             return Ok(false);
         };

@@ -60,6 +60,16 @@ impl Durations {
     }
 }
 
+/// How a process runs its pipeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// It reads every partition (`[source] mode = "assign"`).
+    Single,
+    /// It reads the partitions the consumer group gives it (`mode = "group"`).
+    Member,
+}
+
 /// What one batch did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Progress {
@@ -71,6 +81,12 @@ pub struct Progress {
     pub commit_id: String,
     /// The table.
     pub table: String,
+    /// How this process runs the pipeline: alone, or as a member of a consumer group.
+    pub role: Role,
+    /// The partitions the batch read (in a consumer group, those this process owns).
+    pub partitions: Vec<String>,
+    /// Consumer-group rebalances this process saw since it started.
+    pub rebalances: u64,
     /// Wall-clock time of the table commit; serialised as RFC 3339 in UTC.
     #[serde(serialize_with = "rfc3339")]
     pub committed_at: DateTime<Utc>,

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use super::commit::Committed;
 use super::process::ProcessStats;
-use super::progress::{Durations, EventTimeProgress, Progress};
+use super::progress::{Durations, EventTimeProgress, Progress, Role};
 use super::read::Input;
 use super::route::Prepared;
 use super::{Pipeline, RunSummary};
@@ -45,9 +45,15 @@ impl Pipeline {
         }
         let ms = |d: std::time::Duration| d.as_millis() as u64;
         Progress {
-            pipeline: prepared.mark.pipeline.clone(),
-            batch_id: prepared.mark.batch_id,
-            commit_id: prepared.mark.commit_id(),
+            pipeline: committed.mark.pipeline.clone(),
+            batch_id: committed.mark.batch_id,
+            commit_id: committed.mark.commit_id(),
+            role: match self.source.rebalances() {
+                Some(_) => Role::Member,
+                None => Role::Single,
+            },
+            partitions: input.start.0.keys().map(ToString::to_string).collect(),
+            rebalances: self.source.rebalances().unwrap_or(0),
             table: self.outputs.table().table().name(),
             committed_at: chrono::Utc::now(),
             input_rows,

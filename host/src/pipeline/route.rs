@@ -12,6 +12,7 @@ use crate::event_time::state::Plan;
 use crate::record::{Reason, Record};
 use crate::sink::Results;
 use crate::sink::iceberg::Fence;
+use crate::source::kafka::SourceMode;
 use crate::units::{Micros, Millis};
 
 /// A batch ready to commit.
@@ -84,7 +85,10 @@ impl Pipeline {
                     .map_or(Millis(0), EventTime::session_start),
                 flush: input.flush,
             },
-            fence: Fence::Follows(input.start.clone()),
+            fence: match self.config.source.mode {
+                SourceMode::Assign => Fence::Follows(input.start.clone()),
+                SourceMode::Group => Fence::Owns(input.start.clone()),
+            },
             mark: CommitMark {
                 pipeline: name,
                 batch_id: input.batch_id,

@@ -139,6 +139,18 @@ pub enum SourceError {
     /// The stop flag was raised while reading.
     #[error("stopped while reading")]
     Stopped,
+    /// The consumer group moved partitions to or from this process while it was reading:
+    /// the batch is abandoned, and the pipeline positions what it owns now.
+    #[error("the consumer group moved partitions while reading")]
+    Rebalanced,
+    /// The consumer group did not answer.
+    #[error("the consumer group `{group}` gave no assignment within {seconds}s")]
+    NoAssignment {
+        /// The group.
+        group: String,
+        /// How long we waited.
+        seconds: u64,
+    },
 }
 
 /// A source of records.
@@ -165,6 +177,12 @@ pub trait Source: Send {
 
     /// Tells the broker how far the pipeline has committed, for lag monitoring only.
     fn acknowledge(&mut self, committed: &Offsets);
+
+    /// Consumer-group rebalances seen since the start (`None`: the source assigns itself
+    /// every partition).
+    fn rebalances(&self) -> Option<u64> {
+        None
+    }
 }
 
 #[cfg(test)]

@@ -15,6 +15,19 @@ pub enum StartingOffsets {
     Latest,
 }
 
+/// How the source gets its partitions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SourceMode {
+    /// Every partition of the topics, assigned by sluice itself: one process runs the
+    /// pipeline (a second one is fenced off the table).
+    Assign,
+    /// A share of the partitions, given by Kafka's consumer group (`group-id`) with
+    /// cooperative-sticky assignment: several processes run the pipeline, each reading and
+    /// committing the partitions it owns. Not for event-time pipelines.
+    Group,
+}
+
 /// The Kafka source.
 ///
 /// ```toml
@@ -22,6 +35,7 @@ pub enum StartingOffsets {
 /// bootstrap-servers = "${KAFKA_BOOTSTRAP:-localhost:9092}"
 /// topics = ["retail-clickstream-events"]
 /// group-id = "sluice-retail-clickstream"
+/// mode = "assign"
 /// starting-offsets = "earliest"
 /// properties = { "client.id" = "sluice" }
 /// ```
@@ -33,11 +47,16 @@ pub struct KafkaSourceConfig {
     /// Topics to read. Every partition of each is read, including partitions added while
     /// the pipeline runs (from their earliest offset).
     pub topics: Vec<String>,
-    /// Consumer group to which offsets are committed after each table commit, for lag
-    /// monitoring. Defaults to `sluice-<pipeline name>`. It never decides where reading
-    /// resumes: the table does.
+    /// Consumer group: with `mode = "group"`, the processes of the pipeline share its
+    /// partitions through it; in both modes offsets are committed to it after each table
+    /// commit, for lag monitoring. Defaults to `sluice-<pipeline name>`. It never decides
+    /// where reading resumes: the table does.
     #[serde(default)]
     pub group_id: Option<String>,
+    /// `assign` (default: one process reads every partition) or `group` (several
+    /// processes share the partitions through the consumer group).
+    #[serde(default = "default_mode")]
+    pub mode: SourceMode,
     /// Where a brand-new pipeline (one that never committed to its table) starts:
     /// `earliest` or `latest`. Ignored once the table holds the pipeline's offsets.
     #[serde(default = "default_starting")]
@@ -49,6 +68,10 @@ pub struct KafkaSourceConfig {
     /// override sluice's defaults.
     #[serde(default)]
     pub properties: BTreeMap<String, String>,
+}
+
+const fn default_mode() -> SourceMode {
+    SourceMode::Assign
 }
 
 const fn default_starting() -> StartingOffsets {

@@ -6,6 +6,7 @@
 //! offsets after each table commit, so that the usual lag tools work.
 
 mod config;
+mod group;
 mod read;
 
 use std::collections::VecDeque;
@@ -16,7 +17,8 @@ use std::time::Duration;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::{Offset, TopicPartitionList};
 
-pub use self::config::{KafkaSourceConfig, StartingOffsets};
+pub use self::config::{KafkaSourceConfig, SourceMode, StartingOffsets};
+use self::group::SourceContext;
 use super::{Offsets, Source, SourceError, TopicPartition};
 use crate::batch::Caps;
 use crate::kafka::{KafkaError, client_config};
@@ -28,9 +30,11 @@ const POLL: Duration = Duration::from_millis(100);
 /// Reads Kafka topics.
 pub struct KafkaSource {
     config: KafkaSourceConfig,
-    /// The consumer group (lag monitoring only).
+    /// The consumer group.
     group: String,
-    consumer: BaseConsumer,
+    consumer: BaseConsumer<SourceContext>,
+    /// Whether the consumer subscribed to the topics (`mode = "group"`).
+    subscribed: bool,
     topics: Vec<Arc<str>>,
     /// The next offset to hand out, per owned partition.
     positions: Offsets,
@@ -61,13 +65,17 @@ impl KafkaSource {
             config,
             group,
             consumer,
+            subscribed: false,
             topics,
             positions: Offsets::default(),
             stash: VecDeque::new(),
         })
     }
 
-    fn consumer(config: &KafkaSourceConfig, group: &str) -> Result<BaseConsumer, SourceError> {
+    fn consumer(
+        config: &KafkaSourceConfig,
+        group: &str,
+    ) -> Result<BaseConsumer<SourceContext>, SourceError> {
         let mut client = client_config(&config.bootstrap_servers, &[]);
         client
             .set("group.id", group)
@@ -75,13 +83,18 @@ impl KafkaSource {
             .set("enable.auto.offset.store", "false")
             .set("enable.partition.eof", "false")
             .set("auto.offset.reset", "earliest");
+        if config.mode == SourceMode::Group {
+            client.set("partition.assignment.strategy", "cooperative-sticky");
+        }
         for (k, v) in &config.properties {
             client.set(k, v);
         }
-        Ok(client.create().map_err(|error| KafkaError::Client {
-            bootstrap: config.bootstrap_servers.clone(),
-            error,
-        })?)
+        Ok(client
+            .create_with_context(SourceContext::default())
+            .map_err(|error| KafkaError::Client {
+                bootstrap: config.bootstrap_servers.clone(),
+                error,
+            })?)
     }
 
     fn request<T>(
@@ -140,13 +153,8 @@ impl KafkaSource {
         Self::request(|| "assigning partitions".into(), self.consumer.assign(&tpl))
     }
 
-    fn topic_arc(&self, name: &str) -> Option<Arc<str>> {
-        self.topics.iter().find(|t| &***t == name).cloned()
-    }
-}
-
-impl Source for KafkaSource {
-    fn start(&mut self, resume: Option<&Offsets>) -> Result<Offsets, SourceError> {
+    /// `mode = "assign"`: every partition of the topics, at the table's offsets.
+    fn start_assigned(&mut self, resume: Option<&Offsets>) -> Result<Offsets, SourceError> {
         if !self.positions.0.is_empty() {
             // Started again (after a fenced batch): a fresh consumer. Replacing a live
             // assignment and closing soon after trips an assertion in librdkafka
@@ -156,32 +164,7 @@ impl Source for KafkaSource {
         }
         let mut positions = Offsets::default();
         for tp in self.partitions()? {
-            let next = match resume.and_then(|r| r.get(&tp)) {
-                Some(next) => {
-                    let (low, high) = self.watermarks(&tp)?;
-                    if next > high {
-                        return Err(SourceError::OffsetBeyondEnd {
-                            partition: tp.to_string(),
-                            next,
-                            end: high,
-                        });
-                    }
-                    if next < low {
-                        tracing::warn!(partition = %tp, stored = next, earliest = low, lost = low - next,
-                            "records between the stored offset and the earliest offset were deleted by retention before they were read");
-                        low
-                    } else {
-                        next
-                    }
-                }
-                None => {
-                    let (low, high) = self.watermarks(&tp)?;
-                    match (resume, self.config.starting_offsets) {
-                        (None, StartingOffsets::Latest) => high,
-                        _ => low,
-                    }
-                }
-            };
+            let next = self.start_position(&tp, resume)?;
             positions.set(tp, next);
         }
         self.positions = positions;
@@ -189,7 +172,53 @@ impl Source for KafkaSource {
         Ok(self.positions.clone())
     }
 
+    /// Where a partition starts: where the table says (`resume`), or where a brand-new
+    /// pipeline starts. A stored offset past the end is refused; one before the earliest
+    /// record (deleted by retention) starts at the earliest, with a warning.
+    fn start_position(
+        &self,
+        tp: &TopicPartition,
+        resume: Option<&Offsets>,
+    ) -> Result<i64, SourceError> {
+        let (low, high) = self.watermarks(tp)?;
+        let Some(next) = resume.and_then(|r| r.get(tp)) else {
+            return Ok(match (resume, self.config.starting_offsets) {
+                (None, StartingOffsets::Latest) => high,
+                _ => low,
+            });
+        };
+        if next > high {
+            return Err(SourceError::OffsetBeyondEnd {
+                partition: tp.to_string(),
+                next,
+                end: high,
+            });
+        }
+        if next < low {
+            tracing::warn!(partition = %tp, stored = next, earliest = low, lost = low - next,
+                "records between the stored offset and the earliest offset were deleted by retention before they were read");
+            return Ok(low);
+        }
+        Ok(next)
+    }
+
+    fn topic_arc(&self, name: &str) -> Option<Arc<str>> {
+        self.topics.iter().find(|t| &***t == name).cloned()
+    }
+}
+
+impl Source for KafkaSource {
+    fn start(&mut self, resume: Option<&Offsets>) -> Result<Offsets, SourceError> {
+        match self.config.mode {
+            SourceMode::Assign => self.start_assigned(resume),
+            SourceMode::Group => self.start_member(resume),
+        }
+    }
+
     fn end_offsets(&mut self) -> Result<Offsets, SourceError> {
+        if self.config.mode == SourceMode::Group {
+            return self.member_end_offsets();
+        }
         let mut ends = Offsets::default();
         let mut added = false;
         for tp in self.partitions()? {
@@ -217,9 +246,18 @@ impl Source for KafkaSource {
         self.read_batch(until, caps, stop)
     }
 
+    fn rebalances(&self) -> Option<u64> {
+        (self.config.mode == SourceMode::Group).then(|| KafkaSource::rebalances(self))
+    }
+
     fn acknowledge(&mut self, committed: &Offsets) {
         let mut tpl = TopicPartitionList::new();
+        let owned = self.consumer.context().membership().owned.clone();
+        let grouped = self.config.mode == SourceMode::Group;
         for (tp, &next) in &committed.0 {
+            if grouped && !owned.contains(&(tp.topic.to_string(), tp.partition)) {
+                continue; // another member's
+            }
             if tpl
                 .add_partition_offset(&tp.topic, tp.partition, Offset::Offset(next))
                 .is_err()

@@ -101,6 +101,9 @@ impl KafkaSource {
         if stop.load(Ordering::Relaxed) {
             return Err(SourceError::Stopped);
         }
+        if self.rebalanced() {
+            return Err(SourceError::Rebalanced);
+        }
         match self.consumer.poll(POLL) {
             Some(Ok(message)) => Ok(self
                 .topic_arc(message.topic())
