@@ -26,6 +26,10 @@ pub trait Batches {
     /// Runs a batch without records if one is due: the watermark, moving on while input
     /// is idle, closes a window; or, with `flush`, any window is open.
     fn tick(&mut self, flush: bool) -> Result<(), Self::Error>;
+
+    /// Called while waiting for the next interval (every 100 ms at most): time for the
+    /// source's housekeeping, such as answering its consumer group.
+    fn idle(&mut self) {}
 }
 
 /// Runs batches as `trigger` says until it ends (`available-now`) or `stop` is raised.
@@ -73,6 +77,7 @@ fn interval<B: Batches>(
             if stopped() {
                 return Ok(true);
             }
+            batches.idle();
             std::thread::sleep(wait.min(Duration::from_millis(100)));
         }
         if stopped() {

@@ -362,6 +362,18 @@ columns = [{ name = "a", type = "string" }]
     }
 
     #[test]
+    fn group_mode_parses_and_refuses_event_time() {
+        let group = MINIMAL.replace("topics = [\"t\"]", "topics = [\"t\"]\nmode = \"group\"");
+        let c = PipelineConfig::parse(&group, Path::new("p.toml")).unwrap();
+        assert_eq!(c.source.mode, SourceMode::Group);
+        let c = PipelineConfig::parse(MINIMAL, Path::new("p.toml")).unwrap();
+        assert_eq!(c.source.mode, SourceMode::Assign);
+        let windows = format!("{group}{WINDOWS}");
+        let err = PipelineConfig::parse(&windows, Path::new("p.toml")).unwrap_err();
+        assert!(err.to_string().contains("mode = \"assign\""), "{err}");
+    }
+
+    #[test]
     fn inconsistencies_are_refused() {
         let text = MINIMAL.replace("on-invalid = \"fail\"", "");
         let err = PipelineConfig::parse(&text, Path::new("p.toml")).unwrap_err();

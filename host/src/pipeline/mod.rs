@@ -291,12 +291,11 @@ impl Batches for Pipeline {
     type Error = PipelineError;
 
     fn end_offsets(&mut self) -> Result<Offsets, PipelineError> {
-        match self.source.end_offsets() {
-            Err(SourceError::Rebalanced) => {
-                self.rebalanced()?;
-                Ok(self.source.end_offsets()?)
+        loop {
+            match self.source.end_offsets() {
+                Err(SourceError::Rebalanced) => self.rebalanced()?,
+                ends => return Ok(ends?),
             }
-            ends => Ok(ends?),
         }
     }
 
@@ -328,6 +327,10 @@ impl Batches for Pipeline {
         }
         self.run_batch(input)?;
         Ok(true)
+    }
+
+    fn idle(&mut self) {
+        self.source.idle();
     }
 
     fn tick(&mut self, flush: bool) -> Result<(), PipelineError> {

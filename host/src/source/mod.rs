@@ -178,6 +178,10 @@ pub trait Source: Send {
     /// Tells the broker how far the pipeline has committed, for lag monitoring only.
     fn acknowledge(&mut self, committed: &Offsets);
 
+    /// Called while the pipeline waits for its next batch: time for housekeeping, such as
+    /// answering the consumer group.
+    fn idle(&mut self) {}
+
     /// Consumer-group rebalances seen since the start (`None`: the source assigns itself
     /// every partition).
     fn rebalances(&self) -> Option<u64> {

@@ -10,6 +10,7 @@ mod enricher;
 mod event_time;
 mod fencing;
 mod generator;
+mod group;
 mod hot_swap;
 mod pipeline;
 mod produce;

@@ -22,6 +22,10 @@ use rdkafka::{Offset, TopicPartitionList};
 
 use crate::source::{Offsets, TopicPartition};
 
+/// Records kept at most while serving the group between batches; past it, callbacks wait
+/// for the next batch's polls.
+const IDLE_STASH: usize = 100_000;
+
 /// What the group gave this process.
 #[derive(Debug, Default)]
 pub(super) struct Membership {
@@ -163,6 +167,7 @@ impl super::KafkaSource {
 
     /// The end offsets of the partitions this process owns.
     pub(super) fn member_end_offsets(&mut self) -> Result<Offsets, crate::source::SourceError> {
+        self.serve_group();
         if self.consumer.context().membership().changed {
             return Err(crate::source::SourceError::Rebalanced);
         }
@@ -172,6 +177,26 @@ impl super::KafkaSource {
             ends.set(tp, high);
         }
         Ok(ends)
+    }
+
+    /// Serves the group's callbacks (rebalances) between batches: a member that reads
+    /// nothing for a while must still poll, or it would never learn of partitions given to
+    /// it. Records that arrive meanwhile are kept for the next batch.
+    pub(super) fn serve_group(&mut self) {
+        while self.stash.len() < IDLE_STASH {
+            let Some(polled) = self.consumer.poll(std::time::Duration::ZERO) else {
+                break;
+            };
+            match polled {
+                Ok(message) => {
+                    if let Some(topic) = self.topic_arc(rdkafka::Message::topic(&message)) {
+                        let record = Self::record(&message, &topic);
+                        self.stash.push_back(record);
+                    }
+                }
+                Err(error) => tracing::warn!(%error, "Kafka consumer error (retrying)"),
+            }
+        }
     }
 
     /// Whether the group changed what this process owns since it last positioned it.

@@ -246,6 +246,12 @@ impl Source for KafkaSource {
         self.read_batch(until, caps, stop)
     }
 
+    fn idle(&mut self) {
+        if self.config.mode == SourceMode::Group {
+            self.serve_group();
+        }
+    }
+
     fn rebalances(&self) -> Option<u64> {
         (self.config.mode == SourceMode::Group).then(|| KafkaSource::rebalances(self))
     }

@@ -67,7 +67,10 @@ impl KafkaSource {
         Ok((batch.records, self.positions.clone()))
     }
 
-    fn record(message: &rdkafka::message::BorrowedMessage<'_>, topic: &Arc<str>) -> Record {
+    pub(super) fn record(
+        message: &rdkafka::message::BorrowedMessage<'_>,
+        topic: &Arc<str>,
+    ) -> Record {
         let headers = message
             .headers()
             .map(|h| {

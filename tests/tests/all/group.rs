@@ -1,0 +1,210 @@
+//! Several processes share one pipeline through Kafka's consumer group
+//! (`[source] mode = "group"`), end to end (tansu, the SQL catalog): each reads the
+//! partitions the group gives it, the table fences every commit, and every event lands
+//! once.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use sluice_tests::fixture::{Running, Setup, progress_lines};
+
+/// The example pipeline as a consumer-group member, with a short session timeout so that a
+/// member that dies is noticed quickly.
+fn group_setup(name: &str) -> Setup {
+    let mut s = Setup::new(name);
+    s.edit_example_config(|text| {
+        text.replace(
+            "starting-offsets = \"earliest\"",
+            "starting-offsets = \"earliest\"\nmode = \"group\"\nproperties = { \"session.timeout.ms\" = \"6000\", \"heartbeat.interval.ms\" = \"500\" }",
+        )
+    });
+    s
+}
+
+const INTERVAL: [(&str, &str); 2] = [("SLUICE_TRIGGER", "interval"), ("SLUICE_INTERVAL", "1s")];
+
+/// Waits until the table holds `rows` rows; after `timeout`, stops the processes and
+/// panics with their logs.
+fn wait_for_rows(s: &Setup, rows: usize, timeout: Duration, processes: &mut Vec<Running>) {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let shown = s.show();
+        let n = shown["rows"].as_array().map_or(0, Vec::len);
+        if n >= rows {
+            return;
+        }
+        if Instant::now() > deadline {
+            let logs: Vec<String> = std::mem::take(processes)
+                .into_iter()
+                .map(|p| p.terminate().2)
+                .collect();
+            panic!(
+                "{n} rows of {rows} after {timeout:?}; the logs:\n{}",
+                logs.join("\n----\n")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// Stops every process (SIGTERM): each must exit 0. Returns their logs.
+fn stop_all(processes: Vec<Running>) -> Vec<String> {
+    processes
+        .into_iter()
+        .map(|p| {
+            let (status, _, log) = p.terminate();
+            assert!(status.success(), "{log}");
+            log
+        })
+        .collect()
+}
+
+/// Every valid event once in the table, every invalid one in the dead-letter topic.
+fn assert_exactly_once(s: &Setup, valid: u64, invalid: u64) {
+    let shown = s.show();
+    let rows = shown["rows"].as_array().unwrap();
+    // Event ids repeat between producer runs; a whole row (but the time it was written)
+    // tells an event.
+    let events: BTreeSet<String> = rows
+        .iter()
+        .map(|r| {
+            let mut r = r.as_object().unwrap().clone();
+            r.remove("ingestion_time");
+            serde_json::Value::Object(r).to_string()
+        })
+        .collect();
+    assert_eq!(rows.len() as u64, valid, "every valid event");
+    assert_eq!(events.len(), rows.len(), "no event twice");
+    let dead: BTreeSet<(String, String)> = shown["dead_letters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            let h = &d["headers"];
+            (
+                h["sluice.source.partition"].as_str().unwrap().to_string(),
+                h["sluice.source.offset"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(dead.len() as u64, invalid, "every invalid event");
+}
+
+/// The partitions each process's batches read, by process.
+fn partitions_read(logs: &[String]) -> Vec<BTreeSet<String>> {
+    logs.iter()
+        .map(|log| {
+            progress_lines(log)
+                .iter()
+                .flat_map(|p| p["partitions"].as_array().cloned().unwrap_or_default())
+                .filter_map(|p| p.as_str().map(String::from))
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn three_processes_share_a_topic_and_write_every_event_once() {
+    let s = group_setup("group-three");
+    let args = [
+        "--partitions",
+        "6",
+        "--count",
+        "600",
+        "--invalid-share",
+        "0.05",
+    ];
+    let first = s.produce(&[&args[..], &["--seed", "1"]].concat());
+    let mut processes: Vec<Running> = (0..3).map(|_| s.start(&["run"], &INTERVAL)).collect();
+    // Events keep coming while the three share the topic.
+    let mut valid = first.valid;
+    let mut invalid = first.invalid;
+    for seed in 2..4 {
+        std::thread::sleep(Duration::from_secs(2));
+        let more = s.produce(&[&args[..], &["--seed", &seed.to_string()]].concat());
+        valid += more.valid;
+        invalid += more.invalid;
+    }
+    wait_for_rows(&s, valid as usize, Duration::from_secs(120), &mut processes);
+    let logs = stop_all(processes);
+    assert_exactly_once(&s, valid, invalid);
+    let read = partitions_read(&logs);
+    eprintln!("partitions read, by process: {read:?}");
+    let all: BTreeSet<&String> = read.iter().flatten().collect();
+    assert_eq!(all.len(), 6, "{read:?}");
+    let busy = read.iter().filter(|r| !r.is_empty()).count();
+    assert!(
+        busy >= 2,
+        "the partitions are spread over the processes: {read:?}"
+    );
+    for log in &logs {
+        for p in progress_lines(log) {
+            assert_eq!(p["role"], "member", "{p}");
+        }
+    }
+}
+
+/// What the producer runs of a test sent: valid and invalid events.
+#[derive(Default)]
+struct Sent {
+    valid: u64,
+    invalid: u64,
+}
+
+impl Sent {
+    fn produce(&mut self, s: &Setup, seed: u32) {
+        let args = [
+            "--partitions",
+            "6",
+            "--count",
+            "400",
+            "--invalid-share",
+            "0.05",
+        ];
+        let summary = s.produce(&[&args[..], &["--seed", &seed.to_string()]].concat());
+        self.valid += summary.valid;
+        self.invalid += summary.invalid;
+    }
+}
+
+#[test]
+fn members_that_die_are_replaced_and_every_event_lands_once() {
+    let s = group_setup("group-kill");
+    let mut sent = Sent::default();
+    sent.produce(&s, 1);
+    let mut processes: Vec<Running> = (0..3).map(|_| s.start(&["run"], &INTERVAL)).collect();
+    wait_for_rows(
+        &s,
+        sent.valid as usize,
+        Duration::from_secs(120),
+        &mut processes,
+    );
+    // One dies mid-run (SIGKILL): the survivors take its partitions over within the
+    // session timeout, from where the table says.
+    sent.produce(&s, 2);
+    let _ = processes.remove(0).kill();
+    let started = Instant::now();
+    wait_for_rows(
+        &s,
+        sent.valid as usize,
+        Duration::from_secs(120),
+        &mut processes,
+    );
+    let took_over = started.elapsed();
+    // It comes back; then another one dies.
+    processes.push(s.start(&["run"], &INTERVAL));
+    sent.produce(&s, 3);
+    std::thread::sleep(Duration::from_secs(3));
+    let _ = processes.remove(0).kill();
+    sent.produce(&s, 4);
+    wait_for_rows(
+        &s,
+        sent.valid as usize,
+        Duration::from_secs(120),
+        &mut processes,
+    );
+    let logs = stop_all(processes);
+    assert_exactly_once(&s, sent.valid, sent.invalid);
+    eprintln!("the survivors took the dead member's partitions over in {took_over:?}");
+    assert!(logs.iter().any(|l| l.contains("partitions assigned")));
+}
