@@ -258,6 +258,15 @@ impl Running {
         progress_of(&line)
     }
 
+    /// Sends `signal` (`STOP`, `CONT`…) to the process, without waiting.
+    pub fn signal(&self, signal: &str) {
+        let sent = Command::new("kill")
+            .args([&format!("-{signal}"), &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    }
+
     /// Sends SIGTERM and waits: the exit status, standard output and the whole log.
     pub fn terminate(self) -> (ExitStatus, String, String) {
         let sent = Command::new("kill")

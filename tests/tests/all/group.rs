@@ -208,3 +208,53 @@ fn members_that_die_are_replaced_and_every_event_lands_once() {
     eprintln!("the survivors took the dead member's partitions over in {took_over:?}");
     assert!(logs.iter().any(|l| l.contains("partitions assigned")));
 }
+
+/// A zombie: a member frozen in the middle of a batch (SIGSTOP) past the session timeout.
+/// Its partitions move to the other member, which commits them; when it thaws (SIGCONT),
+/// its batch is fenced and nothing is written twice.
+#[test]
+fn a_frozen_member_thaws_into_a_fenced_batch() {
+    let s = group_setup("group-zombie");
+    let mut sent = Sent::default();
+    sent.produce(&s, 1);
+    // Held in its first batch, after sending its dead letters, as a hang would hold it.
+    let zombie = s.start(
+        &["run"],
+        &[
+            INTERVAL[0],
+            INTERVAL[1],
+            ("SLUICE_PAUSE_AT", "after-dead-letter:1:4000"),
+        ],
+    );
+    let mut others = vec![s.start(&["run"], &INTERVAL)];
+    assert!(
+        zombie
+            .wait_for("SLUICE_PAUSE_AT: holding", Duration::from_secs(60))
+            .is_some()
+    );
+    zombie.signal("STOP");
+    // The other member gets every partition once the session times out, and commits.
+    wait_for_rows(
+        &s,
+        sent.valid as usize,
+        Duration::from_secs(120),
+        &mut others,
+    );
+    zombie.signal("CONT");
+    assert!(
+        zombie
+            .wait_for("batch fenced", Duration::from_secs(60))
+            .is_some(),
+        "the zombie's batch is fenced"
+    );
+    sent.produce(&s, 2);
+    others.push(zombie);
+    wait_for_rows(
+        &s,
+        sent.valid as usize,
+        Duration::from_secs(120),
+        &mut others,
+    );
+    stop_all(others);
+    assert_exactly_once(&s, sent.valid, sent.invalid);
+}
