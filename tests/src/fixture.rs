@@ -116,6 +116,33 @@ impl Setup {
         self.write_config("pipeline.toml", &edit(example));
     }
 
+    /// Applies `edit` to the pipeline file as it is now (the example, or what earlier edits
+    /// made of it), as `pipeline.toml` in the warehouse folder.
+    pub fn edit_config(&mut self, edit: impl FnOnce(String) -> String) {
+        let text = std::fs::read_to_string(&self.config).unwrap();
+        self.write_config("pipeline.toml", &edit(text));
+    }
+
+    /// Keeps the pipeline's catalog in PostgreSQL at `url` (an sqlx URL).
+    pub fn use_postgres_catalog(&mut self, url: &str) {
+        self.edit_config(|text| {
+            text.replace(
+                "type = \"sql\"\nname = \"sluice\"",
+                &format!("type = \"sql\"\nname = \"sluice\"\nuri = \"{url}\""),
+            )
+        });
+    }
+
+    /// Uses the REST catalog at `url` (named `rest`) for the pipeline.
+    pub fn use_rest_catalog(&mut self, url: &str) {
+        self.edit_config(|text| {
+            text.replace(
+                "type = \"sql\"\nname = \"sluice\"",
+                &format!("type = \"rest\"\nname = \"rest\"\nuri = \"{url}\""),
+            )
+        });
+    }
+
     /// `sluice ARGS…` with this setup's environment (see [`Setup`]), standard input closed
     /// and `RUST_LOG` unset; not started.
     pub fn command(&self, args: &[&str]) -> Command {

@@ -22,13 +22,7 @@ fn two_processes_started_together_write_every_event_once_sqlite() {
 fn two_processes_started_together_write_every_event_once_postgresql() {
     let pg = Postgres::start();
     let mut s = Setup::new("two-postgres");
-    let url = pg.url.clone();
-    s.edit_example_config(|text| {
-        text.replace(
-            "type = \"sql\"\nname = \"sluice\"",
-            &format!("type = \"sql\"\nname = \"sluice\"\nuri = \"{url}\""),
-        )
-    });
+    s.use_postgres_catalog(&pg.url);
     let catalog = CatalogAt::Sql {
         uri: &pg.url,
         name: "sluice",
@@ -40,13 +34,7 @@ fn two_processes_started_together_write_every_event_once_postgresql() {
 fn two_processes_started_together_write_every_event_once_rest() {
     let mut s = Setup::new("two-rest");
     let server = RestCatalog::start(&s.warehouse);
-    let url = server.url.clone();
-    s.edit_example_config(|text| {
-        text.replace(
-            "type = \"sql\"\nname = \"sluice\"",
-            &format!("type = \"rest\"\nname = \"rest\"\nuri = \"{url}\""),
-        )
-    });
+    s.use_rest_catalog(&server.url);
     let catalog = CatalogAt::Rest {
         url: &server.url,
         name: "rest",

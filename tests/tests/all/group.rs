@@ -7,18 +7,24 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use sluice_tests::fixture::{Running, Setup, progress_lines};
+use sluice_tests::postgres::Postgres;
+use sluice_tests::pyiceberg::{CatalogAt, RestCatalog, read_table_in};
 
 /// The example pipeline as a consumer-group member, with a short session timeout so that a
 /// member that dies is noticed quickly.
 fn group_setup(name: &str) -> Setup {
     let mut s = Setup::new(name);
-    s.edit_example_config(|text| {
+    as_member(&mut s);
+    s
+}
+
+fn as_member(s: &mut Setup) {
+    s.edit_config(|text| {
         text.replace(
             "starting-offsets = \"earliest\"",
             "starting-offsets = \"earliest\"\nmode = \"group\"\nproperties = { \"session.timeout.ms\" = \"6000\", \"heartbeat.interval.ms\" = \"500\" }",
         )
     });
-    s
 }
 
 const INTERVAL: [(&str, &str); 2] = [("SLUICE_TRIGGER", "interval"), ("SLUICE_INTERVAL", "1s")];
@@ -65,14 +71,7 @@ fn assert_exactly_once(s: &Setup, valid: u64, invalid: u64) {
     let rows = shown["rows"].as_array().unwrap();
     // Event ids repeat between producer runs; a whole row (but the time it was written)
     // tells an event.
-    let events: BTreeSet<String> = rows
-        .iter()
-        .map(|r| {
-            let mut r = r.as_object().unwrap().clone();
-            r.remove("ingestion_time");
-            serde_json::Value::Object(r).to_string()
-        })
-        .collect();
+    let events: BTreeSet<String> = rows.iter().map(without_ingestion_time).collect();
     assert_eq!(rows.len() as u64, valid, "every valid event");
     assert_eq!(events.len(), rows.len(), "no event twice");
     let dead: BTreeSet<(String, String)> = shown["dead_letters"]
@@ -88,6 +87,13 @@ fn assert_exactly_once(s: &Setup, valid: u64, invalid: u64) {
         })
         .collect();
     assert_eq!(dead.len() as u64, invalid, "every invalid event");
+}
+
+/// A row as JSON text, without the time it was written.
+fn without_ingestion_time(row: &serde_json::Value) -> String {
+    let mut row = row.as_object().unwrap().clone();
+    row.remove("ingestion_time");
+    serde_json::Value::Object(row).to_string()
 }
 
 /// The partitions each process's batches read, by process.
@@ -106,6 +112,38 @@ fn partitions_read(logs: &[String]) -> Vec<BTreeSet<String>> {
 #[test]
 fn three_processes_share_a_topic_and_write_every_event_once() {
     let s = group_setup("group-three");
+    three_processes_share_a_topic(&s, CatalogAt::Warehouse(&s.warehouse));
+}
+
+#[test]
+fn three_processes_share_a_topic_on_a_postgresql_catalog() {
+    let pg = Postgres::start();
+    let mut s = Setup::new("group-postgres");
+    s.use_postgres_catalog(&pg.url);
+    as_member(&mut s);
+    let catalog = CatalogAt::Sql {
+        uri: &pg.url,
+        name: "sluice",
+    };
+    three_processes_share_a_topic(&s, catalog);
+}
+
+#[test]
+fn three_processes_share_a_topic_on_a_rest_catalog() {
+    let mut s = Setup::new("group-rest");
+    let server = RestCatalog::start(&s.warehouse);
+    s.use_rest_catalog(&server.url);
+    as_member(&mut s);
+    let catalog = CatalogAt::Rest {
+        url: &server.url,
+        name: "rest",
+    };
+    three_processes_share_a_topic(&s, catalog);
+}
+
+/// Three processes share a 6-partition topic while events keep coming; what landed is read
+/// back with pyiceberg from `catalog`.
+fn three_processes_share_a_topic(s: &Setup, catalog: CatalogAt<'_>) {
     let args = [
         "--partitions",
         "6",
@@ -125,9 +163,13 @@ fn three_processes_share_a_topic_and_write_every_event_once() {
         valid += more.valid;
         invalid += more.invalid;
     }
-    wait_for_rows(&s, valid as usize, Duration::from_secs(120), &mut processes);
+    wait_for_rows(s, valid as usize, Duration::from_secs(120), &mut processes);
     let logs = stop_all(processes);
-    assert_exactly_once(&s, valid, invalid);
+    assert_exactly_once(s, valid, invalid);
+    // An independent reader sees the same.
+    let rows = read_table_in(catalog, "tutorial.retail_clickstream_events");
+    let distinct: BTreeSet<String> = rows.iter().map(without_ingestion_time).collect();
+    assert_eq!((rows.len() as u64, distinct.len()), (valid, rows.len()));
     let read = partitions_read(&logs);
     eprintln!("partitions read, by process: {read:?}");
     let all: BTreeSet<&String> = read.iter().flatten().collect();
