@@ -16,6 +16,10 @@ use crate::commit::{CommitMark, RUN};
 /// are retried this many times.
 const MAX_RETRIES: u32 = 10;
 
+/// How far back a process looks for its own commit (other processes may have committed
+/// since).
+const OWN_COMMIT_DEPTH: usize = 1000;
+
 /// How a commit went.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Landed {
@@ -134,32 +138,46 @@ impl IcebergTable {
         }
     }
 
-    /// The table's last commit of the pipeline, if it is `planned` committed by `run` (the
-    /// same batch committed by another process is not this commit). For [`Fence::Owns`],
-    /// whose mark is built at commit time, it is this commit when `run` made it and it
-    /// records `planned`'s offsets.
+    /// This process's commit of `planned`, if the table holds it: a snapshot of the
+    /// pipeline committed by `run` with `planned`'s commit id, or for [`Fence::Owns`] (whose
+    /// mark is built at commit time) with `planned`'s offsets. Other members may have
+    /// committed since, so the search walks back through the history, up to
+    /// [`OWN_COMMIT_DEPTH`] snapshots. The same batch committed by another process is not
+    /// this commit.
     fn holds(
         &self,
         planned: &CommitMark,
         fence: &Fence,
         run: Option<&str>,
     ) -> Result<Option<CommitMark>, SinkError> {
-        let Some(last) = self.last_mark(&planned.pipeline)? else {
-            return Ok(None);
-        };
-        let by = self
-            .last_mark_properties(&planned.pipeline)
-            .and_then(|p| p.get(RUN))
-            .map(String::as_str);
-        let same = match fence {
-            Fence::Owns(_) => planned
-                .offsets
-                .0
-                .iter()
-                .all(|(tp, &next)| last.offsets.get(tp) == Some(next)),
-            Fence::Follows(_) | Fence::NotHeld => last.commit_id() == planned.commit_id(),
-        };
-        Ok((same && by == run).then_some(last))
+        let metadata = self.table.metadata();
+        let mut next = metadata.current_snapshot();
+        for _ in 0..OWN_COMMIT_DEPTH {
+            let Some(snapshot) = next else { break };
+            let props = &snapshot.summary().additional_properties;
+            let by = props.get(RUN).map(String::as_str);
+            if by == run
+                && let Some(mark) =
+                    CommitMark::from_properties(&planned.pipeline, snapshot.snapshot_id(), props)
+            {
+                let mark = mark?;
+                let same = match fence {
+                    Fence::Owns(_) => planned
+                        .offsets
+                        .0
+                        .iter()
+                        .all(|(tp, &n)| mark.offsets.get(tp) == Some(n)),
+                    Fence::Follows(_) | Fence::NotHeld => mark.commit_id() == planned.commit_id(),
+                };
+                if same {
+                    return Ok(Some(mark));
+                }
+            }
+            next = snapshot
+                .parent_snapshot_id()
+                .and_then(|id| metadata.snapshot_by_id(id));
+        }
+        Ok(None)
     }
 
     /// The snapshot that carries `pipeline`'s latest mark, walking back from the current
