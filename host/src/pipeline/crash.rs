@@ -39,6 +39,31 @@ impl CrashPoint {
     }
 }
 
+/// Where and how long [`Crash::Sleep`] holds a batch.
+#[derive(Debug, Clone)]
+pub struct Pause {
+    /// The point.
+    pub point: CrashPoint,
+    /// The batch id, or `None` for the first batch that reaches the point.
+    pub batch: Option<u64>,
+    /// How long.
+    pub pause: std::time::Duration,
+    /// Whether it held a batch already (a pause for "the first batch" holds one).
+    pub held: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Pause {
+    /// Whether it holds `batch_id` at `point` (at most once for "the first batch").
+    fn holds(&self, point: CrashPoint, batch_id: u64) -> bool {
+        use std::sync::atomic::Ordering;
+        point == self.point
+            && match self.batch {
+                Some(b) => b == batch_id,
+                None => !self.held.swap(true, Ordering::SeqCst),
+            }
+    }
+}
+
 /// A test's hook, called at every crash point a batch passes.
 pub type Hook = std::sync::Arc<dyn Fn(CrashPoint, u64) + Send + Sync>;
 
@@ -55,7 +80,7 @@ pub enum Crash {
     Fail(CrashPoint, u64),
     /// Sleep at a point of a batch, as a process that hangs (a stopped container, a long
     /// pause) would.
-    Sleep(CrashPoint, u64, std::time::Duration),
+    Sleep(Pause),
     /// Call a hook at every point, for in-process tests that interleave two pipelines.
     Hook(Hook),
 }
@@ -66,7 +91,7 @@ impl std::fmt::Debug for Crash {
             Crash::Never => f.write_str("Never"),
             Crash::Abort(p, b) => write!(f, "Abort({}, {b})", p.name()),
             Crash::Fail(p, b) => write!(f, "Fail({}, {b})", p.name()),
-            Crash::Sleep(p, b, d) => write!(f, "Sleep({}, {b}, {d:?})", p.name()),
+            Crash::Sleep(p) => write!(f, "Sleep({}, {:?}, {:?})", p.point.name(), p.batch, p.pause),
             Crash::Hook(_) => f.write_str("Hook"),
         }
     }
@@ -74,8 +99,9 @@ impl std::fmt::Debug for Crash {
 
 impl Crash {
     /// `SLUICE_CRASH_AT=<point>:<batch id>` aborts the process at that point, and
-    /// `SLUICE_PAUSE_AT=<point>:<batch id>:<milliseconds>` holds it there; read once, when
-    /// the pipeline opens.
+    /// `SLUICE_PAUSE_AT=<point>:<batch id>:<milliseconds>` holds it there (batch id `*`:
+    /// the first batch this process takes to that point); read once, when the pipeline
+    /// opens.
     pub fn from_env() -> Self {
         let read = |name: &str| {
             let value = std::env::var(name).ok()?;
@@ -85,15 +111,16 @@ impl Crash {
             }
             parsed
         };
-        if let Some((point, batch, _)) = read("SLUICE_CRASH_AT") {
+        if let Some((point, Some(batch), _)) = read("SLUICE_CRASH_AT") {
             return Crash::Abort(point, batch);
         }
         match read("SLUICE_PAUSE_AT") {
-            Some((point, batch, ms)) => Crash::Sleep(
+            Some((point, batch, ms)) => Crash::Sleep(Pause {
                 point,
                 batch,
-                std::time::Duration::from_millis(ms.unwrap_or(0)),
-            ),
+                pause: std::time::Duration::from_millis(ms.unwrap_or(0)),
+                held: Default::default(),
+            }),
             None => Crash::Never,
         }
     }
@@ -109,14 +136,14 @@ impl Crash {
                 std::process::abort();
             }
             Crash::Fail(p, b) if (*p, *b) == (point, batch_id) => Err(point),
-            Crash::Sleep(p, b, pause) if (*p, *b) == (point, batch_id) => {
+            Crash::Sleep(p) if p.holds(point, batch_id) => {
                 tracing::warn!(
                     point = point.name(),
                     batch_id,
-                    ?pause,
+                    pause = ?p.pause,
                     "SLUICE_PAUSE_AT: holding the batch"
                 );
-                std::thread::sleep(*pause);
+                std::thread::sleep(p.pause);
                 Ok(())
             }
             Crash::Hook(hook) => {
@@ -128,12 +155,15 @@ impl Crash {
     }
 }
 
-/// `<point>:<batch id>[:<milliseconds>]`.
-fn parse(value: &str) -> Option<(CrashPoint, u64, Option<u64>)> {
+/// `<point>:<batch id or *>[:<milliseconds>]`.
+fn parse(value: &str) -> Option<(CrashPoint, Option<u64>, Option<u64>)> {
     let mut parts = value.split(':');
     let point = parts.next()?;
     let point = CrashPoint::ALL.into_iter().find(|p| p.name() == point)?;
-    let batch = parts.next()?.parse().ok()?;
+    let batch = match parts.next()? {
+        "*" => None,
+        id => Some(id.parse().ok()?),
+    };
     let ms = parts.next().map(str::parse).transpose().ok()?;
     parts.next().is_none().then_some((point, batch, ms))
 }
@@ -146,15 +176,39 @@ mod tests {
     fn points_parse_from_the_environment_form() {
         assert_eq!(
             parse("after-write:3"),
-            Some((CrashPoint::AfterWrite, 3, None))
+            Some((CrashPoint::AfterWrite, Some(3), None))
         );
         assert_eq!(
             parse("after-commit:2:1500"),
-            Some((CrashPoint::AfterCommit, 2, Some(1500)))
+            Some((CrashPoint::AfterCommit, Some(2), Some(1500)))
+        );
+        assert_eq!(
+            parse("after-commit:*:10"),
+            Some((CrashPoint::AfterCommit, None, Some(10)))
         );
         assert_eq!(parse("after-lunch:2"), None);
         assert_eq!(parse("after-write"), None);
         assert_eq!(parse("after-write:x"), None);
         assert_eq!(parse("after-write:1:2:3"), None);
+    }
+
+    #[test]
+    fn a_pause_for_the_first_batch_holds_one() {
+        let pause = Pause {
+            point: CrashPoint::AfterWrite,
+            batch: None,
+            pause: std::time::Duration::ZERO,
+            held: Default::default(),
+        };
+        assert!(!pause.holds(CrashPoint::AfterCommit, 4));
+        assert!(pause.holds(CrashPoint::AfterWrite, 4));
+        assert!(!pause.holds(CrashPoint::AfterWrite, 5));
+        let pause = Pause {
+            batch: Some(5),
+            ..pause
+        };
+        assert!(!pause.holds(CrashPoint::AfterWrite, 4));
+        assert!(pause.holds(CrashPoint::AfterWrite, 5));
+        assert!(pause.holds(CrashPoint::AfterWrite, 5));
     }
 }
