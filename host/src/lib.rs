@@ -9,10 +9,11 @@
 //! - [`batch`]: the trigger and the caps of a micro-batch;
 //! - [`udf`]: the plugin runtime (stages): sandboxed components that keep, rewrite or
 //!   reject events;
-//! - [`window`]: event time: watermarks, deduplication, windowed aggregates, late data;
+//! - [`event_time`]: event time: watermarks, deduplication, windowed aggregates, late data;
 //! - [`encode`]: JSON values to Arrow against the table's schema;
 //! - [`sink`]: the Iceberg table and the dead-letter topic;
 //! - [`commit`]: the marks each table commit carries, from which a restart resumes;
+//! - [`election`]: which process runs an event-time pipeline (active and standbys);
 //! - [`pipeline`]: the loop that ties them together (`sluice run`);
 //! - [`admin`]: the admin HTTP API of a running pipeline (status, metrics, plugin swaps);
 //! - [`cli`]: the `sluice` command line (`sluice try`, `sluice produce`);
@@ -24,6 +25,7 @@ pub mod admin;
 pub mod batch;
 pub mod cli;
 pub mod commit;
+pub mod election;
 pub mod encode;
 pub mod event_time;
 pub mod generate;

@@ -184,6 +184,11 @@ impl Metrics {
         }
     }
 
+    /// Shows whether the process runs the pipeline (`sluice_active`).
+    pub(super) fn set_active(&self, active: bool) {
+        self.commits.active.set(i64::from(active));
+    }
+
     /// Counts a batch fenced off the table (not committed).
     pub(super) fn fenced(&self) {
         self.commits.fenced.inc();
@@ -263,6 +268,7 @@ struct CommitMetrics {
     fenced: Counter,
     rebalances: Counter,
     partitions: Gauge,
+    active: Gauge,
 }
 
 impl CommitMetrics {
@@ -286,6 +292,11 @@ impl CommitMetrics {
             partitions: f.add(
                 "partitions",
                 "Partitions the last batch read (in a consumer group, those this process owns)",
+                Gauge::default(),
+            ),
+            active: f.add(
+                "active",
+                "1 while this process runs the pipeline, 0 while it stands by for another",
                 Gauge::default(),
             ),
         }
@@ -535,7 +546,7 @@ mod tests {
     use crate::admin::tests::progress;
 
     /// Every family served, with its type: the README's list.
-    const FAMILIES: [(&str, &str); 34] = [
+    const FAMILIES: [(&str, &str); 35] = [
         ("sluice_batches", "counter"),
         ("sluice_input_rows", "counter"),
         ("sluice_rows_written", "counter"),
@@ -547,6 +558,7 @@ mod tests {
         ("sluice_batches_fenced", "counter"),
         ("sluice_rebalances", "counter"),
         ("sluice_partitions", "gauge"),
+        ("sluice_active", "gauge"),
         ("sluice_batch_duration_seconds", "histogram"),
         ("sluice_batch_phase_seconds", "counter"),
         ("sluice_last_batch_id", "gauge"),

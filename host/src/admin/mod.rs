@@ -4,7 +4,7 @@
 //! | method and path | what |
 //! |---|---|
 //! | `GET /healthz` | `ok` while the pipeline runs |
-//! | `GET /status` | the last batches' progress, as JSON |
+//! | `GET /status` | the process's role (single, member, active, standby) and the last batches' progress, as JSON |
 //! | `GET /metrics` | counters, gauges and a histogram in the OpenMetrics text format |
 //! | `GET /stages` | each stage, its active version, and checked uploads waiting |
 //! | `POST /stages/{name}/modules` | upload a module (the body); it is checked at once |
@@ -39,7 +39,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 pub use self::config::AdminConfig;
 use self::metrics::Metrics;
-use crate::pipeline::progress::Progress;
+use crate::pipeline::progress::{Progress, Role};
 use crate::udf::Runtime;
 use crate::udf::config::StageConfig;
 use crate::udf::swap::{Candidate, Found, Samples};
@@ -75,6 +75,7 @@ struct Shared {
     sender: Sender<Found>,
     uploads: Mutex<HashMap<String, Candidate>>,
     recent: Mutex<VecDeque<Progress>>,
+    role: Mutex<Role>,
     metrics: Metrics,
 }
 
@@ -126,6 +127,7 @@ impl Admin {
             );
         }
         let metrics = Metrics::new(stages.iter().map(|(s, _)| s.name.as_str()));
+        metrics.set_active(true);
         let shared = Arc::new(Shared {
             pipeline: pipeline.to_string(),
             token,
@@ -136,6 +138,7 @@ impl Admin {
             sender,
             uploads: Mutex::new(HashMap::new()),
             recent: Mutex::new(VecDeque::new()),
+            role: Mutex::new(Role::Single),
             metrics,
         });
         let server = server::Server::start(listener, routes::router(shared.clone()))
@@ -151,6 +154,13 @@ impl Admin {
     /// The address it listens on.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Shows what this process is to the pipeline now (`/status`'s `role`,
+    /// `sluice_active`).
+    pub fn set_role(&self, role: Role) {
+        *lock(&self.shared.role) = role;
+        self.shared.metrics.set_active(role != Role::Standby);
     }
 
     /// Counts a batch fenced off the table.

@@ -21,7 +21,7 @@ use tower_http::limit::RequestBodyLimitLayer;
 
 use super::metrics::Format;
 use super::{Shared, lock};
-use crate::pipeline::progress::Progress;
+use crate::pipeline::progress::{Progress, Role};
 use crate::udf::swap::{self, Candidate, Found};
 
 /// The caller's address, put in each request's extensions by the server.
@@ -162,13 +162,22 @@ async fn status(State(shared): State<Arc<Shared>>) -> Response {
     #[derive(Serialize)]
     struct Status<'a> {
         pipeline: &'a str,
+        role: Role,
+        partitions: &'a [String],
         recent: &'a VecDeque<Progress>,
     }
+    let role = *lock(&shared.role);
     let recent = lock(&shared.recent);
+    let partitions = match (role, recent.back()) {
+        (Role::Standby, _) | (_, None) => &[][..],
+        (_, Some(last)) => &last.partitions[..],
+    };
     json(
         StatusCode::OK,
         &Status {
             pipeline: &shared.pipeline,
+            role,
+            partitions,
             recent: &recent,
         },
     )

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::{Admin, AdminConfig};
 use crate::event_time::StateSize;
-use crate::pipeline::progress::{Durations, EventTimeProgress, Progress};
+use crate::pipeline::progress::{Durations, EventTimeProgress, Progress, Role};
 use crate::pipeline::stages::{StageCounts, StageProgress};
 use crate::udf::Runtime;
 use crate::udf::config::StageConfig;
@@ -241,8 +241,16 @@ fn the_calls_answer_as_they_did() {
     assert_eq!(status.status, 200);
     assert_eq!(
         status.json(),
-        serde_json::json!({"pipeline": "clicks", "recent": []})
+        serde_json::json!({"pipeline": "clicks", "role": "single", "partitions": [], "recent": []})
     );
+    admin.set_role(Role::Standby);
+    let status = call(&admin, "GET", "/status", "", "").json();
+    assert_eq!(status["role"], "standby");
+    let metrics = call(&admin, "GET", "/metrics", "", "").body;
+    assert!(metrics.contains("sluice_active 0"), "{metrics}");
+    admin.set_role(Role::Active);
+    let metrics = call(&admin, "GET", "/metrics", "", "").body;
+    assert!(metrics.contains("sluice_active 1"), "{metrics}");
     let stages = call(&admin, "GET", "/stages", "", "").json();
     assert_eq!(stages["stages"][0]["name"], "rules");
     assert_eq!(stages["stages"][0]["active"], Value::Null);

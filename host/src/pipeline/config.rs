@@ -230,13 +230,14 @@ impl PipelineConfig {
         Ok(())
     }
 
+    /// Whether processes share this pipeline as one active and standbys: an event-time
+    /// pipeline (its windows and dedup need every partition in one place) in `mode =
+    /// "group"`.
+    pub fn active_standby(&self) -> bool {
+        self.event_time.is_some() && self.source.mode == SourceMode::Group
+    }
+
     fn check_event_time(&self) -> Result<(), String> {
-        if self.event_time.is_some() && self.source.mode == SourceMode::Group {
-            return Err(
-                "source.mode = \"group\" shares partitions between processes, but event time (watermarks, dedup, windows) needs every partition in one process: use mode = \"assign\""
-                    .into(),
-            );
-        }
         let Some(et) = &self.event_time else {
             if self.dedup.is_some() || !self.windows.is_empty() {
                 return Err(
@@ -362,15 +363,18 @@ columns = [{ name = "a", type = "string" }]
     }
 
     #[test]
-    fn group_mode_parses_and_refuses_event_time() {
+    fn group_mode_parses_and_makes_event_time_active_standby() {
         let group = MINIMAL.replace("topics = [\"t\"]", "topics = [\"t\"]\nmode = \"group\"");
         let c = PipelineConfig::parse(&group, Path::new("p.toml")).unwrap();
         assert_eq!(c.source.mode, SourceMode::Group);
+        assert!(!c.active_standby());
         let c = PipelineConfig::parse(MINIMAL, Path::new("p.toml")).unwrap();
         assert_eq!(c.source.mode, SourceMode::Assign);
         let windows = format!("{group}{WINDOWS}");
-        let err = PipelineConfig::parse(&windows, Path::new("p.toml")).unwrap_err();
-        assert!(err.to_string().contains("mode = \"assign\""), "{err}");
+        let c = PipelineConfig::parse(&windows, Path::new("p.toml")).unwrap();
+        assert!(c.active_standby());
+        let c = PipelineConfig::parse(&format!("{MINIMAL}{WINDOWS}"), Path::new("p.toml")).unwrap();
+        assert!(!c.active_standby());
     }
 
     #[test]

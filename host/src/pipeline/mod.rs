@@ -34,6 +34,7 @@ mod read;
 mod report;
 mod route;
 pub mod stages;
+mod standby;
 mod step;
 
 use std::sync::atomic::AtomicBool;
@@ -43,12 +44,14 @@ use self::config::PipelineConfig;
 use self::crash::{Crash, CrashPoint};
 pub use self::open::Parts;
 use self::process::Processed;
+use self::progress::Role;
 use self::read::Input;
 use self::route::Prepared;
 use self::stages::{StageError, Stages};
 use crate::admin::{Admin, AdminError};
 use crate::batch::trigger::{self, Batches};
 use crate::commit::MarkError;
+use crate::election::Election;
 use crate::encode::{Encoder, SchemaError};
 use crate::event_time::EventTime;
 use crate::event_time::config::AtEnd;
@@ -164,6 +167,12 @@ pub struct Pipeline {
     replay: Option<Plan>,
     admin: Option<Admin>,
     summary: RunSummary,
+    /// Who runs an event-time pipeline shared by processes (`None`: this one does).
+    election: Option<Box<dyn Election>>,
+    /// What this process is to the pipeline now.
+    role: Role,
+    /// The election's changes when this process last became active.
+    election_changes: u64,
 }
 
 impl std::fmt::Debug for Pipeline {
@@ -191,22 +200,35 @@ impl Pipeline {
         self.admin.as_ref()
     }
 
-    /// Runs until the trigger says to stop (`available-now`) or `stop` is raised.
+    /// Runs until the trigger says to stop (`available-now`) or `stop` is raised; with an
+    /// election, only while this process is the active one ([`standby`]).
     pub fn run(&mut self, stop: &AtomicBool) -> Result<RunSummary, PipelineError> {
         self.summary = RunSummary::default();
+        self.summary.stopped = match self.election.take() {
+            None => self.run_active(stop)?,
+            Some(mut election) => {
+                let ran = self.run_elected(election.as_mut(), stop);
+                self.election = Some(election);
+                ran?
+            }
+        };
+        Ok(self.summary.clone())
+    }
+
+    /// Replays a planned batch if there is one, then runs batches as the trigger says.
+    /// Returns whether a stop ended the run.
+    fn run_active(&mut self, stop: &AtomicBool) -> Result<bool, PipelineError> {
         if let Some(plan) = self.replay.take()
             && !self.replay(&plan, stop)?
         {
-            self.summary.stopped = true;
-            return Ok(self.summary.clone());
+            return Ok(true);
         }
         let flush = self
             .event_time
             .as_ref()
             .is_some_and(|et| et.config().at_end == AtEnd::Flush);
         let trigger = self.config.trigger.clone();
-        self.summary.stopped = trigger::drive(&trigger, flush, self, stop)?;
-        Ok(self.summary.clone())
+        trigger::drive(&trigger, flush, self, stop)
     }
 
     /// Replays a batch that was planned before a crash: the same records, the same

@@ -7,9 +7,11 @@ use std::time::Instant;
 
 use super::config::{OnInvalid, PipelineConfig};
 use super::crash::Crash;
+use super::progress::Role;
 use super::stages::Stages;
 use super::{Pipeline, PipelineError, RunSummary};
 use crate::admin::Admin;
+use crate::election::{Election, KafkaElection};
 use crate::encode::Encoder;
 use crate::event_time::EventTime;
 use crate::event_time::config::LateData;
@@ -21,7 +23,7 @@ use crate::sink::topic::{KafkaTopics, TopicTarget, Topics};
 use crate::sink::window::WindowOutput;
 use crate::sink::{Output, OutputError, Outputs};
 use crate::source::Source;
-use crate::source::kafka::KafkaSource;
+use crate::source::kafka::{KafkaSource, SourceMode};
 use crate::udf::Runtime;
 use crate::units::Millis;
 
@@ -40,6 +42,9 @@ pub struct Parts {
     pub runtime: Option<Runtime>,
     /// Crashes injected on purpose.
     pub crash: Crash,
+    /// Who runs the pipeline when processes share it as active and standbys (`None`: this
+    /// process does).
+    pub election: Option<Box<dyn Election>>,
 }
 
 impl std::fmt::Debug for Parts {
@@ -52,15 +57,24 @@ impl std::fmt::Debug for Parts {
 
 impl Parts {
     /// Kafka for the records and the topics, the table's storage for the state, and
-    /// `SLUICE_CRASH_AT` for crashes.
+    /// `SLUICE_CRASH_AT` for crashes. An event-time pipeline in `mode = "group"` joins its
+    /// election, and reads every partition when active.
     pub fn production(config: &PipelineConfig) -> Result<Self, PipelineError> {
         let group = format!("sluice-{}", config.pipeline.name);
+        let mut source = config.source.clone();
+        let mut election: Option<Box<dyn Election>> = None;
+        if config.active_standby() {
+            let group = source.group_id.clone().unwrap_or_else(|| group.clone());
+            election = Some(Box::new(KafkaElection::join(&source, &group)?));
+            source.mode = SourceMode::Assign;
+        }
         Ok(Parts {
-            source: Box::new(KafkaSource::new(config.source.clone(), &group)?),
+            source: Box::new(KafkaSource::new(source, &group)?),
             topics: Box::new(KafkaTopics),
             state: None,
             runtime: None,
             crash: Crash::from_env(),
+            election,
         })
     }
 }
@@ -74,8 +88,17 @@ impl Pipeline {
     }
 
     /// Loads the plugins, opens the table (creating it if absent) and the outputs, and
-    /// positions the source where the table's last commit says.
-    pub fn build(config: PipelineConfig, base: &Path, parts: Parts) -> Result<Self, PipelineError> {
+    /// positions the source where the table's last commit says (with an election, once
+    /// this process becomes active).
+    pub fn build(
+        mut config: PipelineConfig,
+        base: &Path,
+        parts: Parts,
+    ) -> Result<Self, PipelineError> {
+        if parts.election.is_some() {
+            // The active process reads every partition, as a single process does.
+            config.source.mode = SourceMode::Assign;
+        }
         let runtime = match parts.runtime {
             Some(runtime) => runtime,
             None => Runtime::new(config.runtime.clone())?,
@@ -101,6 +124,7 @@ impl Pipeline {
         let encoder = Encoder::new(table.schema(), &generated)?;
         let state = parts.state.unwrap_or_else(|| Box::new(table.files()));
         let others = open_outputs(&config, parts.topics.as_ref(), &catalog)?;
+        let config_mode = config.source.mode;
         let mut pipeline = Pipeline {
             event_time: config
                 .event_time
@@ -120,8 +144,20 @@ impl Pipeline {
             replay: None,
             admin,
             summary: RunSummary::default(),
+            role: match (&parts.election, config_mode) {
+                (Some(_), _) => Role::Standby,
+                (None, SourceMode::Group) => Role::Member,
+                (None, SourceMode::Assign) => Role::Single,
+            },
+            election: parts.election,
+            election_changes: 0,
         };
-        pipeline.resume()?;
+        if let Some(admin) = &pipeline.admin {
+            admin.set_role(pipeline.role);
+        }
+        if pipeline.election.is_none() {
+            pipeline.resume()?;
+        }
         Ok(pipeline)
     }
 

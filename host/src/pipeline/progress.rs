@@ -68,6 +68,11 @@ pub enum Role {
     Single,
     /// It reads the partitions the consumer group gives it (`mode = "group"`).
     Member,
+    /// It runs an event-time pipeline that other processes stand by for (`mode = "group"`
+    /// with `[event-time]`): it reads every partition.
+    Active,
+    /// It stands by for an event-time pipeline another process runs, ready to take over.
+    Standby,
 }
 
 /// What one batch did.

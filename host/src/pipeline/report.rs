@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use super::commit::Committed;
 use super::process::ProcessStats;
-use super::progress::{Durations, EventTimeProgress, Progress, Role};
+use super::progress::{Durations, EventTimeProgress, Progress};
 use super::read::Input;
 use super::route::Prepared;
 use super::{Pipeline, RunSummary};
@@ -48,12 +48,9 @@ impl Pipeline {
             pipeline: committed.mark.pipeline.clone(),
             batch_id: committed.mark.batch_id,
             commit_id: committed.mark.commit_id(),
-            role: match self.source.rebalances() {
-                Some(_) => Role::Member,
-                None => Role::Single,
-            },
+            role: self.role,
             partitions: input.start.0.keys().map(ToString::to_string).collect(),
-            rebalances: self.source.rebalances().unwrap_or(0),
+            rebalances: self.source.rebalances().unwrap_or(self.election_changes),
             table: self.outputs.table().table().name(),
             committed_at: chrono::Utc::now(),
             input_rows,

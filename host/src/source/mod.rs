@@ -187,6 +187,10 @@ pub trait Source: Send {
     fn rebalances(&self) -> Option<u64> {
         None
     }
+
+    /// Lets go of every partition until the next [`Source::start`] (a process that stops
+    /// being the active one of its pipeline): nothing is fetched meanwhile.
+    fn release(&mut self) {}
 }
 
 #[cfg(test)]

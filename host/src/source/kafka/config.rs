@@ -24,7 +24,8 @@ pub enum SourceMode {
     Assign,
     /// A share of the partitions, given by Kafka's consumer group (`group-id`) with
     /// cooperative-sticky assignment: several processes run the pipeline, each reading and
-    /// committing the partitions it owns. Not for event-time pipelines.
+    /// committing the partitions it owns. An event-time pipeline is not split: one process
+    /// is active and reads every partition, the others stand by ([`crate::election`]).
     Group,
 }
 
@@ -54,7 +55,8 @@ pub struct KafkaSourceConfig {
     #[serde(default)]
     pub group_id: Option<String>,
     /// `assign` (default: one process reads every partition) or `group` (several
-    /// processes share the partitions through the consumer group).
+    /// processes share the partitions through the consumer group; for an event-time
+    /// pipeline, one active process and standbys).
     #[serde(default = "default_mode")]
     pub mode: SourceMode,
     /// Where a brand-new pipeline (one that never committed to its table) starts:

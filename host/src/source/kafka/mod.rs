@@ -256,6 +256,16 @@ impl Source for KafkaSource {
         (self.config.mode == SourceMode::Group).then(|| KafkaSource::rebalances(self))
     }
 
+    fn release(&mut self) {
+        // A fresh consumer, as on a re-start (see `start_assigned`); the old one closes.
+        match Self::consumer(&self.config, &self.group) {
+            Ok(consumer) => self.consumer = consumer,
+            Err(error) => tracing::warn!(%error, "releasing the source's partitions failed"),
+        }
+        self.positions = Offsets::default();
+        self.stash.clear();
+    }
+
     fn acknowledge(&mut self, committed: &Offsets) {
         let mut tpl = TopicPartitionList::new();
         let owned = self.consumer.context().membership().owned.clone();

@@ -16,7 +16,10 @@ use super::{Engine, PLAIN, plain};
 
 /// A hook that holds a pipeline at `point` of batch `batch`: it says so on the first
 /// channel and waits for a word on the second.
-fn hold_at(point: CrashPoint, batch: u64) -> (Crash, mpsc::Receiver<()>, mpsc::Sender<()>) {
+pub(crate) fn hold_at(
+    point: CrashPoint,
+    batch: u64,
+) -> (Crash, mpsc::Receiver<()>, mpsc::Sender<()>) {
     let (reached, at) = mpsc::channel();
     let (go, wait) = mpsc::channel::<()>();
     let wait = Mutex::new(wait);

@@ -8,12 +8,14 @@ mod crash;
 mod event_time;
 mod fence;
 mod probation;
+mod standby;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 use serde_json::{Map, Value};
+use sluice::election::Election;
 use sluice::pipeline::config::PipelineConfig;
 use sluice::pipeline::crash::Crash;
 use sluice::pipeline::{Parts, Pipeline, PipelineError, RunSummary};
@@ -104,6 +106,17 @@ impl Engine {
         config: &PipelineConfig,
         crash: Crash,
     ) -> Result<Pipeline, PipelineError> {
+        self.open_elected(config, crash, None)
+    }
+
+    /// Opens another pipeline (`config`) over the same warehouse, log and topics, run as
+    /// `election` says.
+    pub(crate) fn open_elected(
+        &self,
+        config: &PipelineConfig,
+        crash: Crash,
+        election: Option<Box<dyn Election>>,
+    ) -> Result<Pipeline, PipelineError> {
         let topics: Vec<&str> = config.source.topics.iter().map(String::as_str).collect();
         let parts = Parts {
             source: Box::new(MemorySource::new(
@@ -115,6 +128,7 @@ impl Engine {
             state: None,
             runtime: Some(sluice_tests::runtime().clone()),
             crash,
+            election,
         };
         Pipeline::build(config.clone(), &self.dir, parts)
     }
