@@ -10,7 +10,7 @@ use serde_json::Value;
 use sluice_tests::fixture::{Setup, progress_lines, text};
 use sluice_tests::{pyiceberg, repo_root};
 
-fn analytics_config() -> PathBuf {
+pub(crate) fn analytics_config() -> PathBuf {
     repo_root().join("examples/clickstream-analytics/pipeline.toml")
 }
 

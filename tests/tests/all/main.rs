@@ -15,4 +15,5 @@ mod hot_swap;
 mod pipeline;
 mod produce;
 mod readme;
+mod standby;
 mod validator;
