@@ -18,7 +18,8 @@ anywhere in the file; relative paths are relative to the file's folder)
 [pipeline]      name (keys the offsets stored in the table)
                 on-invalid = \"dead-letter\" | \"fail\"       threads = N (default: cores)
 [source]        bootstrap-servers, topics = [..], group-id, mode = \"assign\" | \"group\"
-                (group: several processes share the partitions),
+                (group: several processes share the partitions; with [event-time]:
+                one active process, standbys take over),
                 starting-offsets = \"earliest\" | \"latest\" (brand-new pipelines only),
                 fetch-timeout = \"60s\", properties = { librdkafka key = value }
 [trigger]       mode = \"interval\" | \"available-now\", interval = \"10s\",
