@@ -1,0 +1,297 @@
+//! Scale-out: 1, 2 and 3 `sluice run` processes sharing one pipeline (`[source] mode =
+//! "group"`) on one 6-partition topic, each pinned to a core of its own while there are
+//! cores enough (`taskset`). The broker is librdkafka's mock cluster (the real Kafka
+//! protocol on loopback, in this process: tansu is too slow to show anything but itself);
+//! the table is the SQL catalog on SQLite, shared by the processes, so their commits meet.
+//!
+//! For each N: the processes start, join the group and settle (every partition owned);
+//! then the events are produced as fast as the mock broker takes them, and the clock runs
+//! until the processes together committed all of them. Prints total events/s, events per
+//! CPU-second of the sluice processes (their user + system time over the same span), the
+//! commit retries per minute and the fenced batches.
+//!
+//! Run with `cargo bench -p sluice-tests --bench scale` (optionally `-- EVENTS`, default
+//! 300 000). The target: events per CPU-second with 2 and 3 processes at least 80% of one
+//! process's (sharing costs little per event); total events/s is bounded by the cores.
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rdkafka::mocking::MockCluster;
+use rdkafka::producer::DefaultProducerContext;
+use sluice_tests::{plugins, produce, repo_root};
+
+const BIN: &str = env!("CARGO_BIN_EXE_sluice-under-test");
+const TOPIC: &str = "scale-events";
+const PARTITIONS: i32 = 6;
+
+fn main() {
+    let events: u64 = std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with("--"))
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(300_000);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("{events} events, {PARTITIONS} partitions, {cores} cores");
+    let mut results = Vec::new();
+    for n in 1..=3 {
+        let r = measure(n, events, cores);
+        println!(
+            "{n} process(es){}: {:>8.0} events/s total, {:>8.0} events per CPU-second, {:.1} CPU-seconds, {} batches, {:.1} commit retries/min, {} fenced",
+            if n <= cores {
+                ", pinned"
+            } else {
+                ", not pinned (fewer cores than processes)"
+            },
+            r.rate,
+            r.per_cpu_second,
+            r.cpu_seconds,
+            r.batches,
+            r.retries as f64 / (r.seconds / 60.0),
+            r.fenced,
+        );
+        results.push(r);
+    }
+    let one = results[0].per_cpu_second;
+    for (i, r) in results.iter().enumerate().skip(1) {
+        let share = r.per_cpu_second / one;
+        println!(
+            "{} processes: events per CPU-second at {:.0}% of one process's (target ≥ 80%: {})",
+            i + 1,
+            share * 100.0,
+            if share >= 0.8 { "met" } else { "NOT met" }
+        );
+    }
+}
+
+struct Measured {
+    rate: f64,
+    per_cpu_second: f64,
+    cpu_seconds: f64,
+    seconds: f64,
+    batches: u64,
+    retries: u64,
+    fenced: u64,
+}
+
+/// What the processes' logs said so far.
+#[derive(Default)]
+struct Seen {
+    rows: u64,
+    batches: u64,
+    retries: u64,
+    fenced: u64,
+    last_commit: Option<Instant>,
+    /// Each process's partitions, from its last "reading these partitions" line.
+    owned: Vec<usize>,
+    tails: Vec<Vec<String>>,
+}
+
+fn measure(n: usize, events: u64, cores: usize) -> Measured {
+    let mock = MockCluster::<DefaultProducerContext>::new(1).unwrap();
+    mock.create_topic(TOPIC, PARTITIONS, 1).unwrap();
+    let bootstrap = mock.bootstrap_servers();
+    let warehouse = std::env::temp_dir().join(format!("sluice-scale-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&warehouse);
+    let config = group_config(&warehouse);
+    let seen = Arc::new(Mutex::new(Seen {
+        owned: vec![0; n],
+        tails: vec![Vec::new(); n],
+        ..Seen::default()
+    }));
+    let mut children: Vec<Child> = (0..n)
+        .map(|i| start(i, n <= cores, &bootstrap, &config, &warehouse, &seen))
+        .collect();
+    wait_until(
+        &seen,
+        Duration::from_secs(120),
+        "the group to settle",
+        |s| s.owned.iter().all(|&o| o > 0) && s.owned.iter().sum::<usize>() == PARTITIONS as usize,
+    );
+    let pids: Vec<u32> = children.iter().map(Child::id).collect();
+    let cpu_before: f64 = pids.iter().map(|&p| cpu_seconds(p)).sum();
+    let start = Instant::now();
+    let produced = produce(
+        &bootstrap,
+        TOPIC,
+        &[
+            "--count",
+            &events.to_string(),
+            "--invalid-share",
+            "0.05",
+            "--kafka",
+            "linger.ms=20",
+        ],
+    );
+    assert_eq!(produced.delivered, events);
+    wait_until(
+        &seen,
+        Duration::from_secs(600),
+        "every event committed",
+        |s| s.rows >= events,
+    );
+    let cpu_after: f64 = pids.iter().map(|&p| cpu_seconds(p)).sum();
+    for child in &mut children {
+        let _ = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+        let _ = child.wait();
+    }
+    let _ = std::fs::remove_dir_all(&warehouse);
+    let s = seen.lock().unwrap();
+    assert_eq!(s.rows, events, "exactly once");
+    let seconds = (s.last_commit.unwrap() - start).as_secs_f64();
+    let cpu = cpu_after - cpu_before;
+    Measured {
+        rate: events as f64 / seconds,
+        per_cpu_second: events as f64 / cpu,
+        cpu_seconds: cpu,
+        seconds,
+        batches: s.batches,
+        retries: s.retries,
+        fenced: s.fenced,
+    }
+}
+
+/// The retail example as a consumer-group pipeline, written beside the warehouse.
+fn group_config(warehouse: &Path) -> PathBuf {
+    let example =
+        std::fs::read_to_string(repo_root().join("examples/retail-clickstream/pipeline.toml"))
+            .unwrap();
+    let text = example.replace(
+        "starting-offsets = \"earliest\"",
+        "starting-offsets = \"earliest\"\nmode = \"group\"",
+    );
+    assert_ne!(text, example);
+    std::fs::create_dir_all(warehouse).unwrap();
+    let path = warehouse.join("pipeline.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Starts process `i` (pinned to core `i` when `pin`), and a thread that reads its log
+/// into `seen`.
+fn start(
+    i: usize,
+    pin: bool,
+    bootstrap: &str,
+    config: &Path,
+    warehouse: &Path,
+    seen: &Arc<Mutex<Seen>>,
+) -> Child {
+    let plugins_dir = Path::new(plugins::CLICKSTREAM_VALIDATOR).parent().unwrap();
+    let mut command = if pin {
+        let mut c = Command::new("taskset");
+        c.args(["-c", &i.to_string(), BIN]);
+        c
+    } else {
+        Command::new(BIN)
+    };
+    let mut child = command
+        .args(["run", "--config"])
+        .arg(config)
+        .env("KAFKA_BOOTSTRAP", bootstrap)
+        .env("KAFKA_TOPIC", TOPIC)
+        .env("SLUICE_WAREHOUSE", warehouse)
+        .env("SLUICE_PLUGINS", plugins_dir)
+        .env("SLUICE_DEAD_LETTER_TOPIC", "scale-dead-letter")
+        .env("SLUICE_TRIGGER", "interval")
+        .env("SLUICE_INTERVAL", "1s")
+        .env("SLUICE_MAX_RECORDS", "20000")
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let seen = seen.clone();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            follow(&mut seen.lock().unwrap(), i, line);
+        }
+    });
+    child
+}
+
+/// Reads one log line of process `i`.
+fn follow(s: &mut Seen, i: usize, line: String) {
+    if let Some((_, json)) = line.split_once("sluice::progress: ") {
+        let p: serde_json::Value = serde_json::from_str(json).unwrap();
+        s.rows += p["input_rows"].as_u64().unwrap();
+        s.retries += p["commit_retries"].as_u64().unwrap_or(0);
+        s.batches += 1;
+        s.last_commit = Some(Instant::now());
+    } else if line.contains("batch fenced") {
+        s.fenced += 1;
+    } else if line.contains("reading these partitions")
+        && let Some((_, owned)) = line.split_once("partitions=")
+    {
+        // `{"topic":{"0":12,"3":0}}`: the partitions are the inner keys.
+        s.owned[i] = serde_json::from_str::<serde_json::Value>(owned.trim())
+            .ok()
+            .and_then(|v| v.get(TOPIC).and_then(|t| t.as_object()).map(|t| t.len()))
+            .unwrap_or(0);
+    }
+    let tail = &mut s.tails[i];
+    tail.push(line);
+    if tail.len() > 30 {
+        tail.remove(0);
+    }
+}
+
+/// Waits until `done` holds of what the logs said; panics with the logs' tails after
+/// `timeout`.
+fn wait_until(seen: &Mutex<Seen>, timeout: Duration, what: &str, done: impl Fn(&Seen) -> bool) {
+    let deadline = Instant::now() + timeout;
+    loop {
+        {
+            let s = seen.lock().unwrap();
+            if done(&s) {
+                return;
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "no {what} within {timeout:?} ({} rows); the logs end:\n{}",
+                    s.rows,
+                    s.tails
+                        .iter()
+                        .map(|t| t.join("\n"))
+                        .collect::<Vec<_>>()
+                        .join("\n----\n")
+                );
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// User and system CPU time of a process so far, in seconds (`/proc/PID/stat`).
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The fields after the command name (which is in parentheses): utime is the 14th
+    // field of the line, stime the 15th.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // Fields after ')' start at the 3rd (state), so utime (14th) is index 11.
+    (ticks(11) + ticks(12)) / clock_ticks()
+}
+
+/// Clock ticks per second (`getconf CLK_TCK`).
+fn clock_ticks() -> f64 {
+    Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+        .unwrap_or(100.0)
+}
