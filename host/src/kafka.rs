@@ -43,7 +43,9 @@ pub fn client_config(bootstrap: &str, extra: &[(String, String)]) -> ClientConfi
     config
 }
 
-/// Creates `topic` with `partitions` partitions unless it exists already.
+/// Creates `topic` with `partitions` partitions unless it exists already. A topic the
+/// broker's metadata lists is not created again, so a client without the right to create
+/// topics works with topics that exist.
 pub fn ensure_topic(
     config: &ClientConfig,
     topic: &str,
@@ -57,6 +59,15 @@ pub fn ensure_topic(
     let admin: AdminClient<DefaultClientContext> = config
         .create()
         .map_err(|error| KafkaError::Client { bootstrap, error })?;
+    if let Ok(metadata) = admin.inner().fetch_metadata(Some(topic), timeout)
+        && metadata
+            .topics()
+            .iter()
+            .any(|t| t.name() == topic && t.error().is_none() && !t.partitions().is_empty())
+    {
+        tracing::debug!(topic, "Topic exists already.");
+        return Ok(());
+    }
     let new = NewTopic::new(topic, partitions, TopicReplication::Fixed(1));
     let options = AdminOptions::new().operation_timeout(Some(timeout));
     let results =

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use sluice_tests::fixture::{Running, Setup};
+use sluice_tests::postgres::Postgres;
 
 use super::event_time::analytics_config;
 
@@ -97,7 +98,26 @@ fn rows(s: &Setup) -> usize {
 
 #[test]
 fn the_standby_takes_over_from_a_killed_active_process() {
-    let reference = analytics("standby-reference");
+    standby_takes_over("standby", |_| {});
+}
+
+#[test]
+fn the_standby_takes_over_on_a_postgresql_catalog() {
+    let pg = Postgres::start();
+    standby_takes_over("standby-postgres", |s| {
+        s.edit_config(|text| {
+            format!(
+                "{text}\n[sink.catalog]\ntype = \"sql\"\nname = \"sluice\"\nuri = \"{}\"\n",
+                pg.url
+            )
+        })
+    });
+}
+
+/// An active and a standby process on the analytics pipeline (`catalog` edits where its
+/// catalog is); the active one is killed while events keep coming.
+fn standby_takes_over(name: &str, catalog: impl FnOnce(&mut Setup)) {
+    let reference = analytics(&format!("{name}-reference"));
     let valid = produce(&reference, "0");
     let out = reference.run(&SMALL[2..]);
     assert!(
@@ -108,7 +128,8 @@ fn the_standby_takes_over_from_a_killed_active_process() {
     let want = windows(&reference);
     assert!(want.len() >= 6, "windows closed: {want:?}");
 
-    let mut s = analytics("standby");
+    let mut s = analytics(name);
+    catalog(&mut s);
     s.edit_config(|text| {
         text.replace(
             "starting-offsets = \"earliest\"",

@@ -171,12 +171,7 @@ impl super::KafkaSource {
         if self.consumer.context().membership().changed {
             return Err(crate::source::SourceError::Rebalanced);
         }
-        let mut ends = Offsets::default();
-        for tp in self.owned() {
-            let (_, high) = self.watermarks(&tp)?;
-            ends.set(tp, high);
-        }
-        Ok(ends)
+        self.end_offsets_of(&self.owned())
     }
 
     /// Serves the group's callbacks (rebalances) between batches: a member that reads

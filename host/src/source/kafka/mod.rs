@@ -131,6 +131,34 @@ impl KafkaSource {
         Ok(all)
     }
 
+    /// The end offsets of `partitions`, asked in one request per broker (ListOffsets for
+    /// the latest offset) rather than one round trip per partition: with 24 partitions on
+    /// loopback this took a batch's wait for its end offsets from ~2 s to milliseconds.
+    fn end_offsets_of(&self, partitions: &[TopicPartition]) -> Result<Offsets, SourceError> {
+        let mut ends = Offsets::default();
+        if partitions.is_empty() {
+            return Ok(ends);
+        }
+        let mut tpl = TopicPartitionList::new();
+        for tp in partitions {
+            let added = tpl.add_partition_offset(&tp.topic, tp.partition, Offset::End);
+            Self::request(|| format!("reading end offsets of {tp}"), added)?;
+        }
+        let answered = self.consumer.offsets_for_times(tpl, METADATA_TIMEOUT);
+        let answered = Self::request(|| "reading end offsets".into(), answered)?;
+        for tp in partitions {
+            let end = match answered.find_partition(&tp.topic, tp.partition) {
+                Some(e) if e.error().is_ok() && matches!(e.offset(), Offset::Offset(_)) => {
+                    e.offset().to_raw().unwrap_or_default()
+                }
+                // Not answered for this partition: ask it alone.
+                _ => self.watermarks(tp)?.1,
+            };
+            ends.set(tp.clone(), end);
+        }
+        Ok(ends)
+    }
+
     fn watermarks(&self, tp: &TopicPartition) -> Result<(i64, i64), SourceError> {
         Self::request(
             || format!("reading end offsets of {tp}"),
@@ -219,16 +247,16 @@ impl Source for KafkaSource {
         if self.config.mode == SourceMode::Group {
             return self.member_end_offsets();
         }
-        let mut ends = Offsets::default();
+        let partitions = self.partitions()?;
+        let ends = self.end_offsets_of(&partitions)?;
         let mut added = false;
-        for tp in self.partitions()? {
-            let (low, high) = self.watermarks(&tp)?;
+        for tp in partitions {
             if self.positions.get(&tp).is_none() {
+                let (low, _) = self.watermarks(&tp)?;
                 tracing::info!(partition = %tp, offset = low, "new partition: reading from earliest");
-                self.positions.set(tp.clone(), low);
+                self.positions.set(tp, low);
                 added = true;
             }
-            ends.set(tp, high);
         }
         if added {
             // Re-assigning drops prefetched records: reading restarts at the positions.
