@@ -18,12 +18,25 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "sluice", version, about, long_about = None)]
 pub struct Cli {
-    /// Log filter, e.g. `info`, `warn`, `sluice=debug` (overridden by `RUST_LOG`).
-    #[arg(long, global = true, default_value = "info", value_name = "FILTER")]
-    pub log: String,
+    /// Log filter, e.g. `info`, `warn`, `sluice=debug`. Given, it wins over `RUST_LOG`;
+    /// otherwise `RUST_LOG` applies, or `info`.
+    #[arg(long, global = true, value_name = "FILTER")]
+    pub log: Option<String>,
+    /// Log lines as `text` (for people) or `json` (one object per line, for collectors).
+    #[arg(long, global = true, value_enum, default_value = "text")]
+    pub log_format: LogFormat,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
 }
 
 /// The subcommands.
@@ -85,21 +98,47 @@ pub fn main() -> ExitCode {
         Ok(invocation) => invocation,
         Err(e) => e.exit(),
     };
-    let filter = EnvFilter::try_from_default_env()
-        .or_else(|_| EnvFilter::try_new(&invocation.cli.log))
-        .unwrap_or_else(|_| EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr)
-        .init();
-
+    init_logs(&invocation.cli);
     match run(invocation) {
         Ok(code) => code,
         Err(error) => {
             eprintln!("error: {error:#}");
-            ExitCode::FAILURE
+            exit_code_of(&error)
         }
+    }
+}
+
+/// Exit code of a configuration error (`EX_CONFIG` of sysexits.h), so that a supervisor
+/// tells a file to fix from an outage to wait out.
+pub const EXIT_CONFIG: u8 = 78;
+
+/// [`EXIT_CONFIG`] when the pipeline file is at fault, 1 otherwise.
+fn exit_code_of(error: &anyhow::Error) -> ExitCode {
+    let config = error.chain().any(|e| {
+        e.downcast_ref::<crate::pipeline::config::ConfigError>()
+            .is_some()
+    });
+    if config {
+        ExitCode::from(EXIT_CONFIG)
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// Logs to standard error: the filter of `--log`, else `RUST_LOG`, else `info`; text or
+/// JSON lines.
+fn init_logs(cli: &Cli) {
+    let filter = match &cli.log {
+        Some(log) => EnvFilter::try_new(log).ok(),
+        None => EnvFilter::try_from_default_env().ok(),
+    }
+    .unwrap_or_else(|| EnvFilter::new("info"));
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match cli.log_format {
+        LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
+        LogFormat::Json => logs.json().init(),
     }
 }
 

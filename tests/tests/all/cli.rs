@@ -245,3 +245,70 @@ fn the_example_stages_file_parses_and_runs() {
     assert_eq!((summary.rewritten, summary.rejected_total()), (5, 5));
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// `sluice ARGS…` as a process, with `RUST_LOG` set to `rust_log`.
+fn sluice_process(args: &[&str], rust_log: &str) -> std::process::Output {
+    std::process::Command::new(sluice_tests::fixture::sluice_binary())
+        .args(args)
+        .env("RUST_LOG", rust_log)
+        .output()
+        .unwrap()
+}
+
+/// A configuration error exits with 78 (`EX_CONFIG`), other failures with 1: a supervisor
+/// can tell a file to fix from an outage to wait out.
+#[test]
+fn a_configuration_error_exits_with_ex_config() {
+    let dir = std::env::temp_dir().join(format!("sluice-cli-exit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, "[pipeline]\nname = \"x\"\nunknown-key = 1\n").unwrap();
+    let out = sluice_process(&["run", "--check", "--config", bad.to_str().unwrap()], "");
+    assert_eq!(out.status.code(), Some(78), "{out:?}");
+    let missing = dir.join("missing.toml");
+    let out = sluice_process(
+        &["run", "--check", "--config", missing.to_str().unwrap()],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(78), "a missing file too: {out:?}");
+    let events = events_file();
+    let out = sluice_process(
+        &["try", "--plugin", "/nonexistent.wasm", "--input", &events],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--log` wins over `RUST_LOG`; `--log-format json` writes one JSON object per line.
+#[test]
+fn the_log_flag_wins_over_rust_log_and_logs_can_be_json() {
+    let events = events_file();
+    let args = [
+        "try",
+        "--plugin",
+        plugins::CLICKSTREAM_VALIDATOR,
+        "--input",
+        &events,
+    ];
+    let stderr = |out: &std::process::Output| String::from_utf8_lossy(&out.stderr).to_string();
+    let quiet = sluice_process(&args, "error");
+    assert!(
+        !stderr(&quiet).contains("Loaded plugin"),
+        "{}",
+        stderr(&quiet)
+    );
+    let told = sluice_process(&[&["--log", "info"], &args[..]].concat(), "error");
+    assert!(stderr(&told).contains("Loaded plugin"), "{}", stderr(&told));
+    let json = sluice_process(&[&["--log-format", "json"], &args[..]].concat(), "info");
+    let lines: Vec<Value> = stderr(&json)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["level"] == "INFO" && l["fields"]["message"] == "Loaded plugin."),
+        "{lines:?}"
+    );
+}
