@@ -97,6 +97,15 @@ impl KafkaSource {
             })?)
     }
 
+    /// Replaces the consumer with a fresh one (the old one closes, with its assignment and
+    /// prefetched records). Replacing a live assignment instead and closing soon after trips
+    /// an assertion in librdkafka (`rd_kafka_assignment_partition_stopped`).
+    fn renew_consumer(&mut self) -> Result<(), SourceError> {
+        self.consumer = Self::consumer(&self.config, &self.group)?;
+        self.stash.clear();
+        Ok(())
+    }
+
     fn request<T>(
         what: impl FnOnce() -> String,
         r: Result<T, rdkafka::error::KafkaError>,
@@ -184,11 +193,8 @@ impl KafkaSource {
     /// `mode = "assign"`: every partition of the topics, at the table's offsets.
     fn start_assigned(&mut self, resume: Option<&Offsets>) -> Result<Offsets, SourceError> {
         if !self.positions.0.is_empty() {
-            // Started again (after a fenced batch): a fresh consumer. Replacing a live
-            // assignment and closing soon after trips an assertion in librdkafka
-            // (`rd_kafka_assignment_partition_stopped`).
-            self.consumer = Self::consumer(&self.config, &self.group)?;
-            self.stash.clear();
+            // Started again (after a fenced batch).
+            self.renew_consumer()?;
         }
         let mut positions = Offsets::default();
         for tp in self.partitions()? {
@@ -285,13 +291,10 @@ impl Source for KafkaSource {
     }
 
     fn release(&mut self) {
-        // A fresh consumer, as on a re-start (see `start_assigned`); the old one closes.
-        match Self::consumer(&self.config, &self.group) {
-            Ok(consumer) => self.consumer = consumer,
-            Err(error) => tracing::warn!(%error, "releasing the source's partitions failed"),
+        if let Err(error) = self.renew_consumer() {
+            tracing::warn!(%error, "releasing the source's partitions failed");
         }
         self.positions = Offsets::default();
-        self.stash.clear();
     }
 
     fn acknowledge(&mut self, committed: &Offsets) {
