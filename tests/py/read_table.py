@@ -154,7 +154,10 @@ def main() -> None:
     parser.add_argument("--warehouse", default=None, help="file:///abs/warehouse (optional)")
     parser.add_argument("--catalog-name", required=True, help="the catalog_name the writer used")
     parser.add_argument("--table", required=True, help="namespace.table (the namespace may be dotted)")
+    parser.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
+                        help="a catalog/FileIO property (s3.endpoint=..., ssl.cabundle=..., credential=...)")
     args = parser.parse_args()
+    extra = dict(p.split("=", 1) for p in args.property)
 
     if "." not in args.table:
         fail(f"--table {args.table!r} must be namespace.table")
@@ -169,7 +172,7 @@ def main() -> None:
         from pyiceberg.catalog.rest import RestCatalog
 
         url = args.rest_uri
-        catalog = RestCatalog(args.catalog_name, uri=url)
+        catalog = RestCatalog(args.catalog_name, uri=url, **extra)
     else:
         url, sqlite_path = sqlalchemy_url(args.catalog_uri)
         if sqlite_path is not None and not os.path.isfile(sqlite_path):
@@ -179,7 +182,7 @@ def main() -> None:
         properties = {"uri": url, "init_catalog_tables": "false"}
         if args.warehouse:
             properties["warehouse"] = warehouse_uri(args.warehouse)
-        catalog = SqlCatalog(args.catalog_name, **properties)
+        catalog = SqlCatalog(args.catalog_name, **properties, **extra)
     try:
         table = catalog.load_table(identifier)
     except (NoSuchTableError, NoSuchNamespaceError) as error:

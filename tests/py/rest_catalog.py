@@ -4,7 +4,14 @@
 Usage (run with the python that tests/py/setup-venv prints):
 
     rest_catalog.py --port PORT --warehouse /abs/dir [--catalog-db /abs/file.db]
-                    [--catalog-name rest]
+                    [--catalog-name rest] [--tls-cert CERT.pem --tls-key KEY.pem]
+                    [--token TOKEN] [--client ID:SECRET]
+
+With --tls-cert/--tls-key it serves https (and prints https://...). With --token or
+--client, every request but the token endpoint needs `Authorization: Bearer T`, where T is
+--token or a token the endpoint issued for the client credentials of --client (the OAuth2
+client credentials grant, `grant_type=client_credentials&client_id=..&client_secret=..`);
+anything else gets 401 NotAuthorizedException. Without either, no auth is checked.
 
 Binds 127.0.0.1:PORT (PORT 0 picks a free port) and prints, flushed, on stdout:
 
@@ -25,7 +32,7 @@ Endpoints (Iceberg REST OpenAPI spec; error bodies are
 `{"error": {"message", "type", "code"}}`):
 
     GET    /v1/config                               {"defaults": {}, "overrides": {}}
-    POST   /v1/oauth/tokens                         a dummy bearer token (no auth is checked)
+    POST   /v1/oauth/tokens                         a bearer token (checks --client, if given)
     GET    /v1/namespaces[?parent=a%1Fb]            list namespaces
     POST   /v1/namespaces                           create a namespace (409 if it exists)
     GET    /v1/namespaces/{ns}                      namespace and its properties (404 if missing)
@@ -161,9 +168,34 @@ def parse_sort_order(value: Any) -> SortOrder:
 class RestCatalogService:
     """Maps REST requests onto a pyiceberg SqlCatalog."""
 
-    def __init__(self, catalog: SqlCatalog):
+    def __init__(self, catalog: SqlCatalog, token: str | None = None, client: str | None = None):
         self.catalog = catalog
         self.lock = threading.RLock()
+        self.client = client
+        self.tokens = {token} if token else set()
+        self.auth = bool(token or client)
+
+    def issue_token(self, body: Any) -> tuple[int, Any]:
+        form = {k: v[0] for k, v in (body or {}).items()} if isinstance(body, dict) else {}
+        if self.client is not None:
+            given = f"{form.get('client_id', '')}:{form.get('client_secret', '')}"
+            if form.get("grant_type") != "client_credentials" or given != self.client:
+                return 401, {"error": "invalid_client", "error_description": "bad client credentials"}
+        token = f"issued-{len(self.tokens)}-{os.urandom(8).hex()}"
+        self.tokens.add(token)
+        return 200, {
+            "access_token": token,
+            "token_type": "bearer",
+            "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
+            "expires_in": 86400,
+        }
+
+    def check_auth(self, authorization: str | None) -> None:
+        if not self.auth:
+            return
+        scheme, _, token = (authorization or "").partition(" ")
+        if scheme.lower() != "bearer" or token not in self.tokens:
+            raise HttpError(401, "NotAuthorizedException", "Not authorized: a valid bearer token is required")
 
     # ---- helpers -------------------------------------------------------------------------
 
@@ -180,7 +212,9 @@ class RestCatalogService:
 
     # ---- routing -------------------------------------------------------------------------
 
-    def handle(self, method: str, segs: list[str], query: dict[str, list[str]], body: Any) -> tuple[int, Any]:
+    def handle(
+        self, method: str, segs: list[str], query: dict[str, list[str]], body: Any, authorization: str | None = None
+    ) -> tuple[int, Any]:
         """Returns (status, JSON body or None)."""
         if not segs or segs[0] != "v1":
             raise HttpError(404, "NotFoundException", "Unknown path")
@@ -188,15 +222,11 @@ class RestCatalogService:
         if len(segs) >= 2 and segs[0] not in API_ROOTS:
             segs = segs[1:]  # an optional {prefix}
 
+        if method == "POST" and segs == ["oauth", "tokens"]:
+            return self.issue_token(body)
+        self.check_auth(authorization)
         if method == "GET" and segs == ["config"]:
             return 200, {"defaults": {}, "overrides": {}}
-        if method == "POST" and segs == ["oauth", "tokens"]:
-            return 200, {
-                "access_token": "sluice-test-token",
-                "token_type": "bearer",
-                "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
-                "expires_in": 86400,
-            }
         if method == "POST" and segs == ["tables", "rename"]:
             return self.rename_table(body)
         if not segs or segs[0] != "namespaces":
@@ -444,7 +474,7 @@ class Handler(BaseHTTPRequestHandler):
                     if "x-www-form-urlencoded" not in (self.headers.get("Content-Type") or ""):
                         raise HttpError(400, "BadRequestException", f"Malformed JSON body: {e}") from None
                     body = parse_qs(raw.decode("utf-8", "replace"))  # the OAuth token request
-            status, payload = self.service.handle(method, segs, query, body)
+            status, payload = self.service.handle(method, segs, query, body, self.headers.get("Authorization"))
             self.send(status, payload, head)
         except HttpError as e:
             self.log_message("%s", f"-> {e.code} {e.kind}: {e.message}")
@@ -484,6 +514,10 @@ def main() -> None:
     parser.add_argument("--catalog-db", help="SQLite file (default: <warehouse>/rest-catalog.db)")
     parser.add_argument("--catalog-name", default=DEFAULT_CATALOG_NAME,
                         help=f"the SqlCatalog name, i.e. the catalog_name column (default: {DEFAULT_CATALOG_NAME})")
+    parser.add_argument("--tls-cert", help="serve https with this certificate (PEM)")
+    parser.add_argument("--tls-key", help="the certificate's private key (PEM)")
+    parser.add_argument("--token", help="a static bearer token that every request must carry")
+    parser.add_argument("--client", help="ID:SECRET, the OAuth2 client credentials the token endpoint accepts")
     args = parser.parse_args()
 
     warehouse = args.warehouse[len("file://"):] if args.warehouse.startswith("file://") else args.warehouse
@@ -497,9 +531,18 @@ def main() -> None:
     os.makedirs(os.path.dirname(db), exist_ok=True)
 
     catalog = SqlCatalog(args.catalog_name, uri=f"sqlite:///{db}", warehouse=f"file://{warehouse}")
-    handler = type("BoundHandler", (Handler,), {"service": RestCatalogService(catalog)})
+    service = RestCatalogService(catalog, token=args.token, client=args.client)
+    handler = type("BoundHandler", (Handler,), {"service": service})
     server = ThreadingHTTPServer(("127.0.0.1", args.port), handler)
     server.daemon_threads = True
+    scheme = "http"
+    if args.tls_cert:
+        import ssl
+
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(args.tls_cert, args.tls_key)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+        scheme = "https"
 
     def stop(signum: int, _frame: Any) -> None:
         # shutdown() waits for serve_forever(), so it must run on another thread.
@@ -510,7 +553,8 @@ def main() -> None:
 
     port = server.server_address[1]
     sys.stderr.write(f"[rest_catalog] catalog {args.catalog_name!r}, db {db}, warehouse file://{warehouse}\n")
-    print(f"listening on http://127.0.0.1:{port}", flush=True)
+    host = "localhost" if scheme == "https" else "127.0.0.1"
+    print(f"listening on {scheme}://{host}:{port}", flush=True)
     try:
         server.serve_forever()
     finally:

@@ -16,6 +16,7 @@ pub mod broker;
 pub mod fixture;
 pub mod postgres;
 pub mod pyiceberg;
+pub mod s3;
 pub mod tls;
 
 /// Paths of the plugin components built from source.

@@ -9,6 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::free_port;
+use crate::tls::TestCa;
 
 /// A running PostgreSQL server with a `sluice` superuser (trust authentication).
 pub struct Postgres {
@@ -56,6 +57,16 @@ fn command(program: PathBuf) -> Command {
 impl Postgres {
     /// Creates a cluster in a fresh folder and starts the server.
     pub fn start() -> Postgres {
+        Self::start_with(None)
+    }
+
+    /// Like [`Postgres::start`], but TCP connections must use TLS (`hostnossl` is
+    /// rejected), with the server certificate of `ca`.
+    pub fn start_tls(ca: &TestCa) -> Postgres {
+        Self::start_with(Some(ca))
+    }
+
+    fn start_with(tls: Option<&TestCa>) -> Postgres {
         let bin = bin_dir();
         let port = free_port();
         let dir = std::env::temp_dir().join(format!("sluice-pg-{}-{port}", std::process::id()));
@@ -80,6 +91,9 @@ impl Postgres {
             "initdb failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
+        if let Some(ca) = tls {
+            require_tls(&data, ca);
+        }
         let child = command(bin.join("postgres"))
             .arg("-D")
             .arg(&data)
@@ -122,6 +136,36 @@ impl Postgres {
             std::thread::sleep(Duration::from_millis(100));
         }
         pg
+    }
+}
+
+/// Turns TLS on in the cluster at `data` and refuses TCP connections without it.
+fn require_tls(data: &std::path::Path, ca: &TestCa) {
+    std::fs::copy(&ca.server_cert, data.join("server.crt")).unwrap();
+    std::fs::copy(&ca.server_key, data.join("server.key")).unwrap();
+    let conf = data.join("postgresql.conf");
+    let mut text = std::fs::read_to_string(&conf).unwrap();
+    text.push_str("\nssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n");
+    std::fs::write(&conf, text).unwrap();
+    std::fs::write(
+        data.join("pg_hba.conf"),
+        "local all all trust\nhostssl all all 127.0.0.1/32 trust\nhostnossl all all 0.0.0.0/0 reject\n",
+    )
+    .unwrap();
+    let mut perms = std::fs::metadata(data.join("server.key"))
+        .unwrap()
+        .permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o600);
+    std::fs::set_permissions(data.join("server.key"), perms).unwrap();
+    if is_root() {
+        for file in ["server.crt", "server.key", "postgresql.conf", "pg_hba.conf"] {
+            let ok = Command::new("chown")
+                .arg("postgres:postgres")
+                .arg(data.join(file))
+                .status()
+                .unwrap();
+            assert!(ok.success(), "chown {file} failed");
+        }
     }
 }
 

@@ -54,8 +54,21 @@ pub fn read_table(warehouse: &Path, table: &str) -> Vec<Value> {
 
 /// The rows of `table` (`namespace.name`) in `catalog`, as pyiceberg reads them.
 pub fn read_table_in(catalog: CatalogAt<'_>, table: &str) -> Vec<Value> {
+    read_table_with(catalog, table, &[])
+}
+
+/// The rows of `table` in `catalog`, as pyiceberg reads them with more catalog and FileIO
+/// `properties` (`s3.endpoint`, `ssl.cabundle`, `credential`...).
+pub fn read_table_with(
+    catalog: CatalogAt<'_>,
+    table: &str,
+    properties: &[(&str, &str)],
+) -> Vec<Value> {
     let mut command = Command::new(python());
     command.arg(repo_root().join("tests/py/read_table.py"));
+    for (key, value) in properties {
+        command.arg(format!("--property={key}={value}"));
+    }
     match catalog {
         CatalogAt::Warehouse(warehouse) => {
             let warehouse = std::fs::canonicalize(warehouse).unwrap();
@@ -95,12 +108,19 @@ pub struct RestCatalog {
 impl RestCatalog {
     /// Starts a server over `warehouse` (created if absent).
     pub fn start(warehouse: &Path) -> RestCatalog {
+        Self::start_with(warehouse, &[])
+    }
+
+    /// Starts a server over `warehouse` with more options of `rest_catalog.py`
+    /// (`--tls-cert`, `--tls-key`, `--token`, `--client`).
+    pub fn start_with(warehouse: &Path, options: &[&str]) -> RestCatalog {
         std::fs::create_dir_all(warehouse).unwrap();
         let warehouse = std::fs::canonicalize(warehouse).unwrap();
         let mut server = Command::new(python())
             .arg(repo_root().join("tests/py/rest_catalog.py"))
             .args(["--port", "0", "--warehouse"])
             .arg(&warehouse)
+            .args(options)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()

@@ -40,15 +40,34 @@ impl TestCa {
         openssl(
             &dir,
             &[
-                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
-                "/CN=sluice test CA", "-keyout", "ca.key", "-out", "ca.pem",
+                "req",
+                "-x509",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-days",
+                "2",
+                "-subj",
+                "/CN=sluice test CA",
+                "-keyout",
+                "ca.key",
+                "-out",
+                "ca.pem",
             ],
         );
         openssl(
             &dir,
             &[
-                "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout",
-                "server.key", "-out", "server.csr",
+                "req",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-subj",
+                "/CN=localhost",
+                "-keyout",
+                "server.key",
+                "-out",
+                "server.csr",
             ],
         );
         std::fs::write(
@@ -60,8 +79,21 @@ impl TestCa {
         openssl(
             &dir,
             &[
-                "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-                "-CAcreateserial", "-days", "2", "-extfile", "san.ext", "-out", "server.pem",
+                "x509",
+                "-req",
+                "-in",
+                "server.csr",
+                "-CA",
+                "ca.pem",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-days",
+                "2",
+                "-extfile",
+                "san.ext",
+                "-out",
+                "server.pem",
             ],
         );
         TestCa {

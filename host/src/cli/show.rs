@@ -50,8 +50,7 @@ pub fn run(args: &ShowArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         .parent()
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("."));
-    let catalog = IcebergCatalog::open(&config.sink.catalog, &config.sink.warehouse, &base)
-        .context("cannot open the catalog")?;
+    let catalog = IcebergCatalog::open(&config.sink, &base).context("cannot open the catalog")?;
     if let Some(name) = &args.window {
         return show_window(&config, name, &catalog, args, out);
     }

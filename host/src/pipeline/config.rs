@@ -155,24 +155,26 @@ impl PipelineConfig {
 
     /// Substitutes and parses `text`; `path` is only used in messages.
     pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
-        let text = substitute_env(text).map_err(|error| ConfigError::Env {
+        let substituted = substitute_env(text).map_err(|error| ConfigError::Env {
             path: path.to_owned(),
             error,
         })?;
+        let text = substituted.text.as_str();
+        // Messages never show a value that came from the environment (a secret).
         let invalid = |line, key: String, message: String| ConfigError::Invalid {
             path: path.to_owned(),
             line,
             key,
-            message,
+            message: substituted.redact(&message),
         };
-        let de = toml::Deserializer::parse(&text).map_err(|e| {
-            let line = e.span().map_or(1, |s| line_of(&text, s.start));
+        let de = toml::Deserializer::parse(text).map_err(|e| {
+            let line = e.span().map_or(1, |s| line_of(text, s.start));
             invalid(line, String::new(), e.message().to_string())
         })?;
         let config: PipelineConfig = serde_path_to_error::deserialize(de).map_err(|e| {
             let key = e.path().to_string();
             let inner = e.into_inner();
-            let line = inner.span().map_or(1, |s| line_of(&text, s.start));
+            let line = inner.span().map_or(1, |s| line_of(text, s.start));
             invalid(
                 line,
                 if key == "." { String::new() } else { key },
@@ -183,7 +185,7 @@ impl PipelineConfig {
             .check()
             .map_err(|message| ConfigError::Inconsistent {
                 path: path.to_owned(),
-                message,
+                message: substituted.redact(&message),
             })?;
         Ok(config)
     }

@@ -6,8 +6,17 @@
 //!   or empty (as in POSIX shells).
 //! - `$${` stands for a literal `${`.
 //!
-//! Substitution is textual and happens anywhere in the file, comments included, so a value
-//! that contains quotes must be quoted suitably by whoever sets it.
+//! Substitution knows where it is in the TOML text, so a value arrives byte for byte:
+//! - inside a basic string (`"..."`, `"""..."""`) the value is escaped, so a `"`, a `\`, a
+//!   tab or a line break in it stays what it is;
+//! - inside a literal string (`'...'`) it is inserted as is, and a value that a literal
+//!   string cannot hold (a `'` or a line break) is an error that names the variable;
+//! - outside strings it is inserted as is, for numbers and booleans
+//!   (`max-records = ${N:-100000}`); a line break there is an error;
+//! - comments are left alone, `${` and all.
+//!
+//! Lines never move, so error lines are those of the file. The values that came from the
+//! environment are kept, so error messages can hide them ([`Substituted::redact`]).
 
 /// A substitution failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -30,69 +39,197 @@ pub enum SubstError {
         /// 1-based line of the reference.
         line: usize,
     },
+    /// The value cannot be written where the reference is.
+    #[error("line {line}: the value of `{name}` {why}")]
+    Unfit {
+        /// The variable.
+        name: String,
+        /// 1-based line of the reference.
+        line: usize,
+        /// Why (never the value).
+        why: &'static str,
+    },
+}
+
+/// Text after substitution, with the values taken from the environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Substituted {
+    /// The text.
+    pub text: String,
+    /// Values read from the environment (not defaults), to keep out of messages.
+    pub secrets: Vec<String>,
+}
+
+impl Substituted {
+    /// `message` with every value from the environment of 4 bytes or more replaced by
+    /// `***`.
+    pub fn redact(&self, message: &str) -> String {
+        let mut out = message.to_string();
+        for secret in self.secrets.iter().filter(|s| s.len() >= 4) {
+            out = out.replace(secret.as_str(), "***");
+        }
+        out
+    }
+}
+
+/// Where in the TOML text the scanner is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// Outside strings and comments.
+    Bare,
+    /// `"..."`.
+    Basic,
+    /// `"""..."""`.
+    MultiBasic,
+    /// `'...'`.
+    Literal,
+    /// `'''...'''`.
+    MultiLiteral,
 }
 
 /// Substitutes variables in `text`, looking them up with `lookup`.
 pub fn substitute(
     text: &str,
     lookup: impl Fn(&str) -> Option<String>,
-) -> Result<String, SubstError> {
-    let mut out = String::with_capacity(text.len());
+) -> Result<Substituted, SubstError> {
+    let mut out = Substituted {
+        text: String::with_capacity(text.len()),
+        secrets: Vec::new(),
+    };
+    let mut place = Place::Bare;
     let mut rest = text;
     let mut line = 1;
-    while let Some(at) = rest.find('$') {
-        let (before, from) = rest.split_at(at);
-        out.push_str(before);
-        line += before.matches('\n').count();
-        if let Some(after) = from.strip_prefix("$${") {
-            out.push_str("${");
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix("$${") {
+            out.text.push_str("${");
             rest = after;
             continue;
         }
-        let Some(body) = from.strip_prefix("${") else {
-            out.push('$');
-            rest = &from[1..];
+        if rest.starts_with("${") {
+            rest = reference(rest, place, line, &lookup, &mut out)?;
             continue;
-        };
-        let malformed = || SubstError::Malformed {
-            text: from.lines().next().unwrap_or(from).to_string(),
-            line,
-        };
-        let end = body.find('}').ok_or_else(malformed)?;
-        let inner = &body[..end];
-        if inner.contains('\n') {
-            return Err(malformed());
         }
-        let (name, default) = match inner.split_once(":-") {
-            Some((name, default)) => (name, Some(default)),
-            None => (inner, None),
-        };
-        let valid = !name.is_empty()
-            && !name.starts_with(|c: char| c.is_ascii_digit())
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !valid {
-            return Err(malformed());
-        }
-        let value = match (lookup(name), default) {
-            (Some(v), Some(d)) if v.is_empty() => d.to_string(),
-            (Some(v), _) => v,
-            (None, Some(d)) => d.to_string(),
-            (None, None) => {
-                return Err(SubstError::Missing {
-                    name: name.to_string(),
-                    line,
-                });
-            }
-        };
-        out.push_str(&value);
-        rest = &body[end + 1..];
+        let (token, next) = step(rest, place);
+        line += token.matches('\n').count();
+        out.text.push_str(token);
+        rest = &rest[token.len()..];
+        place = next;
     }
-    out.push_str(rest);
     Ok(out)
 }
 
+/// The next token at `place` (a comment, an escape, a delimiter or one character) and the
+/// place after it.
+fn step(rest: &str, place: Place) -> (&str, Place) {
+    let one = &rest[..rest.chars().next().map_or(0, char::len_utf8)];
+    let three = |delim: &str| rest.starts_with(delim);
+    match place {
+        Place::Bare if rest.starts_with('#') => {
+            (&rest[..rest.find('\n').unwrap_or(rest.len())], Place::Bare)
+        }
+        Place::Bare if three("\"\"\"") => (&rest[..3], Place::MultiBasic),
+        Place::Bare if three("'''") => (&rest[..3], Place::MultiLiteral),
+        Place::Bare if one == "\"" => (one, Place::Basic),
+        Place::Bare if one == "'" => (one, Place::Literal),
+        Place::Basic | Place::MultiBasic if one == "\\" => {
+            let len = 1 + rest[1..].chars().next().map_or(0, char::len_utf8);
+            (&rest[..len], place)
+        }
+        Place::Basic if one == "\"" => (one, Place::Bare),
+        Place::MultiBasic if three("\"\"\"") => (&rest[..3], Place::Bare),
+        Place::Literal if one == "'" => (one, Place::Bare),
+        Place::MultiLiteral if three("'''") => (&rest[..3], Place::Bare),
+        _ => (one, place),
+    }
+}
+
+/// Replaces the reference at the start of `from`, written at `place`; returns the text after
+/// it.
+fn reference<'t>(
+    from: &'t str,
+    place: Place,
+    line: usize,
+    lookup: &impl Fn(&str) -> Option<String>,
+    out: &mut Substituted,
+) -> Result<&'t str, SubstError> {
+    let body = &from[2..];
+    let malformed = || SubstError::Malformed {
+        text: from.lines().next().unwrap_or(from).to_string(),
+        line,
+    };
+    let end = body.find('}').ok_or_else(malformed)?;
+    let inner = &body[..end];
+    if inner.contains('\n') {
+        return Err(malformed());
+    }
+    let (name, default) = match inner.split_once(":-") {
+        Some((name, default)) => (name, Some(default)),
+        None => (inner, None),
+    };
+    let valid = !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !valid {
+        return Err(malformed());
+    }
+    let value = match (lookup(name), default) {
+        (Some(v), Some(d)) if v.is_empty() => d.to_string(),
+        (Some(v), _) => {
+            out.secrets.push(v.clone());
+            v
+        }
+        (None, Some(d)) => d.to_string(),
+        (None, None) => {
+            return Err(SubstError::Missing {
+                name: name.to_string(),
+                line,
+            });
+        }
+    };
+    let unfit = |why| SubstError::Unfit {
+        name: name.to_string(),
+        line,
+        why,
+    };
+    match place {
+        Place::Basic | Place::MultiBasic => escape_basic(&value, &mut out.text),
+        Place::Literal if value.contains(['\'', '\n', '\r']) => {
+            return Err(unfit(
+                "holds a quote or a line break, which a '...' string cannot: use \"...\"",
+            ));
+        }
+        Place::MultiLiteral if value.contains("'''") || value.contains('\n') => {
+            return Err(unfit(
+                "holds ''' or a line break, which would change the file: use \"\"\"...\"\"\"",
+            ));
+        }
+        Place::Bare if value.contains(['\n', '\r', '#']) => {
+            return Err(unfit(
+                "holds a line break or a `#` and is outside quotes: quote the reference",
+            ));
+        }
+        _ => out.text.push_str(&value),
+    }
+    Ok(&body[end + 1..])
+}
+
+/// Writes `value` escaped for a TOML basic string: its characters, not its syntax.
+fn escape_basic(value: &str, out: &mut String) {
+    for c in value.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+}
+
 /// Substitutes variables from the process environment.
-pub fn substitute_env(text: &str) -> Result<String, SubstError> {
+pub fn substitute_env(text: &str) -> Result<Substituted, SubstError> {
     substitute(text, |name| std::env::var(name).ok())
 }
 
@@ -113,7 +250,7 @@ mod tests {
         let text =
             "a = \"${HOST}\"\nb = \"${NOPE:-x:y}\"\nc = \"${EMPTY:-d}\"\nd = \"$${HOST} $5\"";
         assert_eq!(
-            substitute(text, env).unwrap(),
+            substitute(text, env).unwrap().text,
             "a = \"kafka:9092\"\nb = \"x:y\"\nc = \"d\"\nd = \"${HOST} $5\""
         );
     }
@@ -147,5 +284,68 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    fn secret(name: &str) -> Option<String> {
+        match name {
+            "SECRET" => Some("a\tb\\c\"d'e\u{1}f".into()),
+            "N" => Some("250".into()),
+            "MULTI" => Some("x\ny".into()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn values_arrive_byte_for_byte_in_strings_and_as_numbers() {
+        let text = "a = \"${SECRET}\"\nb = \"\"\"${SECRET}\"\"\"\nn = ${N:-100000}\nm = ${NOPE:-7}\n\
+                    c = \"${MULTI}\"";
+        let out = substitute(text, secret).unwrap();
+        let parsed: toml::Table = toml::from_str(&out.text).unwrap();
+        assert_eq!(parsed["a"].as_str(), Some("a\tb\\c\"d'e\u{1}f"));
+        assert_eq!(parsed["b"].as_str(), Some("a\tb\\c\"d'e\u{1}f"));
+        assert_eq!(parsed["n"].as_integer(), Some(250));
+        assert_eq!(parsed["m"].as_integer(), Some(7));
+        assert_eq!(parsed["c"].as_str(), Some("x\ny"));
+        assert_eq!(out.text.lines().count(), 5, "lines never move");
+    }
+
+    #[test]
+    fn comments_are_left_alone() {
+        let text =
+            "# set ${UNSET} and $${X} here, or \"${SECRET}\"\na = 1 # ${ALSO_UNSET}\nb = '#'";
+        let out = substitute(text, secret).unwrap();
+        assert_eq!(out.text, text);
+        assert!(out.secrets.is_empty());
+    }
+
+    #[test]
+    fn values_that_do_not_fit_name_the_variable_not_the_value() {
+        for text in ["a = '${SECRET}'", "a = ${MULTI}", "a = '''${MULTI}'''"] {
+            let err = substitute(text, secret).unwrap_err();
+            assert!(
+                matches!(err, SubstError::Unfit { line: 1, .. }),
+                "{text}: {err}"
+            );
+            let message = err.to_string();
+            assert!(
+                !message.contains("a\tb") && !message.contains("x\ny"),
+                "{message}"
+            );
+        }
+        // A literal string holds what it can.
+        let out = substitute("a = '${N}'", secret).unwrap();
+        assert_eq!(out.text, "a = '250'");
+    }
+
+    #[test]
+    fn errors_can_hide_the_values() {
+        let text = "a = \"${SECRET}\"\nb = ${N}\nc = \"${NOPE:-default-value}\"";
+        let out = substitute(text, secret).unwrap();
+        assert_eq!(out.secrets.len(), 2);
+        let message = "bad value a\tb\\c\"d'e\u{1}f near 250 and default-value";
+        assert_eq!(
+            out.redact(message),
+            "bad value *** near 250 and default-value"
+        );
     }
 }

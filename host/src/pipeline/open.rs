@@ -114,7 +114,7 @@ impl Pipeline {
             )?),
             None => None,
         };
-        let catalog = IcebergCatalog::open(&config.sink.catalog, &config.sink.warehouse, base)?;
+        let catalog = IcebergCatalog::open(&config.sink, base)?;
         let table = IcebergTable::open(&catalog, config.sink.clone())?;
         let generated: Vec<String> = table
             .ingestion_time_column()

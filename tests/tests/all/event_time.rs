@@ -35,7 +35,7 @@ pub(crate) fn analytics_config() -> PathBuf {
 /// Table: e1, e2, e3, e5, e6, e7. Dead letters: offsets 4 and 8 (`late_event`), 11
 /// (`invalid_timestamp`). Three duplicates. The windows, with the enricher's funnel step
 /// (page_view 1, add_to_cart 4, purchase 6), are [`expected_windows`].
-fn events_file() -> PathBuf {
+pub(crate) fn events_file() -> PathBuf {
     repo_root().join("examples/clickstream-analytics/events.jsonl")
 }
 

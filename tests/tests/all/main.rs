@@ -4,6 +4,7 @@
 //! `sluice-tests` library, `tests/src/`.
 
 mod adversarial;
+mod catalog_tls;
 mod cli;
 mod engine;
 mod enricher;
@@ -16,4 +17,5 @@ mod pipeline;
 mod produce;
 mod readme;
 mod standby;
+mod storage;
 mod validator;

@@ -12,11 +12,11 @@ use sluice::generate::{EventKind, Generator, GeneratorConfig};
 use sluice_tests::fixture::{Setup, progress_lines, sluice_binary, text};
 use sluice_tests::{example_config, plugins, pyiceberg, repo_root, retail_events_file};
 
-fn rows(shown: &Value) -> &Vec<Value> {
+pub(crate) fn rows(shown: &Value) -> &Vec<Value> {
     shown["rows"].as_array().unwrap()
 }
 
-fn dead_letters(shown: &Value) -> &Vec<Value> {
+pub(crate) fn dead_letters(shown: &Value) -> &Vec<Value> {
     shown["dead_letters"].as_array().unwrap()
 }
 

@@ -4,10 +4,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use iceberg::io::LocalFsStorageFactory;
+use std::collections::HashMap;
+
 use iceberg::{Catalog, CatalogBuilder};
 
-use super::config::{CatalogConfig, CatalogKind};
+use super::config::{CatalogConfig, CatalogKind, IcebergSinkConfig, redact_password};
+use super::storage::StorageKind;
 use super::{SinkError, iceberg_err};
 
 /// A catalog, with the tokio runtime its calls run on. Cheap to clone.
@@ -24,17 +26,28 @@ impl std::fmt::Debug for IcebergCatalog {
 }
 
 impl IcebergCatalog {
-    /// Starts the I/O runtime and opens the catalog of `warehouse` (a folder, created if
-    /// absent, relative to `base`; or a URL).
-    pub fn open(config: &CatalogConfig, warehouse: &str, base: &Path) -> Result<Self, SinkError> {
+    /// Starts the I/O runtime and opens the sink's catalog, over its warehouse (a folder,
+    /// created if absent, relative to `base`; or a URL).
+    pub fn open(sink: &IcebergSinkConfig, base: &Path) -> Result<Self, SinkError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("sluice-iceberg")
             .enable_all()
             .build()
             .map_err(|e| SinkError::Config(format!("cannot start the I/O runtime: {e}")))?;
-        let url = warehouse_url(&resolve(base, warehouse))?;
-        let catalog = runtime.block_on(open_with_retries(config, &url))?;
+        let url = warehouse_url(&resolve(base, &sink.warehouse))?;
+        let storage = StorageKind::of(&url)?;
+        let mut props = sink.catalog.properties.clone();
+        if storage == StorageKind::S3 {
+            props.extend(sink.s3.properties(|name| std::env::var(name).ok()));
+        }
+        props.insert("warehouse".into(), url.clone());
+        let opening = Opening {
+            config: &sink.catalog,
+            storage,
+            props,
+        };
+        let catalog = runtime.block_on(open_with_retries(&opening, &url))?;
         Ok(IcebergCatalog {
             catalog,
             runtime: Arc::new(runtime),
@@ -80,14 +93,22 @@ fn warehouse_url(warehouse: &str) -> Result<String, SinkError> {
 /// unique violation, and opening again succeeds.
 const OPEN_ATTEMPTS: u32 = 5;
 
+/// What a catalog is opened with.
+struct Opening<'a> {
+    config: &'a CatalogConfig,
+    storage: StorageKind,
+    /// Catalog properties, the storage's among them.
+    props: HashMap<String, String>,
+}
+
 async fn open_with_retries(
-    config: &CatalogConfig,
+    opening: &Opening<'_>,
     warehouse: &str,
 ) -> Result<Arc<dyn Catalog>, SinkError> {
     let mut attempt = 1;
     loop {
-        match open_catalog(config, warehouse).await {
-            Err(error) if attempt < OPEN_ATTEMPTS && config.kind == CatalogKind::Sql => {
+        match open_catalog(opening, warehouse).await {
+            Err(error) if attempt < OPEN_ATTEMPTS && opening.config.kind == CatalogKind::Sql => {
                 tracing::info!(%error, attempt, "cannot open the SQL catalog yet: trying again");
                 tokio::time::sleep(std::time::Duration::from_millis(200 * u64::from(attempt)))
                     .await;
@@ -99,11 +120,11 @@ async fn open_with_retries(
 }
 
 async fn open_catalog(
-    config: &CatalogConfig,
+    opening: &Opening<'_>,
     warehouse: &str,
 ) -> Result<Arc<dyn Catalog>, SinkError> {
-    let mut props = config.properties.clone();
-    props.insert("warehouse".into(), warehouse.to_string());
+    let config = opening.config;
+    let mut props = opening.props.clone();
     match config.kind {
         CatalogKind::Sql => {
             let uri = sql_uri(config, warehouse)?;
@@ -115,12 +136,12 @@ async fn open_catalog(
             props.insert("uri".into(), uri.clone());
             props.insert("sql_bind_style".into(), bind.into());
             let catalog = iceberg_catalog_sql::SqlCatalogBuilder::default()
-                .with_storage_factory(Arc::new(LocalFsStorageFactory))
+                .with_storage_factory(opening.storage.factory())
                 .load(config.name.clone(), props)
                 .await
                 .map_err(iceberg_err(format!(
                     "opening the SQL catalog {}",
-                    redact(&uri)
+                    redact_password(&uri)
                 )))?;
             Ok(Arc::new(catalog))
         }
@@ -129,14 +150,46 @@ async fn open_catalog(
                 SinkError::Config("sink.catalog.uri: the REST catalog's URL is required".into())
             })?;
             props.insert("uri".into(), uri.clone());
+            props.extend(rest_auth(config));
             let catalog = iceberg_catalog_rest::RestCatalogBuilder::default()
-                .with_storage_factory(Arc::new(LocalFsStorageFactory))
+                .with_storage_factory(opening.storage.factory())
+                .with_client(http_client(config)?)
                 .load(config.name.clone(), props)
                 .await
                 .map_err(iceberg_err(format!("opening the REST catalog {uri}")))?;
             Ok(Arc::new(catalog))
         }
     }
+}
+
+/// The REST catalog's authentication properties, as iceberg-rust's REST client names them.
+fn rest_auth(config: &CatalogConfig) -> Vec<(String, String)> {
+    [
+        ("token", &config.token),
+        ("credential", &config.credential),
+        ("oauth2-server-uri", &config.oauth2_server_uri),
+        ("scope", &config.scope),
+    ]
+    .into_iter()
+    .filter_map(|(key, value)| Some((key.to_string(), value.clone()?)))
+    .collect()
+}
+
+/// The REST catalog's HTTP client: rustls with the system's roots, plus `ca-cert`.
+fn http_client(config: &CatalogConfig) -> Result<reqwest::Client, SinkError> {
+    let mut builder = reqwest::Client::builder().use_rustls_tls();
+    if let Some(path) = &config.ca_cert {
+        let bad = |e: &dyn std::fmt::Display| {
+            SinkError::Config(format!("sink.catalog.ca-cert {}: {e}", path.display()))
+        };
+        let pem = std::fs::read(path).map_err(|e| bad(&e))?;
+        for cert in reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| bad(&e))? {
+            builder = builder.add_root_certificate(cert);
+        }
+    }
+    builder
+        .build()
+        .map_err(|e| SinkError::Config(format!("cannot make the REST catalog's client: {e}")))
 }
 
 /// The SQL catalog's database URL: the configured one, or SQLite inside a local warehouse.
@@ -162,24 +215,16 @@ fn sql_uri(config: &CatalogConfig, warehouse: &str) -> Result<String, SinkError>
     })
 }
 
-/// Hides a password in a database URL.
-fn redact(uri: &str) -> String {
-    match (uri.find("://"), uri.find('@')) {
-        (Some(s), Some(at)) if at > s => match uri[s + 3..at].split_once(':') {
-            Some((user, _)) => format!("{}{user}:***{}", &uri[..s + 3], &uri[at..]),
-            None => uri.to_string(),
-        },
-        _ => uri.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn passwords_are_hidden_and_sqlite_is_the_default() {
-        assert_eq!(redact("postgres://u:secret@h/db"), "postgres://u:***@h/db");
+        assert_eq!(
+            redact_password("postgres://u:secret@h/db"),
+            "postgres://u:***@h/db"
+        );
         let config = CatalogConfig::default();
         assert_eq!(
             sql_uri(&config, "file:///w").unwrap(),

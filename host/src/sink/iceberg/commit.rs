@@ -257,7 +257,7 @@ mod tests {
             dir.display()
         ))
         .unwrap();
-        let catalog = IcebergCatalog::open(&config.catalog, &config.warehouse, &dir).unwrap();
+        let catalog = IcebergCatalog::open(&config, &dir).unwrap();
         let mut stale = IcebergTable::open(&catalog, config.clone()).unwrap();
         let mut other = IcebergTable::open(&catalog, config).unwrap();
         let fence = Fence::Follows(Offsets::default());

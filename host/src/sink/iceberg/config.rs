@@ -1,11 +1,13 @@
 //! Configuration of an Iceberg table: its catalog, warehouse, columns and partitioning.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use iceberg::spec::{NestedField, PrimitiveType, Schema, Transform, Type, UnboundPartitionSpec};
 use serde::Deserialize;
 
+use super::storage::S3Config;
 use crate::units::ByteSize;
 
 /// Which catalog holds the table.
@@ -23,9 +25,20 @@ pub enum CatalogKind {
 /// ```toml
 /// [sink.catalog]
 /// type = "sql"
-/// # uri = "postgres://user:pass@db/iceberg"   # default: SQLite inside the warehouse
+/// # uri = "postgres://user:pass@db/iceberg?sslmode=verify-full&sslrootcert=/etc/ca.pem"
+/// # default: SQLite inside the warehouse
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+///
+/// A REST catalog over HTTPS, with OAuth2 client credentials:
+///
+/// ```toml
+/// [sink.catalog]
+/// type = "rest"
+/// uri = "https://catalog.example.com/api/catalog"
+/// credential = "${CLIENT_ID}:${CLIENT_SECRET}"
+/// ca-cert = "/etc/sluice/ca.pem"
+/// ```
+#[derive(Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct CatalogConfig {
     /// `sql` (SQLite or PostgreSQL) or `rest`.
@@ -34,14 +47,61 @@ pub struct CatalogConfig {
     /// Catalog name, as other engines will call it (pyiceberg's and Spark's catalog name).
     #[serde(default = "default_catalog_name")]
     pub name: String,
-    /// For `sql`: an sqlx database URL, `sqlite:PATH` or `postgres://...`; by default the
-    /// SQLite file `catalog.db` inside the warehouse folder. For `rest`: the REST
-    /// catalog's base URL.
+    /// For `sql`: an sqlx database URL, `sqlite:PATH` or `postgres://...` (TLS with
+    /// `?sslmode=require`, `verify-ca` or `verify-full`, and `&sslrootcert=CA.pem` for a
+    /// private CA); by default the SQLite file `catalog.db` inside a local warehouse
+    /// folder. For `rest`: the REST catalog's base URL, `http://` or `https://`.
     #[serde(default)]
     pub uri: Option<String>,
-    /// Extra catalog properties (REST credentials, `pool.max-connections`...).
+    /// REST: a bearer token sent with every request (`Authorization: Bearer ...`).
+    #[serde(default)]
+    pub token: Option<String>,
+    /// REST: OAuth2 client credentials, `CLIENT_ID:SECRET`, exchanged for a token (client
+    /// credentials grant) at `oauth2-server-uri`, by default the catalog's
+    /// `v1/oauth/tokens`, and exchanged again when it expires.
+    #[serde(default)]
+    pub credential: Option<String>,
+    /// REST: the OAuth2 token endpoint for `credential`.
+    #[serde(default)]
+    pub oauth2_server_uri: Option<String>,
+    /// REST: the OAuth2 scope asked for with `credential`. Default: `catalog`.
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// REST: a PEM file of CA certificates to trust, besides the system's, for an
+    /// `https://` catalog whose certificate a private CA signed.
+    #[serde(default)]
+    pub ca_cert: Option<PathBuf>,
+    /// Extra catalog properties (`pool.max-connections`, a REST `prefix`, `audience`...).
     #[serde(default)]
     pub properties: HashMap<String, String>,
+}
+
+impl std::fmt::Debug for CatalogConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let hidden = |v: &Option<String>| v.as_ref().map(|_| "***");
+        f.debug_struct("CatalogConfig")
+            .field("kind", &self.kind)
+            .field("name", &self.name)
+            .field("uri", &self.uri.as_deref().map(redact_password))
+            .field("token", &hidden(&self.token))
+            .field("credential", &hidden(&self.credential))
+            .field("oauth2_server_uri", &self.oauth2_server_uri)
+            .field("scope", &self.scope)
+            .field("ca_cert", &self.ca_cert)
+            .field("properties", &self.properties.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// Hides a password in a URL (`scheme://user:***@host/...`).
+pub fn redact_password(uri: &str) -> String {
+    match (uri.find("://"), uri.find('@')) {
+        (Some(s), Some(at)) if at > s => match uri[s + 3..at].split_once(':') {
+            Some((user, _)) => format!("{}{user}:***{}", &uri[..s + 3], &uri[at..]),
+            None => uri.to_string(),
+        },
+        _ => uri.to_string(),
+    }
 }
 
 const fn default_kind() -> CatalogKind {
@@ -58,6 +118,11 @@ impl Default for CatalogConfig {
             kind: default_kind(),
             name: default_catalog_name(),
             uri: None,
+            token: None,
+            credential: None,
+            oauth2_server_uri: None,
+            scope: None,
+            ca_cert: None,
             properties: HashMap::new(),
         }
     }
@@ -99,12 +164,16 @@ pub struct ColumnConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct IcebergSinkConfig {
-    /// Warehouse: a folder (created if absent; relative to the configuration file) or a
-    /// `file://` URL. Data and metadata files go below it.
+    /// Warehouse: a folder (created if absent; relative to the configuration file), a
+    /// `file://` URL, or an S3 bucket and prefix, `s3://BUCKET/PATH` (see `[sink.s3]`).
+    /// Data files, metadata and the event-time state go below it.
     pub warehouse: String,
     /// The catalog. Default: SQLite in `<warehouse>/catalog.db`.
     #[serde(default)]
     pub catalog: CatalogConfig,
+    /// S3 settings, for an `s3://` warehouse.
+    #[serde(default)]
+    pub s3: S3Config,
     /// Namespace of the table (dots separate levels); created if absent.
     pub namespace: String,
     /// Table name; the table is created if absent, from `columns` and `partition-by`.

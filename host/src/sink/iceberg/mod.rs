@@ -29,6 +29,7 @@ pub mod commit;
 pub mod config;
 pub mod fence;
 pub mod read;
+pub mod storage;
 pub mod writer;
 
 use std::collections::HashMap;
@@ -42,6 +43,7 @@ pub use self::commit::Landed;
 pub use self::config::{CatalogConfig, CatalogKind, ColumnConfig, IcebergSinkConfig};
 pub use self::fence::Fence;
 pub use self::read::TableFiles;
+pub use self::storage::{S3Config, StorageKind};
 pub use self::writer::Written;
 use crate::commit::MarkError;
 
@@ -52,7 +54,7 @@ pub enum SinkError {
     #[error("{0}")]
     Config(String),
     /// The catalog or a file operation failed.
-    #[error("{what}: {error}")]
+    #[error("{what}: {}", with_causes(error.as_ref()))]
     Iceberg {
         /// What was being done.
         what: String,
@@ -84,6 +86,22 @@ pub enum SinkError {
         /// The error the commit returned, if any.
         cause: Option<String>,
     },
+}
+
+/// `error` followed by each of its causes that it does not already say (iceberg-rust's
+/// HTTP errors do not say why a request failed: a refused certificate, a reset connection).
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        let said = e.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        cause = e.source();
+    }
+    text
 }
 
 pub(crate) fn iceberg_err(what: impl Into<String>) -> impl FnOnce(iceberg::Error) -> SinkError {

@@ -154,7 +154,7 @@ impl Engine {
 
     fn table(&self, window: Option<&str>) -> IcebergTable {
         let sink = &self.config.sink;
-        let catalog = IcebergCatalog::open(&sink.catalog, &sink.warehouse, &self.dir).unwrap();
+        let catalog = IcebergCatalog::open(sink, &self.dir).unwrap();
         let config = match window {
             None => sink.clone(),
             Some(name) => {
