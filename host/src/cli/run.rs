@@ -7,8 +7,10 @@ use anyhow::Context;
 use clap::Args;
 
 use crate::batch::TriggerMode;
-use crate::pipeline::config::PipelineConfig;
+use crate::pipeline::config::{ConfigError, PipelineConfig};
+use crate::pipeline::stages::Stages;
 use crate::pipeline::{Pipeline, RunSummary};
+use crate::udf::Runtime;
 
 /// The configuration reference printed by `sluice run --help`.
 const REFERENCE: &str = "\
@@ -65,9 +67,23 @@ pub struct RunArgs {
     /// Drain what the topics hold now, commit, and exit, whatever the file's trigger says.
     #[arg(long)]
     pub available_now: bool,
-    /// Check the file (parse, substitute, validate) and exit without connecting anywhere.
+    /// Check the file (parse, substitute, validate) and its plugins (load them, run their
+    /// samples), and exit without connecting anywhere.
     #[arg(long)]
     pub check: bool,
+}
+
+/// Loads every stage's plugin (and shadow) as `run` would, running its samples, without
+/// connecting anywhere; a refusal is a configuration error. Returns the number of stages.
+fn check_stages(config: &PipelineConfig, path: &std::path::Path) -> Result<usize, ConfigError> {
+    let inconsistent = |message: String| ConfigError::Inconsistent {
+        path: path.to_owned(),
+        message,
+    };
+    let runtime =
+        Runtime::new(config.runtime.clone()).map_err(|e| inconsistent(format!("runtime: {e}")))?;
+    Stages::load(&runtime, &config.stages).map_err(|e| inconsistent(e.to_string()))?;
+    Ok(config.stages.len())
 }
 
 /// Runs the pipeline until it ends (`available-now`) or `stop` is raised.
@@ -77,7 +93,12 @@ pub fn run(args: &RunArgs, stop: &AtomicBool) -> anyhow::Result<RunSummary> {
         config.trigger.mode = TriggerMode::AvailableNow;
     }
     if args.check {
-        println!("{}: ok", args.config.display());
+        let stages = check_stages(&config, &args.config)?;
+        println!(
+            "{}: ok ({stages} stage{} loaded and checked)",
+            args.config.display(),
+            if stages == 1 { "" } else { "s" }
+        );
         return Ok(RunSummary::default());
     }
     let base = args

@@ -50,12 +50,14 @@ pub fn run(args: &ShowArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         .parent()
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("."));
-    let catalog = IcebergCatalog::open(&config.sink, &base).context("cannot open the catalog")?;
+    // Read-only: nothing is created, neither the warehouse, the catalog, nor a table.
+    let catalog =
+        IcebergCatalog::open_read_only(&config.sink, &base).context("cannot open the catalog")?;
     if let Some(name) = &args.window {
         return show_window(&config, name, &catalog, args, out);
     }
-    let sink =
-        IcebergTable::open(&catalog, config.sink.clone()).context("cannot open the table")?;
+    let sink = IcebergTable::open_existing(&catalog, config.sink.clone())
+        .context("cannot open the table")?;
     let rows = sink.read_rows()?;
     let summary = sink
         .table()
@@ -154,8 +156,8 @@ fn show_window(
         .with_context(|| format!("the pipeline has no window named `{name}`"))?;
     let (table, rows) = match window::table_config(window, &config.sink) {
         Some(table_config) => {
-            let sink =
-                IcebergTable::open(catalog, table_config).context("cannot open the table")?;
+            let sink = IcebergTable::open_existing(catalog, table_config)
+                .context("cannot open the table")?;
             let rows = sink.read_rows()?;
             (Some(sink.name()), Some(rows))
         }

@@ -312,3 +312,76 @@ fn the_log_flag_wins_over_rust_log_and_logs_can_be_json() {
         "{lines:?}"
     );
 }
+
+/// `sluice ARGS…` as a process with the example's variables and `env` added.
+fn sluice_with_env(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    let plugins_dir = std::path::Path::new(plugins::CLICKSTREAM_VALIDATOR)
+        .parent()
+        .unwrap();
+    std::process::Command::new(sluice_tests::fixture::sluice_binary())
+        .args(args)
+        .env("SLUICE_PLUGINS", plugins_dir)
+        .env_remove("RUST_LOG")
+        .envs(env.iter().copied())
+        .output()
+        .unwrap()
+}
+
+/// `run --check` loads every plugin and runs its samples: a file that parses but names a
+/// plugin that is not one, or whose samples fail, is a configuration error.
+#[test]
+fn run_check_loads_and_checks_the_plugins() {
+    let example = repo_root().join("examples/retail-clickstream/pipeline.toml");
+    let config = example.to_str().unwrap();
+    let out = sluice_with_env(&["run", "--check", "--config", config], &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(stdout.contains("1 stage loaded and checked"), "{stdout}");
+
+    let dir = std::env::temp_dir().join(format!("sluice-cli-check-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("clickstream_validator.wasm"), b"not a component").unwrap();
+    let out = sluice_with_env(
+        &["run", "--check", "--config", config],
+        &[("SLUICE_PLUGINS", dir.to_str().unwrap())],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(78), "{stderr}");
+    assert!(stderr.contains("validate"), "the stage is named: {stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `sluice show` creates nothing: with no warehouse yet, it says so and leaves none behind.
+#[test]
+fn show_is_read_only() {
+    let example = repo_root().join("examples/retail-clickstream/pipeline.toml");
+    let warehouse = std::env::temp_dir().join(format!("sluice-cli-show-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&warehouse);
+    let out = sluice_with_env(
+        &["show", "--config", example.to_str().unwrap()],
+        &[
+            ("SLUICE_WAREHOUSE", warehouse.to_str().unwrap()),
+            ("KAFKA_BOOTSTRAP", "127.0.0.1:9"),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("does not exist"), "{stderr}");
+    assert!(!warehouse.exists(), "show created the warehouse");
+}
+
+/// A value from the environment is never echoed in an error, even where the parser would
+/// quote it.
+#[test]
+fn configuration_errors_do_not_echo_values_from_the_environment() {
+    let example = repo_root().join("examples/clickstream-analytics/pipeline.toml");
+    let secret = "s3cr3t-\t\"\\-value";
+    let out = sluice_with_env(
+        &["run", "--check", "--config", example.to_str().unwrap()],
+        &[("SLUICE_TRIGGER", secret)],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(78), "{stderr}");
+    assert!(stderr.contains("trigger.mode"), "{stderr}");
+    assert!(!stderr.contains("s3cr3t"), "{stderr}");
+}

@@ -29,13 +29,27 @@ impl IcebergCatalog {
     /// Starts the I/O runtime and opens the sink's catalog, over its warehouse (a folder,
     /// created if absent, relative to `base`; or a URL).
     pub fn open(sink: &IcebergSinkConfig, base: &Path) -> Result<Self, SinkError> {
+        Self::open_with(sink, base, false)
+    }
+
+    /// Opens the catalog to read (`sluice show`): a local warehouse folder is not created,
+    /// nor the SQLite catalog inside it, which is opened read-only.
+    pub fn open_read_only(sink: &IcebergSinkConfig, base: &Path) -> Result<Self, SinkError> {
+        Self::open_with(sink, base, true)
+    }
+
+    fn open_with(
+        sink: &IcebergSinkConfig,
+        base: &Path,
+        read_only: bool,
+    ) -> Result<Self, SinkError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("sluice-iceberg")
             .enable_all()
             .build()
             .map_err(|e| SinkError::Config(format!("cannot start the I/O runtime: {e}")))?;
-        let url = warehouse_url(&resolve(base, &sink.warehouse))?;
+        let url = warehouse_url(&resolve(base, &sink.warehouse), !read_only)?;
         let storage = StorageKind::of(&url)?;
         let mut props = sink.catalog.properties.clone();
         if storage == StorageKind::S3 {
@@ -46,6 +60,7 @@ impl IcebergCatalog {
             config: &sink.catalog,
             storage,
             props,
+            read_only,
         };
         let catalog = runtime.block_on(open_with_retries(&opening, &url))?;
         Ok(IcebergCatalog {
@@ -75,15 +90,22 @@ fn resolve(base: &Path, path: &str) -> String {
     p.to_string_lossy().into_owned()
 }
 
-/// The warehouse as a URL; a local folder is created if absent.
-fn warehouse_url(warehouse: &str) -> Result<String, SinkError> {
+/// The warehouse as a URL; a local folder is created if absent and `create`.
+fn warehouse_url(warehouse: &str, create: bool) -> Result<String, SinkError> {
     let local = !warehouse.contains("://") || warehouse.starts_with("file:");
     if !local {
         return Ok(warehouse.to_string());
     }
     let dir = warehouse.trim_start_matches("file://");
-    std::fs::create_dir_all(dir)
-        .map_err(|e| SinkError::Config(format!("cannot create the warehouse folder {dir}: {e}")))?;
+    if create {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            SinkError::Config(format!("cannot create the warehouse folder {dir}: {e}"))
+        })?;
+    } else if !Path::new(dir).is_dir() {
+        return Err(SinkError::Config(format!(
+            "the warehouse folder {dir} does not exist (sluice run creates it)"
+        )));
+    }
     let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| PathBuf::from(dir));
     Ok(format!("file://{}", dir.display()))
 }
@@ -99,6 +121,8 @@ struct Opening<'a> {
     storage: StorageKind,
     /// Catalog properties, the storage's among them.
     props: HashMap<String, String>,
+    /// Whether a default SQLite catalog is opened read-only.
+    read_only: bool,
 }
 
 async fn open_with_retries(
@@ -127,7 +151,7 @@ async fn open_catalog(
     let mut props = opening.props.clone();
     match config.kind {
         CatalogKind::Sql => {
-            let uri = sql_uri(config, warehouse)?;
+            let uri = sql_uri(config, warehouse, opening.read_only)?;
             let bind = if uri.starts_with("postgres") {
                 "DollarNumeric"
             } else {
@@ -192,8 +216,9 @@ fn http_client(config: &CatalogConfig) -> Result<reqwest::Client, SinkError> {
         .map_err(|e| SinkError::Config(format!("cannot make the REST catalog's client: {e}")))
 }
 
-/// The SQL catalog's database URL: the configured one, or SQLite inside a local warehouse.
-fn sql_uri(config: &CatalogConfig, warehouse: &str) -> Result<String, SinkError> {
+/// The SQL catalog's database URL: the configured one, or SQLite inside a local warehouse
+/// (created if absent, unless `read_only`).
+fn sql_uri(config: &CatalogConfig, warehouse: &str, read_only: bool) -> Result<String, SinkError> {
     let uri = match &config.uri {
         Some(uri) => uri.clone(),
         None => {
@@ -208,8 +233,12 @@ fn sql_uri(config: &CatalogConfig, warehouse: &str) -> Result<String, SinkError>
             )
         }
     };
+    let mode = if read_only { "ro" } else { "rwc" };
     Ok(if uri.starts_with("sqlite:") && !uri.contains("mode=") {
-        format!("{uri}{}mode=rwc", if uri.contains('?') { '&' } else { '?' })
+        format!(
+            "{uri}{}mode={mode}",
+            if uri.contains('?') { '&' } else { '?' }
+        )
     } else {
         uri
     })
@@ -227,10 +256,14 @@ mod tests {
         );
         let config = CatalogConfig::default();
         assert_eq!(
-            sql_uri(&config, "file:///w").unwrap(),
+            sql_uri(&config, "file:///w", false).unwrap(),
             "sqlite:/w/catalog.db?mode=rwc"
         );
-        assert!(sql_uri(&config, "s3://bucket/w").is_err());
+        assert!(sql_uri(&config, "s3://bucket/w", false).is_err());
+        assert_eq!(
+            sql_uri(&config, "file:///w", true).unwrap(),
+            "sqlite:/w/catalog.db?mode=ro"
+        );
         assert_eq!(resolve(Path::new("/base"), "w"), "/base/w");
         assert_eq!(resolve(Path::new("/base"), "file:///w"), "file:///w");
     }

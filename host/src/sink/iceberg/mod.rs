@@ -134,11 +134,31 @@ impl IcebergTable {
     /// Opens the table of `config` in `catalog`, creating its namespace and the table (from
     /// `config.columns` and `partition-by`) if absent.
     pub fn open(catalog: &IcebergCatalog, config: IcebergSinkConfig) -> Result<Self, SinkError> {
+        Self::open_with(catalog, config, true)
+    }
+
+    /// Opens the table if it exists; creates nothing (`sluice show`).
+    pub fn open_existing(
+        catalog: &IcebergCatalog,
+        config: IcebergSinkConfig,
+    ) -> Result<Self, SinkError> {
+        Self::open_with(catalog, config, false)
+    }
+
+    fn open_with(
+        catalog: &IcebergCatalog,
+        config: IcebergSinkConfig,
+        create: bool,
+    ) -> Result<Self, SinkError> {
         let namespace =
             NamespaceIdent::from_vec(config.namespace.split('.').map(String::from).collect())
                 .map_err(iceberg_err(format!("namespace `{}`", config.namespace)))?;
         let ident = TableIdent::new(namespace.clone(), config.table.clone());
-        let table = catalog.block_on(load_or_create(catalog, &namespace, &ident, &config))?;
+        let table = if create {
+            catalog.block_on(load_or_create(catalog, &namespace, &ident, &config))?
+        } else {
+            catalog.block_on(load_existing(catalog.catalog(), &ident))?
+        };
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos())
@@ -237,6 +257,20 @@ async fn load_or_create(
         }
         Err(error) => Err(iceberg_err(format!("creating table {ident}"))(error)),
     }
+}
+
+/// Loads the table; its absence is a configuration error that says so.
+async fn load_existing(catalog: &dyn Catalog, ident: &TableIdent) -> Result<Table, SinkError> {
+    let exists = catalog
+        .table_exists(ident)
+        .await
+        .map_err(iceberg_err("checking the table"))?;
+    if !exists {
+        return Err(SinkError::Config(format!(
+            "table {ident} does not exist (sluice run creates it)"
+        )));
+    }
+    load(catalog, ident).await
 }
 
 async fn load(catalog: &dyn Catalog, ident: &TableIdent) -> Result<Table, SinkError> {
