@@ -385,3 +385,28 @@ fn configuration_errors_do_not_echo_values_from_the_environment() {
     assert!(stderr.contains("trigger.mode"), "{stderr}");
     assert!(!stderr.contains("s3cr3t"), "{stderr}");
 }
+
+/// The production example (SASL_SSL Kafka, an S3 warehouse, an https REST catalog with
+/// OAuth2) passes `run --check`, secrets and all taken from the environment.
+#[test]
+fn the_production_example_checks() {
+    let example = repo_root().join("examples/production/pipeline.toml");
+    let env = [
+        ("KAFKA_USER", "svc-sluice"),
+        ("KAFKA_PASSWORD", "p\"a\\ss\tword"),
+        ("CATALOG_CLIENT_ID", "sluice"),
+        ("CATALOG_CLIENT_SECRET", "s3cr3t"),
+    ];
+    let out = sluice_with_env(
+        &["run", "--check", "--config", example.to_str().unwrap()],
+        &env,
+    );
+    assert!(out.status.success(), "{out:?}");
+    let config = sluice::pipeline::config::PipelineConfig::parse(
+        &std::fs::read_to_string(&example).unwrap(),
+        &example,
+    );
+    // Without the secrets, the file names the first one missing.
+    let error = config.unwrap_err().to_string();
+    assert!(error.contains("KAFKA_USER"), "{error}");
+}
