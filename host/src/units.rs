@@ -40,8 +40,18 @@ impl Micros {
 }
 
 impl Millis {
-    /// The wall clock now.
+    /// Processing time now: the wall clock when the process first asked, plus the
+    /// monotonic time since. A step of the host's clock while sluice runs (an NTP
+    /// correction, a VM resumed) therefore neither makes idle partitions jump the watermark
+    /// forward, making on-time data late, nor moves processing time backwards.
     pub fn now() -> Millis {
+        static ANCHOR: std::sync::OnceLock<(std::time::Instant, i64)> = std::sync::OnceLock::new();
+        let (start, wall) = ANCHOR.get_or_init(|| (std::time::Instant::now(), Self::wall().0));
+        Millis(wall.saturating_add(i64::try_from(start.elapsed().as_millis()).unwrap_or(i64::MAX)))
+    }
+
+    /// The host's wall clock now.
+    pub fn wall() -> Millis {
         let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
         Millis(since.map_or(0, |d| d.as_millis() as i64))
     }

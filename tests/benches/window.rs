@@ -108,6 +108,7 @@ fn operators() -> EventTime {
         field: "timestamp".into(),
         max_delay: Duration::from_secs(120),
         idle_timeout: Duration::from_secs(30),
+        max_future: Duration::from_secs(3600),
         late: LateData::Drop,
         late_topic: None,
         at_end: AtEnd::Keep,

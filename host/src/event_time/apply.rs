@@ -29,6 +29,8 @@ pub struct Applied {
     pub batches: Vec<RecordBatch>,
     /// Late events, with their reason.
     pub late: Vec<(Record, Reason)>,
+    /// Events too far in the future, with their reason (always dead letters).
+    pub future: Vec<(Record, Reason)>,
     /// What the operators did.
     pub outcome: EventTimeOutcome,
 }
@@ -50,16 +52,23 @@ impl EventTime {
         let fields = slices.iter().flat_map(|s| s.records.iter().map(|(_, f)| f));
         let outcome = self.process(keys.zip(fields), now, flush);
         let mut arrivals = outcome.verdicts.iter();
-        let (mut batches, mut late) = (Vec::new(), Vec::new());
+        let (mut batches, mut late, mut future) = (Vec::new(), Vec::new(), Vec::new());
+        let horizon = now.as_micros().saturating_add(self.clock.max_future);
         for slice in slices {
             let mut on_time = Vec::with_capacity(slice.records.len());
             for (record, fields) in slice.records {
                 let arrival = *arrivals.next().expect("one arrival per event");
                 on_time.push(arrival == Arrival::OnTime);
-                if arrival == Arrival::Late {
-                    let reason =
-                        late_reason(&self.config.field, fields.time, outcome.watermark_before);
-                    late.push((record, reason));
+                match arrival {
+                    Arrival::Late => {
+                        let before = outcome.watermark_before;
+                        late.push((record, late_reason(&self.config.field, fields.time, before)));
+                    }
+                    Arrival::Future => {
+                        let reason = future_reason(&self.config.field, fields.time, horizon);
+                        future.push((record, reason));
+                    }
+                    Arrival::OnTime | Arrival::Duplicate => {}
                 }
             }
             if let Some(batch) = slice.batch
@@ -71,6 +80,7 @@ impl EventTime {
         Ok(Applied {
             batches,
             late,
+            future,
             outcome,
         })
     }
@@ -92,6 +102,21 @@ fn partition_keys(slices: &[Timed]) -> (Vec<String>, Vec<usize>) {
         which.push(names.len() - 1);
     }
     (names, which)
+}
+
+/// Why an event too far in the future left the stream.
+fn future_reason(field: &str, time: Micros, horizon: Micros) -> Reason {
+    Reason {
+        stage: "event-time".into(),
+        digest: None,
+        code: "event_time_in_future".into(),
+        message: format!(
+            "event time {} is past {} (processing time plus event-time.max-future)",
+            format_micros(time),
+            format_micros(horizon)
+        ),
+        field: Some(field.to_string()),
+    }
 }
 
 /// Why a late event left the stream.

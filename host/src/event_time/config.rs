@@ -55,6 +55,12 @@ pub struct EventTimeConfig {
     /// even when input stops.
     #[serde(default = "default_idle_timeout", with = "crate::units::duration")]
     pub idle_timeout: Duration,
+    /// How far past processing time an event time may be. An event further in the future
+    /// (a producer with a wrong clock, a garbled time) is dead-lettered with code
+    /// `event_time_in_future` and never moves the watermark, which would otherwise make
+    /// every later event late. Default `"1h"`.
+    #[serde(default = "default_max_future", with = "crate::units::duration")]
+    pub max_future: Duration,
     /// Events behind the watermark: `dead-letter` (default), `topic` or `drop`.
     #[serde(default = "default_late")]
     pub late: LateData,
@@ -69,6 +75,10 @@ pub struct EventTimeConfig {
 
 const fn default_idle_timeout() -> Duration {
     Duration::from_secs(30)
+}
+
+const fn default_max_future() -> Duration {
+    Duration::from_secs(3600)
 }
 
 const fn default_late() -> LateData {

@@ -57,6 +57,8 @@ pub enum Arrival {
     Late,
     /// A repeat of an event seen within the watermark.
     Duplicate,
+    /// Further past processing time than `max-future`: it does not touch the watermark.
+    Future,
 }
 
 /// What a batch did to the operators.
@@ -74,6 +76,8 @@ pub struct EventTimeOutcome {
     pub late: u64,
     /// Duplicates dropped.
     pub duplicates: u64,
+    /// Events too far in the future.
+    pub future: u64,
 }
 
 /// Size of one operator's state.
@@ -122,6 +126,7 @@ impl EventTime {
             clock: Clock {
                 delay: Micros::from_duration(config.max_delay),
                 idle: Millis::from_duration(config.idle_timeout),
+                max_future: Micros::from_duration(config.max_future),
                 session_start: Millis(0),
             },
             extractor,
@@ -210,8 +215,14 @@ impl EventTime {
     ) -> EventTimeOutcome {
         let before = self.watermark_at(now);
         let mut verdicts = Vec::new();
-        let (mut late, mut duplicates) = (0, 0);
+        let (mut late, mut duplicates, mut future) = (0, 0, 0);
+        let horizon = now.as_micros().saturating_add(self.clock.max_future);
         for (partition, fields) in events {
+            if fields.time > horizon {
+                verdicts.push(Arrival::Future);
+                future += 1;
+                continue;
+            }
             self.watermark.observe(partition, fields.time, now);
             if before.is_some_and(|w| fields.time < w) {
                 verdicts.push(Arrival::Late);
@@ -254,6 +265,7 @@ impl EventTime {
             emitted,
             late,
             duplicates,
+            future,
         }
     }
 
@@ -318,6 +330,7 @@ mod tests {
             field: "ts".into(),
             max_delay: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(5),
+            max_future: Duration::from_secs(3600),
             late: LateData::Drop,
             late_topic: None,
             at_end: AtEnd::Keep,
@@ -421,6 +434,37 @@ mod tests {
             counts(&out),
             vec![(60, "buy".into(), 1), (60, "view".into(), 1)]
         );
+    }
+
+    #[test]
+    fn events_too_far_in_the_future_never_move_the_watermark() {
+        let mut op = operators(EmitMode::OnWindowClose);
+        // Processing time 100 s, max-future 1 h: the horizon is 3 700 s.
+        let now = Millis(100_000);
+        let batch = [
+            event(&op, "a", 50, "view"),
+            event(&op, "x", 3_701, "view"),
+            event(&op, "y", 3_700, "view"),
+        ];
+        let out = op.process(batch.iter().map(|f| ("t/0", f)), now, false);
+        assert_eq!(
+            out.verdicts,
+            [Arrival::OnTime, Arrival::Future, Arrival::OnTime]
+        );
+        assert_eq!(out.future, 1);
+        assert_eq!(out.watermark, Some(Micros(3_690 * S)));
+        let mut op = operators(EmitMode::OnWindowClose);
+        let batch = [
+            event(&op, "x", 9_999_999, "view"),
+            event(&op, "a", 50, "view"),
+        ];
+        let out = op.process(batch.iter().map(|f| ("t/0", f)), now, false);
+        assert_eq!(out.verdicts, [Arrival::Future, Arrival::OnTime]);
+        assert_eq!(out.watermark, Some(Micros(40 * S)));
+        // Later events are judged against the real watermark, not the future one.
+        let batch = [event(&op, "b", 45, "view")];
+        let out = op.process(batch.iter().map(|f| ("t/0", f)), now, false);
+        assert_eq!(out.verdicts, [Arrival::OnTime]);
     }
 
     #[test]

@@ -48,6 +48,8 @@ pub struct Clock {
     pub delay: Micros,
     /// The idle timeout.
     pub idle: Millis,
+    /// How far past processing time an event time may be.
+    pub max_future: Micros,
     /// When this run of the pipeline started: no partition counts as idle for the time
     /// the pipeline was not running.
     pub session_start: Millis,
@@ -147,6 +149,7 @@ mod tests {
         Clock {
             delay: s(10),
             idle: Millis(idle_ms),
+            max_future: s(3600),
             session_start: Millis(0),
         }
     }

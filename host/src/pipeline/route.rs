@@ -9,6 +9,7 @@ use crate::event_time::EventTime;
 use crate::event_time::apply::Timed;
 use crate::event_time::config::LateData;
 use crate::event_time::state::Plan;
+use crate::pipeline::config::OnInvalid;
 use crate::record::{Reason, Record};
 use crate::sink::Results;
 use crate::sink::iceberg::Fence;
@@ -71,6 +72,17 @@ impl Pipeline {
                     duplicates: applied.outcome.duplicates,
                 });
                 route_late(et, applied.late, &mut results, input.batch_id);
+                if let Some((record, reason)) = applied.future.first()
+                    && self.config.pipeline.on_invalid == OnInvalid::Fail
+                {
+                    return Err(PipelineError::Invalid {
+                        position: record.position(),
+                        stage: reason.stage.clone(),
+                        code: reason.code.clone(),
+                        message: reason.message.clone(),
+                    });
+                }
+                results.dead.extend(applied.future);
             }
         }
         Ok(Prepared {

@@ -124,3 +124,35 @@ fn late_events_duplicates_and_windows() {
     assert_eq!(first["event_type"], "page_view");
     assert_eq!(first["window_start"], "2026-07-29T10:00:00Z");
 }
+
+/// One event stamped `9999-01-01` first: it is dead-lettered as `event_time_in_future`,
+/// and the tutorial's events after it come out exactly as without it (the watermark never
+/// went there).
+#[test]
+fn an_event_from_the_far_future_changes_nothing_else() {
+    let engine = Engine::new("far-future", ANALYTICS);
+    let mut events = vec![
+        r#"{"event_id":"z1","user_id":"u9","event_type":"page_view","timestamp":"9999-01-01T00:00:00Z","page":"/"}"#
+            .to_string(),
+    ];
+    events.extend(analytics_events());
+    engine.append(&events);
+    let summary = engine.run().unwrap();
+    assert_eq!(summary.rows_written, 6);
+    assert_eq!((summary.rows_late, summary.rows_deduplicated), (2, 3));
+    let codes: Vec<(String, String)> = engine
+        .topic("dead")
+        .iter()
+        .map(|d| {
+            (
+                d.headers["sluice.source.offset"].clone(),
+                d.headers["sluice.error.code"].clone(),
+            )
+        })
+        .filter(|(_, code)| code != "late_event" && code != "invalid_timestamp")
+        .collect();
+    assert_eq!(
+        codes,
+        [("0".to_string(), "event_time_in_future".to_string())]
+    );
+}
