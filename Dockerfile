@@ -10,10 +10,17 @@
 ##### builder #####
 FROM rust:1.95-bookworm AS builder
 
-# librdkafka (bundled by rdkafka-sys) is built with its ./configure script and make; SQLite
-# (sqlx), zstd and ring are built with cc. No cmake, no OpenSSL, no zlib needed.
+# What the C parts of the dependencies need:
+# - librdkafka (rdkafka-sys) is built with its ./configure script and make (`make libs` runs
+#   its lds-gen.py: python3), with OpenSSL built from source (openssl-src: perl's Configure
+#   and make), and zlib and zstd built with cc (libz-sys, zstd-sys);
+# - aws-lc-sys (rustls' crypto, through reqwest in iceberg and OpenDAL) uses its cc builder
+#   with pregenerated bindings on x86_64 and aarch64 Linux: no cmake, no Go, no clang;
+# - ring and SQLite (sqlx) are built with cc.
+# No OpenSSL, zlib or zstd headers from Debian. ca-certificates: cargo fetches crates.io over
+# HTTPS (the official rust image has it; listed so that a bare builder works too).
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends build-essential python3 perl \
+    && apt-get install -y --no-install-recommends build-essential perl python3 ca-certificates \
     && rm -rf /var/lib/apt/lists/*
 
 # rust-toolchain.toml asks for "stable"; use the image's own pinned toolchain instead of
@@ -26,16 +33,20 @@ WORKDIR /src
 COPY . .
 
 # The plugins: udfs/ is a cargo workspace of its own whose .cargo/config.toml targets
-# wasm32-wasip2. The test guests (deliberately misbehaving plugins) are left out.
-# Target directories are cache mounts, so the artifacts are copied out in the same step.
+# wasm32-wasip2. Only the example plugins are built and shipped: the test guests in
+# udfs/test-guests/ (misbehave, future-version, trap-always, fail-init) misbehave on purpose.
+# Target directories are cache mounts, so the artifacts are copied out in the same step, by
+# name (the cache may hold test guests from another build).
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/usr/local/cargo/git \
     --mount=type=cache,target=/src/udfs/target \
     set -eux; \
     cd udfs; \
-    cargo build --release --locked --workspace --exclude misbehave --exclude future-version; \
+    cargo build --release --locked -p clickstream-validator -p clickstream-enricher -p keep-all; \
     mkdir -p /out/plugins; \
-    cp target/wasm32-wasip2/release/*.wasm /out/plugins/; \
+    for plugin in clickstream_validator clickstream_enricher keep_all; do \
+        cp "target/wasm32-wasip2/release/$plugin.wasm" /out/plugins/; \
+    done; \
     ls -l /out/plugins
 
 # The host binary.
@@ -71,13 +82,26 @@ RUN mkdir -p /opt/sluice/udfs/target/wasm32-wasip2 \
     && ln -s /opt/sluice/plugins /opt/sluice/udfs/target/wasm32-wasip2/release
 
 # Defaults read by examples/retail-clickstream/pipeline.toml (`${VAR:-default}`); the SQLite
-# catalog goes to <warehouse>/catalog.db, so everything stays in the volume.
+# catalog goes to <warehouse>/catalog.db, so everything stays in the volume. The admin API
+# (/healthz, /status, /metrics, plugin swaps) listens on every interface in the container;
+# POST calls also need SLUICE_ADMIN_TOKEN, without it they are refused.
 ENV SLUICE_PLUGINS=/opt/sluice/plugins \
-    SLUICE_WAREHOUSE=/var/lib/sluice/warehouse
+    SLUICE_WAREHOUSE=/var/lib/sluice/warehouse \
+    SLUICE_ADMIN_LISTEN=0.0.0.0:9464
 
 WORKDIR /opt/sluice
 USER sluice:sluice
 VOLUME ["/var/lib/sluice"]
+EXPOSE 9464
 
+# GET /healthz on the admin port, with bash's /dev/tcp (no curl in the image). Commands
+# without an admin API (produce, show, try) are reported unhealthy: disable the check there.
+# The first batch waits for plugins to compile and for Kafka: hence the start period.
+HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=3 \
+    CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/${SLUICE_ADMIN_LISTEN##*:} && printf 'GET /healthz HTTP/1.0\\r\\nHost: localhost\\r\\n\\r\\n' >&3 && read -r -t 4 _ status _ <&3 && [ \"$status\" = 200 ]"]
+
+# SIGTERM (docker stop) finishes or abandons the batch in flight and exits 0; a batch can
+# wait up to 60 s for the dead-letter topic's acknowledgements: give `docker stop` -t 90
+# (docker-compose.yml sets stop_grace_period).
 ENTRYPOINT ["sluice"]
 CMD ["run", "--config", "/opt/sluice/examples/retail-clickstream/pipeline.toml"]
