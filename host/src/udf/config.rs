@@ -147,9 +147,16 @@ impl Default for Limits {
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct Grants {
     /// Give the plugin the real wall and monotonic clocks. Without this grant both clocks
-    /// read zero (the Unix epoch), so plugins stay deterministic on replay.
+    /// read zero (the Unix epoch), so plugins stay deterministic on replay, and a sleep
+    /// (`wasi:clocks` subscribe, then poll) returns at once. With it, one sleep lasts at
+    /// most the stage's `call-timeout`, so the call's deadline still holds.
     #[serde(default)]
     pub clocks: bool,
+    /// Give the plugin real randomness (`wasi:random`). Without this grant it reads a
+    /// stream seeded from the module's digest: the same module gives the same numbers from
+    /// a fresh instance, so replays stay exact.
+    #[serde(default)]
+    pub random: bool,
     /// Environment variables the plugin sees (none by default; the host's own environment
     /// is never passed through).
     #[serde(default)]

@@ -37,7 +37,7 @@ use self::bindings::{EventProcessor, EventProcessorPre};
 pub use self::chunk::{Chunk, Rejection, Verdict};
 use self::config::{Grants, Limits, RuntimeConfig};
 pub use self::error::{EventSpan, Failure, UdfError};
-use self::sandbox::StoreState;
+use self::sandbox::{Sandbox, StoreState};
 use crate::record::Record;
 use crate::units::ByteSize;
 
@@ -74,6 +74,7 @@ impl Runtime {
 
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(engine_error)?;
+        sandbox::bound_sleeps(&mut linker).map_err(engine_error)?;
         EventProcessor::add_to_linker::<_, HasSelf<StoreState>>(&mut linker, |s| s)
             .map_err(engine_error)?;
 
@@ -308,8 +309,14 @@ impl Plugin {
             plugin: s.name.to_string(),
             message,
         };
-        let state = StoreState::new(s.name.clone(), &s.grants, s.limits.memory)
-            .map_err(|e| init_error(e.to_string()))?;
+        let state = StoreState::new(Sandbox {
+            plugin: s.name.clone(),
+            grants: &s.grants,
+            memory: s.limits.memory,
+            call_timeout: s.limits.call_timeout,
+            seed: u64::from_str_radix(&s.digest[..16], 16).unwrap_or_default(),
+        })
+        .map_err(|e| init_error(e.to_string()))?;
         let mut store = Store::new(s.pre.engine(), state);
         store.limiter(|state| &mut state.limiter);
         store.epoch_deadline_trap();

@@ -3,7 +3,7 @@
 //! plugin's stderr (where a Rust panic message lands before the trap).
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use wasmtime::component::ResourceTable;
@@ -17,6 +17,13 @@ use crate::units::ByteSize;
 
 /// Longest log message a plugin may write through `host.log`; longer ones are truncated.
 const MAX_LOG_MESSAGE: usize = 4096;
+/// Most `host.log` messages one instance may write per second; more are counted and
+/// reported once the second is over.
+const LOG_LINES_PER_SECOND: u32 = 100;
+/// Most core instances, linear memories and tables one component instance may create.
+const MAX_INSTANCES: usize = 64;
+const MAX_MEMORIES: usize = 16;
+const MAX_TABLES: usize = 64;
 /// How much of a plugin's stderr is kept (the tail).
 const STDERR_TAIL: usize = 4096;
 
@@ -27,19 +34,41 @@ pub struct StoreState {
     pub(crate) limiter: MemoryLimiter,
     pub(crate) stderr: StderrTail,
     pub(crate) plugin: Arc<str>,
+    /// Longest one sleep may last; `None`: sleeps return at once.
+    pub(crate) sleep_cap: Option<Duration>,
+    log: LogBudget,
+}
+
+/// What an instance was given: its name, grants and limits.
+pub(crate) struct Sandbox<'a> {
+    pub(crate) plugin: Arc<str>,
+    pub(crate) grants: &'a Grants,
+    pub(crate) memory: ByteSize,
+    pub(crate) call_timeout: Duration,
+    /// Seeds the deterministic randomness (the module's digest).
+    pub(crate) seed: u64,
 }
 
 impl StoreState {
-    pub(crate) fn new(
-        plugin: Arc<str>,
-        grants: &Grants,
-        memory: ByteSize,
-    ) -> std::io::Result<Self> {
+    pub(crate) fn new(sandbox: Sandbox<'_>) -> std::io::Result<Self> {
+        let Sandbox {
+            plugin,
+            grants,
+            memory,
+            call_timeout,
+            seed,
+        } = sandbox;
         let stderr = StderrTail::default();
         let mut wasi = WasiCtx::builder();
         wasi.stderr(stderr.clone());
         if !grants.clocks {
             wasi.wall_clock(FrozenClock).monotonic_clock(FrozenClock);
+        }
+        if !grants.random {
+            use rand::SeedableRng;
+            wasi.secure_random(rand::rngs::StdRng::seed_from_u64(seed))
+                .insecure_random(rand::rngs::StdRng::seed_from_u64(seed ^ 0x5eed))
+                .insecure_random_seed(u128::from(seed));
         }
         for (k, v) in &grants.env {
             wasi.env(k, v);
@@ -57,10 +86,13 @@ impl StoreState {
             table: ResourceTable::new(),
             limiter: MemoryLimiter {
                 cap: memory.as_usize(),
+                used: 0,
                 hit: false,
             },
             stderr,
+            log: LogBudget::new(plugin.clone()),
             plugin,
+            sleep_cap: grants.clocks.then_some(call_timeout),
         })
     }
 }
@@ -78,16 +110,11 @@ impl super::bindings::sluice::plugin::types::Host for StoreState {}
 
 impl Host for StoreState {
     fn log(&mut self, level: Level, message: String) {
-        let mut message = message;
-        if message.len() > MAX_LOG_MESSAGE {
-            let mut end = MAX_LOG_MESSAGE;
-            while !message.is_char_boundary(end) {
-                end -= 1;
-            }
-            message.truncate(end);
-            message.push_str("… (truncated)");
+        if !self.log.allow(Instant::now()) {
+            return;
         }
         let plugin = &*self.plugin;
+        let message = escape_log(&message);
         match level {
             Level::Trace => tracing::trace!(plugin, "{message}"),
             Level::Debug => tracing::debug!(plugin, "{message}"),
@@ -98,25 +125,115 @@ impl Host for StoreState {
     }
 }
 
-/// Caps an instance's linear memory and records that the cap was hit, so that the trap that
-/// follows a failed allocation is reported as a memory limit, not as a plugin bug.
+/// `message`, at most [`MAX_LOG_MESSAGE`] bytes, with line breaks and other control
+/// characters escaped: a plugin cannot write a line that looks like one of sluice's own.
+fn escape_log(message: &str) -> String {
+    let mut out = String::with_capacity(message.len().min(MAX_LOG_MESSAGE) + 16);
+    for c in message.chars() {
+        if out.len() >= MAX_LOG_MESSAGE {
+            out.push_str("… (truncated)");
+            break;
+        }
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// How many `host.log` messages an instance wrote in the current second, and how many it
+/// had dropped (reported when a new second starts, and when the instance goes).
+#[derive(Debug)]
+struct LogBudget {
+    plugin: Arc<str>,
+    second: Instant,
+    written: u32,
+    dropped: u64,
+}
+
+impl LogBudget {
+    fn new(plugin: Arc<str>) -> Self {
+        LogBudget {
+            plugin,
+            second: Instant::now(),
+            written: 0,
+            dropped: 0,
+        }
+    }
+
+    /// Whether a message may be written at `now`.
+    fn allow(&mut self, now: Instant) -> bool {
+        if now.duration_since(self.second) >= Duration::from_secs(1) {
+            self.report();
+            self.second = now;
+            self.written = 0;
+        }
+        if self.written < LOG_LINES_PER_SECOND {
+            self.written += 1;
+            return true;
+        }
+        self.dropped += 1;
+        false
+    }
+
+    fn report(&mut self) {
+        if self.dropped > 0 {
+            let dropped = std::mem::take(&mut self.dropped);
+            tracing::warn!(
+                plugin = &*self.plugin,
+                dropped,
+                "plugin log messages over the limit of {LOG_LINES_PER_SECOND} a second were dropped"
+            );
+        }
+    }
+}
+
+impl Drop for LogBudget {
+    fn drop(&mut self) {
+        self.report();
+    }
+}
+
+/// Caps an instance's linear memories, together, and records that the cap was hit, so that
+/// the trap that follows a failed allocation is reported as a memory limit, not as a plugin
+/// bug. Also caps how many core instances, memories and tables a component may create.
 pub(crate) struct MemoryLimiter {
     cap: usize,
+    /// Bytes of all the instance's memories.
+    used: usize,
     pub(crate) hit: bool,
 }
 
 impl wasmtime::ResourceLimiter for MemoryLimiter {
     fn memory_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        if desired > self.cap {
+        let total = self.used.saturating_sub(current).saturating_add(desired);
+        if total > self.cap {
             self.hit = true;
             return Ok(false);
         }
+        self.used = total;
         Ok(true)
+    }
+
+    fn instances(&self) -> usize {
+        MAX_INSTANCES
+    }
+
+    fn memories(&self) -> usize {
+        MAX_MEMORIES
+    }
+
+    fn tables(&self) -> usize {
+        MAX_TABLES
     }
 
     fn table_growing(
@@ -235,4 +352,49 @@ impl tokio::io::AsyncWrite for StderrTail {
     ) -> std::task::Poll<std::io::Result<()>> {
         std::task::Poll::Ready(Ok(()))
     }
+}
+
+/// The WASI interface whose pollables make a plugin sleep.
+const MONOTONIC_CLOCK: &str = "wasi:clocks/monotonic-clock@0.2.12";
+
+/// Replaces `wasi:clocks/monotonic-clock`'s `subscribe-duration` and `subscribe-instant`
+/// (what a sleep waits on): epoch deadlines fire only while WebAssembly runs, so a plugin
+/// blocked in a host call would otherwise outlive its `call-timeout`. Without the `clocks`
+/// grant a sleep returns at once; with it, it lasts at most the call timeout.
+pub(crate) fn bound_sleeps(
+    linker: &mut wasmtime::component::Linker<StoreState>,
+) -> wasmtime::Result<()> {
+    use wasmtime::component::Resource;
+    use wasmtime_wasi::clocks::WasiClocksView;
+    use wasmtime_wasi::p2::DynPollable;
+    use wasmtime_wasi::p2::bindings::clocks::monotonic_clock::Host;
+
+    fn capped(state: &StoreState, nanos: u64) -> u64 {
+        let cap = state.sleep_cap.map_or(0, |d| d.as_nanos());
+        u64::try_from(u128::from(nanos).min(cap)).unwrap_or(u64::MAX)
+    }
+    linker.allow_shadowing(true);
+    let mut clock = linker.instance(MONOTONIC_CLOCK)?;
+    clock.func_wrap(
+        "subscribe-duration",
+        |mut store: wasmtime::StoreContextMut<'_, StoreState>,
+         (nanos,): (u64,)|
+         -> wasmtime::Result<(Resource<DynPollable>,)> {
+            let nanos = capped(store.data(), nanos);
+            Ok((store.data_mut().clocks().subscribe_duration(nanos)?,))
+        },
+    )?;
+    clock.func_wrap(
+        "subscribe-instant",
+        |mut store: wasmtime::StoreContextMut<'_, StoreState>,
+         (when,): (u64,)|
+         -> wasmtime::Result<(Resource<DynPollable>,)> {
+            let state = store.data_mut();
+            let now = state.clocks().now()?;
+            let nanos = capped(state, when.saturating_sub(now));
+            Ok((state.clocks().subscribe_duration(nanos)?,))
+        },
+    )?;
+    linker.allow_shadowing(false);
+    Ok(())
 }

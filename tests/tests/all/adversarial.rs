@@ -262,6 +262,7 @@ fn grants_open_exactly_what_they_name() {
         clocks: true,
         env: [("PROBE_DIR".to_string(), dir.display().to_string())].into(),
         read_only_dirs: vec![dir.clone()],
+        ..Grants::default()
     };
     let plugin = load_with(
         plugins::MISBEHAVE,
@@ -381,4 +382,75 @@ fn without_enforced_call_timeouts_plugins_judge_the_same_and_other_limits_hold()
         ),
         "{error}"
     );
+}
+
+/// A plugin that sleeps waits in a blocking host call, where epoch deadlines do not fire;
+/// it is held to its call timeout all the same: without the `clocks` grant its sleeps
+/// return at once, with it each lasts at most the call timeout.
+#[test]
+fn a_sleeping_plugin_is_held_to_its_call_timeout() {
+    let timeout = Duration::from_millis(500);
+    let limits = Limits {
+        call_timeout: timeout,
+        ..Limits::default()
+    };
+    let clocks = Grants {
+        clocks: true,
+        ..Grants::default()
+    };
+    for grants in [Grants::default(), clocks] {
+        let granted = grants.clocks;
+        let plugin = load_with(
+            plugins::MISBEHAVE,
+            &[("mode", "sleep")],
+            limits.clone(),
+            grants,
+        )
+        .unwrap();
+        let records = records(&["{}"]);
+        let started = std::time::Instant::now();
+        let error = plugin.process_records(&refs(&records)).unwrap_err();
+        let elapsed = started.elapsed();
+        let UdfError::Call { failure, .. } = error else {
+            panic!("{error}")
+        };
+        assert_eq!(
+            failure,
+            Failure::Deadline { limit: timeout },
+            "clocks {granted}"
+        );
+        assert!(
+            elapsed < 2 * timeout + Duration::from_millis(100),
+            "clocks {granted}: {elapsed:?}"
+        );
+    }
+    assert_host_still_serves();
+}
+
+/// The number a plugin draws from `wasi:random` (through std's hash seeds).
+fn drawn(grants: Grants) -> String {
+    let plugin = load_with(
+        plugins::MISBEHAVE,
+        &[("mode", "random")],
+        Limits::default(),
+        grants,
+    )
+    .unwrap();
+    let verdicts = plugin.process_records(&refs(&records(&["{}"]))).unwrap();
+    let Verdict::Reject(report) = &verdicts[0] else {
+        panic!("{verdicts:?}")
+    };
+    report.message.clone()
+}
+
+/// Without the `random` grant, randomness is seeded from the module: a fresh instance draws
+/// the same numbers, so a replayed batch gets the same answers. With it, it is real.
+#[test]
+fn randomness_is_deterministic_unless_granted() {
+    assert_eq!(drawn(Grants::default()), drawn(Grants::default()));
+    let random = || Grants {
+        random: true,
+        ..Grants::default()
+    };
+    assert_ne!(drawn(random()), drawn(random()));
 }

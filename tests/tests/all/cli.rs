@@ -410,3 +410,31 @@ fn the_production_example_checks() {
     let error = config.unwrap_err().to_string();
     assert!(error.contains("KAFKA_USER"), "{error}");
 }
+
+/// `host.log` is rate-limited and escaped: 1 000 messages holding a line break that
+/// imitates sluice's audit log give at most a second's budget of lines, none of them forged.
+#[test]
+fn plugin_logs_are_rate_limited_and_cannot_forge_lines() {
+    let events = events_file();
+    let out = sluice_process(
+        &[
+            "try",
+            "--plugin",
+            plugins::MISBEHAVE,
+            "--param",
+            "mode=log-forge",
+            "--input",
+            &events,
+        ],
+        "info",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let forged = stderr.lines().filter(|l| l.contains("forged ")).count();
+    assert!((1..=100).contains(&forged), "{forged} lines: {stderr}");
+    assert!(
+        !stderr.lines().any(|l| l.starts_with("2026-01-01T00:00:00")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("were dropped"), "{stderr}");
+}

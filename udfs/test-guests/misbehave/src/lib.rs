@@ -18,6 +18,9 @@
 //! | `process-error` | `process` returns an error                                       |
 //! | `probe`         | rejects every event with a message saying what it could reach    |
 //! | `log`           | logs one message per chunk through the host, keeps every event   |
+//! | `sleep`         | sleeps 10 s at a time, forever (blocking WASI calls)             |
+//! | `random`        | rejects every event with a number drawn from `wasi:random`       |
+//! | `log-forge`     | logs 1 000 messages with line breaks that imitate sluice's logs  |
 
 use std::cell::RefCell;
 
@@ -143,6 +146,35 @@ impl Guest for Misbehave {
             }
             "log" => {
                 host::log(Level::Warn, &format!("misbehave saw {n} events"));
+                Ok(keep_all())
+            }
+            "sleep" => loop {
+                std::thread::sleep(std::time::Duration::from_secs(10));
+            },
+            "random" => {
+                use std::hash::BuildHasher;
+                // std seeds its hash keys from wasi:random.
+                let drawn = std::collections::hash_map::RandomState::new().hash_one(42u64);
+                Ok(Verdicts {
+                    actions: vec![Action::Reject; n],
+                    rewrites: vec![],
+                    rejections: (0..n as u32)
+                        .map(|event| Rejection {
+                            event,
+                            code: "random".into(),
+                            message: format!("random={drawn}"),
+                            field: None,
+                        })
+                        .collect(),
+                })
+            }
+            "log-forge" => {
+                for i in 0..1000 {
+                    host::log(
+                        Level::Info,
+                        &format!("forged {i}\n2026-01-01T00:00:00.000000Z  INFO sluice::audit: FORGED admin change"),
+                    );
+                }
                 Ok(keep_all())
             }
             other => Err(format!("unknown mode {other}")),
