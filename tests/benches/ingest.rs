@@ -85,7 +85,7 @@ fn loaded_broker(events: u64) -> Broker {
             &count,
             "--invalid-share",
             "0.05",
-            "--kafka",
+            "--property",
             "linger.ms=20",
         ],
     );
@@ -99,10 +99,12 @@ fn loaded_broker(events: u64) -> Broker {
 
 /// Reads the whole topic once; returns events per second.
 fn raw_consume(bootstrap: &str, events: u64) -> f64 {
-    let consumer: BaseConsumer = sluice::kafka::client_config(bootstrap, &[])
-        .set("group.id", "bench-raw")
-        .set("enable.auto.commit", "false")
-        .set("enable.partition.eof", "false")
+    let consumer: BaseConsumer = sluice::kafka::Connection::plain(bootstrap)
+        .client_config(&[
+            ("group.id", "bench-raw"),
+            ("enable.auto.commit", "false"),
+            ("enable.partition.eof", "false"),
+        ])
         .create()
         .unwrap();
     let mut tpl = TopicPartitionList::new();

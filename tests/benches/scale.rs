@@ -132,7 +132,7 @@ fn measure(n: usize, events: u64, cores: usize) -> Measured {
             &events.to_string(),
             "--invalid-share",
             "0.05",
-            "--kafka",
+            "--property",
             "linger.ms=20",
         ],
     );

@@ -111,6 +111,7 @@ fn operators() -> EventTime {
         max_future: Duration::from_secs(3600),
         late: LateData::Drop,
         late_topic: None,
+        late_topic_properties: Default::default(),
         at_end: AtEnd::Keep,
     };
     let aggregate = |name: &str, function, field: Option<&str>| AggregateConfig {

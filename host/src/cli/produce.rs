@@ -48,9 +48,16 @@ pub struct ProduceArgs {
     /// Partitions of a topic created by `--create-topic`.
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub partitions: i32,
-    /// An extra librdkafka producer property `KEY=VALUE` (e.g. `compression.type=zstd`). Repeatable.
-    #[arg(long = "kafka", value_name = "KEY=VALUE", value_parser = super::parse_key_value)]
-    pub kafka: Vec<(String, String)>,
+    /// A librdkafka producer property `KEY=VALUE`, e.g. `compression.type=zstd`,
+    /// `security.protocol=SSL`, `ssl.ca.location=ca.pem`. Repeatable; the last of a key
+    /// wins. (`--kafka` is an older name.)
+    #[arg(
+        long = "property",
+        alias = "kafka",
+        value_name = "KEY=VALUE",
+        value_parser = super::parse_key_value
+    )]
+    pub properties: Vec<(String, String)>,
     /// Events to generate: `retail` (the retail tutorial's 18 fields) or `analytics` (the
     /// real-time analytics tutorial's 5 fields, event time in `timestamp`).
     #[arg(long, value_enum, default_value_t = Shape::Retail)]
@@ -118,11 +125,11 @@ fn check_shares(args: &ProduceArgs) -> anyhow::Result<()> {
 
 /// A producer with the user's properties, after creating the topic if asked.
 fn producer(args: &ProduceArgs) -> anyhow::Result<ThreadedProducer<Deliveries>> {
-    let mut config = kafka::client_config(&args.bootstrap_servers, &[]);
-    config.set("linger.ms", "5").set("acks", "all");
-    for (k, v) in &args.kafka {
-        config.set(k, v);
-    }
+    let connection = kafka::Connection::new(
+        args.bootstrap_servers.clone(),
+        args.properties.iter().cloned().collect(),
+    );
+    let config = connection.client_config(&[("linger.ms", "5"), ("acks", "all")]);
     if args.create_topic {
         kafka::ensure_topic(
             &config,

@@ -23,7 +23,8 @@ anywhere in the file; relative paths are relative to the file's folder)
                 (group: several processes share the partitions; with [event-time]:
                 one active process, standbys take over),
                 starting-offsets = \"earliest\" | \"latest\" (brand-new pipelines only),
-                fetch-timeout = \"60s\", properties = { librdkafka key = value }
+                fetch-timeout = \"60s\", properties = { librdkafka key = value } (every
+                Kafka client gets them; an output's own properties win)
 [trigger]       mode = \"interval\" | \"available-now\", interval = \"10s\",
                 max-records = 100000, max-bytes = \"64MiB\"
 [runtime]       chunk-size = 1024, max-stack = \"512KiB\", watch-interval = \"500ms\",
@@ -44,6 +45,7 @@ anywhere in the file; relative paths are relative to the file's folder)
 [event-time]    field (the event time: RFC 3339, \"YYYY-MM-DD HH:MM:SS\" or epoch ms),
                 max-delay = \"2m\", idle-timeout = \"30s\",
                 late = \"dead-letter\" | \"topic\" | \"drop\", late-topic,
+                late-topic-properties = {..},
                 at-end = \"keep\" | \"flush\" (open windows after --available-now)
 [dedup]         keys = [\"event_id\"]   (within the watermark)
 [admin]         listen = \"127.0.0.1:9464\", token (default: $SLUICE_ADMIN_TOKEN),
@@ -52,7 +54,7 @@ anywhere in the file; relative paths are relative to the file's folder)
 [[windows]]     name, size = \"1m\", slide (default: size, tumbling), group-by = [..],
                 aggregates = [{ name, fn = count | sum | min | max | avg | distinct-count,
                 field }], emit = \"on-window-close\" | \"update\",
-                kafka = { topic }, iceberg = { table, namespace, partition-by }
+                kafka = { topic, properties }, iceberg = { table, namespace, partition-by }
 
 Every field is documented in the README's configuration reference; full examples are
 examples/retail-clickstream/pipeline.toml and examples/clickstream-analytics/pipeline.toml.";
@@ -67,8 +69,9 @@ pub struct RunArgs {
     /// Drain what the topics hold now, commit, and exit, whatever the file's trigger says.
     #[arg(long)]
     pub available_now: bool,
-    /// Check the file (parse, substitute, validate) and its plugins (load them, run their
-    /// samples), and exit without connecting anywhere.
+    /// Check the file (parse, substitute, validate), every Kafka client's properties
+    /// against this build of librdkafka, and the plugins (load them, run their samples),
+    /// and exit without connecting anywhere.
     #[arg(long)]
     pub check: bool,
 }
@@ -93,6 +96,7 @@ pub fn run(args: &RunArgs, stop: &AtomicBool) -> anyhow::Result<RunSummary> {
         config.trigger.mode = TriggerMode::AvailableNow;
     }
     if args.check {
+        crate::kafka::check_pipeline(&config, &args.config)?;
         let stages = check_stages(&config, &args.config)?;
         println!(
             "{}: ok ({stages} stage{} loaded and checked)",

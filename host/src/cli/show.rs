@@ -67,13 +67,10 @@ pub fn run(args: &ShowArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         .unwrap_or_default();
     let dead = match &config.dead_letter {
         Some(dl) => {
-            let bootstrap = dl
-                .bootstrap_servers
-                .as_deref()
-                .unwrap_or(&config.source.bootstrap_servers);
+            let target = dl.target(&config.source.connection());
             Some((
                 dl.topic.clone(),
-                topic::read_all(bootstrap, &dl.topic, Duration::from_secs(30))?,
+                topic::read_all(&target.connection, &dl.topic, Duration::from_secs(30))?,
             ))
         }
         None => None,
@@ -164,11 +161,14 @@ fn show_window(
         None => (None, None),
     };
     let messages = match &window.kafka {
-        Some(k) => Some(topic::read_all(
-            &config.source.bootstrap_servers,
-            &k.topic,
-            Duration::from_secs(30),
-        )?),
+        Some(k) => {
+            let target = k.target(&config.source.connection());
+            Some(topic::read_all(
+                &target.connection,
+                &k.topic,
+                Duration::from_secs(30),
+            )?)
+        }
         None => None,
     };
     if args.json {

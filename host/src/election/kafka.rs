@@ -9,10 +9,9 @@ use std::time::Duration;
 
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::types::RDKafkaRespErr;
-use rdkafka::{ClientContext, TopicPartitionList};
+use rdkafka::{ClientConfig, ClientContext, TopicPartitionList};
 
 use super::Election;
-use crate::kafka::{KafkaError, client_config};
 use crate::source::SourceError;
 use crate::source::kafka::KafkaSourceConfig;
 
@@ -89,22 +88,10 @@ impl KafkaElection {
     /// is `group`. The source's `properties` apply (security, `session.timeout.ms`: a dead
     /// active process is replaced after its session times out).
     pub fn join(config: &KafkaSourceConfig, group: &str) -> Result<Self, SourceError> {
-        let group = format!("{group}-active");
-        let mut client = client_config(&config.bootstrap_servers, &[]);
-        client
-            .set("group.id", &group)
-            .set("enable.auto.commit", "false")
-            .set("enable.partition.eof", "false")
-            .set("partition.assignment.strategy", "cooperative-sticky");
-        for (k, v) in &config.properties {
-            client.set(k, v);
-        }
-        let consumer: BaseConsumer<ElectionContext> = client
+        let consumer: BaseConsumer<ElectionContext> = Self::client_config(config, group)
             .create_with_context(ElectionContext::default())
-            .map_err(|error| KafkaError::Client {
-                bootstrap: config.bootstrap_servers.clone(),
-                error,
-            })?;
+            .map_err(|error| config.connection().client_error(error))?;
+        let group = Self::group(group);
         let topic = config
             .topics
             .first()
@@ -118,6 +105,23 @@ impl KafkaElection {
             })?;
         tracing::info!(%group, %topic, "election: joined (the owner of partition 0 is active)");
         Ok(KafkaElection { consumer, group })
+    }
+
+    /// The election's consumer group, beside the pipeline's `group`.
+    pub fn group(group: &str) -> String {
+        format!("{group}-active")
+    }
+
+    /// The election consumer's configuration: sluice's defaults (the election group,
+    /// cooperative-sticky assignment, no commits), then `[source] properties`.
+    pub fn client_config(config: &KafkaSourceConfig, group: &str) -> ClientConfig {
+        let group = Self::group(group);
+        config.connection().client_config(&[
+            ("group.id", &group),
+            ("enable.auto.commit", "false"),
+            ("enable.partition.eof", "false"),
+            ("partition.assignment.strategy", "cooperative-sticky"),
+        ])
     }
 }
 

@@ -1,9 +1,12 @@
 //! Configuration of the event-time operators: `[event-time]`, `[dedup]` and `[[windows]]`.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 use serde::Deserialize;
+
+use crate::kafka::Connection;
+use crate::sink::topic::TopicTarget;
 
 /// What happens to an event whose event time is behind the watermark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -64,9 +67,14 @@ pub struct EventTimeConfig {
     /// Events behind the watermark: `dead-letter` (default), `topic` or `drop`.
     #[serde(default = "default_late")]
     pub late: LateData,
-    /// The topic for `late = "topic"`; created (one partition) if absent.
+    /// The topic for `late = "topic"`; created (one partition, the broker's default
+    /// replication factor) if absent.
     #[serde(default)]
     pub late_topic: Option<String>,
+    /// librdkafka properties of the late topic's producer, over `[source] properties`:
+    /// these win.
+    #[serde(default)]
+    pub late_topic_properties: BTreeMap<String, String>,
     /// At the end of an `available-now` run: `keep` open windows (default) or `flush`
     /// them.
     #[serde(default = "default_at_end")]
@@ -159,10 +167,45 @@ pub enum EmitMode {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct WindowKafkaConfig {
-    /// The topic; created (one partition) if absent. Values are JSON objects (window_start,
-    /// window_end, the group-by fields, the aggregates, batch_id); keys are JSON objects
-    /// of window_start, window_end and the group-by fields.
+    /// The topic; created (one partition, the broker's default replication factor) if
+    /// absent. Values are JSON objects (window_start, window_end, the group-by fields, the
+    /// aggregates, batch_id); keys are JSON objects of window_start, window_end and the
+    /// group-by fields.
     pub topic: String,
+    /// librdkafka properties of the window topic's producer (and of `sluice show`'s
+    /// reader), over `[source] properties`: these win.
+    #[serde(default)]
+    pub properties: BTreeMap<String, String>,
+}
+
+/// How long an output topic's producer waits for acknowledgements, where no setting says.
+const ACK_TIMEOUT: Duration = Duration::from_secs(60);
+
+impl WindowKafkaConfig {
+    /// Where the window's topic is: on the `source`'s cluster, with the source's properties
+    /// and these over them.
+    pub fn target(&self, source: &Connection) -> TopicTarget {
+        TopicTarget {
+            topic: self.topic.clone(),
+            connection: source.for_output(None, &self.properties),
+            ack_timeout: ACK_TIMEOUT,
+        }
+    }
+}
+
+impl EventTimeConfig {
+    /// Where late events go with `late = "topic"`: on the `source`'s cluster, with the
+    /// source's properties and `late-topic-properties` over them.
+    pub fn late_target(&self, source: &Connection) -> Option<TopicTarget> {
+        match (self.late, &self.late_topic) {
+            (LateData::Topic, Some(topic)) => Some(TopicTarget {
+                topic: topic.clone(),
+                connection: source.for_output(None, &self.late_topic_properties),
+                ack_timeout: ACK_TIMEOUT,
+            }),
+            _ => None,
+        }
+    }
 }
 
 /// The Iceberg output of a window: a table in the sink's catalog and warehouse.

@@ -333,6 +333,7 @@ mod tests {
             max_future: Duration::from_secs(3600),
             late: LateData::Drop,
             late_topic: None,
+            late_topic_properties: Default::default(),
             at_end: AtEnd::Keep,
         }
     }

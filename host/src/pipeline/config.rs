@@ -122,6 +122,14 @@ pub enum ConfigError {
         /// What is wrong.
         message: String,
     },
+    /// Kafka client properties that this build cannot honour (`sluice run --check`).
+    #[error("{path}: {error}")]
+    Kafka {
+        /// The file.
+        path: PathBuf,
+        /// Every problem found.
+        error: crate::kafka::check::CheckError,
+    },
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
@@ -267,6 +275,11 @@ impl PipelineConfig {
             }
             (LateData::DeadLetter | LateData::Drop, Some(_)) => {
                 return Err("event-time.late-topic is only used with late = \"topic\"".into());
+            }
+            (LateData::DeadLetter | LateData::Drop, _) if !et.late_topic_properties.is_empty() => {
+                return Err(
+                    "event-time.late-topic-properties is only used with late = \"topic\"".into(),
+                );
             }
             _ => {}
         }

@@ -23,6 +23,7 @@
 //! and the table's storage in production, in-memory twins in tests. [`crate::batch::trigger`]
 //! decides when batches run.
 
+pub mod clients;
 pub mod commit;
 pub mod config;
 pub mod crash;

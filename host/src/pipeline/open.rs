@@ -5,7 +5,8 @@
 use std::path::Path;
 use std::time::Instant;
 
-use super::config::{OnInvalid, PipelineConfig};
+use super::clients;
+use super::config::PipelineConfig;
 use super::crash::Crash;
 use super::progress::Role;
 use super::stages::Stages;
@@ -14,12 +15,11 @@ use crate::admin::Admin;
 use crate::election::{Election, KafkaElection};
 use crate::encode::Encoder;
 use crate::event_time::EventTime;
-use crate::event_time::config::LateData;
 use crate::event_time::state::{self, Plan, STATE, StateStore};
 use crate::sink::deadletter::{DeadLetterOutput, Route};
 use crate::sink::iceberg::{IcebergCatalog, IcebergTable};
 use crate::sink::table::TableOutput;
-use crate::sink::topic::{KafkaTopics, TopicTarget, Topics};
+use crate::sink::topic::{KafkaTopics, Topics};
 use crate::sink::window::WindowOutput;
 use crate::sink::{Output, OutputError, Outputs};
 use crate::source::Source;
@@ -60,11 +60,10 @@ impl Parts {
     /// `SLUICE_CRASH_AT` for crashes. An event-time pipeline in `mode = "group"` joins its
     /// election, and reads every partition when active.
     pub fn production(config: &PipelineConfig) -> Result<Self, PipelineError> {
-        let group = format!("sluice-{}", config.pipeline.name);
+        let group = clients::group(config);
         let mut source = config.source.clone();
         let mut election: Option<Box<dyn Election>> = None;
         if config.active_standby() {
-            let group = source.group_id.clone().unwrap_or_else(|| group.clone());
             election = Some(Box::new(KafkaElection::join(&source, &group)?));
             source.mode = SourceMode::Assign;
         }
@@ -233,38 +232,24 @@ fn run_id() -> String {
 }
 
 /// The outputs other than the table, in the order of [`crate::sink`]: dead letters, late
-/// topic, windows.
+/// topic, windows; each topic where [`clients`] says.
 fn open_outputs(
     config: &PipelineConfig,
     topics: &dyn Topics,
     catalog: &IcebergCatalog,
 ) -> Result<Vec<Box<dyn Output>>, PipelineError> {
-    let bootstrap = &config.source.bootstrap_servers;
-    let late = config.event_time.as_ref().map(|et| et.late);
     let mut outputs: Vec<Box<dyn Output>> = Vec::new();
-    if let Some(dl) = &config.dead_letter
-        && (config.pipeline.on_invalid == OnInvalid::DeadLetter
-            || late == Some(LateData::DeadLetter))
-    {
-        let topic = topics
-            .open(&dl.target(bootstrap))
-            .map_err(topic_error(&dl.topic))?;
+    if let Some(target) = clients::dead_letter_target(config) {
+        let topic = topics.open(&target).map_err(topic_error(&target.topic))?;
         outputs.push(Box::new(DeadLetterOutput::new(topic, Route::DeadLetters)));
     }
-    if let Some(et) = &config.event_time
-        && et.late == LateData::Topic
-    {
-        let target = TopicTarget {
-            topic: et.late_topic.clone().unwrap_or_default(),
-            bootstrap_servers: bootstrap.clone(),
-            properties: Default::default(),
-            ack_timeout: std::time::Duration::from_secs(60),
-        };
+    if let Some(target) = clients::late_target(config) {
         let topic = topics.open(&target).map_err(topic_error(&target.topic))?;
         outputs.push(Box::new(DeadLetterOutput::new(topic, Route::Late)));
     }
+    let source = config.source.connection();
     for (i, window) in config.windows.iter().enumerate() {
-        let output = WindowOutput::open(window, i, topics, bootstrap, catalog, &config.sink)?;
+        let output = WindowOutput::open(window, i, topics, &source, catalog, &config.sink)?;
         outputs.push(Box::new(output));
     }
     Ok(outputs)

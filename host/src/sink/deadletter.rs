@@ -27,6 +27,7 @@ use serde::Deserialize;
 
 use super::topic::{Outgoing, Topic, TopicTarget};
 use super::{Delivered, Output, OutputError, Results, send_to};
+use crate::kafka::Connection;
 use crate::record::{Reason, Record};
 
 /// The dead-letter topic.
@@ -38,15 +39,18 @@ use crate::record::{Reason, Record};
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct DeadLetterConfig {
-    /// The topic. Created (one partition) if absent.
+    /// The topic. Created (one partition, the broker's default replication factor) if
+    /// absent.
     pub topic: String,
-    /// Bootstrap servers of the dead-letter cluster; default: the source's.
+    /// Bootstrap servers of the dead-letter cluster; default: the source's. The source's
+    /// `properties` still apply (override them in `properties`).
     #[serde(default)]
     pub bootstrap_servers: Option<String>,
     /// Longest wait for the broker to acknowledge a batch's dead-letter records.
     #[serde(default = "default_ack_timeout", with = "crate::units::duration")]
     pub ack_timeout: Duration,
-    /// Extra librdkafka producer properties.
+    /// librdkafka properties of the dead-letter producer (and of `sluice show`'s reader),
+    /// over `[source] properties`: these win.
     #[serde(default)]
     pub properties: BTreeMap<String, String>,
 }
@@ -56,17 +60,12 @@ const fn default_ack_timeout() -> Duration {
 }
 
 impl DeadLetterConfig {
-    /// Where the topic is: on its own cluster if configured, else on `bootstrap` (the
-    /// source's).
-    pub fn target(&self, bootstrap: &str) -> TopicTarget {
+    /// Where the topic is: on its own cluster if configured, else on the `source`'s; with
+    /// the source's properties and these over them.
+    pub fn target(&self, source: &Connection) -> TopicTarget {
         TopicTarget {
             topic: self.topic.clone(),
-            bootstrap_servers: self
-                .bootstrap_servers
-                .as_deref()
-                .unwrap_or(bootstrap)
-                .into(),
-            properties: self.properties.clone(),
+            connection: source.for_output(self.bootstrap_servers.as_deref(), &self.properties),
             ack_timeout: self.ack_timeout,
         }
     }

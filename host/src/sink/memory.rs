@@ -10,6 +10,7 @@ use super::topic::{Outgoing, Topic, TopicError, TopicRecord, TopicTarget, Topics
 struct Held {
     topics: BTreeMap<String, Vec<TopicRecord>>,
     failing: BTreeSet<String>,
+    opened: Vec<TopicTarget>,
 }
 
 /// Output topics in memory. Clones share the topics, so what a pipeline sent survives the
@@ -21,6 +22,12 @@ impl MemoryTopics {
     /// Every record sent to `topic`, in order (offsets count from 0).
     pub fn records(&self, topic: &str) -> Vec<TopicRecord> {
         self.held().topics.get(topic).cloned().unwrap_or_default()
+    }
+
+    /// Every target opened so far, in order: where a Kafka topic would have been, and how
+    /// it would have been reached.
+    pub fn opened(&self) -> Vec<TopicTarget> {
+        self.held().opened.clone()
     }
 
     /// Every topic and its records.
@@ -45,7 +52,9 @@ impl MemoryTopics {
 
 impl Topics for MemoryTopics {
     fn open(&self, target: &TopicTarget) -> Result<Box<dyn Topic>, TopicError> {
-        self.held().topics.entry(target.topic.clone()).or_default();
+        let mut held = self.held();
+        held.opened.push(target.clone());
+        held.topics.entry(target.topic.clone()).or_default();
         Ok(Box::new(MemoryTopic {
             name: target.topic.clone(),
             topics: self.clone(),
@@ -105,8 +114,7 @@ mod tests {
         let topics = MemoryTopics::default();
         let target = TopicTarget {
             topic: "t".into(),
-            bootstrap_servers: String::new(),
-            properties: BTreeMap::new(),
+            connection: crate::kafka::Connection::default(),
             ack_timeout: Duration::from_secs(1),
         };
         let topic = topics.open(&target).unwrap();

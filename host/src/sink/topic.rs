@@ -5,12 +5,12 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use rdkafka::Message;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{Header, Headers, OwnedHeaders};
 use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
+use rdkafka::{ClientConfig, Message};
 
-use crate::kafka::{Deliveries, KafkaError, client_config, ensure_topic};
+use crate::kafka::{Connection, Deliveries, KafkaError, ensure_topic};
 
 /// Writing to a topic failed.
 #[derive(Debug, thiserror::Error)]
@@ -65,12 +65,25 @@ pub trait Topic: Send {
 pub struct TopicTarget {
     /// The topic.
     pub topic: String,
-    /// The bootstrap servers.
-    pub bootstrap_servers: String,
-    /// Extra librdkafka producer properties.
-    pub properties: BTreeMap<String, String>,
+    /// The cluster, and the properties of the clients that write and read the topic.
+    pub connection: Connection,
     /// Longest wait for acknowledgements.
     pub ack_timeout: Duration,
+}
+
+/// sluice's defaults for the producers of output topics (the connection's properties win):
+/// every record acknowledged by all in-sync replicas; no idempotence (delivery is at least
+/// once, and repeats are identifiable by their headers or keys).
+pub const PRODUCER_DEFAULTS: [(&str, &str); 3] = [
+    ("acks", "all"),
+    ("linger.ms", "5"),
+    ("enable.idempotence", "false"),
+];
+
+/// The configuration of the producer (and of the admin client that creates the topic) of
+/// an output topic on `connection`.
+pub fn producer_config(connection: &Connection) -> ClientConfig {
+    connection.client_config(&PRODUCER_DEFAULTS)
 }
 
 /// Opens output topics: [`KafkaTopics`] in production, [`super::memory::MemoryTopics`] in
@@ -86,12 +99,7 @@ pub struct KafkaTopics;
 
 impl Topics for KafkaTopics {
     fn open(&self, target: &TopicTarget) -> Result<Box<dyn Topic>, TopicError> {
-        Ok(Box::new(KafkaTopic::new(
-            &target.bootstrap_servers,
-            &target.topic,
-            &target.properties,
-            target.ack_timeout,
-        )?))
+        Ok(Box::new(KafkaTopic::new(target)?))
     }
 }
 
@@ -111,33 +119,18 @@ impl std::fmt::Debug for KafkaTopic {
 }
 
 impl KafkaTopic {
-    /// Connects, creating the topic (one partition) if absent. `properties` are extra
-    /// librdkafka producer properties.
-    pub fn new(
-        bootstrap: &str,
-        topic: &str,
-        properties: &BTreeMap<String, String>,
-        ack_timeout: Duration,
-    ) -> Result<Self, TopicError> {
-        let mut client = client_config(bootstrap, &[]);
-        client
-            .set("acks", "all")
-            .set("linger.ms", "5")
-            .set("enable.idempotence", "false");
-        for (k, v) in properties {
-            client.set(k, v);
-        }
-        ensure_topic(&client, topic, 1, Duration::from_secs(30))?;
+    /// Connects to `target`, creating its topic (one partition, the broker's default
+    /// replication factor) if absent.
+    pub fn new(target: &TopicTarget) -> Result<Self, TopicError> {
+        let client = producer_config(&target.connection);
+        ensure_topic(&client, &target.topic, 1, Duration::from_secs(30))?;
         let producer = client
             .create_with_context(Deliveries::default())
-            .map_err(|error| KafkaError::Client {
-                bootstrap: bootstrap.to_string(),
-                error,
-            })?;
+            .map_err(|error| target.connection.client_error(error))?;
         Ok(KafkaTopic {
-            topic: topic.to_string(),
+            topic: target.topic.clone(),
             producer,
-            ack_timeout,
+            ack_timeout: target.ack_timeout,
         })
     }
 
@@ -228,14 +221,14 @@ pub struct TopicRecord {
     pub headers: BTreeMap<String, String>,
 }
 
-/// Reads every record of `topic` (from the earliest offset to the end seen now), without
-/// a consumer group. For `sluice show` and tests.
+/// Reads every record of `topic` on `connection` (from the earliest offset to the end seen
+/// now), without committing. For `sluice show` and tests.
 pub fn read_all(
-    bootstrap: &str,
+    connection: &Connection,
     topic: &str,
     timeout: Duration,
 ) -> Result<Vec<TopicRecord>, TopicError> {
-    let consumer = show_consumer(bootstrap)?;
+    let consumer = show_consumer(connection)?;
     let (assignment, mut ends) = ranges(&consumer, topic, timeout)?;
     let mut out = Vec::new();
     if ends.is_empty() {
@@ -269,15 +262,11 @@ fn request(topic: &str) -> impl Fn(rdkafka::error::KafkaError) -> TopicError + '
 }
 
 /// A consumer that never commits, for reading a topic from its start.
-fn show_consumer(bootstrap: &str) -> Result<BaseConsumer, TopicError> {
-    let consumer = client_config(bootstrap, &[])
-        .set("group.id", "sluice-show")
-        .set("enable.auto.commit", "false")
+fn show_consumer(connection: &Connection) -> Result<BaseConsumer, TopicError> {
+    let consumer = connection
+        .client_config(&[("group.id", "sluice-show"), ("enable.auto.commit", "false")])
         .create()
-        .map_err(|error| KafkaError::Client {
-            bootstrap: bootstrap.to_string(),
-            error,
-        })?;
+        .map_err(|error| connection.client_error(error))?;
     Ok(consumer)
 }
 

@@ -7,8 +7,7 @@
 //! once: each batch's rows are one commit carrying the pipeline's commit mark, and a batch
 //! the table already holds is not written again.
 
-use std::collections::{BTreeMap, HashMap};
-use std::time::Duration;
+use std::collections::HashMap;
 
 use arrow_array::RecordBatch;
 use serde_json::{Map, Value};
@@ -16,13 +15,14 @@ use serde_json::{Map, Value};
 use super::iceberg::{
     ColumnConfig, Fence, IcebergCatalog, IcebergSinkConfig, IcebergTable, Landed, SinkError,
 };
-use super::topic::{Outgoing, Topic, TopicTarget, Topics};
+use super::topic::{Outgoing, Topic, Topics};
 use super::{Commit, Delivered, Output, OutputError, Results, send_to};
 use crate::commit::CommitMark;
 use crate::encode::Encoder;
 use crate::event_time::config::WindowConfig;
 use crate::event_time::extract::format_micros;
 use crate::event_time::window::WindowRow;
+use crate::kafka::Connection;
 
 /// The columns of a window table.
 pub fn table_columns(config: &WindowConfig) -> Vec<ColumnConfig> {
@@ -81,30 +81,28 @@ impl std::fmt::Debug for WindowOutput {
 
 impl WindowOutput {
     /// Opens the outputs of `config`, the `index`th window: its topic (through `topics`, on
-    /// `bootstrap`) and its table (in `catalog`, beside the pipeline's `sink`).
+    /// the `source`'s cluster with its properties) and its table (in `catalog`, beside the
+    /// pipeline's `sink`).
     pub fn open(
         config: &WindowConfig,
         index: usize,
         topics: &dyn Topics,
-        bootstrap: &str,
+        source: &Connection,
         catalog: &IcebergCatalog,
         sink: &IcebergSinkConfig,
     ) -> Result<Self, OutputError> {
         let output = format!("window `{}`", config.name);
         let topic = match &config.kafka {
-            Some(k) => Some(
-                topics
-                    .open(&TopicTarget {
-                        topic: k.topic.clone(),
-                        bootstrap_servers: bootstrap.to_string(),
-                        properties: BTreeMap::new(),
-                        ack_timeout: Duration::from_secs(60),
-                    })
-                    .map_err(|error| OutputError::Topic {
-                        output: output.clone(),
-                        error: Box::new(error),
-                    })?,
-            ),
+            Some(k) => {
+                Some(
+                    topics
+                        .open(&k.target(source))
+                        .map_err(|error| OutputError::Topic {
+                            output: output.clone(),
+                            error: Box::new(error),
+                        })?,
+                )
+            }
             None => None,
         };
         let table = match table_config(config, sink) {

@@ -576,7 +576,7 @@ kafka = { topic = "${KAFKA_TOPIC}-updates" }
         ]
     );
     let late = sluice::sink::topic::read_all(
-        &s.broker.bootstrap,
+        &sluice::kafka::Connection::plain(&s.broker.bootstrap),
         &format!("{}-late", s.topic),
         Duration::from_secs(30),
     )

@@ -41,10 +41,12 @@ fn produced_events_arrive_keyed_by_session() {
         "{summary:?}"
     );
 
-    let consumer: BaseConsumer = sluice::kafka::client_config(&broker.bootstrap, &[])
-        .set("group.id", "produce-test")
-        .set("auto.offset.reset", "earliest")
-        .set("enable.auto.commit", "false")
+    let consumer: BaseConsumer = sluice::kafka::Connection::plain(&broker.bootstrap)
+        .client_config(&[
+            ("group.id", "produce-test"),
+            ("auto.offset.reset", "earliest"),
+            ("enable.auto.commit", "false"),
+        ])
         .create()
         .unwrap();
     consumer.subscribe(&["clicks"]).unwrap();

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::kafka::Connection;
+
 /// Where a brand-new pipeline starts reading.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -66,10 +68,21 @@ pub struct KafkaSourceConfig {
     /// Longest time to wait for records that the end offsets say exist, e.g. `"60s"`.
     #[serde(default = "default_fetch_timeout", with = "crate::units::duration")]
     pub fetch_timeout: Duration,
-    /// Extra librdkafka consumer properties (`security.protocol`, `sasl.*`...). They
-    /// override sluice's defaults.
+    /// librdkafka properties (`security.protocol`, `ssl.ca.location`, `sasl.*`...) of
+    /// every Kafka client the pipeline makes: the source's consumer, the election's, the
+    /// producers of the dead letters, the late topic and the window topics (each output's
+    /// own `properties` win over these), and `sluice show`'s readers. They override
+    /// sluice's defaults.
     #[serde(default)]
     pub properties: BTreeMap<String, String>,
+}
+
+impl KafkaSourceConfig {
+    /// How every client of the pipeline reaches the cluster: the bootstrap servers and
+    /// `properties`.
+    pub fn connection(&self) -> Connection {
+        Connection::new(self.bootstrap_servers.clone(), self.properties.clone())
+    }
 }
 
 const fn default_mode() -> SourceMode {

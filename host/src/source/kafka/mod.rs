@@ -15,13 +15,12 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
-use rdkafka::{Offset, TopicPartitionList};
+use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 
 pub use self::config::{KafkaSourceConfig, SourceMode, StartingOffsets};
 use self::group::SourceContext;
 use super::{Offsets, Source, SourceError, TopicPartition};
 use crate::batch::Caps;
-use crate::kafka::{KafkaError, client_config};
 use crate::record::Record;
 
 const METADATA_TIMEOUT: Duration = Duration::from_secs(30);
@@ -76,25 +75,25 @@ impl KafkaSource {
         config: &KafkaSourceConfig,
         group: &str,
     ) -> Result<BaseConsumer<SourceContext>, SourceError> {
-        let mut client = client_config(&config.bootstrap_servers, &[]);
-        client
-            .set("group.id", group)
-            .set("enable.auto.commit", "false")
-            .set("enable.auto.offset.store", "false")
-            .set("enable.partition.eof", "false")
-            .set("auto.offset.reset", "earliest");
-        if config.mode == SourceMode::Group {
-            client.set("partition.assignment.strategy", "cooperative-sticky");
-        }
-        for (k, v) in &config.properties {
-            client.set(k, v);
-        }
-        Ok(client
+        Ok(Self::client_config(config, group)
             .create_with_context(SourceContext::default())
-            .map_err(|error| KafkaError::Client {
-                bootstrap: config.bootstrap_servers.clone(),
-                error,
-            })?)
+            .map_err(|error| config.connection().client_error(error))?)
+    }
+
+    /// The consumer's configuration: sluice's defaults (no automatic commit, reading from
+    /// the earliest offset where the table has none), then `[source] properties`.
+    pub fn client_config(config: &KafkaSourceConfig, group: &str) -> ClientConfig {
+        let mut defaults = vec![
+            ("group.id", group),
+            ("enable.auto.commit", "false"),
+            ("enable.auto.offset.store", "false"),
+            ("enable.partition.eof", "false"),
+            ("auto.offset.reset", "earliest"),
+        ];
+        if config.mode == SourceMode::Group {
+            defaults.push(("partition.assignment.strategy", "cooperative-sticky"));
+        }
+        config.connection().client_config(&defaults)
     }
 
     /// Replaces the consumer with a fresh one (the old one closes, with its assignment and
