@@ -1,9 +1,11 @@
 //! Kafka plumbing shared by the source, the output topics, the election and the command
 //! line: the one place client configurations are built ([`Connection::client_config`]),
+//! reaching a cluster with a clear error when TLS or authentication fails ([`reach`]),
 //! topic administration ([`ensure_topic`]), delivery counting, and the offline check of the
 //! properties that `sluice run --check` does ([`check`]).
 
 pub mod check;
+pub mod reach;
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -16,7 +18,8 @@ use rdkafka::error::RDKafkaErrorCode;
 use rdkafka::producer::{DeliveryResult, ProducerContext};
 use rdkafka::{ClientConfig, ClientContext};
 
-pub use self::check::check_pipeline;
+pub use self::check::{ClientKind, check_pipeline};
+pub use self::reach::reach;
 
 /// A Kafka operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -29,6 +32,14 @@ pub enum KafkaError {
         /// What librdkafka said.
         error: rdkafka::error::KafkaError,
     },
+    /// The cluster did not answer, or refused this client (TLS, authentication).
+    #[error("cannot reach Kafka at {bootstrap}: {reason}")]
+    Unreachable {
+        /// The bootstrap servers.
+        bootstrap: String,
+        /// What librdkafka said.
+        reason: String,
+    },
     /// A topic could not be created.
     #[error("cannot create topic `{topic}`: {message}")]
     CreateTopic {
@@ -38,6 +49,9 @@ pub enum KafkaError {
         message: String,
     },
 }
+
+/// How long [`reach`] waits for a cluster that does not answer.
+pub const REACH_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How sluice reaches a Kafka cluster: the bootstrap servers and the librdkafka properties
 /// that every client made for it gets. The shared properties are `[source] properties`; an

@@ -2,23 +2,51 @@
 //! its SQLite storage engine in a fresh folder, stopped (and the folder removed) when
 //! dropped. `scripts/test` installs tansu when it is missing.
 //!
+//! A secured broker ([`Broker::start_secured`]) is reached only through TLS: stunnel
+//! ([`crate::stunnel`]) terminates TLS on the advertised port, with a certificate of a
+//! throwaway CA, and tansu's own plaintext listener is on another port that clients are not
+//! told about. With SCRAM users, tansu requires SASL authentication (`--authentication`):
+//! the users are created first, on the same storage, by a tansu started without it.
+//!
 //! Not the `memory://` engine: in tansu 0.6.0 it answers ListOffsets(latest) with the base
 //! offset of the last record batch plus one, not the partition's end, so a consumer that
 //! reads "up to the end offsets" stops early. The SQLite engine answers from its watermark.
 
 use std::net::TcpStream;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::free_port;
+use crate::stunnel::Stunnel;
+use crate::tls::TestCa;
 
 /// A running tansu broker.
 pub struct Broker {
     child: Child,
     dir: PathBuf,
-    /// `127.0.0.1:PORT`, for `bootstrap.servers`.
+    /// What clients use for `bootstrap.servers`: `127.0.0.1:PORT`, the TLS port if secured.
     pub bootstrap: String,
+    /// tansu's own listener (plaintext): the same as `bootstrap` unless secured.
+    pub plaintext: String,
+    /// The TLS front and its CA, if secured.
+    pub tls: Option<Tls>,
+}
+
+/// TLS in front of a broker.
+pub struct Tls {
+    /// The stunnel that terminates TLS.
+    pub stunnel: Stunnel,
+    /// The CA that signed its certificate.
+    pub ca: TestCa,
+}
+
+/// How a secured broker is reached.
+#[derive(Debug, Clone, Default)]
+pub struct Security {
+    /// SCRAM users to create, `(mechanism, user, password)` with mechanism `scram256` or
+    /// `scram512`. None: no authentication.
+    pub scram_users: Vec<(String, String, String)>,
 }
 
 /// The tansu binary: `$TANSU`, else `tansu` in `$CARGO_HOME/bin` or `~/.cargo/bin`, else on
@@ -40,45 +68,127 @@ impl Broker {
     /// Starts a broker and waits until it accepts connections.
     pub fn start() -> Broker {
         let port = free_port();
-        let url = format!("tcp://127.0.0.1:{port}");
-        let binary = tansu_binary();
-        let dir = std::env::temp_dir().join(format!("sluice-tansu-{}-{port}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let child = Command::new(&binary)
-            .current_dir(&dir)
-            .args([
-                "broker",
-                "--listener-url",
-                &url,
-                "--advertised-listener-url",
-                &url,
-            ])
-            .args(["--storage-engine", "sqlite://tansu.db"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!(
-                    "cannot start {} ({e}); scripts/test installs tansu",
-                    binary.display()
-                )
-            });
-        let broker = Broker {
+        let dir = fresh_dir(port);
+        let child = spawn(&dir, port, port, false);
+        let bootstrap = format!("127.0.0.1:{port}");
+        wait_for(&bootstrap);
+        Broker {
             child,
             dir,
-            bootstrap: format!("127.0.0.1:{port}"),
-        };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect(&broker.bootstrap).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "tansu did not listen on {} within 30s",
-                broker.bootstrap
-            );
-            std::thread::sleep(Duration::from_millis(50));
+            plaintext: bootstrap.clone(),
+            bootstrap,
+            tls: None,
         }
-        broker
+    }
+
+    /// Starts a broker reached only through TLS (see the module's documentation), with
+    /// `security`'s users and, if it has some, SASL authentication required.
+    pub fn start_secured(name: &str, security: &Security) -> Broker {
+        let (port, tls_port) = (free_port(), free_port());
+        let dir = fresh_dir(port);
+        let authentication = !security.scram_users.is_empty();
+        if authentication {
+            create_users(&dir, port, &security.scram_users);
+        }
+        let child = spawn(&dir, port, tls_port, authentication);
+        let plaintext = format!("127.0.0.1:{port}");
+        wait_for(&plaintext);
+        let ca = TestCa::new(name);
+        let stunnel = Stunnel::start(&ca, tls_port, &plaintext);
+        Broker {
+            child,
+            dir,
+            bootstrap: format!("127.0.0.1:{tls_port}"),
+            plaintext,
+            tls: Some(Tls { stunnel, ca }),
+        }
+    }
+
+    /// The librdkafka properties a client needs to reach this broker over TLS: the
+    /// protocol and the CA to trust (none for a plain broker). SASL credentials are the
+    /// caller's.
+    pub fn tls_properties(&self) -> Vec<(String, String)> {
+        match &self.tls {
+            Some(tls) => vec![
+                ("security.protocol".into(), "SSL".into()),
+                (
+                    "ssl.ca.location".into(),
+                    tls.ca.ca_cert.display().to_string(),
+                ),
+            ],
+            None => Vec::new(),
+        }
+    }
+}
+
+/// A fresh folder for the broker listening on `port`.
+fn fresh_dir(port: u16) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sluice-tansu-{}-{port}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// tansu on `127.0.0.1:port`, telling clients to come to `advertised`, its storage in
+/// `dir`.
+fn spawn(dir: &Path, port: u16, advertised: u16, authentication: bool) -> Child {
+    let binary = tansu_binary();
+    let mut command = Command::new(&binary);
+    command
+        .current_dir(dir)
+        .args(["broker", "--listener-url"])
+        .arg(format!("tcp://127.0.0.1:{port}"))
+        .arg("--advertised-listener-url")
+        .arg(format!("tcp://127.0.0.1:{advertised}"))
+        .args(["--storage-engine", "sqlite://tansu.db"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if authentication {
+        command.arg("--authentication");
+    }
+    command.spawn().unwrap_or_else(|e| {
+        panic!(
+            "cannot start {} ({e}); scripts/test installs tansu",
+            binary.display()
+        )
+    })
+}
+
+/// Waits until `address` accepts connections.
+fn wait_for(address: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while TcpStream::connect(address).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "tansu did not listen on {address} within 30s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Creates SCRAM `users` in the storage in `dir`, through a tansu without authentication
+/// on `port` (stopped afterwards): `tansu user create` does not authenticate itself.
+fn create_users(dir: &Path, port: u16, users: &[(String, String, String)]) {
+    let mut child = spawn(dir, port, port, false);
+    wait_for(&format!("127.0.0.1:{port}"));
+    for (mechanism, user, password) in users {
+        let out = Command::new(tansu_binary())
+            .args(["user", "create", "--broker"])
+            .arg(format!("tcp://127.0.0.1:{port}"))
+            .args(["--mechanism", mechanism, user, password])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "tansu user create {user} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", port)).is_ok() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 

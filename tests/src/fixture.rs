@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use sluice::cli::produce::ProduceSummary;
+use sluice::kafka::Connection;
 
 use crate::broker::Broker;
 use crate::{example_config, plugins, produce, retail_events_file};
@@ -66,6 +67,9 @@ pub struct Setup {
     pub config: PathBuf,
     /// More environment for every command, after the variables above.
     pub extra_env: Vec<(String, String)>,
+    /// librdkafka properties of the test's own clients ([`Setup::produce`],
+    /// [`Setup::connection`]): the broker's TLS properties unless changed.
+    pub client_properties: Vec<(String, String)>,
 }
 
 /// The warehouse folder of the setup named `name`, removed if a previous run left it.
@@ -79,14 +83,29 @@ impl Setup {
     /// Starts a broker; names the topics and the warehouse after `name`, which must be
     /// unique among the tests of a run; runs the retail example pipeline.
     pub fn new(name: &str) -> Setup {
+        Self::with_broker(name, Broker::start())
+    }
+
+    /// As [`Setup::new`], on `broker` (a secured one, say).
+    pub fn with_broker(name: &str, broker: Broker) -> Setup {
         Setup {
-            broker: Broker::start(),
+            client_properties: broker.tls_properties(),
+            broker,
             warehouse: fresh_warehouse(name),
             topic: format!("{name}-events"),
             dead_letter: format!("{name}-dead-letter"),
             config: example_config(),
             extra_env: Vec::new(),
         }
+    }
+
+    /// How the test's own clients reach the broker: its bootstrap servers and
+    /// [`Setup::client_properties`].
+    pub fn connection(&self) -> Connection {
+        Connection::new(
+            self.broker.bootstrap.clone(),
+            self.client_properties.iter().cloned().collect(),
+        )
     }
 
     /// Points this setup at new topics and a new warehouse named after `name`, on the same
@@ -163,9 +182,19 @@ impl Setup {
         c
     }
 
-    /// Runs `sluice produce … EXTRA…` to this setup's topic ([`crate::produce`]).
+    /// Runs `sluice produce … EXTRA…` to this setup's topic ([`crate::produce`]), with a
+    /// `--property` for each of [`Setup::client_properties`].
     pub fn produce(&self, extra: &[&str]) -> ProduceSummary {
-        produce(&self.broker.bootstrap, &self.topic, extra)
+        let properties: Vec<String> = self
+            .client_properties
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let mut args = extra.to_vec();
+        for p in &properties {
+            args.extend(["--property", p.as_str()]);
+        }
+        produce(&self.broker.bootstrap, &self.topic, &args)
     }
 
     /// Produces the lines of `examples/retail-clickstream/events.jsonl` (five valid

@@ -17,6 +17,7 @@ pub mod fixture;
 pub mod postgres;
 pub mod pyiceberg;
 pub mod s3;
+pub mod stunnel;
 pub mod tls;
 
 /// Paths of the plugin components built from source.

@@ -102,10 +102,27 @@ pub fn main() -> ExitCode {
     match run(invocation) {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            eprintln!("error: {}", message(&error));
             exit_code_of(&error)
         }
     }
+}
+
+/// An error and its causes on one line, `outer: inner: …`, leaving out a cause that the
+/// message so far already says (most errors print the one they wrap).
+fn message(error: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 /// Exit code of a configuration error (`EX_CONFIG` of sysexits.h), so that a supervisor
@@ -212,4 +229,27 @@ fn stop_flag() -> anyhow::Result<std::sync::Arc<std::sync::atomic::AtomicBool>> 
             .context("cannot install a signal handler")?;
     }
     Ok(flag)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("inner failed")]
+    struct Inner;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("outer: {0}")]
+    struct Outer(#[source] Inner);
+
+    #[test]
+    fn a_cause_already_said_is_not_repeated() {
+        let error = anyhow::Error::new(Outer(Inner)).context("cannot start");
+        assert_eq!(
+            format!("{error:#}"),
+            "cannot start: outer: inner failed: inner failed"
+        );
+        assert_eq!(message(&error), "cannot start: outer: inner failed");
+    }
 }

@@ -129,6 +129,11 @@ fn producer(args: &ProduceArgs) -> anyhow::Result<ThreadedProducer<Deliveries>> 
         args.bootstrap_servers.clone(),
         args.properties.iter().cloned().collect(),
     );
+    kafka::reach(
+        &connection,
+        kafka::ClientKind::Producer,
+        kafka::REACH_TIMEOUT,
+    )?;
     let config = connection.client_config(&[("linger.ms", "5"), ("acks", "all")]);
     if args.create_topic {
         kafka::ensure_topic(

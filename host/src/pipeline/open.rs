@@ -16,14 +16,15 @@ use crate::election::{Election, KafkaElection};
 use crate::encode::Encoder;
 use crate::event_time::EventTime;
 use crate::event_time::state::{self, Plan, STATE, StateStore};
+use crate::kafka::{self, ClientKind, REACH_TIMEOUT};
 use crate::sink::deadletter::{DeadLetterOutput, Route};
 use crate::sink::iceberg::{IcebergCatalog, IcebergTable};
 use crate::sink::table::TableOutput;
 use crate::sink::topic::{KafkaTopics, Topics};
 use crate::sink::window::WindowOutput;
 use crate::sink::{Output, OutputError, Outputs};
-use crate::source::Source;
 use crate::source::kafka::{KafkaSource, SourceMode};
+use crate::source::{Source, SourceError};
 use crate::udf::Runtime;
 use crate::units::Millis;
 
@@ -60,6 +61,9 @@ impl Parts {
     /// `SLUICE_CRASH_AT` for crashes. An event-time pipeline in `mode = "group"` joins its
     /// election, and reads every partition when active.
     pub fn production(config: &PipelineConfig) -> Result<Self, PipelineError> {
+        let connection = config.source.connection();
+        kafka::reach(&connection, ClientKind::Consumer, REACH_TIMEOUT)
+            .map_err(SourceError::from)?;
         let group = clients::group(config);
         let mut source = config.source.clone();
         let mut election: Option<Box<dyn Election>> = None;

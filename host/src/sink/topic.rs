@@ -10,7 +10,9 @@ use rdkafka::message::{Header, Headers, OwnedHeaders};
 use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 use rdkafka::{ClientConfig, Message};
 
-use crate::kafka::{Connection, Deliveries, KafkaError, ensure_topic};
+use crate::kafka::{
+    ClientKind, Connection, Deliveries, KafkaError, REACH_TIMEOUT, ensure_topic, reach,
+};
 
 /// Writing to a topic failed.
 #[derive(Debug, thiserror::Error)]
@@ -122,6 +124,7 @@ impl KafkaTopic {
     /// Connects to `target`, creating its topic (one partition, the broker's default
     /// replication factor) if absent.
     pub fn new(target: &TopicTarget) -> Result<Self, TopicError> {
+        reach(&target.connection, ClientKind::Producer, REACH_TIMEOUT)?;
         let client = producer_config(&target.connection);
         ensure_topic(&client, &target.topic, 1, Duration::from_secs(30))?;
         let producer = client
@@ -228,6 +231,7 @@ pub fn read_all(
     topic: &str,
     timeout: Duration,
 ) -> Result<Vec<TopicRecord>, TopicError> {
+    reach(connection, ClientKind::Consumer, REACH_TIMEOUT)?;
     let consumer = show_consumer(connection)?;
     let (assignment, mut ends) = ranges(&consumer, topic, timeout)?;
     let mut out = Vec::new();

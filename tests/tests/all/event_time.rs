@@ -41,7 +41,7 @@ pub(crate) fn events_file() -> PathBuf {
 
 /// (window start, event_type, count, distinct users, max funnel step, batch id): two
 /// windows closed by batch 2's watermark, three by the flush at the end (batch 4).
-fn expected_windows() -> Vec<(String, String, i64, i64, f64, i64)> {
+pub(crate) fn expected_windows() -> Vec<(String, String, i64, i64, f64, i64)> {
     [
         ("10:00", "page_view", 2, 2, 1.0, 2),
         ("10:00", "purchase", 1, 1, 6.0, 2),
@@ -121,7 +121,7 @@ fn table_windows(shown: &Value) -> Vec<(String, String, i64, i64, f64, i64)> {
 
 /// The distinct window results on the topic (delivery is at least once), checking that
 /// each key is the window and the group.
-fn topic_windows(shown: &Value) -> Vec<(String, String, i64, i64, f64, i64)> {
+pub(crate) fn topic_windows(shown: &Value) -> Vec<(String, String, i64, i64, f64, i64)> {
     let mut distinct = BTreeSet::new();
     for m in shown["messages"].as_array().unwrap() {
         let key: Value = serde_json::from_str(m["key"].as_str().unwrap()).unwrap();
@@ -142,7 +142,7 @@ fn topic_windows(shown: &Value) -> Vec<(String, String, i64, i64, f64, i64)> {
     )
 }
 
-fn event_ids(shown: &Value) -> Vec<String> {
+pub(crate) fn event_ids(shown: &Value) -> Vec<String> {
     sorted(
         shown["rows"]
             .as_array()
@@ -174,7 +174,7 @@ fn dead_letters(shown: &Value) -> Vec<(String, String)> {
     distinct.into_iter().collect()
 }
 
-fn expected_dead_letters() -> Vec<(String, String)> {
+pub(crate) fn expected_dead_letters() -> Vec<(String, String)> {
     vec![
         ("11".to_string(), "invalid_timestamp".to_string()),
         ("4".into(), "late_event".into()),

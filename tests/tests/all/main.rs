@@ -16,6 +16,7 @@ mod hot_swap;
 mod pipeline;
 mod produce;
 mod readme;
+mod secure_kafka;
 mod standby;
 mod storage;
 mod validator;
