@@ -23,7 +23,9 @@ use crate::tls::TestCa;
 
 /// A running tansu broker.
 pub struct Broker {
-    child: Child,
+    /// tansu; none for a broker the test runs itself ([`Broker::external`]).
+    child: Option<Child>,
+    /// tansu's storage folder.
     dir: PathBuf,
     /// What clients use for `bootstrap.servers`: `127.0.0.1:PORT`, the TLS port if secured.
     pub bootstrap: String,
@@ -73,7 +75,7 @@ impl Broker {
         let bootstrap = format!("127.0.0.1:{port}");
         wait_for(&bootstrap);
         Broker {
-            child,
+            child: Some(child),
             dir,
             plaintext: bootstrap.clone(),
             bootstrap,
@@ -96,11 +98,23 @@ impl Broker {
         let ca = TestCa::new(name);
         let stunnel = Stunnel::start(&ca, tls_port, &plaintext);
         Broker {
-            child,
+            child: Some(child),
             dir,
             bootstrap: format!("127.0.0.1:{tls_port}"),
             plaintext,
             tls: Some(Tls { stunnel, ca }),
+        }
+    }
+
+    /// A broker that the test runs itself at `bootstrap` (librdkafka's mock cluster, say),
+    /// for a [`crate::fixture::Setup`].
+    pub fn external(bootstrap: String) -> Broker {
+        Broker {
+            child: None,
+            dir: PathBuf::new(),
+            plaintext: bootstrap.clone(),
+            bootstrap,
+            tls: None,
         }
     }
 
@@ -194,8 +208,10 @@ fn create_users(dir: &Path, port: u16, users: &[(String, String, String)]) {
 
 impl Drop for Broker {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
+        if let Some(child) = &mut self.child {
+            let _ = child.kill();
+            let _ = child.wait();
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
     }
 }

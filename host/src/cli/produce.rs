@@ -4,6 +4,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::Args;
+use rdkafka::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 
@@ -123,18 +124,24 @@ fn check_shares(args: &ProduceArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A producer with the user's properties, after creating the topic if asked.
-fn producer(args: &ProduceArgs) -> anyhow::Result<ThreadedProducer<Deliveries>> {
+/// The producer's configuration: sluice's defaults, then the `--property` values.
+fn producer_config(args: &ProduceArgs) -> (kafka::Connection, ClientConfig) {
     let connection = kafka::Connection::new(
         args.bootstrap_servers.clone(),
         args.properties.iter().cloned().collect(),
     );
+    let config = connection.client_config(&[("linger.ms", "5"), ("acks", "all")]);
+    (connection, config)
+}
+
+/// A producer with the user's properties, after creating the topic if asked.
+fn producer(args: &ProduceArgs) -> anyhow::Result<ThreadedProducer<Deliveries>> {
+    let (connection, config) = producer_config(args);
     kafka::reach(
         &connection,
         kafka::ClientKind::Producer,
         kafka::REACH_TIMEOUT,
     )?;
-    let config = connection.client_config(&[("linger.ms", "5"), ("acks", "all")]);
     if args.create_topic {
         kafka::ensure_topic(
             &config,
@@ -278,4 +285,36 @@ fn log_summary(args: &ProduceArgs, summary: &ProduceSummary, start: Instant) {
         events_per_second = (summary.delivered as f64 / seconds.max(1e-9)).round(),
         "Produced events."
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Command, parse};
+
+    #[test]
+    fn properties_reach_the_producer_and_the_last_of_a_key_wins() {
+        let invocation = parse([
+            "sluice",
+            "produce",
+            "--topic",
+            "t",
+            "--property",
+            "compression.type=zstd",
+            "--kafka",
+            "linger.ms=7",
+            "--property",
+            "acks=1",
+            "--property",
+            "acks=0",
+        ])
+        .unwrap();
+        let Command::Produce(args) = &invocation.cli.command else {
+            panic!("parsed as produce")
+        };
+        let (_, config) = producer_config(args);
+        assert_eq!(config.get("compression.type"), Some("zstd"));
+        assert_eq!(config.get("linger.ms"), Some("7"), "--kafka is an alias");
+        assert_eq!(config.get("acks"), Some("0"));
+    }
 }

@@ -4,6 +4,7 @@
 //! end-to-end layer.
 
 mod batching;
+mod connections;
 mod crash;
 mod event_time;
 mod fence;
