@@ -53,6 +53,12 @@ pub enum KafkaError {
 /// How long [`reach`] waits for a cluster that does not answer.
 pub const REACH_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// sluice's defaults for every client. With TLS, the CA certificates trusted are the
+/// system's (`probe`: librdkafka looks in the usual places, `/etc/ssl/certs/` and others):
+/// its OpenSSL is built in, and that OpenSSL's own default folder (`/usr/local/ssl`) is not
+/// where systems keep them. `ssl.ca.location` in the properties replaces this.
+pub const CONNECTION_DEFAULTS: [(&str, &str); 1] = [("ssl.ca.location", "probe")];
+
 /// How sluice reaches a Kafka cluster: the bootstrap servers and the librdkafka properties
 /// that every client made for it gets. The shared properties are `[source] properties`; an
 /// output (dead letters, late data, a window's topic) adds its own, which win.
@@ -110,13 +116,14 @@ impl Connection {
         all
     }
 
-    /// A client configuration: the bootstrap servers, sluice's `defaults` for this kind of
-    /// client, then the properties ([`Connection::properties`]), which win over the
-    /// defaults. Every Kafka client sluice makes is configured here.
+    /// A client configuration: the bootstrap servers, [`CONNECTION_DEFAULTS`], sluice's
+    /// `defaults` for this kind of client, then the properties
+    /// ([`Connection::properties`]), which win over the defaults. Every Kafka client sluice
+    /// makes is configured here.
     pub fn client_config(&self, defaults: &[(&str, &str)]) -> ClientConfig {
         let mut config = ClientConfig::new();
         config.set("bootstrap.servers", &self.bootstrap);
-        for (k, v) in defaults {
+        for (k, v) in CONNECTION_DEFAULTS.iter().chain(defaults) {
             config.set(*k, *v);
         }
         for (k, v) in self.properties() {
@@ -349,6 +356,14 @@ mod tests {
             Some("dlq"),
             "the output's own wins"
         );
+        assert_eq!(
+            config.get("ssl.ca.location"),
+            Some("probe"),
+            "the system's CAs"
+        );
+        let own_ca = source.for_output(None, &map(&[("ssl.ca.location", "/ca.pem")]));
+        let config = own_ca.client_config(&[]);
+        assert_eq!(config.get("ssl.ca.location"), Some("/ca.pem"));
         let elsewhere = source.for_output(Some("b:9092"), &BTreeMap::new());
         let config = elsewhere.client_config(&[]);
         assert_eq!(config.get("bootstrap.servers"), Some("b:9092"));

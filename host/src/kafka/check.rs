@@ -346,4 +346,26 @@ mod tests {
             Ok(())
         );
     }
+
+    #[test]
+    fn making_the_client_catches_what_needs_the_whole_configuration() {
+        let no_user = Connection::new(
+            "a:9092",
+            props(&[
+                ("security.protocol", "SASL_SSL"),
+                ("sasl.mechanisms", "SCRAM-SHA-256"),
+            ]),
+        );
+        let reason = cannot_make(&client("c", ClientKind::Consumer, no_user)).unwrap();
+        assert!(reason.contains("sasl.username"), "{reason}");
+        let no_ca = Connection::new(
+            "a:9092",
+            props(&[
+                ("security.protocol", "SSL"),
+                ("ssl.ca.location", "/no/such/ca.pem"),
+            ]),
+        );
+        let reason = cannot_make(&client("p", ClientKind::Producer, no_ca)).unwrap();
+        assert!(reason.contains("ssl.ca.location"), "{reason}");
+    }
 }

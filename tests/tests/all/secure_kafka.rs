@@ -11,9 +11,13 @@ use rdkafka::mocking::MockCluster;
 use rdkafka::producer::DefaultProducerContext;
 use sluice::generate::{Generator, GeneratorConfig};
 use sluice::kafka::Connection;
+use sluice::kafka::check::refusal;
+use sluice::sink::deadletter::DeadLetterConfig;
 use sluice::sink::topic::read_all;
+use sluice::source::kafka::KafkaSourceConfig;
 use sluice_tests::broker::{Broker, Security};
 use sluice_tests::fixture::{Setup, text};
+use sluice_tests::repo_root;
 
 use crate::event_time::{
     analytics_config, event_ids, events_file, expected_dead_letters, expected_windows,
@@ -376,4 +380,23 @@ fn run_check_names_what_the_build_cannot_honour_and_connects_nowhere() {
     );
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(connections, 0, "--check connected to the broker");
+}
+
+/// The README's secured-Kafka example is a valid `[source]` and `[dead-letter]`, and this
+/// build honours each of its properties.
+#[test]
+fn the_readme_secured_kafka_example_parses_and_every_property_is_honoured() {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let section = &readme[readme.find("### Secured Kafka").unwrap()..];
+    let body = &section[section.find("```toml\n").unwrap() + 8..];
+    let example: toml::Table = body[..body.find("```").unwrap()].parse().unwrap();
+    let source: KafkaSourceConfig = example["source"].clone().try_into().unwrap();
+    let dead_letter: DeadLetterConfig = example["dead-letter"].clone().try_into().unwrap();
+    let target = dead_letter.target(&source.connection());
+    let properties = target.connection.properties();
+    assert_eq!(properties["security.protocol"], "SASL_SSL");
+    assert_eq!(properties["compression.type"], "zstd");
+    for (key, value) in &properties {
+        assert_eq!(refusal(key, value), None, "{key}");
+    }
 }
