@@ -188,10 +188,11 @@ kafka = { topic = "counts", properties = { "linger.ms" = "50" } }
 
     #[test]
     fn unused_outputs_make_no_client() {
-        let text = PIPELINE
-            .replace("[pipeline]\nname = \"p\"", "[pipeline]\nname = \"p\"\non-invalid = \"fail\"")
-            .replace("late = \"topic\"\nlate-topic = \"late\"\nlate-topic-properties = { \"client.id\" = \"late\" }", "late = \"drop\"");
-        let config = PipelineConfig::parse(&text, Path::new("p.toml")).unwrap();
+        let mut config = PipelineConfig::parse(PIPELINE, Path::new("p.toml")).unwrap();
+        config.pipeline.on_invalid = OnInvalid::Fail;
+        let et = config.event_time.as_mut().unwrap();
+        et.late = LateData::Drop;
+        et.late_topic = None;
         let roles: Vec<String> = planned(&config).into_iter().map(|c| c.role).collect();
         assert_eq!(
             roles,

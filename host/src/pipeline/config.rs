@@ -455,6 +455,13 @@ iceberg = { table = "counts", partition-by = ["day(window_start)"] }
             "late-topic",
         );
         refused(
+            WINDOWS.replace(
+                "late = \"drop\"",
+                "late = \"drop\"\nlate-topic-properties = { \"acks\" = \"1\" }",
+            ),
+            "late-topic-properties is only used",
+        );
+        refused(
             WINDOWS.replace("slide = \"30s\"", "slide = \"2m\""),
             "at most size",
         );
