@@ -6,7 +6,9 @@
 //! with it alone; then each client whose properties all passed is made without bootstrap
 //! servers (so it has no broker to reach) and destroyed at once. Making it runs the checks
 //! that need the whole configuration: that the SASL mechanism is built in (GSSAPI is not),
-//! that `sasl.username` is set for SCRAM, that the TLS files load.
+//! that `sasl.username` is set for SCRAM. The files that TLS properties name are not opened
+//! ([`LOCAL_FILES`]): they may exist only where sluice runs, which reports one that does not
+//! load when it makes the client.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -181,11 +183,21 @@ fn property_problems(clients: &[PlannedClient]) -> Vec<Problem> {
 }
 
 /// Why librdkafka refuses `key = value`, if it does: an unknown property, a value out of
-/// range, or a feature not available at build time.
+/// range, or a feature not available at build time. The value is not repeated (it may
+/// come from the environment, and error messages never show such values).
 pub fn refusal(key: &str, value: &str) -> Option<String> {
     let mut config = ClientConfig::new();
     config.set(key, value);
-    config.create_native_config().err().map(reason)
+    let reason = reason(config.create_native_config().err()?);
+    Some(without_values(reason, [value]))
+}
+
+/// `reason` with every quoted occurrence of `values` replaced by `"…"`.
+fn without_values<'a>(mut reason: String, values: impl IntoIterator<Item = &'a str>) -> String {
+    for value in values.into_iter().filter(|v| !v.is_empty()) {
+        reason = reason.replace(&format!("\"{value}\""), "\"…\"");
+    }
+    reason
 }
 
 /// librdkafka's words, without rdkafka's wrapping (nor the value, which may be secret).
@@ -207,11 +219,25 @@ impl ClientContext for Quiet {
     fn error(&self, _: KafkaError, _: &str) {}
 }
 
+/// Properties naming files of the host that runs sluice, which the check leaves out of the
+/// clients it makes.
+pub const LOCAL_FILES: [&str; 6] = [
+    "ssl.ca.location",
+    "ssl.certificate.location",
+    "ssl.key.location",
+    "ssl.keystore.location",
+    "ssl.crl.location",
+    "ssl.engine.location",
+];
+
 /// Why `client` cannot be made, if it cannot: librdkafka makes it without bootstrap
-/// servers, so it connects nowhere, and it is destroyed at once.
+/// servers, so it connects nowhere, and without [`LOCAL_FILES`]; it is destroyed at once.
 pub fn cannot_make(client: &PlannedClient) -> Option<String> {
     let mut config = client.config.clone();
     config.remove("bootstrap.servers");
+    for key in LOCAL_FILES {
+        config.remove(key);
+    }
     let native = match config.create_native_config() {
         Ok(native) => native,
         Err(error) => return Some(reason(error)),
@@ -220,7 +246,10 @@ pub fn cannot_make(client: &PlannedClient) -> Option<String> {
         ClientKind::Consumer => RDKafkaType::RD_KAFKA_CONSUMER,
         ClientKind::Producer => RDKafkaType::RD_KAFKA_PRODUCER,
     };
-    Client::new(&config, native, kind, Quiet).err().map(reason)
+    let properties = client.connection.properties();
+    let made = Client::new(&config, native, kind, Quiet);
+    made.err()
+        .map(|e| without_values(reason(e), properties.values().map(String::as_str)))
 }
 
 #[cfg(test)]
@@ -314,6 +343,12 @@ mod tests {
         assert_eq!(section, "[dead-letter producer] properties");
         assert_eq!(named, ["dead-letter producer"]);
         assert!(reason.contains("not available at build time"), "{reason}");
+        let reason = refusal("compression.type", "brotli").unwrap();
+        assert!(reason.starts_with("Invalid value \"…\""), "{reason}");
+        assert!(
+            !reason.contains("brotli"),
+            "the value is not repeated: {reason}"
+        );
         let shown = err.to_string();
         assert!(shown.starts_with("2 Kafka client problems:"), "{shown}");
     }
@@ -358,14 +393,24 @@ mod tests {
         );
         let reason = cannot_make(&client("c", ClientKind::Consumer, no_user)).unwrap();
         assert!(reason.contains("sasl.username"), "{reason}");
-        let no_ca = Connection::new(
+    }
+
+    #[test]
+    fn files_of_the_running_host_are_not_opened() {
+        let elsewhere = Connection::new(
             "a:9092",
             props(&[
                 ("security.protocol", "SSL"),
                 ("ssl.ca.location", "/no/such/ca.pem"),
+                ("ssl.certificate.location", "/no/such/client.pem"),
+                ("ssl.key.location", "/no/such/client.key"),
             ]),
         );
-        let reason = cannot_make(&client("p", ClientKind::Producer, no_ca)).unwrap();
+        let c = client("p", ClientKind::Producer, elsewhere);
+        assert_eq!(check_clients(std::slice::from_ref(&c)), Ok(()));
+        // Where sluice runs, making the client reads them.
+        let made: Result<rdkafka::producer::BaseProducer, _> = c.config.create();
+        let reason = reason(made.err().expect("the CA file is missing"));
         assert!(reason.contains("ssl.ca.location"), "{reason}");
     }
 }
