@@ -121,6 +121,18 @@ pub enum PipelineError {
     },
 }
 
+impl PipelineError {
+    /// `on-invalid = "fail"` met `record`, refused for `reason`.
+    pub(crate) fn invalid(record: &crate::record::Record, reason: &crate::record::Reason) -> Self {
+        PipelineError::Invalid {
+            position: record.position(),
+            stage: reason.stage.clone(),
+            code: reason.code.clone(),
+            message: reason.message.clone(),
+        }
+    }
+}
+
 /// What a run did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunSummary {

@@ -63,12 +63,7 @@ impl Pipeline {
         if let Some((record, reason)) = processed.dead.first()
             && self.config.pipeline.on_invalid == OnInvalid::Fail
         {
-            return Err(PipelineError::Invalid {
-                position: record.position(),
-                stage: reason.stage.clone(),
-                code: reason.code.clone(),
-                message: reason.message.clone(),
-            });
+            return Err(PipelineError::invalid(record, reason));
         }
         Ok(processed)
     }

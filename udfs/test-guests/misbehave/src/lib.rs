@@ -130,19 +130,7 @@ impl Guest for Misbehave {
             }
             "process-error" => Err("deliberate failure of the whole chunk".into()),
             "probe" => {
-                let message = probe();
-                Ok(Verdicts {
-                    actions: vec![Action::Reject; n],
-                    rewrites: vec![],
-                    rejections: (0..n as u32)
-                        .map(|event| Rejection {
-                            event,
-                            code: "probe".into(),
-                            message: message.clone(),
-                            field: None,
-                        })
-                        .collect(),
-                })
+                Ok(reject_all(n, "probe", &probe()))
             }
             "log" => {
                 host::log(Level::Warn, &format!("misbehave saw {n} events"));
@@ -155,18 +143,7 @@ impl Guest for Misbehave {
                 use std::hash::BuildHasher;
                 // std seeds its hash keys from wasi:random.
                 let drawn = std::collections::hash_map::RandomState::new().hash_one(42u64);
-                Ok(Verdicts {
-                    actions: vec![Action::Reject; n],
-                    rewrites: vec![],
-                    rejections: (0..n as u32)
-                        .map(|event| Rejection {
-                            event,
-                            code: "random".into(),
-                            message: format!("random={drawn}"),
-                            field: None,
-                        })
-                        .collect(),
-                })
+                Ok(reject_all(n, "random", &format!("random={drawn}")))
             }
             "log-forge" => {
                 for i in 0..1000 {
@@ -179,6 +156,22 @@ impl Guest for Misbehave {
             }
             other => Err(format!("unknown mode {other}")),
         })
+    }
+}
+
+/// Rejects all `n` events with `code` and `message`.
+fn reject_all(n: usize, code: &str, message: &str) -> Verdicts {
+    Verdicts {
+        actions: vec![Action::Reject; n],
+        rewrites: vec![],
+        rejections: (0..n as u32)
+            .map(|event| Rejection {
+                event,
+                code: code.into(),
+                message: message.into(),
+                field: None,
+            })
+            .collect(),
     }
 }
 
