@@ -5,6 +5,7 @@
 //! properties that `sluice run --check` does ([`check`]).
 
 pub mod check;
+pub mod headers;
 pub mod reach;
 
 use std::collections::BTreeMap;

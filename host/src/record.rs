@@ -50,6 +50,22 @@ impl Record {
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_messages_are_capped_on_a_character_boundary() {
+        assert_eq!(&*capped("short"), "short");
+        let long = "é".repeat(10_000);
+        let cut = capped(&long);
+        assert!(cut.len() <= MAX_MESSAGE_BYTES, "{}", cut.len());
+        assert!(cut.ends_with(" more bytes cut]"), "{cut}");
+        let kept = cut.split('…').next().unwrap().len();
+        assert!(cut.contains(&format!("[{} more bytes cut]", long.len() - kept)));
+    }
+}
+
 /// Why a record left the stream for the dead-letter output: refused by a plugin, failed
 /// in one, not fitting the table, or late.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,8 +76,31 @@ pub struct Reason {
     pub digest: Option<String>,
     /// Machine-readable code.
     pub code: String,
-    /// Message for people.
-    pub message: String,
+    /// Message for people, at most [`MAX_MESSAGE_BYTES`] (see [`capped`]); shared by the
+    /// records of one failed plugin call rather than copied per record.
+    pub message: Arc<str>,
     /// Offending field.
     pub field: Option<String>,
+}
+
+/// The longest reason message kept: a plugin's rejection or error message beyond this is
+/// cut (a plugin cannot make each dead letter carry megabytes of text).
+pub const MAX_MESSAGE_BYTES: usize = 4096;
+
+/// `message`, cut at [`MAX_MESSAGE_BYTES`] on a character boundary with a note of how much
+/// was cut.
+pub fn capped(message: &str) -> Arc<str> {
+    if message.len() <= MAX_MESSAGE_BYTES {
+        return message.into();
+    }
+    let mut end = MAX_MESSAGE_BYTES - 40;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}… [{} more bytes cut]",
+        &message[..end],
+        message.len() - end
+    )
+    .into()
 }

@@ -72,12 +72,12 @@ impl Millis {
     }
 }
 
-/// Parses `"250ms"`, `"30s"`, `"5m"`, `"1h"` (a whole number and a unit).
+/// Parses `"250ms"`, `"30s"`, `"5m"`, `"1h"`, `"3d"` (a whole number and a unit).
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text
         .find(|c: char| !c.is_ascii_digit())
-        .ok_or_else(|| format!("duration {text:?} has no unit (use ms, s, m or h)"))?;
+        .ok_or_else(|| format!("duration {text:?} has no unit (use ms, s, m, h or d)"))?;
     let (number, unit) = text.split_at(split);
     let n: u64 = number
         .parse()
@@ -87,9 +87,10 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "s" => n.checked_mul(1_000),
         "m" => n.checked_mul(60_000),
         "h" => n.checked_mul(3_600_000),
+        "d" => n.checked_mul(86_400_000),
         other => {
             return Err(format!(
-                "duration {text:?} has unknown unit {other:?} (use ms, s, m or h)"
+                "duration {text:?} has unknown unit {other:?} (use ms, s, m, h or d)"
             ));
         }
     };

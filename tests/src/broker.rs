@@ -108,6 +108,27 @@ impl Broker {
 
     /// A broker that the test runs itself at `bootstrap` (librdkafka's mock cluster, say),
     /// for a [`crate::fixture::Setup`].
+    /// Kills the broker (its storage stays, as after a crash), until [`Broker::restart`].
+    pub fn stop(&mut self) {
+        if let Some(child) = &mut self.child {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(&self.plaintext).is_ok() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Starts the stopped broker again, on the same port with the same storage (plain
+    /// brokers only).
+    pub fn restart(&mut self) {
+        assert!(self.tls.is_none(), "restart is for plain brokers");
+        let port: u16 = self.plaintext.rsplit(':').next().unwrap().parse().unwrap();
+        self.child = Some(spawn(&self.dir, port, port, false));
+        wait_for(&self.plaintext);
+    }
+
     pub fn external(bootstrap: String) -> Broker {
         Broker {
             child: None,

@@ -96,6 +96,22 @@ pub fn read_table_with(
         .collect()
 }
 
+/// Maintains `table` in the SQLite catalog of `warehouse` with pyiceberg
+/// (`tests/py/maintain.py`): `--compact` and/or `--expire`. Returns its report
+/// (`snapshots_before`, `snapshots_after`, `rows`).
+pub fn maintain(warehouse: &Path, table: &str, options: &[&str]) -> Value {
+    let out = Command::new(python())
+        .arg(repo_root().join("tests/py/maintain.py"))
+        .arg("--warehouse")
+        .arg(warehouse)
+        .args(["--table", table])
+        .args(options)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "maintain.py: {}", text(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// A REST catalog server (`tests/py/rest_catalog.py`: the REST protocol over pyiceberg's SQL
 /// catalog) on a free loopback port, sharing a warehouse folder; stopped when dropped.
 #[derive(Debug)]

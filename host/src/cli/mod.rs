@@ -1,5 +1,6 @@
 //! The `sluice` command line.
 
+pub mod maintain;
 pub mod produce;
 pub mod run;
 pub mod show;
@@ -52,6 +53,9 @@ pub enum Command {
     Run(run::RunArgs),
     /// Print what a pipeline's table and dead-letter topic hold.
     Show(show::ShowArgs),
+    /// Expire old snapshots and delete orphan files of a pipeline's tables, keeping every
+    /// pipeline's checkpoint.
+    Maintain(maintain::MaintainArgs),
 }
 
 /// Parses `KEY=VALUE`.
@@ -216,6 +220,10 @@ fn run(invocation: Invocation) -> anyhow::Result<ExitCode> {
         }
         Command::Show(args) => {
             show::run(args, &mut std::io::stdout().lock())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Maintain(args) => {
+            maintain::run(args, &mut std::io::stdout().lock())?;
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -19,10 +19,14 @@ anywhere in the file; relative paths are relative to the file's folder)
 
 [pipeline]      name (keys the offsets stored in the table)
                 on-invalid = \"dead-letter\" | \"fail\"       threads = N (default: cores)
+                fault-budget = \"5m\" (transient faults retried with backoff this long)
 [source]        bootstrap-servers, topics = [..], group-id, mode = \"assign\" | \"group\"
                 (group: several processes share the partitions; with [event-time]:
                 one active process, standbys take over),
-                starting-offsets = \"earliest\" | \"latest\" (brand-new pipelines only),
+                starting-offsets = \"earliest\" | \"latest\" (brand-new pipelines only;
+                latest is anchored in the table at the first start),
+                on-data-loss = \"fail\" | \"continue\" (records deleted before they were
+                read, a recreated topic, a replaced broker),
                 fetch-timeout = \"60s\", properties = { librdkafka key = value } (every
                 Kafka client gets them; an output's own properties win)
 [trigger]       mode = \"interval\" | \"available-now\", interval = \"10s\",
@@ -74,6 +78,12 @@ pub struct RunArgs {
     /// and exit without connecting anywhere.
     #[arg(long)]
     pub check: bool,
+    /// Start as a new pipeline on a table that has no mark of it, even if the table's
+    /// history was cut by snapshot expiry (sluice otherwise refuses there, as it cannot
+    /// tell whether the pipeline committed before). Needed once: the first commit leaves
+    /// the pipeline's mark.
+    #[arg(long)]
+    pub new_pipeline: bool,
 }
 
 /// Loads every stage's plugin (and shadow) as `run` would, running its samples, without
@@ -95,6 +105,7 @@ pub fn run(args: &RunArgs, stop: &AtomicBool) -> anyhow::Result<RunSummary> {
     if args.available_now {
         config.trigger.mode = TriggerMode::AvailableNow;
     }
+    config.pipeline.assume_new = args.new_pipeline;
     if args.check {
         crate::kafka::check_pipeline(&config, &args.config)?;
         let stages = check_stages(&config, &args.config)?;

@@ -25,6 +25,11 @@ pub const OFFSETS: &str = "sluice.offsets";
 pub const RUN: &str = "sluice.run";
 /// Snapshot summary key: rows of the batch sent to the dead-letter topic.
 pub const DEAD_LETTERED: &str = "sluice.dead-lettered";
+/// Snapshot summary key: data loss accepted since the last commit (`on-data-loss =
+/// "continue"`), one note per partition.
+pub const DATA_LOSS: &str = "sluice.data-loss";
+/// Snapshot summary key: records known lost since the last commit (see [`DATA_LOSS`]).
+pub const RECORDS_LOST: &str = "sluice.records-lost";
 
 /// What one commit records about the pipeline.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -114,7 +114,8 @@ fn future_reason(field: &str, time: Micros, horizon: Micros) -> Reason {
             "event time {} is past {} (processing time plus event-time.max-future)",
             format_micros(time),
             format_micros(horizon)
-        ),
+        )
+        .into(),
         field: Some(field.to_string()),
     }
 }
@@ -129,7 +130,8 @@ fn late_reason(field: &str, time: Micros, watermark: Option<Micros>) -> Reason {
             "event time {} is behind the watermark {}",
             format_micros(time),
             watermark.map_or_else(|| "(none)".into(), format_micros)
-        ),
+        )
+        .into(),
         field: Some(field.to_string()),
     }
 }

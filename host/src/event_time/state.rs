@@ -295,19 +295,36 @@ pub fn forget_old(store: &dyn StateStore, location: &str, pipeline: &str, batch_
     }
 }
 
+/// Where a table's state files go: beside the table, not in it, at
+/// `<parent of the table's location>/_sluice-state/<table folder>`. Orphan-file cleanup
+/// (Spark's `remove_orphan_files`, sluice's own) deletes every file below a table's location
+/// that its metadata does not name, which state files never are; and an object-store
+/// listing of the table's location as a prefix must not reach them either, hence not a
+/// sibling named after the table. State files of older versions below the table's location
+/// are still read (a commit names its state file by its whole path).
+pub fn state_root(table_location: &str) -> String {
+    let location = table_location.trim_end_matches('/');
+    match location.rsplit_once('/') {
+        Some((parent, table)) if !parent.ends_with('/') && !parent.is_empty() => {
+            format!("{parent}/_sluice-state/{table}")
+        }
+        _ => format!("{location}/_sluice-state"),
+    }
+}
+
 /// The path of the state file that the process `run` writes for `batch_id`.
 pub fn run_path(table_location: &str, pipeline: &str, batch_id: u64, run: &str) -> String {
     format!(
-        "{}/sluice-state/{pipeline}/{batch_id:020}-{run}.json",
-        table_location.trim_end_matches('/')
+        "{}/{pipeline}/{batch_id:020}-{run}.json",
+        state_root(table_location)
     )
 }
 
-/// The path of the pointer to `batch_id`'s plan and state file, below a table's location.
+/// The path of the pointer to `batch_id`'s plan and state file (see [`state_root`]).
 pub fn path(table_location: &str, pipeline: &str, batch_id: u64) -> String {
     format!(
-        "{}/sluice-state/{pipeline}/{batch_id:020}.json",
-        table_location.trim_end_matches('/')
+        "{}/{pipeline}/{batch_id:020}.json",
+        state_root(table_location)
     )
 }
 
@@ -397,7 +414,20 @@ mod tests {
     fn paths_sort_by_batch() {
         let a = path("file:///w/ns/t/", "p", 9);
         let b = path("file:///w/ns/t", "p", 10);
-        assert_eq!(a, "file:///w/ns/t/sluice-state/p/00000000000000000009.json");
+        assert_eq!(
+            a,
+            "file:///w/ns/_sluice-state/t/p/00000000000000000009.json"
+        );
         assert!(a < b);
+        let s3 = path("s3://bucket/wh/ns/t", "p", 1);
+        assert_eq!(
+            s3,
+            "s3://bucket/wh/ns/_sluice-state/t/p/00000000000000000001.json"
+        );
+        assert!(
+            !s3.starts_with("s3://bucket/wh/ns/t"),
+            "outside the table's prefix"
+        );
+        assert_eq!(state_root("mem://t"), "mem://t/_sluice-state");
     }
 }

@@ -8,10 +8,11 @@ use std::time::{Duration, Instant};
 use super::crash::CrashPoint;
 use super::route::Prepared;
 use super::{Pipeline, PipelineError};
-use crate::commit::{CommitMark, DEAD_LETTERED, RUN};
+use crate::commit::{CommitMark, DATA_LOSS, DEAD_LETTERED, RECORDS_LOST, RUN};
 use crate::event_time::extract::format_micros;
 use crate::event_time::state::{self, STATE, WATERMARK};
 use crate::sink::{Commit, Delivered};
+use crate::source::identity::LAST_RECORDS;
 
 /// One step of a batch's commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -195,6 +196,15 @@ impl Pipeline {
         }
         if let Some(w) = prepared.event_time.and_then(|e| e.watermark) {
             properties.insert(WATERMARK.to_string(), format_micros(w));
+        }
+        if !self.batch_records.0.is_empty() {
+            properties.insert(LAST_RECORDS.to_string(), self.batch_records.to_json());
+        }
+        if !self.losses.is_empty() {
+            let notes: Vec<String> = self.losses.iter().map(ToString::to_string).collect();
+            let lost: i64 = self.losses.iter().filter_map(|l| l.records).sum();
+            properties.insert(DATA_LOSS.to_string(), notes.join("; "));
+            properties.insert(RECORDS_LOST.to_string(), lost.to_string());
         }
         properties
     }

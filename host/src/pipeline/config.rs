@@ -40,6 +40,21 @@ pub struct PipelineSection {
     /// Threads that run plugins and encoding; default: the machine's cores.
     #[serde(default)]
     pub threads: Option<usize>,
+    /// How long a transient fault (broker unreachable, acknowledgement timeout, catalog
+    /// busy, disk full) is retried, with backoff from 1 s doubling to 30 s, before the run
+    /// ends with the error: the time since the first fault with no batch committed since.
+    /// `"0s"` retries nothing. Default `"5m"`.
+    #[serde(default = "default_fault_budget", with = "crate::units::duration")]
+    pub fault_budget: std::time::Duration,
+    /// Not in the file: set by `sluice run --new-pipeline`, which starts the pipeline as
+    /// new on a table that has no mark of it even though the table's history was cut
+    /// (where sluice cannot tell whether the pipeline committed before, and refuses).
+    #[serde(skip)]
+    pub assume_new: bool,
+}
+
+const fn default_fault_budget() -> std::time::Duration {
+    std::time::Duration::from_secs(300)
 }
 
 const fn default_on_invalid() -> OnInvalid {

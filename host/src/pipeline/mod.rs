@@ -28,6 +28,7 @@ pub mod commit;
 pub mod config;
 pub mod crash;
 pub mod env;
+pub mod faults;
 pub mod open;
 mod process;
 pub mod progress;
@@ -43,6 +44,7 @@ use std::time::Instant;
 
 use self::config::PipelineConfig;
 use self::crash::{Crash, CrashPoint};
+use self::faults::Faults;
 pub use self::open::Parts;
 use self::process::Processed;
 use self::progress::Role;
@@ -59,8 +61,9 @@ use crate::event_time::config::AtEnd;
 use crate::event_time::state::{Plan, StateError, StateStore};
 use crate::sink::iceberg::SinkError;
 use crate::sink::{OutputError, Outputs};
+use crate::source::identity::Fingerprints;
 use crate::source::kafka::SourceMode;
-use crate::source::{Offsets, Source, SourceError};
+use crate::source::{Loss, Offsets, Source, SourceError};
 use crate::udf::UdfError;
 use crate::units::Millis;
 
@@ -91,6 +94,10 @@ pub enum PipelineError {
     /// The saved event-time state cannot be used.
     #[error("event-time state: {0}")]
     State(String),
+    /// The table cannot say where the pipeline stands (its history was cut and it holds
+    /// no mark of the pipeline), or what it records cannot be read.
+    #[error("{0}")]
+    Checkpoint(String),
     /// The saved event-time state cannot be read or written.
     #[error("event-time state: {0}")]
     StateFile(#[from] StateError),
@@ -128,7 +135,7 @@ impl PipelineError {
             position: record.position(),
             stage: reason.stage.clone(),
             code: reason.code.clone(),
-            message: reason.message.clone(),
+            message: reason.message.to_string(),
         }
     }
 }
@@ -154,6 +161,8 @@ pub struct RunSummary {
     pub batches_fenced: u64,
     /// Table commits retried after a conflict with a commit that left the fence standing.
     pub commit_retries: u64,
+    /// Transient faults retried (see [`faults`]).
+    pub faults_retried: u64,
     /// Whether a stop signal ended the run.
     pub stopped: bool,
 }
@@ -186,6 +195,14 @@ pub struct Pipeline {
     role: Role,
     /// The election's changes when this process last became active.
     election_changes: u64,
+    /// The last record read of each partition, as the last commit records it.
+    last_records: Fingerprints,
+    /// The same after the batch being committed.
+    batch_records: Fingerprints,
+    /// Data loss accepted and not yet recorded by a commit.
+    losses: Vec<Loss>,
+    /// The last batch committed when the last fault was met.
+    faults_seen_at: u64,
 }
 
 impl std::fmt::Debug for Pipeline {
@@ -217,15 +234,48 @@ impl Pipeline {
     /// election, only while this process is the active one ([`standby`]).
     pub fn run(&mut self, stop: &AtomicBool) -> Result<RunSummary, PipelineError> {
         self.summary = RunSummary::default();
-        self.summary.stopped = match self.election.take() {
-            None => self.run_active(stop)?,
+        let mut faults = Faults::new(self.config.pipeline.fault_budget);
+        let mut resume = false;
+        loop {
+            let ran = self.attempt(resume, stop);
+            let error = match ran {
+                Ok(stopped) => {
+                    self.summary.stopped = stopped;
+                    return Ok(self.summary.clone());
+                }
+                Err(error) => error,
+            };
+            if self.last_batch > self.faults_seen_at {
+                faults.progressed();
+            }
+            self.faults_seen_at = self.last_batch;
+            let wait = faults.after(error)?;
+            self.summary.faults_retried += 1;
+            self.outputs.abandon();
+            if !faults::pause(wait, stop) {
+                self.summary.stopped = true;
+                return Ok(self.summary.clone());
+            }
+            resume = true;
+        }
+    }
+
+    /// One attempt at the run; after a fault (`resume`), positions and state are read
+    /// again from the table first (an elected process does so when it is active again).
+    fn attempt(&mut self, resume: bool, stop: &AtomicBool) -> Result<bool, PipelineError> {
+        match self.election.take() {
+            None => {
+                if resume {
+                    self.resume()?;
+                }
+                self.run_active(stop)
+            }
             Some(mut election) => {
                 let ran = self.run_elected(election.as_mut(), stop);
                 self.election = Some(election);
-                ran?
+                ran
             }
-        };
-        Ok(self.summary.clone())
+        }
     }
 
     /// Replays a planned batch if there is one, then runs batches as the trigger says.
@@ -293,6 +343,8 @@ impl Pipeline {
     /// One batch, through its phases.
     fn run_batch(&mut self, mut input: Input) -> Result<(), PipelineError> {
         let records = std::mem::take(&mut input.records);
+        self.batch_records = self.last_records.updated(&records);
+        self.losses.extend(self.source.take_losses());
         let Processed {
             slices,
             dead,
@@ -305,6 +357,8 @@ impl Pipeline {
         };
         self.positions = input.next.clone();
         self.last_batch = committed.mark.batch_id;
+        self.last_records = std::mem::take(&mut self.batch_records);
+        self.losses.clear();
         self.stages.committed(&stats.stage_counts);
         self.report(&input, stats, &prepared, &committed);
         Ok(())

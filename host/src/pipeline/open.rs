@@ -12,6 +12,7 @@ use super::progress::Role;
 use super::stages::Stages;
 use super::{Pipeline, PipelineError, RunSummary};
 use crate::admin::Admin;
+use crate::commit::CommitMark;
 use crate::election::{Election, KafkaElection};
 use crate::encode::Encoder;
 use crate::event_time::EventTime;
@@ -23,8 +24,9 @@ use crate::sink::table::TableOutput;
 use crate::sink::topic::{KafkaTopics, Topics};
 use crate::sink::window::WindowOutput;
 use crate::sink::{Output, OutputError, Outputs};
-use crate::source::kafka::{KafkaSource, SourceMode};
-use crate::source::{Source, SourceError};
+use crate::source::identity::{Fingerprints, LAST_RECORDS};
+use crate::source::kafka::{KafkaSource, OnDataLoss, SourceMode, StartingOffsets};
+use crate::source::{Loss, Offsets, Source, SourceError};
 use crate::udf::Runtime;
 use crate::units::Millis;
 
@@ -154,6 +156,10 @@ impl Pipeline {
             },
             election: parts.election,
             election_changes: 0,
+            last_records: Fingerprints::default(),
+            batch_records: Fingerprints::default(),
+            losses: Vec::new(),
+            faults_seen_at: 0,
         };
         if let Some(admin) = &pipeline.admin {
             admin.set_role(pipeline.role);
@@ -165,14 +171,21 @@ impl Pipeline {
     }
 
     /// Positions the source where the table's last commit says, and recovers the
-    /// event-time state.
+    /// event-time state. A new pipeline reading from `latest` first anchors there (see
+    /// [`Pipeline::anchor`]).
     pub(super) fn resume(&mut self) -> Result<(), PipelineError> {
         self.outputs.refresh()?;
         let name = self.config.pipeline.name.clone();
-        let table = self.outputs.table();
-        let mark = table.last_mark(&name)?;
-        self.positions = self.source.start(mark.as_ref().map(|m| &m.offsets))?;
-        let table = table.table().name();
+        let mut mark = self.outputs.table().last_mark(&name)?;
+        if mark.is_none() {
+            self.refuse_unknown_history()?;
+        }
+        let resume = self.verified_resume(mark.as_ref())?;
+        self.positions = self.source.start(resume.as_ref())?;
+        if mark.is_none() && self.anchors() {
+            mark = self.anchor()?;
+        }
+        let table = self.outputs.table().table().name();
         match &mark {
             Some(m) => {
                 tracing::info!(pipeline = %name, %table, batch_id = m.batch_id, offsets = %self.positions, "resuming from the table's last commit")
@@ -182,8 +195,92 @@ impl Pipeline {
             }
         }
         self.last_batch = mark.as_ref().map_or(0, |m| m.batch_id);
-        self.replay = self.recover_state(mark.is_some())?;
+        self.replay = self.recover_state(self.last_batch > 0)?;
         self.check_outputs()
+    }
+
+    /// The offsets to resume from: the mark's, after checking that each partition still
+    /// holds the last record the pipeline read there (see [`crate::source::identity`]). A
+    /// partition that holds another is refused, or with `on-data-loss = "continue"` read
+    /// from its earliest offset (left out of the offsets), the loss recorded.
+    fn verified_resume(
+        &mut self,
+        mark: Option<&CommitMark>,
+    ) -> Result<Option<Offsets>, PipelineError> {
+        let Some(mark) = mark else {
+            self.last_records = Fingerprints::default();
+            return Ok(None);
+        };
+        let name = &self.config.pipeline.name;
+        let recorded = self.outputs.table().table().last_mark_properties(name)?;
+        let text = recorded.as_ref().and_then(|p| p.get(LAST_RECORDS));
+        self.last_records = match text {
+            Some(t) => Fingerprints::from_json(t).map_err(PipelineError::Checkpoint)?,
+            None => Fingerprints::default(),
+        };
+        let mut offsets = mark.offsets.clone();
+        for m in self.source.verify(&self.last_records)? {
+            let error = SourceError::NotTheSameTopic {
+                partition: m.partition.to_string(),
+                found: m.found,
+            };
+            if self.config.source.on_data_loss == OnDataLoss::Fail {
+                return Err(error.into());
+            }
+            tracing::warn!(%error, "data loss accepted (on-data-loss = \"continue\"): reading the partition from its earliest offset");
+            offsets.0.remove(&m.partition);
+            self.last_records.0.remove(&m.partition);
+            self.losses.push(Loss {
+                partition: m.partition,
+                records: None,
+                why: error.to_string(),
+            });
+        }
+        Ok(Some(offsets))
+    }
+
+    /// A table with no mark of the pipeline whose history was cut (expired snapshots)
+    /// cannot say whether the pipeline committed before: starting as new there would read
+    /// the topics again from the start. Refused unless `--new-pipeline` says it is new.
+    fn refuse_unknown_history(&self) -> Result<(), PipelineError> {
+        let table = self.outputs.table().table();
+        match table.truncated_history() {
+            Some(snapshot) if !self.config.pipeline.assume_new => {
+                Err(PipelineError::Checkpoint(format!(
+                    "table {} has no commit mark of pipeline `{}`, and its history before snapshot {snapshot} was expired, so sluice cannot tell whether this pipeline committed to it before (starting anew would read every record again). If the pipeline is new, start it once with `sluice run --new-pipeline`",
+                    table.name(),
+                    self.config.pipeline.name
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether a new pipeline anchors its starting positions: with `starting-offsets =
+    /// "latest"`, where sluice assigns the partitions itself.
+    fn anchors(&self) -> bool {
+        self.config.source.starting_offsets == StartingOffsets::Latest
+            && self.config.source.mode == SourceMode::Assign
+    }
+
+    /// Commits an empty snapshot holding the positions `latest` resolved to (batch 0), so
+    /// that records produced while a never-committed pipeline is down are read when it
+    /// starts again, instead of being skipped by resolving `latest` anew. If another process
+    /// anchored first, its positions win.
+    fn anchor(&mut self) -> Result<Option<CommitMark>, PipelineError> {
+        let mark = CommitMark {
+            pipeline: self.config.pipeline.name.clone(),
+            batch_id: 0,
+            offsets: self.positions.clone(),
+        };
+        self.outputs.anchor(&mark, &self.run)?;
+        self.outputs.refresh()?;
+        let anchored = self.outputs.table().last_mark(&mark.pipeline)?;
+        if let Some(theirs) = anchored.as_ref().filter(|m| m.offsets != mark.offsets) {
+            self.positions = self.source.start(Some(&theirs.offsets))?;
+        }
+        tracing::info!(pipeline = %mark.pipeline, offsets = %self.positions, "anchored the starting offsets in the table");
+        Ok(anchored)
     }
 
     /// Restores the event-time state named by the table's last commit; returns the plan of
@@ -198,9 +295,8 @@ impl Pipeline {
         let name = &self.config.pipeline.name;
         let table = self.outputs.table().table();
         let saved = table
-            .last_mark_properties(name)
-            .and_then(|p| p.get(STATE))
-            .cloned();
+            .last_mark_properties(name)?
+            .and_then(|mut p| p.remove(STATE));
         let next = state::path(table.location(), name, self.last_batch + 1);
         let positions = self.positions.to_json();
         let store = self.state.as_ref();
@@ -245,11 +341,17 @@ fn open_outputs(
     let mut outputs: Vec<Box<dyn Output>> = Vec::new();
     if let Some(target) = clients::dead_letter_target(config) {
         let topic = topics.open(&target).map_err(topic_error(&target.topic))?;
-        outputs.push(Box::new(DeadLetterOutput::new(topic, Route::DeadLetters)));
+        let max = target.max_record_bytes();
+        outputs.push(Box::new(DeadLetterOutput::new(
+            topic,
+            Route::DeadLetters,
+            max,
+        )));
     }
     if let Some(target) = clients::late_target(config) {
         let topic = topics.open(&target).map_err(topic_error(&target.topic))?;
-        outputs.push(Box::new(DeadLetterOutput::new(topic, Route::Late)));
+        let max = target.max_record_bytes();
+        outputs.push(Box::new(DeadLetterOutput::new(topic, Route::Late, max)));
     }
     let source = config.source.connection();
     for (i, window) in config.windows.iter().enumerate() {

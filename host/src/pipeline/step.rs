@@ -4,6 +4,7 @@
 //! [`Slice`]s back in order.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::PipelineError;
@@ -11,10 +12,10 @@ use super::stages::StageCounts;
 use crate::encode::{Encoder, keep_rows};
 use crate::event_time::EventTime;
 use crate::event_time::apply::Timed;
-use crate::record::{Reason, Record};
-use crate::udf::Plugin;
+use crate::record::{Reason, Record, capped};
 use crate::udf::chain::{self, Fate, Judged, StageRun};
 use crate::udf::shadow::{self, ShadowReport};
+use crate::udf::{Plugin, UdfError};
 
 /// What became of the records of one slice of a batch.
 pub(super) struct Slice {
@@ -126,6 +127,7 @@ impl Step<'_> {
                 .collect(),
             stage_verdicts: vec![BTreeMap::new(); self.stages.len()],
         };
+        let mut last_failure = None;
         for Judged { record, fate } in judged {
             let (stage, rejected, reason) = match fate {
                 Fate::Kept | Fate::Rewritten => {
@@ -136,11 +138,12 @@ impl Step<'_> {
                 Fate::Rejected { stage, rejection } => (
                     stage,
                     true,
-                    (rejection.code, rejection.message, rejection.field),
+                    (rejection.code, capped(&rejection.message), rejection.field),
                 ),
                 Fate::Failed { stage, error } => {
                     let code = error.failure().map_or("plugin_error", |f| f.code());
-                    (stage, false, (code.to_string(), error.to_string(), None))
+                    let message = failed_message(&mut last_failure, &error);
+                    (stage, false, (code.to_string(), message, None))
                 }
             };
             count_kept(&mut out.stage_counts[..stage]);
@@ -215,6 +218,19 @@ impl Step<'_> {
     }
 }
 
+/// The message of a failed call, made once for all the records of the call (they share its
+/// error) rather than once per record.
+fn failed_message(last: &mut Option<(Arc<UdfError>, Arc<str>)>, error: &Arc<UdfError>) -> Arc<str> {
+    match last {
+        Some((seen, message)) if Arc::ptr_eq(seen, error) => message.clone(),
+        _ => {
+            let message = capped(&error.to_string());
+            *last = Some((error.clone(), message.clone()));
+            message
+        }
+    }
+}
+
 /// Every stage before the one that stopped a record kept it.
 fn count_kept(counts: &mut [StageCounts]) {
     for c in counts {
@@ -228,7 +244,7 @@ fn refusal(stage: &str, code: &str, message: String, field: Option<String>) -> R
         stage: stage.into(),
         digest: None,
         code: code.into(),
-        message,
+        message: message.into(),
         field,
     }
 }

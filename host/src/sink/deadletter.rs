@@ -84,6 +84,8 @@ pub enum Route {
 pub struct DeadLetterOutput {
     topic: Box<dyn Topic>,
     route: Route,
+    /// The largest record the producer sends (see [`TopicTarget::max_record_bytes`]).
+    max_record_bytes: usize,
 }
 
 impl std::fmt::Debug for DeadLetterOutput {
@@ -96,9 +98,14 @@ impl std::fmt::Debug for DeadLetterOutput {
 }
 
 impl DeadLetterOutput {
-    /// Sends the records of `route` to `topic`.
-    pub fn new(topic: Box<dyn Topic>, route: Route) -> Self {
-        DeadLetterOutput { topic, route }
+    /// Sends the records of `route` to `topic`, none larger than `max_record_bytes` (a
+    /// larger one is cut to fit, see [`fit`]).
+    pub fn new(topic: Box<dyn Topic>, route: Route, max_record_bytes: usize) -> Self {
+        DeadLetterOutput {
+            topic,
+            route,
+            max_record_bytes,
+        }
     }
 
     /// The topic.
@@ -122,15 +129,71 @@ impl Output for DeadLetterOutput {
         };
         let batch = results.batch_id.to_string();
         let positions: Vec<[String; 3]> = records.iter().map(|(r, _)| position(r)).collect();
-        let outgoing = records
+        let mut outgoing: Vec<Outgoing<'_>> = records
             .iter()
             .zip(&positions)
             .map(|((record, reason), position)| {
                 outgoing(record, reason, position, &results.pipeline, &batch)
             })
             .collect();
+        let notes: Vec<Option<String>> = outgoing
+            .iter_mut()
+            .map(|o| fit(o, self.max_record_bytes))
+            .collect();
+        for (o, note) in outgoing.iter_mut().zip(&notes) {
+            if let Some(note) = note {
+                o.headers.push((TRUNCATED, Some(note.as_bytes())));
+            }
+        }
         send_to(self.topic.as_ref(), self.name(), outgoing)
     }
+}
+
+/// Header of a dead letter that was cut to fit the topic: what was cut, e.g. `value
+/// 2000000 -> 998500 bytes`. The original stays in the source topic, at the position in
+/// `sluice.source.*`.
+pub const TRUNCATED: &str = "sluice.truncated";
+
+/// Room kept for the record's framing and the [`TRUNCATED`] header.
+const FRAMING_BYTES: usize = 1024;
+
+/// Roughly what `record` weighs on the wire (its framing aside).
+fn weight(record: &Outgoing<'_>) -> usize {
+    let len = |b: Option<&[u8]>| b.map_or(0, <[u8]>::len);
+    let headers: usize = record
+        .headers
+        .iter()
+        .map(|(name, value)| name.len() + len(*value) + 10)
+        .sum();
+    len(record.key) + len(record.value) + headers
+}
+
+/// Cuts `record` to at most `max` bytes if it is larger: the value first, then the key,
+/// then the original record's headers (sluice's own stay). Returns what was cut, for the
+/// [`TRUNCATED`] header; `None` if it fits.
+pub fn fit(record: &mut Outgoing<'_>, max: usize) -> Option<String> {
+    let budget = max.saturating_sub(FRAMING_BYTES);
+    let mut excess = weight(record).checked_sub(budget).filter(|&e| e > 0)?;
+    let mut cuts = Vec::new();
+    for (part, bytes) in [("value", &mut record.value), ("key", &mut record.key)] {
+        if let Some(whole) = bytes.filter(|b| !b.is_empty() && excess > 0) {
+            let keep = whole.len().saturating_sub(excess);
+            excess -= whole.len() - keep;
+            cuts.push(format!("{part} {} -> {keep} bytes", whole.len()));
+            *bytes = Some(&whole[..keep]);
+        }
+    }
+    if excess > 0 {
+        let before = record.headers.len();
+        record
+            .headers
+            .retain(|(name, _)| name.starts_with("sluice."));
+        cuts.push(format!(
+            "{} original headers dropped",
+            before - record.headers.len()
+        ));
+    }
+    Some(cuts.join("; "))
 }
 
 /// A record's partition, offset and timestamp, as header text.
@@ -162,7 +225,7 @@ fn outgoing<'a>(
     let added = [
         ("sluice.error.stage", Some(reason.stage.as_str())),
         ("sluice.error.code", Some(&reason.code)),
-        ("sluice.error.message", Some(&reason.message)),
+        ("sluice.error.message", Some(&*reason.message)),
         ("sluice.error.field", reason.field.as_deref()),
         ("sluice.stage.digest", reason.digest.as_deref()),
         ("sluice.source.topic", Some(&record.topic)),
@@ -181,5 +244,62 @@ fn outgoing<'a>(
         key: record.key.as_deref(),
         value: record.value.as_deref(),
         headers,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn letter<'a>(key: &'a [u8], value: &'a [u8]) -> Outgoing<'a> {
+        Outgoing {
+            key: Some(key),
+            value: Some(value),
+            headers: vec![
+                ("trace", Some(b"abc".as_slice())),
+                ("sluice.error.code", Some(b"too_big".as_slice())),
+            ],
+        }
+    }
+
+    #[test]
+    fn a_dead_letter_that_fits_is_left_alone() {
+        let value = vec![b'x'; 10_000];
+        let mut record = letter(b"k", &value);
+        assert_eq!(fit(&mut record, 1_000_000), None);
+        assert_eq!(record, letter(b"k", &value));
+    }
+
+    #[test]
+    fn an_oversized_dead_letter_is_cut_to_the_limit_value_first() {
+        let value = vec![b'x'; 2_000_000];
+        let mut record = letter(b"key", &value);
+        let note = fit(&mut record, 1_000_000).unwrap();
+        assert!(weight(&record) + FRAMING_BYTES <= 1_000_000);
+        assert!(
+            weight(&record) + FRAMING_BYTES > 990_000,
+            "cut no more than needed"
+        );
+        assert_eq!(record.key, Some(b"key".as_slice()));
+        assert_eq!(record.headers.len(), 2);
+        let kept = record.value.unwrap().len();
+        assert_eq!(note, format!("value 2000000 -> {kept} bytes"));
+    }
+
+    #[test]
+    fn a_huge_key_and_headers_are_cut_after_the_value() {
+        let key = vec![b'k'; 3_000];
+        let mut record = letter(&key, b"vvvv");
+        let note = fit(&mut record, FRAMING_BYTES + 40).unwrap();
+        assert_eq!(record.value, Some(b"".as_slice()));
+        assert_eq!(record.key, Some(b"".as_slice()));
+        assert_eq!(
+            record.headers,
+            vec![("sluice.error.code", Some(b"too_big".as_slice()))]
+        );
+        assert_eq!(
+            note,
+            "value 4 -> 0 bytes; key 3000 -> 0 bytes; 1 original headers dropped"
+        );
     }
 }

@@ -211,6 +211,12 @@ impl Outputs {
         &self.table
     }
 
+    /// Commits an empty snapshot to the main table that records `mark` unless the table
+    /// holds a mark of the pipeline already (see [`TableOutput::anchor`]).
+    pub fn anchor(&mut self, mark: &CommitMark, run: &str) -> Result<(), OutputError> {
+        self.table.anchor(mark, run)
+    }
+
     /// The outputs other than the table, in order.
     pub fn others(&self) -> &[Box<dyn Output>] {
         &self.others
@@ -253,6 +259,12 @@ impl Outputs {
         commit: Commit<'_>,
     ) -> Result<Delivered, OutputError> {
         self.table.commit(results, commit)
+    }
+
+    /// After a fault: every output forgets the batch it was given, deleting what it wrote
+    /// for it that nothing will commit.
+    pub fn abandon(&mut self) {
+        self.table.abandon();
     }
 
     /// Step 5: every output's housekeeping.

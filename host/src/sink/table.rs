@@ -1,11 +1,13 @@
 //! The main table as an output: its data files are staged, then committed with the
 //! pipeline's commit mark, which makes the table the pipeline's checkpoint.
 
+use std::collections::HashMap;
+
 use iceberg::spec::DataFile;
 
-use super::iceberg::{IcebergTable, Landed, SinkError};
+use super::iceberg::{Fence, IcebergTable, Landed, SinkError};
 use super::{Commit, Delivered, Output, OutputError, Results};
-use crate::commit::CommitMark;
+use crate::commit::{CommitMark, RUN};
 
 /// The main table.
 #[derive(Debug)]
@@ -46,6 +48,29 @@ impl TableOutput {
     /// The latest commit mark of `pipeline`.
     pub fn last_mark(&self, pipeline: &str) -> Result<Option<CommitMark>, SinkError> {
         self.table.last_mark(pipeline)
+    }
+
+    /// Commits an empty snapshot that records `mark` (batch 0: where a new pipeline
+    /// starts), unless the table holds a mark of the pipeline by then (another process
+    /// anchored it first; the caller reads the mark again either way).
+    pub fn anchor(&mut self, mark: &CommitMark, run: &str) -> Result<(), OutputError> {
+        let extra = HashMap::from([(RUN.to_string(), run.to_string())]);
+        self.table
+            .commit(Vec::new(), mark, extra, &Fence::NotHeld)
+            .map_err(|e| self.error(e))?;
+        Ok(())
+    }
+
+    /// Forgets the staged batch (after a fault), deleting its data files: nothing will
+    /// commit them. A file already gone is fine; one that cannot be deleted stays for
+    /// `sluice maintain`.
+    pub fn abandon(&mut self) {
+        let files = self.table.files();
+        for file in std::mem::take(&mut self.staged) {
+            if let Err(error) = files.delete(file.file_path()) {
+                tracing::debug!(%error, file = file.file_path(), "cannot delete an abandoned data file");
+            }
+        }
     }
 
     fn error(&self, error: SinkError) -> OutputError {

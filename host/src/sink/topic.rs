@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::message::{Header, Headers, OwnedHeaders};
+use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 use rdkafka::{ClientConfig, Message};
 
@@ -71,6 +71,19 @@ pub struct TopicTarget {
     pub connection: Connection,
     /// Longest wait for acknowledgements.
     pub ack_timeout: Duration,
+}
+
+impl TopicTarget {
+    /// The largest record its producer sends: the producer's `message.max.bytes` if the
+    /// properties set it, else librdkafka's default (1 000 000). If the topic's own
+    /// `max.message.bytes` is lower, set the property to it.
+    pub fn max_record_bytes(&self) -> usize {
+        self.connection
+            .properties()
+            .get("message.max.bytes")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1_000_000)
+    }
 }
 
 /// sluice's defaults for the producers of output topics (the connection's properties win):
@@ -309,14 +322,10 @@ fn ranges(
 /// A message as text (invalid UTF-8 replaced).
 fn topic_record(m: &rdkafka::message::BorrowedMessage<'_>) -> TopicRecord {
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-    let headers = m
-        .headers()
-        .map(|h| {
-            h.iter()
-                .map(|h| (h.key.to_string(), h.value.map(text).unwrap_or_default()))
-                .collect()
-        })
-        .unwrap_or_default();
+    let headers = crate::kafka::headers::headers_of(m)
+        .into_iter()
+        .map(|h| (h.name, h.value.as_deref().map(text).unwrap_or_default()))
+        .collect();
     TopicRecord {
         partition: m.partition(),
         offset: m.offset(),

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use super::identity::{Fingerprint, Fingerprints, Mismatch};
 use super::kafka::StartingOffsets;
 use super::{Offsets, Source, SourceError, TopicPartition};
 use crate::batch::Caps;
@@ -178,6 +179,27 @@ impl Source for MemorySource {
 
     fn acknowledge(&mut self, committed: &Offsets) {
         *self.acknowledged.lock().unwrap_or_else(|e| e.into_inner()) = committed.clone();
+    }
+
+    fn verify(&mut self, last: &Fingerprints) -> Result<Vec<Mismatch>, SourceError> {
+        let log = self.log.log();
+        let mismatches = last.0.iter().filter_map(|(tp, expected)| {
+            let held = log
+                .get(tp)
+                .and_then(|r| r.get(usize::try_from(expected.offset).ok()?));
+            let found = match held {
+                None => format!("it holds no record at offset {}", expected.offset),
+                Some(r) if Fingerprint::of(r) != *expected => {
+                    format!("the record at offset {} is another one", expected.offset)
+                }
+                Some(_) => return None,
+            };
+            Some(Mismatch {
+                partition: tp.clone(),
+                found,
+            })
+        });
+        Ok(mismatches.collect())
     }
 }
 

@@ -5,6 +5,7 @@
 //! start (from the offsets stored in the sink's last commit), and the source never commits
 //! anything that matters for correctness.
 
+pub mod identity;
 pub mod kafka;
 pub mod memory;
 
@@ -13,6 +14,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
+use self::identity::{Fingerprints, Mismatch};
 use crate::batch::Caps;
 use crate::record::Record;
 
@@ -136,6 +138,32 @@ pub enum SourceError {
         /// The partition's end offset.
         end: i64,
     },
+    /// Records the pipeline had not read were deleted (retention) before it read them,
+    /// and `on-data-loss = "fail"`.
+    #[error(
+        "records {next}..{earliest} of {partition} were deleted (retention) before the pipeline read them: {lost} records lost. Set `[source] on-data-loss = \"continue\"` to go on from offset {earliest} (the loss is then recorded in the commit)"
+    )]
+    DataLoss {
+        /// The partition.
+        partition: String,
+        /// Where the pipeline was to read next.
+        next: i64,
+        /// The earliest offset the partition still holds.
+        earliest: i64,
+        /// Records lost.
+        lost: i64,
+    },
+    /// The record at an offset the pipeline read before is another one now: the topic was
+    /// deleted and created again, or the broker replaced, since the last commit.
+    #[error(
+        "{partition} is not the partition the pipeline read before: {found}. Was the topic recreated or the broker replaced? Rename the pipeline (pipeline.name) to start anew, or set `[source] on-data-loss = \"continue\"` to read it from its earliest offset"
+    )]
+    NotTheSameTopic {
+        /// The partition.
+        partition: String,
+        /// What is there now.
+        found: String,
+    },
     /// The stop flag was raised while reading.
     #[error("stopped while reading")]
     Stopped,
@@ -191,6 +219,41 @@ pub trait Source: Send {
     /// Lets go of every partition until the next [`Source::start`] (a process that stops
     /// being the active one of its pipeline): nothing is fetched meanwhile.
     fn release(&mut self) {}
+
+    /// Whether each partition still holds, at the recorded offset, the record `last` says
+    /// the pipeline read there (see [`identity`]): the partitions that hold another one.
+    /// A record that is gone (retention, compaction) proves nothing either way.
+    fn verify(&mut self, last: &Fingerprints) -> Result<Vec<Mismatch>, SourceError> {
+        let _ = last;
+        Ok(Vec::new())
+    }
+
+    /// Data loss accepted (`on-data-loss = "continue"`) since the last call, for the next
+    /// commit to record.
+    fn take_losses(&mut self) -> Vec<Loss> {
+        Vec::new()
+    }
+}
+
+/// Records skipped for good: deleted before they were read, or in a partition replaced by
+/// another.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Loss {
+    /// The partition.
+    pub partition: TopicPartition,
+    /// Records known lost (`None`: unknown, the partition was replaced).
+    pub records: Option<i64>,
+    /// Why, for people.
+    pub why: String,
+}
+
+impl fmt::Display for Loss {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.records {
+            Some(n) => write!(f, "{}: {n} records lost ({})", self.partition, self.why),
+            None => write!(f, "{}: {}", self.partition, self.why),
+        }
+    }
 }
 
 #[cfg(test)]

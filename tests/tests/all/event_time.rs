@@ -271,7 +271,7 @@ fn the_analytics_example_dedups_counts_windows_and_dead_letters_late_events() {
             .as_str()
             .unwrap()
             .ends_with(&format!(
-                "sluice-state/clickstream-analytics/00000000000000000004-{run}.json"
+                "/_sluice-state/clickstream_events/clickstream-analytics/00000000000000000004-{run}.json"
             )),
         "{summary}"
     );

@@ -5,6 +5,7 @@
 
 mod adversarial;
 mod catalog_tls;
+mod chaos;
 mod cli;
 mod engine;
 mod enricher;
@@ -12,6 +13,7 @@ mod event_time;
 mod fencing;
 mod generator;
 mod group;
+mod hardening;
 mod hot_swap;
 mod pipeline;
 mod produce;

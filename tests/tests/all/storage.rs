@@ -85,7 +85,7 @@ fn an_s3_warehouse_holds_the_table_its_windows_and_the_event_time_state() {
     );
     assert!(
         count(
-            "clickstream_events/sluice-state/clickstream-analytics/",
+            "analytics/_sluice-state/clickstream_events/clickstream-analytics/",
             ".json"
         ) > 0,
         "{keys:?}"

@@ -5,12 +5,13 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use iceberg::ErrorKind;
-use iceberg::spec::{DataFile, SnapshotRef};
+use iceberg::spec::DataFile;
 use iceberg::transaction::{ApplyTransactionAction, Transaction};
 
 use super::fence::{Fence, Fenced, PinnedCatalog};
+use super::marks::{mark_property, mark_property_value};
 use super::{IcebergTable, SinkError};
-use crate::commit::{CommitMark, RUN};
+use crate::commit::{CommitMark, PIPELINE, RUN};
 
 /// Conflicts with commits that leave the fence standing (another pipeline, maintenance)
 /// are retried this many times.
@@ -100,7 +101,11 @@ impl IcebergTable {
         properties: HashMap<String, String>,
     ) -> iceberg::Result<()> {
         let tx = Transaction::new(&self.table);
-        let action = tx
+        let pipeline = properties.get(PIPELINE).cloned().unwrap_or_default();
+        let mark = tx
+            .update_table_properties()
+            .set(mark_property(&pipeline), mark_property_value(&properties));
+        let append = tx
             .fast_append()
             .add_data_files(files)
             .set_snapshot_properties(properties);
@@ -109,7 +114,7 @@ impl IcebergTable {
             table: &self.table,
         };
         self.catalog.block_on(async {
-            let tx = action.apply(tx)?;
+            let tx = mark.apply(append.apply(tx)?)?;
             tx.commit(&pinned).await.map(|_| ())
         })
     }
@@ -178,38 +183,6 @@ impl IcebergTable {
                 .and_then(|id| metadata.snapshot_by_id(id));
         }
         Ok(None)
-    }
-
-    /// The snapshot that carries `pipeline`'s latest mark, walking back from the current
-    /// snapshot.
-    fn last_mark_snapshot(&self, pipeline: &str) -> Option<&SnapshotRef> {
-        let metadata = self.table.metadata();
-        let mut next = metadata.current_snapshot();
-        while let Some(snapshot) = next {
-            let props = &snapshot.summary().additional_properties;
-            if props.get(crate::commit::PIPELINE).map(String::as_str) == Some(pipeline) {
-                return Some(snapshot);
-            }
-            next = snapshot
-                .parent_snapshot_id()
-                .and_then(|id| metadata.snapshot_by_id(id));
-        }
-        None
-    }
-
-    /// The summary properties of the snapshot that carries `pipeline`'s latest mark.
-    pub fn last_mark_properties(&self, pipeline: &str) -> Option<&HashMap<String, String>> {
-        self.last_mark_snapshot(pipeline)
-            .map(|s| &s.summary().additional_properties)
-    }
-
-    /// The latest commit mark of `pipeline`.
-    pub fn last_mark(&self, pipeline: &str) -> Result<Option<CommitMark>, SinkError> {
-        let Some(snapshot) = self.last_mark_snapshot(pipeline) else {
-            return Ok(None);
-        };
-        let props = &snapshot.summary().additional_properties;
-        Ok(CommitMark::from_properties(pipeline, snapshot.snapshot_id(), props).transpose()?)
     }
 }
 

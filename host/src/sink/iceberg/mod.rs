@@ -20,14 +20,20 @@
 //! the table still records where the batch started, checked by the catalog itself. It then
 //! reloads the table and checks that the snapshot is there (iceberg-rust can report success
 //! for a commit that did not land).
-//! [`read`] scans a table back (for `sluice show` and tests) and reads or writes the other
-//! files sluice keeps beside the data (event-time state). [`catalog`] opens the catalog once
-//! per process; [`config`] is the `[sink]` section.
+//! The mark is also kept in a table property, so that snapshot expiry cannot lose it
+//! ([`marks`]); [`maintain`] is `sluice maintain` (expiry that keeps every pipeline's mark,
+//! orphan-file cleanup). [`read`] scans a table back (for `sluice show` and tests) and reads
+//! or writes the other files sluice keeps beside the data (event-time state). [`catalog`]
+//! opens the catalog once per process, on [`storage`] ([`durable`] for local folders:
+//! every file and folder fsynced); [`config`] is the `[sink]` section.
 
 pub mod catalog;
 pub mod commit;
 pub mod config;
+pub mod durable;
 pub mod fence;
+pub mod maintain;
+pub mod marks;
 pub mod read;
 pub mod storage;
 pub mod writer;

@@ -1,4 +1,5 @@
-//! Where the table's files go: a local folder (iceberg's own local storage) or an S3
+//! Where the table's files go: a local folder (iceberg's local storage, made durable by
+//! [`super::durable`]) or an S3
 //! bucket, AWS or S3-compatible (iceberg-rust's OpenDAL storage). The catalog hands the
 //! storage properties to every table it opens, so the data files, the metadata and the
 //! event-time state files all go to the same place.
@@ -7,13 +8,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use iceberg::io::{
-    LocalFsStorageFactory, S3_ACCESS_KEY_ID, S3_ENDPOINT, S3_PATH_STYLE_ACCESS, S3_REGION,
-    S3_SECRET_ACCESS_KEY, S3_SESSION_TOKEN, StorageFactory,
+    S3_ACCESS_KEY_ID, S3_ENDPOINT, S3_PATH_STYLE_ACCESS, S3_REGION, S3_SECRET_ACCESS_KEY,
+    S3_SESSION_TOKEN, StorageFactory,
 };
 use iceberg_storage_opendal::OpenDalStorageFactory;
 use serde::Deserialize;
 
 use super::SinkError;
+use super::durable::DurableFsStorageFactory;
 
 /// An S3 (or S3-compatible: MinIO, Ceph, R2...) warehouse, `warehouse = "s3://bucket/path"`.
 /// A field left out comes from the standard AWS environment variables; credentials left
@@ -133,7 +135,7 @@ impl StorageKind {
     /// The FileIO factory for this storage.
     pub fn factory(self) -> Arc<dyn StorageFactory> {
         match self {
-            StorageKind::Local => Arc::new(LocalFsStorageFactory),
+            StorageKind::Local => Arc::new(DurableFsStorageFactory),
             StorageKind::S3 => Arc::new(OpenDalStorageFactory::S3 {
                 customized_credential_load: None,
             }),

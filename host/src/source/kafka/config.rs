@@ -17,6 +17,21 @@ pub enum StartingOffsets {
     Latest,
 }
 
+/// What the source does when unread records are gone (see
+/// [`KafkaSourceConfig::on_data_loss`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnDataLoss {
+    /// Stop with a message.
+    Fail,
+    /// Read on from the earliest record; record the loss in the commit.
+    Continue,
+}
+
+const fn default_on_data_loss() -> OnDataLoss {
+    OnDataLoss::Fail
+}
+
 /// How the source gets its partitions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -65,6 +80,13 @@ pub struct KafkaSourceConfig {
     /// `earliest` or `latest`. Ignored once the table holds the pipeline's offsets.
     #[serde(default = "default_starting")]
     pub starting_offsets: StartingOffsets,
+    /// What to do when records the pipeline has not read are gone: deleted by retention
+    /// first, or in a topic deleted and created again (or on a replaced broker) since the
+    /// last commit. `fail` (default) stops with a message naming the partition; `continue`
+    /// reads on from the earliest record there is and records the loss in the next
+    /// commit's summary (`sluice.data-loss`). Spark's `failOnDataLoss`.
+    #[serde(default = "default_on_data_loss")]
+    pub on_data_loss: OnDataLoss,
     /// Longest time to wait for records that the end offsets say exist, e.g. `"60s"`.
     #[serde(default = "default_fetch_timeout", with = "crate::units::duration")]
     pub fetch_timeout: Duration,

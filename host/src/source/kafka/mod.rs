@@ -7,6 +7,7 @@
 
 mod config;
 mod group;
+mod identity;
 mod read;
 
 use std::collections::VecDeque;
@@ -17,9 +18,10 @@ use std::time::Duration;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 
-pub use self::config::{KafkaSourceConfig, SourceMode, StartingOffsets};
+pub use self::config::{KafkaSourceConfig, OnDataLoss, SourceMode, StartingOffsets};
 use self::group::SourceContext;
-use super::{Offsets, Source, SourceError, TopicPartition};
+use super::identity::{Fingerprints, Mismatch};
+use super::{Loss, Offsets, Source, SourceError, TopicPartition};
 use crate::batch::Caps;
 use crate::record::Record;
 
@@ -39,6 +41,8 @@ pub struct KafkaSource {
     positions: Offsets,
     /// Records fetched but beyond the last batch's target or caps, in fetch order.
     stash: VecDeque<Record>,
+    /// Data loss accepted (`on-data-loss = "continue"`), not yet taken by the pipeline.
+    losses: Vec<Loss>,
 }
 
 impl std::fmt::Debug for KafkaSource {
@@ -68,6 +72,7 @@ impl KafkaSource {
             topics,
             positions: Offsets::default(),
             stash: VecDeque::new(),
+            losses: Vec::new(),
         })
     }
 
@@ -80,15 +85,17 @@ impl KafkaSource {
             .map_err(|error| config.connection().client_error(error))?)
     }
 
-    /// The consumer's configuration: sluice's defaults (no automatic commit, reading from
-    /// the earliest offset where the table has none), then `[source] properties`.
+    /// The consumer's configuration: sluice's defaults (no automatic commit, no automatic
+    /// offset reset), then `[source] properties`.
     pub fn client_config(config: &KafkaSourceConfig, group: &str) -> ClientConfig {
         let mut defaults = vec![
             ("group.id", group),
             ("enable.auto.commit", "false"),
             ("enable.auto.offset.store", "false"),
             ("enable.partition.eof", "false"),
-            ("auto.offset.reset", "earliest"),
+            // Positions are always explicit: one out of range is data loss or another
+            // topic, which the source handles (see `on-data-loss`), never a silent jump.
+            ("auto.offset.reset", "error"),
         ];
         if config.mode == SourceMode::Group {
             defaults.push(("partition.assignment.strategy", "cooperative-sticky"));
@@ -206,10 +213,10 @@ impl KafkaSource {
     }
 
     /// Where a partition starts: where the table says (`resume`), or where a brand-new
-    /// pipeline starts. A stored offset past the end is refused; one before the earliest
-    /// record (deleted by retention) starts at the earliest, with a warning.
+    /// pipeline starts. A stored offset past the end (another topic) or before the
+    /// earliest record (deleted by retention) is data loss: see [`Self::lost`].
     fn start_position(
-        &self,
+        &mut self,
         tp: &TopicPartition,
         resume: Option<&Offsets>,
     ) -> Result<i64, SourceError> {
@@ -221,18 +228,61 @@ impl KafkaSource {
             });
         };
         if next > high {
-            return Err(SourceError::OffsetBeyondEnd {
+            let error = SourceError::OffsetBeyondEnd {
                 partition: tp.to_string(),
                 next,
                 end: high,
-            });
+            };
+            return self.lost(tp, None, error).map(|()| low);
         }
         if next < low {
-            tracing::warn!(partition = %tp, stored = next, earliest = low, lost = low - next,
-                "records between the stored offset and the earliest offset were deleted by retention before they were read");
-            return Ok(low);
+            let error = data_loss(tp, next, low);
+            return self.lost(tp, Some(low - next), error).map(|()| low);
         }
         Ok(next)
+    }
+
+    /// Data loss on `tp`: `error` with `on-data-loss = "fail"`, else recorded for the next
+    /// commit with a warning.
+    fn lost(
+        &mut self,
+        tp: &TopicPartition,
+        records: Option<i64>,
+        error: SourceError,
+    ) -> Result<(), SourceError> {
+        if self.config.on_data_loss == OnDataLoss::Fail {
+            return Err(error);
+        }
+        tracing::warn!(partition = %tp, lost = ?records, %error, "data loss accepted (on-data-loss = \"continue\"): reading on from the earliest offset");
+        self.losses.push(Loss {
+            partition: tp.clone(),
+            records,
+            why: error.to_string(),
+        });
+        Ok(())
+    }
+
+    /// The consumer met a position out of range while reading: finds the partitions whose
+    /// position the broker no longer holds and handles each as data loss.
+    fn out_of_range(&mut self) -> Result<(), SourceError> {
+        let positions = self.positions.clone();
+        for (tp, &next) in &positions.0 {
+            let (low, high) = self.watermarks(tp)?;
+            let error = if next < low {
+                data_loss(tp, next, low)
+            } else if next > high {
+                SourceError::NotTheSameTopic {
+                    partition: tp.to_string(),
+                    found: format!("it ends at offset {high}, before the position {next}"),
+                }
+            } else {
+                continue;
+            };
+            let records = (next < low).then_some(low - next);
+            self.lost(tp, records, error)?;
+            self.positions.set(tp.clone(), low);
+        }
+        self.assign()
     }
 
     fn topic_arc(&self, name: &str) -> Option<Arc<str>> {
@@ -289,6 +339,14 @@ impl Source for KafkaSource {
         (self.config.mode == SourceMode::Group).then(|| KafkaSource::rebalances(self))
     }
 
+    fn verify(&mut self, last: &Fingerprints) -> Result<Vec<Mismatch>, SourceError> {
+        self.verify_last_records(last)
+    }
+
+    fn take_losses(&mut self) -> Vec<Loss> {
+        std::mem::take(&mut self.losses)
+    }
+
     fn release(&mut self) {
         if let Err(error) = self.renew_consumer() {
             tracing::warn!(%error, "releasing the source's partitions failed");
@@ -314,5 +372,14 @@ impl Source for KafkaSource {
         if let Err(error) = self.consumer.commit(&tpl, CommitMode::Async) {
             tracing::debug!(%error, "committing group offsets (monitoring only) failed");
         }
+    }
+}
+
+fn data_loss(tp: &TopicPartition, next: i64, earliest: i64) -> SourceError {
+    SourceError::DataLoss {
+        partition: tp.to_string(),
+        next,
+        earliest,
+        lost: earliest - next,
     }
 }

@@ -8,11 +8,11 @@ use std::time::Instant;
 
 use rdkafka::Offset;
 use rdkafka::consumer::Consumer;
-use rdkafka::message::{Headers, Message};
+use rdkafka::message::Message;
 
 use super::{KafkaSource, POLL};
 use crate::batch::Caps;
-use crate::record::{Header, Record};
+use crate::record::Record;
 use crate::source::{Offsets, SourceError, TopicPartition};
 
 /// A batch being read.
@@ -71,17 +71,7 @@ impl KafkaSource {
         message: &rdkafka::message::BorrowedMessage<'_>,
         topic: &Arc<str>,
     ) -> Record {
-        let headers = message
-            .headers()
-            .map(|h| {
-                h.iter()
-                    .map(|h| Header {
-                        name: h.key.to_string(),
-                        value: h.value.map(<[u8]>::to_vec),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        let headers = crate::kafka::headers::headers_of(message);
         Record {
             topic: topic.clone(),
             partition: message.partition(),
@@ -111,6 +101,10 @@ impl KafkaSource {
             Some(Ok(message)) => Ok(self
                 .topic_arc(message.topic())
                 .map(|topic| Self::record(&message, &topic))),
+            Some(Err(error)) if out_of_range(&error) => {
+                self.out_of_range()?;
+                Ok(None)
+            }
             Some(Err(error)) => {
                 tracing::warn!(%error, "Kafka consumer error (retrying)");
                 Ok(None)
@@ -192,4 +186,14 @@ impl KafkaSource {
             None => self.stash.push_back(record), // beyond this batch's target
         }
     }
+}
+
+/// Whether the consumer says a position is out of range (with `auto.offset.reset =
+/// "error"`).
+fn out_of_range(error: &rdkafka::error::KafkaError) -> bool {
+    use rdkafka::types::RDKafkaErrorCode::{AutoOffsetReset, OffsetOutOfRange};
+    matches!(
+        error.rdkafka_error_code(),
+        Some(AutoOffsetReset | OffsetOutOfRange)
+    )
 }

@@ -6,6 +6,7 @@ use std::sync::atomic::AtomicBool;
 use sluice::pipeline::PipelineError;
 use sluice::pipeline::crash::Crash;
 use sluice::source::SourceError;
+use sluice::source::kafka::{OnDataLoss, StartingOffsets};
 
 use super::{Engine, PLAIN, TOPIC, plain};
 
@@ -108,7 +109,7 @@ fn a_stop_while_reading_abandons_the_batch() {
 }
 
 #[test]
-fn a_position_past_the_end_of_a_partition_is_refused() {
+fn a_recreated_topic_is_refused_shorter_or_longer() {
     let engine = Engine::new("stale", PLAIN);
     engine.append(&(0..5).map(plain).collect::<Vec<_>>());
     engine.run().unwrap();
@@ -116,14 +117,75 @@ fn a_position_past_the_end_of_a_partition_is_refused() {
     engine.append(&[plain(9)]);
     let error = engine.open(Crash::Never).unwrap_err();
     assert!(
+        error.to_string().contains("it holds no record at offset 4"),
+        "{error}"
+    );
+    // Longer than the old one: the end offset alone would not tell.
+    engine.append(&(10..18).map(plain).collect::<Vec<_>>());
+    let error = engine.open(Crash::Never).unwrap_err();
+    assert!(
         matches!(
-            error,
-            PipelineError::Source(SourceError::OffsetBeyondEnd {
-                next: 5,
-                end: 1,
-                ..
-            })
+            &error,
+            PipelineError::Source(SourceError::NotTheSameTopic { found, .. })
+                if found.contains("the record at offset 4 is another one")
         ),
         "{error}"
     );
+    assert_eq!(engine.rows(None).len(), 5);
+}
+
+#[test]
+fn a_recreated_topic_is_read_from_its_start_when_told_to_continue() {
+    let mut engine = Engine::new("stale-continue", PLAIN);
+    engine.append(&(0..5).map(plain).collect::<Vec<_>>());
+    engine.run().unwrap();
+    engine.log.recreate(TOPIC, 1);
+    engine.append(&(10..13).map(plain).collect::<Vec<_>>());
+    engine.config.source.on_data_loss = OnDataLoss::Continue;
+    let summary = engine.run().unwrap();
+    assert_eq!(summary.input_rows, 3);
+    assert_eq!(engine.rows(None).len(), 8);
+    let props = engine.mark_properties();
+    assert!(props["sluice.data-loss"].contains("clicks/0"), "{props:?}");
+}
+
+#[test]
+fn latest_is_anchored_once_so_records_produced_while_down_are_read() {
+    let mut engine = Engine::new("latest", PLAIN);
+    engine.config.source.starting_offsets = StartingOffsets::Latest;
+    engine.append(&(0..3).map(plain).collect::<Vec<_>>());
+    assert_eq!(engine.run().unwrap().input_rows, 0);
+    assert_eq!(engine.table_batch(None), Some(0), "the anchor");
+    engine.append(&(3..8).map(plain).collect::<Vec<_>>());
+    assert_eq!(engine.run().unwrap().input_rows, 5);
+    assert_eq!(engine.rows(None).len(), 5);
+}
+
+#[test]
+fn a_transient_fault_is_retried_until_it_clears() {
+    let engine = Engine::new("fault", PLAIN);
+    engine.append(&(0..6).map(plain).collect::<Vec<_>>());
+    engine.append(&["not json"]);
+    engine.topics.set_failing("dead", true);
+    let topics = engine.topics.clone();
+    let healer = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(2500));
+        topics.set_failing("dead", false);
+    });
+    let summary = engine.run().unwrap();
+    healer.join().unwrap();
+    assert!(summary.faults_retried >= 1, "{summary:?}");
+    assert_eq!(engine.rows(None).len(), 6);
+    assert_eq!(engine.topic("dead").len(), 1);
+}
+
+#[test]
+fn a_fault_that_outlasts_the_budget_ends_the_run() {
+    let mut engine = Engine::new("fault-budget", PLAIN);
+    engine.config.pipeline.fault_budget = std::time::Duration::from_secs(2);
+    engine.append(&["not json"]);
+    engine.topics.set_failing("dead", true);
+    let error = engine.run().unwrap_err();
+    assert!(error.to_string().contains("not acknowledged"), "{error}");
+    assert_eq!(engine.table_batch(None), None);
 }

@@ -8,6 +8,7 @@ mod connections;
 mod crash;
 mod event_time;
 mod fence;
+mod poison;
 mod probation;
 mod standby;
 
@@ -24,7 +25,6 @@ use sluice::sink::iceberg::{IcebergCatalog, IcebergTable};
 use sluice::sink::memory::MemoryTopics;
 use sluice::sink::topic::TopicRecord;
 use sluice::sink::window::table_config;
-use sluice::source::kafka::StartingOffsets;
 use sluice::source::memory::{MemoryLog, MemorySource};
 
 /// The source topic of every engine test.
@@ -123,7 +123,7 @@ impl Engine {
             source: Box::new(MemorySource::new(
                 &self.log,
                 &topics,
-                StartingOffsets::Earliest,
+                config.source.starting_offsets,
             )),
             topics: Box::new(self.topics.clone()),
             state: None,
@@ -151,6 +151,15 @@ impl Engine {
             .last_mark(&self.config.pipeline.name)
             .unwrap();
         mark.map(|m| m.batch_id)
+    }
+
+    /// The summary properties of the pipeline's last commit of the main table.
+    pub(crate) fn mark_properties(&self) -> std::collections::HashMap<String, String> {
+        let name = &self.config.pipeline.name;
+        self.table(None)
+            .last_mark_properties(name)
+            .unwrap()
+            .unwrap()
     }
 
     fn table(&self, window: Option<&str>) -> IcebergTable {

@@ -21,6 +21,8 @@
 //! | `sleep`         | sleeps 10 s at a time, forever (blocking WASI calls)             |
 //! | `random`        | rejects every event with a number drawn from `wasi:random`       |
 //! | `log-forge`     | logs 1 000 messages with line breaks that imitate sluice's logs  |
+//! | `huge-error`    | `process` returns an error of `bytes` bytes                      |
+//! | `huge-reason`   | rejects every event with a message of `bytes` bytes              |
 
 use std::cell::RefCell;
 
@@ -129,6 +131,10 @@ impl Guest for Misbehave {
                 Ok(v)
             }
             "process-error" => Err("deliberate failure of the whole chunk".into()),
+            // A whole-chunk error of `bytes` bytes (a plugin that dumps its input in it).
+            "huge-error" => Err("e".repeat(config.bytes)),
+            // Every event rejected with a message of `bytes` bytes.
+            "huge-reason" => Ok(reject_all(n, "huge_reason", &"r".repeat(config.bytes))),
             "probe" => {
                 Ok(reject_all(n, "probe", &probe()))
             }

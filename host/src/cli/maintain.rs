@@ -1,0 +1,129 @@
+//! `sluice maintain`: snapshot expiry and orphan-file cleanup for a pipeline's tables (the
+//! main table and the window tables), keeping every pipeline's checkpoint (see
+//! [`crate::sink::iceberg::maintain`]). Run it instead of, or beside, an engine's own
+//! maintenance; both keep sluice's marks, which also live in a table property.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+use anyhow::Context;
+use clap::Args;
+
+use crate::pipeline::config::PipelineConfig;
+use crate::sink::iceberg::maintain::delete_files;
+use crate::sink::iceberg::{IcebergCatalog, IcebergSinkConfig, IcebergTable};
+use crate::sink::window;
+use crate::units::parse_duration;
+
+/// Arguments of `sluice maintain`.
+#[derive(Debug, Args)]
+pub struct MaintainArgs {
+    /// The pipeline file (TOML), as given to `sluice run`.
+    #[arg(long, short, env = "SLUICE_CONFIG", value_name = "FILE")]
+    pub config: PathBuf,
+    /// Expire snapshots older than this (Iceberg's default snapshot age is 5 days).
+    #[arg(long, default_value = "5d", value_parser = parse_duration, value_name = "AGE")]
+    pub older_than: Duration,
+    /// Keep at least this many of the newest snapshots of the current history.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub retain_last: usize,
+    /// Delete files that nothing references once they are older than this (a writer's
+    /// files are unreferenced until it commits; Spark's default is 3 days).
+    #[arg(long, default_value = "3d", value_parser = parse_duration, value_name = "AGE")]
+    pub orphans_older_than: Duration,
+    /// Expire snapshots only; delete no files.
+    #[arg(long)]
+    pub no_orphans: bool,
+    /// Say what would be expired and deleted; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// Maintains every table of the pipeline, printing what was done to `out`.
+pub fn run(args: &MaintainArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    let config = PipelineConfig::load(&args.config)?;
+    let base = args
+        .config
+        .parent()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."));
+    // Opened read-only first: a warehouse or catalog that does not exist is an error, not
+    // something to create. Then for writing (expiry commits).
+    IcebergCatalog::open_read_only(&config.sink, &base).context("cannot open the catalog")?;
+    let catalog = IcebergCatalog::open(&config.sink, &base).context("cannot open the catalog")?;
+    let tables = std::iter::once(config.sink.clone()).chain(
+        config
+            .windows
+            .iter()
+            .filter_map(|w| window::table_config(w, &config.sink)),
+    );
+    for table in tables {
+        maintain(&catalog, table, args, out)?;
+    }
+    Ok(())
+}
+
+fn maintain(
+    catalog: &IcebergCatalog,
+    config: IcebergSinkConfig,
+    args: &MaintainArgs,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let mut table =
+        IcebergTable::open_existing(catalog, config).context("cannot open the table")?;
+    let now = SystemTime::now();
+    let cutoff = now
+        .checked_sub(args.older_than)
+        .unwrap_or(SystemTime::UNIX_EPOCH);
+    let cutoff_ms = cutoff
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let expiry = table.expire_snapshots(cutoff_ms, args.retain_last, args.dry_run)?;
+    let verb = if args.dry_run {
+        "would expire"
+    } else {
+        "expired"
+    };
+    writeln!(
+        out,
+        "{}: {verb} {} snapshots, {} kept",
+        table.name(),
+        expiry.removed.len(),
+        expiry.kept
+    )?;
+    for (pipeline, snapshot) in &expiry.marks {
+        writeln!(
+            out,
+            "  kept snapshot {snapshot}: pipeline `{pipeline}`'s last commit"
+        )?;
+    }
+    if args.no_orphans {
+        return Ok(());
+    }
+    let orphan_cutoff = now
+        .checked_sub(args.orphans_older_than)
+        .unwrap_or(SystemTime::UNIX_EPOCH);
+    let orphans = table.orphan_files(orphan_cutoff)?;
+    let deleted = if args.dry_run {
+        0
+    } else {
+        delete_files(&orphans)?
+    };
+    let verb = if args.dry_run {
+        "would delete"
+    } else {
+        "deleted"
+    };
+    writeln!(
+        out,
+        "{}: {verb} {} orphan files",
+        table.name(),
+        orphans.len()
+    )?;
+    for file in &orphans {
+        writeln!(out, "  {}", file.display())?;
+    }
+    tracing::info!(table = %table.name(), expired = expiry.removed.len(), orphans_deleted = deleted, dry_run = args.dry_run, "maintained");
+    Ok(())
+}

@@ -1,0 +1,285 @@
+//! Table maintenance that knows sluice (`sluice maintain`): snapshot expiry that always
+//! keeps the snapshot carrying each pipeline's latest commit mark, and orphan-file cleanup
+//! that knows which files sluice writes beside the data.
+//!
+//! Expiry commits like any engine's (Iceberg's `RemoveSnapshots`), so Spark, pyiceberg and
+//! DuckDB read the table as before. Orphan cleanup then deletes, below the table's `data/`
+//! and `metadata/` folders, the files that no snapshot left and no metadata file names
+//! (the files the expired snapshots held, and those of batches abandoned by a crash),
+//! if older than a grace period that keeps a writer's not-yet-committed files safe; and in
+//! sluice's state folder ([`crate::event_time::state::state_root`]), the state files of
+//! batches long committed that no mark names (those of fenced or crashed processes).
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use iceberg::spec::TableMetadata;
+use iceberg::transaction::{ApplyTransactionAction, Transaction};
+
+use super::marks::mark_property;
+use super::{IcebergTable, SinkError, iceberg_err};
+use crate::commit::{COMMIT_ID, PIPELINE};
+use crate::event_time::state::{STATE, state_root};
+
+/// What expiry removed and kept.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Expiry {
+    /// Snapshots removed (or that would be, in a dry run).
+    pub removed: Vec<i64>,
+    /// Snapshots left.
+    pub kept: usize,
+    /// The snapshot that carries each pipeline's latest mark, kept whatever its age.
+    pub marks: BTreeMap<String, i64>,
+}
+
+impl IcebergTable {
+    /// The snapshot carrying each pipeline's latest mark, for every pipeline that left a
+    /// mark (in the history or as a table property).
+    pub fn mark_snapshots(&self) -> Result<BTreeMap<String, i64>, SinkError> {
+        let metadata = self.table.metadata();
+        let mut pipelines: BTreeSet<String> = metadata
+            .snapshots()
+            .filter_map(|s| s.summary().additional_properties.get(PIPELINE).cloned())
+            .collect();
+        let prefix = mark_property("");
+        pipelines.extend(
+            metadata
+                .properties()
+                .keys()
+                .filter_map(|k| k.strip_prefix(&prefix).map(String::from)),
+        );
+        let mut marks = BTreeMap::new();
+        for pipeline in pipelines {
+            let Some(props) = self.last_mark_properties(&pipeline)? else {
+                continue;
+            };
+            let commit = props.get(COMMIT_ID);
+            let carrier = metadata.snapshots().find(|s| {
+                let summary = &s.summary().additional_properties;
+                summary.get(PIPELINE) == Some(&pipeline) && summary.get(COMMIT_ID) == commit
+            });
+            if let Some(s) = carrier {
+                marks.insert(pipeline, s.snapshot_id());
+            }
+        }
+        Ok(marks)
+    }
+
+    /// Expires the snapshots older than `cutoff_ms` (milliseconds since the epoch), except
+    /// the newest `retain_last` of the current history, every branch or tag head, and the
+    /// snapshots of [`IcebergTable::mark_snapshots`]. With `dry_run`, says what it would do.
+    pub fn expire_snapshots(
+        &mut self,
+        cutoff_ms: i64,
+        retain_last: usize,
+        dry_run: bool,
+    ) -> Result<Expiry, SinkError> {
+        self.refresh()?;
+        let marks = self.mark_snapshots()?;
+        let metadata = self.table.metadata();
+        let mut keep: HashSet<i64> = marks.values().copied().collect();
+        keep.extend(ref_heads(metadata));
+        let mut next = metadata.current_snapshot();
+        for _ in 0..retain_last.max(1) {
+            let Some(s) = next else { break };
+            keep.insert(s.snapshot_id());
+            next = s
+                .parent_snapshot_id()
+                .and_then(|p| metadata.snapshot_by_id(p));
+        }
+        let removed: Vec<i64> = metadata
+            .snapshots()
+            .filter(|s| s.timestamp_ms() < cutoff_ms && !keep.contains(&s.snapshot_id()))
+            .map(|s| s.snapshot_id())
+            .collect();
+        let kept = metadata.snapshots().count() - removed.len();
+        if !dry_run && !removed.is_empty() {
+            let tx = Transaction::new(&self.table);
+            let action = tx
+                .expire_snapshots()
+                .expire_snapshot_ids(removed.clone())
+                // Only these: no other default retention applies.
+                .expire_older_than_ms(i64::MIN);
+            let catalog = self.catalog.catalog();
+            self.catalog
+                .block_on(async { action.apply(tx)?.commit(catalog).await })
+                .map_err(iceberg_err(format!("expiring snapshots of {}", self.ident)))?;
+            self.refresh()?;
+        }
+        Ok(Expiry {
+            removed,
+            kept,
+            marks,
+        })
+    }
+
+    /// Every file the table's metadata names: metadata files (current and logged),
+    /// manifest lists, manifests, data and delete files, statistics files.
+    pub fn referenced_files(&self) -> Result<HashSet<PathBuf>, SinkError> {
+        let table = &self.table;
+        let metadata = table.metadata();
+        let mut named: Vec<String> = metadata
+            .metadata_log()
+            .iter()
+            .map(|m| m.metadata_file.clone())
+            .chain(table.metadata_location().map(String::from))
+            .chain(
+                metadata
+                    .statistics_iter()
+                    .map(|s| s.statistics_path.clone()),
+            )
+            .chain(
+                metadata
+                    .partition_statistics_iter()
+                    .map(|s| s.statistics_path.clone()),
+            )
+            .collect();
+        self.catalog
+            .block_on(async {
+                for snapshot in metadata.snapshots() {
+                    named.push(snapshot.manifest_list().to_string());
+                    let list = table.manifest_list_reader(snapshot).load().await?;
+                    for manifest in list.entries() {
+                        named.push(manifest.manifest_path.clone());
+                        let entries = manifest.load_manifest(table.file_io()).await?;
+                        named.extend(entries.entries().iter().map(|e| e.file_path().to_string()));
+                    }
+                }
+                Ok::<_, iceberg::Error>(())
+            })
+            .map_err(iceberg_err(format!(
+                "reading the manifests of {}",
+                self.ident
+            )))?;
+        Ok(named.iter().map(|p| local_path(p)).collect())
+    }
+
+    /// Files below the table's `data/` and `metadata/` folders that nothing names, last
+    /// modified before `cutoff`, and sluice's old state files (see the module). Local
+    /// warehouses only.
+    pub fn orphan_files(&self, cutoff: SystemTime) -> Result<Vec<PathBuf>, SinkError> {
+        let location = self.location();
+        if !location.starts_with("file:") && !location.starts_with('/') {
+            return Err(SinkError::Config(format!(
+                "orphan-file cleanup supports local warehouses; {location} is not one (skip it with --no-orphans)"
+            )));
+        }
+        let root = local_path(location);
+        let referenced = self.referenced_files()?;
+        let mut orphans = Vec::new();
+        for folder in ["data", "metadata"] {
+            for file in files_below(&root.join(folder))? {
+                if !referenced.contains(&file) && modified_before(&file, cutoff) {
+                    orphans.push(file);
+                }
+            }
+        }
+        orphans.extend(self.old_state_files(cutoff)?);
+        orphans.sort();
+        Ok(orphans)
+    }
+
+    /// State files of each pipeline below its latest mark's batch by more than sluice
+    /// keeps, that the mark does not name.
+    fn old_state_files(&self, cutoff: SystemTime) -> Result<Vec<PathBuf>, SinkError> {
+        let root = local_path(&state_root(self.location()));
+        let mut old = Vec::new();
+        for pipeline in self.mark_snapshots()?.keys() {
+            let props = self.last_mark_properties(pipeline)?.unwrap_or_default();
+            let named = props.get(STATE).map(|s| local_path(s));
+            let batch = props
+                .get(crate::commit::BATCH_ID)
+                .and_then(|b| b.parse::<u64>().ok())
+                .unwrap_or(0);
+            let keep_from = batch.saturating_sub(crate::event_time::state::KEEP_STATE_FILES);
+            for file in files_below(&root.join(pipeline))? {
+                let file_batch = file
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .and_then(|n| n.get(..20))
+                    .and_then(|b| b.parse::<u64>().ok());
+                if file_batch.is_some_and(|b| b < keep_from)
+                    && named.as_ref() != Some(&file)
+                    && modified_before(&file, cutoff)
+                {
+                    old.push(file);
+                }
+            }
+        }
+        Ok(old)
+    }
+}
+
+/// Removes `files`; returns how many were removed.
+pub fn delete_files(files: &[PathBuf]) -> Result<usize, SinkError> {
+    for file in files {
+        match std::fs::remove_file(file) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(SinkError::Config(format!(
+                    "cannot delete {}: {e}",
+                    file.display()
+                )));
+            }
+        }
+    }
+    Ok(files.len())
+}
+
+/// The local path of a `file:` URL or a path.
+fn local_path(location: &str) -> PathBuf {
+    let rest = location
+        .strip_prefix("file://")
+        .or_else(|| location.strip_prefix("file:"))
+        .unwrap_or(location);
+    PathBuf::from(rest)
+}
+
+fn modified_before(file: &Path, cutoff: SystemTime) -> bool {
+    std::fs::metadata(file)
+        .and_then(|m| m.modified())
+        .is_ok_and(|t| t < cutoff)
+}
+
+/// Every file below `dir` (none if it does not exist).
+fn files_below(dir: &Path) -> Result<Vec<PathBuf>, SinkError> {
+    let mut files = Vec::new();
+    let mut folders = vec![dir.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        let entries = match std::fs::read_dir(&folder) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => {
+                return Err(SinkError::Config(format!(
+                    "cannot list {}: {e}",
+                    folder.display()
+                )));
+            }
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                folders.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    Ok(files)
+}
+
+/// The snapshots that branches and tags point to. iceberg-rust does not list a table's
+/// refs, but its metadata serialises them (`refs` in the metadata JSON).
+fn ref_heads(metadata: &TableMetadata) -> HashSet<i64> {
+    let json = serde_json::to_value(metadata).unwrap_or_default();
+    json.get("refs")
+        .and_then(|r| r.as_object())
+        .map(|refs| {
+            refs.values()
+                .filter_map(|r| r.get("snapshot-id").and_then(serde_json::Value::as_i64))
+                .collect()
+        })
+        .unwrap_or_default()
+}

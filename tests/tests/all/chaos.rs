@@ -1,0 +1,180 @@
+//! Chaos: the retail pipeline killed with SIGKILL at random moments while events are being
+//! produced, again and again; then drained. Every record of the source topic must end up
+//! once in the table (by event id) or in the dead-letter topic (by source position, where
+//! repeats are allowed: dead letters are at least once), and nothing else.
+//!
+//! CI runs a few cycles; `scripts/chaos` runs 20 cycles over 100 000 events
+//! (`SLUICE_CHAOS_CYCLES`, `SLUICE_CHAOS_EVENTS`), and prints the figures.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
+use serde_json::Value;
+use sluice_tests::fixture::{Setup, text};
+
+use crate::pipeline::{dead_letters, rows};
+
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// A small deterministic generator (xorshift), seeded from the clock and printed.
+struct Dice(u64);
+
+impl Dice {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// Every record of `topic` (its `partitions`): (partition, offset) → event id, if the value
+/// is a JSON object with one.
+fn source_records(s: &Setup, partitions: i32) -> BTreeMap<(i32, i64), Option<String>> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &s.broker.bootstrap)
+        .set("group.id", "chaos-reader")
+        .set("enable.auto.commit", "false")
+        .create()
+        .unwrap();
+    let mut tpl = TopicPartitionList::new();
+    let mut ends = BTreeMap::new();
+    for p in 0..partitions {
+        let (low, high) = consumer
+            .fetch_watermarks(&s.topic, p, Duration::from_secs(30))
+            .unwrap();
+        ends.insert(p, high);
+        tpl.add_partition_offset(&s.topic, p, Offset::Offset(low))
+            .unwrap();
+    }
+    consumer.assign(&tpl).unwrap();
+    let mut records = BTreeMap::new();
+    let total: i64 = ends.values().sum();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while (records.len() as i64) < total && Instant::now() < deadline {
+        let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) else {
+            continue;
+        };
+        let id = m
+            .payload()
+            .and_then(|v| serde_json::from_slice::<Value>(v).ok())
+            .and_then(|v| v.get("event_id").and_then(Value::as_str).map(String::from));
+        records.insert((m.partition(), m.offset()), id);
+    }
+    assert_eq!(
+        records.len() as i64,
+        total,
+        "read the whole source topic back"
+    );
+    records
+}
+
+#[test]
+fn sigkill_at_random_moments_loses_and_doubles_nothing() {
+    let cycles = env_or("SLUICE_CHAOS_CYCLES", 3);
+    let events = env_or("SLUICE_CHAOS_EVENTS", 3_000);
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        | 1;
+    let mut dice = Dice(seed);
+    let s = Setup::new("chaos");
+    // Create the topic first, so the pipeline has something to read from the start.
+    s.produce(&["--count", "1", "--partitions", "3", "--seed", "1"]);
+    let producer = {
+        let (bootstrap, topic) = (s.broker.bootstrap.clone(), s.topic.clone());
+        let rate = (events as f64 / (cycles as f64 * 2.5))
+            .max(100.0)
+            .to_string();
+        let count = events.to_string();
+        std::thread::spawn(move || {
+            let args: Vec<&str> = vec![
+                "--count",
+                &count,
+                "--rate",
+                &rate,
+                "--seed",
+                "2",
+                "--invalid-share",
+                "0.05",
+                "--late-share",
+                "0",
+                "--duplicate-share",
+                "0",
+            ];
+            sluice_tests::produce(&bootstrap, &topic, &args)
+        })
+    };
+    let mut kills = 0;
+    for _ in 0..cycles {
+        let running = s.start(
+            &["run"],
+            &[("SLUICE_INTERVAL", "500ms"), ("SLUICE_MAX_RECORDS", "700")],
+        );
+        std::thread::sleep(Duration::from_millis(800 + dice.below(3_000)));
+        let (_, _, log) = running.kill();
+        assert!(!log.contains("panicked"), "{log}");
+        kills += 1;
+    }
+    let produced = producer.join().unwrap();
+    let out = s.run(&[]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    let source = source_records(&s, 3);
+    let shown = s.show();
+    let table: Vec<&str> = rows(&shown)
+        .iter()
+        .map(|r| r["event_id"].as_str().unwrap())
+        .collect();
+    let in_table: BTreeSet<&str> = table.iter().copied().collect();
+    assert_eq!(in_table.len(), table.len(), "no event twice in the table");
+    let dead: BTreeSet<(i32, i64)> = dead_letters(&shown)
+        .iter()
+        .map(|d| {
+            let h = |k: &str| d["headers"][k].as_str().unwrap().parse::<i64>().unwrap();
+            (
+                h("sluice.source.partition") as i32,
+                h("sluice.source.offset"),
+            )
+        })
+        .collect();
+    let mut lost = Vec::new();
+    let mut twice = Vec::new();
+    for (position, id) in &source {
+        let landed = id.as_deref().is_some_and(|id| in_table.contains(id));
+        match (landed, dead.contains(position)) {
+            (false, false) => lost.push(position),
+            (true, true) => twice.push(position),
+            _ => {}
+        }
+    }
+    let source_ids: BTreeSet<&str> = source.values().flatten().map(String::as_str).collect();
+    let extra = in_table.difference(&source_ids).count()
+        + dead.iter().filter(|p| !source.contains_key(p)).count();
+    println!(
+        "chaos: seed {seed}, {kills} SIGKILLs, {} records ({} produced while killing), {} rows, {} dead letters, {} lost, {} in both, {extra} unexplained",
+        source.len(),
+        produced.delivered,
+        table.len(),
+        dead.len(),
+        lost.len(),
+        twice.len()
+    );
+    assert!(lost.is_empty(), "lost: {:?}", &lost[..lost.len().min(10)]);
+    assert!(
+        twice.is_empty(),
+        "in the table and dead-lettered: {twice:?}"
+    );
+    assert_eq!(
+        extra, 0,
+        "rows or dead letters that no source record explains"
+    );
+}
