@@ -4,6 +4,7 @@
 //! `sluice-tests` library, `tests/src/`.
 
 mod adversarial;
+mod admin_state;
 mod catalog_tls;
 mod cli;
 mod engine;
