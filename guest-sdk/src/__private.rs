@@ -184,6 +184,9 @@ impl<'a> Slicer<'a> {
 }
 
 #[cfg(test)]
+mod props;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::bindings::sluice::plugin::types::Header as WireHeader;

@@ -7,6 +7,8 @@
 //! the field, so the pipeline can dead-letter it; the other events of the batch go on.
 
 pub mod decimal;
+#[cfg(test)]
+mod props;
 
 use std::collections::HashMap;
 use std::fmt;
