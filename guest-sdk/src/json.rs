@@ -890,8 +890,10 @@ mod tests {
         fast.is_some()
     }
 
+    /// A typed event: borrowed strings, numbers, a raw value, a list, an enum, nesting
+    /// (the randomised properties read it too).
     #[derive(Deserialize, PartialEq, Debug)]
-    struct Click<'a> {
+    pub(super) struct Click<'a> {
         #[serde(borrow)]
         event_id: Option<Cow<'a, str>>,
         user_id: Option<String>,

@@ -9,8 +9,9 @@ use proptest::prelude::*;
 use super::*;
 use crate::bindings::sluice::plugin::types::Header as WireHeader;
 
-/// What a judge saw of an event.
-type Seen = (
+/// What a judge saw of an event: topic, partition, offset, timestamp, key, value,
+/// headers, and whether the value is UTF-8 text.
+pub(super) type Seen = (
     String,
     i32,
     i64,
@@ -21,7 +22,7 @@ type Seen = (
     bool,
 );
 
-fn see(e: &Event<'_>) -> Seen {
+pub(super) fn see(e: &Event<'_>) -> Seen {
     (
         e.topic().to_string(),
         e.partition(),

@@ -5,32 +5,19 @@
 //! of the string scan agrees with the SIMD one. `PROPTEST_CASES` cases each (256 by
 //! default); `scripts/fuzz` runs them for as long as it is asked to.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::tests::Click;
 use super::{find_special, from_str, is_special, simd};
 use crate::Event;
 
-#[derive(Deserialize, PartialEq, Debug)]
-struct Click<'a> {
-    #[serde(borrow)]
-    event_id: Option<Cow<'a, str>>,
-    user_id: Option<String>,
-    quantity: Option<i32>,
-    price: Option<f64>,
-    big: Option<u64>,
-    flag: Option<bool>,
-    tags: Option<Vec<String>>,
-    nested: Option<BTreeMap<String, Value>>,
-}
-
 /// The keys the documents use: `Click`'s fields and others.
-const KEYS: [&str; 10] = [
-    "event_id", "user_id", "quantity", "price", "big", "flag", "tags", "nested", "x", "é\"",
+const KEYS: [&str; 11] = [
+    "event_id", "user_id", "quantity", "price", "raw", "tags", "kind", "nested", "a", "b", "é\"",
 ];
 
 fn json_value() -> impl Strategy<Value = Value> {

@@ -214,24 +214,33 @@ fn assert_holds(batch: &RecordBatch, r: usize, row: &Row) {
     assert_eq!(tz, row.tz.map(|(m, _)| m));
 }
 
-/// Byte-level damage to a text: cuts, insertions of JSON's own characters (and of bytes
-/// that are not UTF-8), replacements.
-fn mutated(text: String, edits: Vec<(usize, u8, u8)>) -> Vec<u8> {
-    const PIECES: [&[u8]; 16] = [
-        b"\"", b"\\", b"{", b"}", b"[", b",", b":", b"-", b"e", b"1", b" ", b"\\u", b"\xff",
-        b"\xc3", b"null", b"\\ud800",
-    ];
+/// A text damaged: cut at `cut` (if given), then `insertions` put in, each at its place.
+fn damaged(text: String, cut: Option<usize>, insertions: Vec<(usize, Vec<u8>)>) -> Vec<u8> {
     let mut bytes = text.into_bytes();
-    for (at, what, piece) in edits {
+    if let Some(cut) = cut {
+        bytes.truncate(cut % (bytes.len() + 1));
+    }
+    for (at, piece) in insertions {
         let at = at % (bytes.len() + 1);
-        let piece = PIECES[usize::from(piece) % PIECES.len()];
-        match what % 3 {
-            0 => bytes.truncate(at),
-            1 => drop(bytes.splice(at..at, piece.iter().copied())),
-            _ => drop(bytes.splice(at..(at + 1).min(bytes.len()), piece.iter().copied())),
-        }
+        bytes.splice(at..at, piece);
     }
     bytes
+}
+
+/// What is put into a damaged text: JSON's own characters and words, escapes (a lone
+/// surrogate too), bytes that are not UTF-8, or any two bytes.
+fn piece() -> impl Strategy<Value = Vec<u8>> {
+    let words: Vec<Vec<u8>> = [
+        "\"", "\\", "{", "}", "[", ",", ":", "-", "e", "1", " ", "null", "\\u", "\\ud800",
+    ]
+    .iter()
+    .map(|w| w.as_bytes().to_vec())
+    .chain([vec![0xff], vec![0xc3]])
+    .collect();
+    prop_oneof![
+        proptest::sample::select(words),
+        proptest::collection::vec(any::<u8>(), 1..3),
+    ]
 }
 
 /// Inputs of every kind: rows, damaged rows, objects of any values under the columns'
