@@ -17,7 +17,6 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::lock;
@@ -49,8 +48,8 @@ pub enum PersistError {
 pub(super) struct Activation {
     /// sha256 of the module.
     pub(super) digest: String,
-    /// When the API accepted it.
-    pub(super) activated_at: DateTime<Utc>,
+    /// When the API accepted it (RFC 3339, UTC).
+    pub(super) activated_at: String,
     /// The caller's address.
     pub(super) by: String,
     /// sha256 of the stage's file at that moment (`None`: it could not be read).
@@ -66,9 +65,7 @@ impl Activation {
     pub(super) fn describe(&self) -> String {
         format!(
             "{} activated at {} by {}",
-            self.digest,
-            self.activated_at.to_rfc3339_opts(SecondsFormat::Secs, true),
-            self.by
+            self.digest, self.activated_at, self.by
         )
     }
 }
@@ -262,7 +259,7 @@ mod tests {
     fn activation(digest: &str) -> Activation {
         Activation {
             digest: digest.into(),
-            activated_at: DateTime::from_timestamp(1_785_320_000, 0).unwrap(),
+            activated_at: "2026-07-29T10:00:00Z".into(),
             by: "127.0.0.1:5000".into(),
             file_digest: Some("f0".into()),
             previous: None,

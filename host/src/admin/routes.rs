@@ -427,7 +427,7 @@ fn record(
     let config = &shared.stages[stage].0;
     let activation = Activation {
         digest: digest.to_string(),
-        activated_at: chrono::Utc::now(),
+        activated_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         by: peer.to_string(),
         file_digest: std::fs::read(&config.plugin).ok().map(|b| digest_of(&b)),
         previous: None,

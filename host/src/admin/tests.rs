@@ -315,6 +315,10 @@ fn changes_reach_the_pipeline() {
     batch.stages.get_mut("rules").unwrap().rolled_back = Some(note.into());
     admin.record(&batch);
     assert_eq!(rollback().status, 202);
+    assert!(matches!(
+        found.try_recv(),
+        Ok(Found::Rollback { stage: 0, .. })
+    ));
     // A version rolled back on probation leaves none.
     let mut batch = progress(3);
     let note = "cd34 failed on 9 of its first 10 events";

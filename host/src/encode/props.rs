@@ -36,7 +36,7 @@ const COLUMNS: [(&str, PrimitiveType); 10] = [
 ];
 
 fn encoder() -> Encoder {
-    let fields = COLUMNS
+    let fields: Vec<_> = COLUMNS
         .iter()
         .zip(1..)
         .map(|((name, ty), id)| {
@@ -251,9 +251,10 @@ fn any_input() -> impl Strategy<Value = Vec<u8>> {
         row().prop_map(|r| r.json().into_bytes()),
         (
             row(),
-            proptest::collection::vec(any::<(usize, u8, u8)>(), 1..4)
+            proptest::option::of(any::<usize>()),
+            proptest::collection::vec((any::<usize>(), piece()), 0..3),
         )
-            .prop_map(|(r, edits)| mutated(r.json(), edits)),
+            .prop_map(|(r, cut, insertions)| damaged(r.json(), cut, insertions)),
         proptest::collection::btree_map(names, json_value(), 0..6).prop_map(|m| Value::Object(
             m.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
         )
@@ -313,22 +314,14 @@ proptest! {
                 prop_assert!(refused.is_some(), "accepted {:?}", shown);
             } else if input.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
                 prop_assert_eq!(code, Some("not_an_object"), "{:?}", shown);
-            } else {
-                // A JSON object is never refused as malformed, and its strings are read as
-                // serde_json reads them.
+            } else if let Ok(Value::Object(fields)) = serde_json::from_slice::<Value>(input) {
+                // An object serde_json reads is never refused as malformed, and its strings
+                // are read as serde_json reads them. (One it only skips, with a lone
+                // surrogate or a number beyond f64, may go either way.)
                 prop_assert!(!matches!(code, Some("malformed_json" | "not_an_object")), "{:?}: {:?}", shown, refused);
-                if let (None, Ok(Value::Object(fields))) = (refused, serde_json::from_slice::<Value>(input))
-                    && let Some(Value::String(s)) = fields.get("s")
-                {
+                if let (None, Some(Value::String(s))) = (refused, fields.get("s")) {
                     let r = out.rows.iter().position(|r| *r == i).unwrap();
                     prop_assert_eq!(out.batch.column(0).as_string::<i32>().value(r), s.as_str());
-                }
-                // JSON has no infinities: a number too large for its column does not fit.
-                if let Some(r) = out.rows.iter().position(|r| *r == i) {
-                    let f = out.batch.column(4).as_primitive::<Float32Type>();
-                    let d = out.batch.column(5).as_primitive::<Float64Type>();
-                    prop_assert!(f.is_null(r) || f.value(r).is_finite(), "{:?}", shown);
-                    prop_assert!(d.is_null(r) || d.value(r).is_finite(), "{:?}", shown);
                 }
             }
         }
