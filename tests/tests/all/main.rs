@@ -3,8 +3,8 @@
 //! fixtures (a pipeline run as a `sluice` process, the broker, pyiceberg) are in the
 //! `sluice-tests` library, `tests/src/`.
 
-mod adversarial;
 mod admin_state;
+mod adversarial;
 mod catalog_tls;
 mod cli;
 mod engine;
