@@ -184,6 +184,9 @@ impl<'a> Slicer<'a> {
 }
 
 #[cfg(test)]
+mod props;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::bindings::sluice::plugin::types::Header as WireHeader;
@@ -224,18 +227,7 @@ mod tests {
     fn events_are_cut_from_the_columnar_chunk() {
         let mut seen = Vec::new();
         let verdicts = judge_chunk(chunk(), |e| {
-            seen.push((
-                e.topic().to_string(),
-                e.partition(),
-                e.offset(),
-                e.timestamp_ms(),
-                e.key().map(<[u8]>::to_vec),
-                e.value().map(<[u8]>::to_vec),
-                e.headers()
-                    .iter()
-                    .map(|h| h.name.clone())
-                    .collect::<Vec<_>>(),
-            ));
+            seen.push(super::props::see(e));
             match e.offset() {
                 10 => Verdict::Keep,
                 20 => Verdict::Rewrite(b"new".to_vec()),
@@ -252,7 +244,8 @@ mod tests {
                 Some(1000),
                 Some(b"a".to_vec()),
                 Some(b"{}".to_vec()),
-                vec![]
+                vec![],
+                true
             )
         );
         assert_eq!(
@@ -264,7 +257,8 @@ mod tests {
                 None,
                 None,
                 Some(vec![]),
-                vec!["h1".into(), "h2".into()]
+                vec![("h1".into(), Some(b"x".to_vec())), ("h2".into(), None)],
+                true
             )
         );
         assert_eq!(
@@ -276,7 +270,8 @@ mod tests {
                 Some(3000),
                 Some(b"bc".to_vec()),
                 None,
-                vec!["h3".into()]
+                vec![("h3".into(), None)],
+                false
             )
         );
         assert_eq!(

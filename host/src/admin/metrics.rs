@@ -10,7 +10,14 @@
 //! batch durations (`sluice_batch_duration_seconds`, for percentiles, as Flink's
 //! checkpoint duration). The phases `write` and `state` overlap, so phases do not add up to
 //! the batch.
+//!
+//! Rejection codes are chosen by plugins, so a label made of them is bounded
+//! ([`MAX_CODE_LABELS`]): the first codes seen keep a series of their own, later ones are
+//! counted under `other`, and a plugin that puts an id in its codes cannot make the
+//! scrape grow without end.
 
+use std::collections::HashSet;
+use std::sync::Mutex;
 use std::sync::atomic::AtomicU64;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -62,6 +69,42 @@ type FloatGauge = Gauge<f64, AtomicU64>;
 const BATCH_SECONDS: [f64; 14] = [
     0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
 ];
+
+/// Distinct codes that keep a series of their own, in `sluice_dead_lettered_total{code}`
+/// and among the rejections of `sluice_plugin_verdicts_total{verdict}`; later codes are
+/// counted under [`OTHER_CODE`].
+pub(super) const MAX_CODE_LABELS: usize = 32;
+
+/// The label of the codes past the first [`MAX_CODE_LABELS`].
+pub(super) const OTHER_CODE: &str = "other";
+
+/// The label values admitted so far for codes, at most [`MAX_CODE_LABELS`].
+#[derive(Debug, Default)]
+struct BoundedCodes(Mutex<HashSet<String>>);
+
+impl BoundedCodes {
+    /// `code` if it has (or can still get) a series of its own, else [`OTHER_CODE`].
+    fn label(&self, code: &str) -> String {
+        let mut admitted = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if admitted.contains(code) {
+            return code.to_string();
+        }
+        if admitted.len() < MAX_CODE_LABELS {
+            admitted.insert(code.to_string());
+            return code.to_string();
+        }
+        OTHER_CODE.to_string()
+    }
+
+    /// A verdict label: a rejection's plugin-chosen code is bounded (`rejected:other`);
+    /// failure kinds are the host's own and few.
+    fn verdict(&self, verdict: &str) -> String {
+        match verdict.strip_prefix("rejected:") {
+            Some(code) => format!("rejected:{}", self.label(code)),
+            None => verdict.to_string(),
+        }
+    }
+}
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct CodeLabel {
@@ -212,6 +255,7 @@ struct RowMetrics {
     rows_written: Counter,
     rows_dead_lettered: Counter,
     dead_lettered: Family<CodeLabel, Counter>,
+    codes: BoundedCodes,
     files_written: Counter,
     written_bytes: Counter,
 }
@@ -236,6 +280,7 @@ impl RowMetrics {
                 "Records sent to the dead-letter topic, by code",
                 Family::default(),
             ),
+            codes: BoundedCodes::default(),
             files_written: f.add("files_written", "Data files added", Counter::default()),
             written_bytes: f.with_unit(
                 "written",
@@ -252,7 +297,7 @@ impl RowMetrics {
         self.rows_written.inc_by(p.rows_written);
         self.rows_dead_lettered.inc_by(p.rows_dead_lettered);
         for (code, n) in &p.dead_lettered_by_code {
-            let code = code.clone();
+            let code = self.codes.label(code);
             self.dead_lettered
                 .get_or_create(&CodeLabel { code })
                 .inc_by(*n);
@@ -369,6 +414,7 @@ struct PluginMetrics {
     calls: Family<VersionLabels, Counter>,
     seconds: Family<VersionLabels, Seconds>,
     verdicts: Family<VerdictLabels, Counter>,
+    codes: BoundedCodes,
     swaps: Family<StageLabel, Counter>,
     rollbacks: Family<StageLabel, Counter>,
     refused: Family<StageLabel, Counter>,
@@ -403,6 +449,7 @@ impl PluginMetrics {
                 Family::default(),
             ),
             verdicts: f.add("plugin_verdicts", verdicts, Family::default()),
+            codes: BoundedCodes::default(),
             swaps: f.add("plugin_swaps", "Versions swapped in", Family::default()),
             rollbacks: f.add(
                 "plugin_rollbacks",
@@ -445,7 +492,7 @@ impl PluginMetrics {
             let labels = VerdictLabels {
                 stage: version.stage.clone(),
                 digest: version.digest.clone(),
-                verdict: verdict.clone(),
+                verdict: self.codes.verdict(verdict),
             };
             self.verdicts.get_or_create(&labels).inc_by(*n);
         }
@@ -542,6 +589,8 @@ impl EventTimeMetrics {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
     use crate::admin::tests::progress;
 
@@ -729,6 +778,55 @@ mod tests {
         has(&text, "sluice_plugin_rollbacks_total{stage=\"rules\"} 1");
         has(&text, "# TYPE sluice_batch_duration_seconds histogram");
         has(&text, "sluice_last_commit_timestamp_seconds 1785320120.25");
+    }
+
+    /// The value of every series of `family` in `text`, by its labels.
+    fn series<'a>(text: &'a str, family: &str) -> Vec<(&'a str, u64)> {
+        text.lines()
+            .filter_map(|l| l.strip_prefix(family)?.strip_prefix('{'))
+            .filter_map(|l| l.rsplit_once("} "))
+            .map(|(labels, n)| (labels, n.parse().unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn plugin_chosen_codes_get_at_most_a_bounded_number_of_series() {
+        let metrics = Metrics::new(["rules"]);
+        for batch in 0..10u64 {
+            let mut p = progress(batch + 1);
+            // 100 new codes a batch, 1000 in all, each seen twice, plus a failure kind.
+            let codes: BTreeMap<String, u64> = (0..100)
+                .map(|i| (format!("code_{}", batch * 100 + i), 2))
+                .collect();
+            p.dead_lettered_by_code = codes.clone();
+            let rules = p.stages.get_mut("rules").unwrap();
+            rules.verdicts = codes
+                .iter()
+                .map(|(c, n)| (format!("rejected:{c}"), *n))
+                .collect();
+            rules.verdicts.insert("failed:plugin_trapped".into(), 1);
+            metrics.record(&p);
+        }
+        let text = metrics.render(Format::Prometheus).unwrap();
+        let dead = series(&text, "sluice_dead_lettered_total");
+        assert_eq!(dead.len(), MAX_CODE_LABELS + 1, "{dead:?}");
+        assert_eq!(dead.iter().map(|(_, n)| n).sum::<u64>(), 2000);
+        assert!(dead.contains(&("code=\"code_0\"", 2)), "{dead:?}");
+        let other = (2000 - 2 * MAX_CODE_LABELS) as u64;
+        assert!(dead.contains(&("code=\"other\"", other)), "{dead:?}");
+
+        let verdicts = series(&text, "sluice_plugin_verdicts_total");
+        // The bounded codes, `rejected:other`, and the failure kind.
+        assert_eq!(verdicts.len(), MAX_CODE_LABELS + 2, "{verdicts:?}");
+        assert_eq!(verdicts.iter().map(|(_, n)| n).sum::<u64>(), 2010);
+        let labels = |v: &str| format!("stage=\"rules\",digest=\"ab12\",verdict=\"{v}\"");
+        let rejected_other = labels("rejected:other");
+        assert!(
+            verdicts.contains(&(rejected_other.as_str(), other)),
+            "{verdicts:?}"
+        );
+        let trapped = labels("failed:plugin_trapped");
+        assert!(verdicts.contains(&(trapped.as_str(), 10)), "{verdicts:?}");
     }
 
     #[test]

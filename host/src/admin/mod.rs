@@ -9,7 +9,7 @@
 //! | `GET /stages` | each stage, its active version, and checked uploads waiting |
 //! | `POST /stages/{name}/modules` | upload a module (the body); it is checked at once |
 //! | `POST /stages/{name}/activate` | `{"digest": ".."}`: activate an upload at the next batch |
-//! | `POST /stages/{name}/rollback` | go back to the previous version at the next batch |
+//! | `POST /stages/{name}/rollback` | go back to the previous version at the next batch (409: there is none) |
 //! | `POST /stages/{name}/shadow` | `{"digest": ".."}`: run an upload in shadow mode beside the stage (`null`: stop) |
 //!
 //! The API listens on loopback unless told otherwise. `POST` calls need
@@ -17,16 +17,22 @@
 //! they are refused. The token is checked before the body is read, and a body larger than
 //! `max-upload` is refused with 413 before it is read when its length is announced, or as
 //! soon as it passes the limit otherwise. Every `POST`, whether it changes something or is
-//! refused, is logged under the `sluice::audit` target with the caller's address, the call
-//! and its result.
+//! refused, is logged under the [`AUDIT_TARGET`] (`sluice::audit`) with the caller's
+//! address, the call and its result; the command line's log filter always lets that target
+//! through ([`with_audit`]), so `--log warn` does not hide who changed what.
+//!
+//! A rollback with no previous version to go back to is refused with 409. With `[admin]
+//! state-dir`, a version activated through the API is recorded there and runs again after
+//! a restart ([`persist`]).
 //!
 //! The files: [`config`] (the `[admin]` section), `server` (a tokio runtime of its own, one
 //! task per connection, so an idle client holds up no one), `routes` (the calls, the token
 //! check, the body limit and the audit log), `metrics` (the Prometheus families, fed from
-//! each batch's [`Progress`]).
+//! each batch's [`Progress`]), [`persist`] (activations kept across restarts).
 
 mod config;
 mod metrics;
+pub mod persist;
 mod routes;
 mod server;
 #[cfg(test)]
@@ -36,13 +42,33 @@ use std::collections::{HashMap, VecDeque};
 use std::net::{SocketAddr, TcpListener};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 
 pub use self::config::AdminConfig;
 use self::metrics::Metrics;
+use self::persist::{Activation, Activations, PersistError};
 use crate::pipeline::progress::{Progress, Role};
-use crate::udf::Runtime;
 use crate::udf::config::StageConfig;
-use crate::udf::swap::{Candidate, Found, Samples};
+use crate::udf::swap::{self, Candidate, Found, Samples};
+use crate::udf::{Runtime, digest_of};
+
+/// The log target of the admin API's audit: every change asked for, and what came of it.
+pub const AUDIT_TARGET: &str = "sluice::audit";
+
+/// The log filter `spec` (as `--log` or `RUST_LOG` give it) with [`AUDIT_TARGET`] let
+/// through at `info` whatever the level, as Kafka's authorizer log is kept apart from the
+/// root level: an operator who turns the logs down to warnings still sees who changed
+/// what. A filter that names the target itself (`sluice::audit=off`) decides for it.
+pub fn with_audit(spec: &str) -> String {
+    let named = spec
+        .split(',')
+        .any(|directive| directive.trim().starts_with(AUDIT_TARGET));
+    match (named, spec.trim().is_empty()) {
+        (true, _) => spec.to_string(),
+        (false, true) => format!("{AUDIT_TARGET}=info"),
+        (false, false) => format!("{spec},{AUDIT_TARGET}=info"),
+    }
+}
 
 /// The admin API could not start.
 #[derive(Debug, thiserror::Error)]
@@ -61,6 +87,30 @@ pub enum AdminError {
         /// Why.
         error: std::io::Error,
     },
+    /// The record of activations (`[admin] state-dir`) cannot be read or written.
+    #[error("admin API: the record of activations: {0}")]
+    Persist(#[from] PersistError),
+    /// A version activated through the API cannot run again: sluice does not start rather
+    /// than silently run another version.
+    #[error(
+        "stage `{stage}`: the version {activation} cannot run again: {reason}. Put the module back, or remove the stage from {record} to run the file's version"
+    )]
+    Restore {
+        /// The stage.
+        stage: String,
+        /// The activation, described.
+        activation: String,
+        /// Why.
+        reason: String,
+        /// The record's file.
+        record: String,
+    },
+}
+
+/// A checked upload waiting for activation, with its bytes (kept when it is activated).
+struct Upload {
+    candidate: Candidate,
+    bytes: axum::body::Bytes,
 }
 
 /// What the routes share: the configuration, the stages, the uploads waiting, the recent
@@ -73,10 +123,15 @@ struct Shared {
     runtime: Runtime,
     stages: Vec<(StageConfig, Samples)>,
     sender: Sender<Found>,
-    uploads: Mutex<HashMap<String, Candidate>>,
+    uploads: Mutex<HashMap<String, Upload>>,
     recent: Mutex<VecDeque<Progress>>,
     role: Mutex<Role>,
     metrics: Metrics,
+    /// Per stage: whether it has a previous version to roll back to (as far as the API
+    /// knows: its own activations, and each committed batch's swaps and rollbacks).
+    previous: Mutex<Vec<bool>>,
+    /// The record of activations, with `[admin] state-dir`.
+    activations: Option<Activations>,
 }
 
 /// A running admin API. Feed it each batch's progress with [`Admin::record`]. Dropping it
@@ -128,6 +183,18 @@ impl Admin {
         }
         let metrics = Metrics::new(stages.iter().map(|(s, _)| s.name.as_str()));
         metrics.set_active(true);
+        let activations = match &config.state_dir {
+            Some(dir) => Some(Activations::open(dir, pipeline)?),
+            None => {
+                if token.is_some() {
+                    tracing::warn!(
+                        "admin API: no [admin] state-dir: versions activated through the API run until the process stops, a restart runs the files' versions"
+                    );
+                }
+                None
+            }
+        };
+        let previous = Mutex::new(vec![false; stages.len()]);
         let shared = Arc::new(Shared {
             pipeline: pipeline.to_string(),
             token,
@@ -140,7 +207,10 @@ impl Admin {
             recent: Mutex::new(VecDeque::new()),
             role: Mutex::new(Role::Single),
             metrics,
+            previous,
+            activations,
         });
+        restore(&shared)?;
         let server = server::Server::start(listener, routes::router(shared.clone()))
             .map_err(|error| AdminError::Threads { error })?;
         tracing::info!(%addr, "admin API listening");
@@ -168,13 +238,115 @@ impl Admin {
         self.shared.metrics.fenced();
     }
 
-    /// Records a committed batch's progress: the metrics count it, `GET /status` shows it.
+    /// Records a committed batch's progress: the metrics count it, `GET /status` shows it,
+    /// and the record of activations follows the versions that ran.
     pub fn record(&self, progress: &Progress) {
         self.shared.metrics.record(progress);
+        follow(&self.shared, progress);
         let mut recent = lock(&self.shared.recent);
         recent.push_back(progress.clone());
         while recent.len() > self.shared.recent_batches {
             recent.pop_front();
         }
     }
+}
+
+/// Whether a rollback note in a batch's progress (`<digest> <reason>`) is one asked for
+/// through the API (after which the version rolled back is the previous one), not one of
+/// probation (after which there is none).
+fn asked_for(rolled_back: &str) -> bool {
+    rolled_back.ends_with(routes::ROLLBACK_REASON)
+}
+
+/// Follows a committed batch: which stages have a previous version, and the record of
+/// activations.
+fn follow(shared: &Shared, progress: &Progress) {
+    for (i, (config, _)) in shared.stages.iter().enumerate() {
+        let Some(stage) = progress.stages.get(&config.name) else {
+            continue;
+        };
+        match &stage.rolled_back {
+            Some(note) => lock(&shared.previous)[i] = asked_for(note),
+            None if stage.swapped_in => lock(&shared.previous)[i] = true,
+            None => {}
+        }
+        let Some(activations) = &shared.activations else {
+            continue;
+        };
+        match activations.follow(&config.name, &stage.digest, stage.rolled_back.as_deref()) {
+            Ok(Some(change)) => {
+                tracing::info!(target: AUDIT_TARGET, stage = %config.name, digest = %stage.digest, %change, "record of activations updated")
+            }
+            Ok(None) => {}
+            Err(error) => {
+                tracing::warn!(%error, stage = %config.name, "cannot update the record of activations")
+            }
+        }
+    }
+}
+
+/// At start: each stage's activation recorded in `[admin] state-dir` is checked and queued
+/// to run from the first batch, and the log says which version each stage runs and why.
+/// An activation whose stage's file changed since is dropped (a new file is a newer
+/// decision, as it is while running). One that cannot run again (its module gone or
+/// altered, refused by the stage's checks) stops the start with [`AdminError::Restore`].
+fn restore(shared: &Shared) -> Result<(), AdminError> {
+    for (i, (config, samples)) in shared.stages.iter().enumerate() {
+        let file = std::fs::read(&config.plugin).ok().map(|b| digest_of(&b));
+        let file_shown = file.as_deref().unwrap_or("unreadable");
+        let recorded = shared
+            .activations
+            .as_ref()
+            .and_then(|a| Some((a, a.get(&config.name)?)));
+        let Some((activations, activation)) = recorded else {
+            tracing::info!(stage = %config.name, digest = %file_shown, "the stage runs its file's version");
+            continue;
+        };
+        if activation.file_digest != file {
+            activations.forget(&config.name)?;
+            tracing::info!(target: AUDIT_TARGET, stage = %config.name, digest = %file_shown, activation = %activation.describe(), "the stage's file changed since the activation recorded: the stage runs its file's version");
+            continue;
+        }
+        let candidate = restored(shared, activations, &activation, i, samples)?;
+        shared.sender.send(Found::Ready(candidate)).ok();
+        activations.restored(&config.name);
+        lock(&shared.previous)[i] = true;
+        tracing::info!(target: AUDIT_TARGET, stage = %config.name, digest = %activation.digest, activation = %activation.describe(), file = %file_shown, "the stage runs the version activated through the admin API (recorded in [admin] state-dir), from the first batch");
+    }
+    Ok(())
+}
+
+/// Loads and checks a recorded activation's module.
+fn restored(
+    shared: &Shared,
+    activations: &Activations,
+    activation: &Activation,
+    stage: usize,
+    samples: &Samples,
+) -> Result<Candidate, AdminError> {
+    let config = &shared.stages[stage].0;
+    let refuse = |reason: String| AdminError::Restore {
+        stage: config.name.clone(),
+        activation: activation.describe(),
+        reason,
+        record: activations.file().display().to_string(),
+    };
+    let path = activations.module(&activation.digest);
+    let bytes = std::fs::read(&path)
+        .map_err(|e| refuse(format!("cannot read its module {}: {e}", path.display())))?;
+    if digest_of(&bytes) != activation.digest {
+        return Err(refuse(format!(
+            "its module {} has another sha256",
+            path.display()
+        )));
+    }
+    let started = Instant::now();
+    let plugin = swap::prepare(&shared.runtime, config, &bytes, samples)
+        .map_err(|reason| refuse(format!("it is refused: {reason}")))?;
+    Ok(Candidate {
+        stage,
+        plugin,
+        detected: started,
+        prepared_in: started.elapsed(),
+    })
 }

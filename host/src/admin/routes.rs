@@ -20,8 +20,10 @@ use serde_json::json;
 use tower_http::limit::RequestBodyLimitLayer;
 
 use super::metrics::Format;
-use super::{Shared, lock};
+use super::persist::Activation;
+use super::{AUDIT_TARGET, Shared, Upload, lock};
 use crate::pipeline::progress::{Progress, Role};
+use crate::udf::digest_of;
 use crate::udf::swap::{self, Candidate, Found};
 
 /// The caller's address, put in each request's extensions by the server.
@@ -30,6 +32,10 @@ pub(super) struct Peer(pub(super) SocketAddr);
 
 /// Largest answer body written to the audit log.
 const AUDITED_ANSWER: usize = 64 * 1024;
+
+/// How the reason of a rollback asked for through the API ends (the progress notes a
+/// rollback as `<digest> <reason>`).
+pub(super) const ROLLBACK_REASON: &str = "over the admin API";
 
 /// The routes. On `POST`, from the outside in: the token check and the audit log, then the
 /// body limit (an announced length over it is refused before the body is read).
@@ -100,7 +106,7 @@ async fn audit(State(shared): State<Arc<Shared>>, request: Request, next: Next) 
     let what = format!("{} {}", request.method(), request.uri());
     if let Some((status, why)) = refusal(&shared, request.headers()) {
         let code = status.as_u16();
-        tracing::warn!(target: "sluice::audit", %peer, %what, status = code, "refused: no valid token");
+        tracing::warn!(target: AUDIT_TARGET, %peer, %what, status = code, "refused: no valid token");
         return error(status, why);
     }
     let (parts, body) = next.run(request).await.into_parts();
@@ -109,7 +115,7 @@ async fn audit(State(shared): State<Arc<Shared>>, request: Request, next: Next) 
         .unwrap_or_else(|e| Bytes::from(format!("(answer not logged: {e})")));
     let status = parts.status.as_u16();
     let result = String::from_utf8_lossy(&body);
-    tracing::info!(target: "sluice::audit", %peer, %what, status, %result, "admin change");
+    tracing::info!(target: AUDIT_TARGET, %peer, %what, status, %result, "admin change");
     Response::from_parts(parts, Body::from(body))
 }
 
@@ -209,9 +215,9 @@ async fn stages(State(shared): State<Arc<Shared>>) -> Response {
         .map(|(i, (s, _))| {
             let waiting: Vec<_> = uploads
                 .iter()
-                .filter(|(_, c)| c.stage == i)
-                .map(|(digest, c)| {
-                    let (plugin, version) = c.plugin.declared();
+                .filter(|(_, u)| u.candidate.stage == i)
+                .map(|(digest, u)| {
+                    let (plugin, version) = u.candidate.plugin.declared();
                     json!({ "digest": digest, "plugin": plugin, "version": version })
                 })
                 .collect();
@@ -221,6 +227,7 @@ async fn stages(State(shared): State<Arc<Shared>>) -> Response {
                 "watch": s.watch,
                 "active": latest.and_then(|p| p.stages.get(&s.name)),
                 "uploads": waiting,
+                "activation": shared.activations.as_ref().and_then(|a| a.get(&s.name)),
             })
         })
         .collect();
@@ -236,15 +243,9 @@ async fn change(
     let Some(stage) = shared.stages.iter().position(|(s, _)| s.name == name) else {
         return error(StatusCode::NOT_FOUND, format!("no stage named `{name}`"));
     };
+    let peer = peer_of(&request);
     if action == "rollback" {
-        let reason = format!("requested by {} over the admin API", peer_of(&request));
-        return match shared.sender.send(Found::Rollback { stage, reason }) {
-            Ok(()) => json(
-                StatusCode::ACCEPTED,
-                &json!({ "rollback": "at the next batch" }),
-            ),
-            Err(_) => error(StatusCode::SERVICE_UNAVAILABLE, "the pipeline is stopping"),
-        };
+        return rollback(&shared, stage, &peer);
     }
     if !matches!(action.as_str(), "modules" | "activate" | "shadow") {
         return error(StatusCode::NOT_FOUND, format!("unknown action `{action}`"));
@@ -256,7 +257,7 @@ async fn change(
     match action.as_str() {
         "modules" => {
             let checking = shared.clone();
-            tokio::task::spawn_blocking(move || upload(&checking, stage, &body))
+            tokio::task::spawn_blocking(move || upload(&checking, stage, body))
                 .await
                 .unwrap_or_else(|e| {
                     error(
@@ -265,30 +266,32 @@ async fn change(
                     )
                 })
         }
-        "activate" => activate(&shared, stage, &body),
+        "activate" => activate(&shared, stage, &body, &peer),
         _ => shadow(&shared, stage, &body),
     }
 }
 
 /// Checks an uploaded module (compiling it takes a while: this runs on a blocking thread).
-fn upload(shared: &Shared, stage: usize, body: &[u8]) -> Response {
+fn upload(shared: &Shared, stage: usize, body: Bytes) -> Response {
     let (config, samples) = &shared.stages[stage];
     let started = Instant::now();
-    match swap::prepare(&shared.runtime, config, body, samples) {
+    match swap::prepare(&shared.runtime, config, &body, samples) {
         Ok(plugin) => {
             let digest = plugin.digest().to_string();
             let (name, version) = plugin.declared();
             let answer =
                 json!({ "digest": digest, "plugin": name, "version": version, "checked": true });
-            lock(&shared.uploads).insert(
-                digest,
-                Candidate {
-                    stage,
-                    plugin,
-                    detected: started,
-                    prepared_in: started.elapsed(),
-                },
-            );
+            let candidate = Candidate {
+                stage,
+                plugin,
+                detected: started,
+                prepared_in: started.elapsed(),
+            };
+            let upload = Upload {
+                candidate,
+                bytes: body,
+            };
+            lock(&shared.uploads).insert(digest, upload);
             json(StatusCode::CREATED, &answer)
         }
         Err(reason) => error(
@@ -319,7 +322,7 @@ fn shadow(shared: &Shared, stage: usize, body: &[u8]) -> Response {
     };
     let plugin = match &digest {
         Some(d) => match lock(&shared.uploads).get(d) {
-            Some(c) if c.stage == stage => Some(c.plugin.clone()),
+            Some(u) if u.candidate.stage == stage => Some(u.candidate.plugin.clone()),
             _ => {
                 return error(
                     StatusCode::NOT_FOUND,
@@ -338,15 +341,34 @@ fn shadow(shared: &Shared, stage: usize, body: &[u8]) -> Response {
     }
 }
 
-fn activate(shared: &Shared, stage: usize, body: &[u8]) -> Response {
+/// `POST /stages/{name}/rollback`: 409 when the stage has no previous version.
+fn rollback(shared: &Shared, stage: usize, peer: &str) -> Response {
+    if !lock(&shared.previous)[stage] {
+        let name = &shared.stages[stage].0.name;
+        return error(
+            StatusCode::CONFLICT,
+            format!("stage `{name}` has no previous version to roll back to"),
+        );
+    }
+    let reason = format!("requested by {peer} {ROLLBACK_REASON}");
+    match shared.sender.send(Found::Rollback { stage, reason }) {
+        Ok(()) => json(
+            StatusCode::ACCEPTED,
+            &json!({ "rollback": "at the next batch" }),
+        ),
+        Err(_) => error(StatusCode::SERVICE_UNAVAILABLE, "the pipeline is stopping"),
+    }
+}
+
+fn activate(shared: &Shared, stage: usize, body: &[u8], peer: &str) -> Response {
     let Ok(Activate { digest }) = serde_json::from_slice(body) else {
         return error(
             StatusCode::BAD_REQUEST,
             "the body must be {\"digest\": \"<sha256 of an upload>\"}",
         );
     };
-    let mut candidate = match lock(&shared.uploads).entry(digest.clone()) {
-        Entry::Occupied(upload) if upload.get().stage == stage => upload.remove(),
+    let mut upload = match lock(&shared.uploads).entry(digest.clone()) {
+        Entry::Occupied(upload) if upload.get().candidate.stage == stage => upload.remove(),
         _ => {
             return error(
                 StatusCode::NOT_FOUND,
@@ -354,12 +376,64 @@ fn activate(shared: &Shared, stage: usize, body: &[u8]) -> Response {
             );
         }
     };
-    candidate.detected = Instant::now();
-    match shared.sender.send(Found::Ready(candidate)) {
-        Ok(()) => json(
-            StatusCode::ACCEPTED,
-            &json!({ "activate": digest, "when": "at the next batch" }),
-        ),
-        Err(_) => error(StatusCode::SERVICE_UNAVAILABLE, "the pipeline is stopping"),
+    let recorded = match record(shared, stage, &digest, &upload.bytes, peer) {
+        Ok(recorded) => recorded,
+        Err(message) => {
+            lock(&shared.uploads).insert(digest, upload);
+            return error(StatusCode::INTERNAL_SERVER_ERROR, message);
+        }
+    };
+    upload.candidate.detected = Instant::now();
+    match shared.sender.send(Found::Ready(upload.candidate)) {
+        Ok(()) => {
+            lock(&shared.previous)[stage] = true;
+            let persisted = matches!(recorded, Recorded::Replacing(_));
+            json(
+                StatusCode::ACCEPTED,
+                &json!({ "activate": digest, "when": "at the next batch", "persisted": persisted }),
+            )
+        }
+        Err(_) => {
+            if let (Some(activations), Recorded::Replacing(before)) =
+                (&shared.activations, recorded)
+            {
+                let _ = activations.undo(&shared.stages[stage].0.name, before);
+            }
+            error(StatusCode::SERVICE_UNAVAILABLE, "the pipeline is stopping")
+        }
     }
+}
+
+/// What recording an activation did.
+enum Recorded {
+    /// Nothing: there is no `[admin] state-dir`.
+    Not,
+    /// Recorded, in place of this record.
+    Replacing(Option<Activation>),
+}
+
+/// Records an activation in `[admin] state-dir`, if there is one; `Err` (and nothing is
+/// activated) if it cannot.
+fn record(
+    shared: &Shared,
+    stage: usize,
+    digest: &str,
+    module: &[u8],
+    peer: &str,
+) -> Result<Recorded, String> {
+    let Some(activations) = &shared.activations else {
+        return Ok(Recorded::Not);
+    };
+    let config = &shared.stages[stage].0;
+    let activation = Activation {
+        digest: digest.to_string(),
+        activated_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        by: peer.to_string(),
+        file_digest: std::fs::read(&config.plugin).ok().map(|b| digest_of(&b)),
+        previous: None,
+    };
+    activations
+        .activate(&config.name, activation, module)
+        .map(Recorded::Replacing)
+        .map_err(|e| format!("cannot record the activation, so nothing changed: {e}"))
 }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{Admin, AdminConfig};
+use super::{Admin, AdminConfig, AdminError, with_audit};
 use crate::event_time::StateSize;
 use crate::pipeline::progress::{Durations, EventTimeProgress, Progress, Role};
 use crate::pipeline::stages::{StageCounts, StageProgress};
@@ -105,10 +105,15 @@ fn event_time(batch_id: u64) -> EventTimeProgress {
 
 /// An admin API on a free loopback port, with one stage, `rules`.
 fn start(token: &str, max_upload: &str, recent_batches: usize) -> (Admin, Receiver<Found>) {
-    let config: AdminConfig = toml::from_str(&format!(
-        "listen = \"127.0.0.1:0\"\ntoken = \"{token}\"\nmax-upload = \"{max_upload}\"\nrecent-batches = {recent_batches}"
-    ))
-    .unwrap();
+    let (admin, found) = start_with(&format!(
+        "token = \"{token}\"\nmax-upload = \"{max_upload}\"\nrecent-batches = {recent_batches}"
+    ));
+    (admin.unwrap(), found)
+}
+
+/// [`start`] with the `[admin]` keys `keys`.
+fn start_with(keys: &str) -> (Result<Admin, AdminError>, Receiver<Found>) {
+    let config: AdminConfig = toml::from_str(&format!("listen = \"127.0.0.1:0\"\n{keys}")).unwrap();
     let stage: StageConfig = toml::from_str("name = \"rules\"\nplugin = \"rules.wasm\"").unwrap();
     let runtime = Runtime::new(toml::from_str("").unwrap()).unwrap();
     let (sender, found) = channel();
@@ -118,8 +123,7 @@ fn start(token: &str, max_upload: &str, recent_batches: usize) -> (Admin, Receiv
         runtime,
         vec![(stage, Vec::new())],
         sender,
-    )
-    .unwrap();
+    );
     (admin, found)
 }
 
@@ -284,7 +288,20 @@ fn the_calls_answer_as_they_did() {
 #[test]
 fn changes_reach_the_pipeline() {
     let (admin, found) = start("s3cret", "1KiB", 20);
-    let answer = call(&admin, "POST", "/stages/rules/rollback", "s3cret", "");
+    let rollback = || call(&admin, "POST", "/stages/rules/rollback", "s3cret", "");
+    // Nothing to roll back to yet: 409, and nothing is sent.
+    let answer = rollback();
+    assert_eq!(answer.status, 409, "{}", answer.body);
+    assert_eq!(
+        answer.json()["error"],
+        "stage `rules` has no previous version to roll back to"
+    );
+    assert!(found.try_recv().is_err());
+    // A batch ran a version swapped in: the one before it can come back.
+    let mut batch = progress(1);
+    batch.stages.get_mut("rules").unwrap().swapped_in = true;
+    admin.record(&batch);
+    let answer = rollback();
     assert_eq!(answer.status, 202, "{}", answer.body);
     match found.try_recv() {
         Ok(Found::Rollback { stage: 0, reason }) => {
@@ -292,6 +309,22 @@ fn changes_reach_the_pipeline() {
         }
         other => panic!("{other:?}"),
     }
+    // After that rollback, the version rolled back is the previous one.
+    let mut batch = progress(2);
+    let note = "cd34 requested by 127.0.0.1:5000 over the admin API";
+    batch.stages.get_mut("rules").unwrap().rolled_back = Some(note.into());
+    admin.record(&batch);
+    assert_eq!(rollback().status, 202);
+    assert!(matches!(
+        found.try_recv(),
+        Ok(Found::Rollback { stage: 0, .. })
+    ));
+    // A version rolled back on probation leaves none.
+    let mut batch = progress(3);
+    let note = "cd34 failed on 9 of its first 10 events";
+    batch.stages.get_mut("rules").unwrap().rolled_back = Some(note.into());
+    admin.record(&batch);
+    assert_eq!(rollback().status, 409);
     let answer = call(
         &admin,
         "POST",
@@ -361,4 +394,94 @@ fn dropping_the_admin_api_stops_it() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+#[test]
+fn the_audit_target_passes_every_log_filter() {
+    assert_eq!(with_audit("warn"), "warn,sluice::audit=info");
+    assert_eq!(with_audit(""), "sluice::audit=info");
+    assert_eq!(
+        with_audit("sluice::audit=off,info"),
+        "sluice::audit=off,info"
+    );
+    // The filter the command line builds lets an audit line through at `error`, and not
+    // another `info` line.
+    use tracing_subscriber::layer::SubscriberExt as _;
+    let filter = tracing_subscriber::EnvFilter::new(with_audit("error"));
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let writer = lines.clone();
+    let subscriber = tracing_subscriber::registry().with(filter).with(
+        tracing_subscriber::fmt::layer()
+            .with_ansi(false)
+            .with_writer(move || Captured(writer.clone())),
+    );
+    tracing::subscriber::with_default(subscriber, || {
+        tracing::info!(target: super::AUDIT_TARGET, "admin change");
+        tracing::info!(target: "sluice::progress", "a batch");
+    });
+    let text = String::from_utf8(lines.lock().unwrap().clone()).unwrap();
+    assert!(text.contains("sluice::audit: admin change"), "{text}");
+    assert!(!text.contains("a batch"), "{text}");
+}
+
+/// Log output kept in memory.
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A record of activations in a fresh folder, naming `rules` with `file_digest`.
+fn recorded(name: &str, file_digest: Option<&str>) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("sluice-admin-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("clicks")).unwrap();
+    let record = serde_json::json!({"stages": {"rules": {
+        "digest": "ab12",
+        "activated-at": "2026-07-29T10:00:00Z",
+        "by": "127.0.0.1:5000",
+        "file-digest": file_digest,
+    }}});
+    std::fs::write(dir.join("clicks/activations.json"), record.to_string()).unwrap();
+    dir
+}
+
+#[test]
+fn an_activation_that_cannot_run_again_stops_the_start() {
+    // The stage's file (`rules.wasm`, absent) is as it was: the module must run again.
+    let dir = recorded("missing", None);
+    let (admin, found) = start_with(&format!("token = \"t\"\nstate-dir = {:?}", dir));
+    let error = admin.unwrap_err().to_string();
+    assert!(error.contains("stage `rules`: the version ab12 activated at 2026-07-29T10:00:00Z by 127.0.0.1:5000 cannot run again: cannot read its module"), "{error}");
+    assert!(
+        error.contains("activations.json to run the file's version"),
+        "{error}"
+    );
+    assert!(found.try_recv().is_err());
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_file_changed_since_the_activation_wins() {
+    let dir = recorded("changed", Some("f0"));
+    let (admin, found) = start_with(&format!("token = \"t\"\nstate-dir = {:?}", dir));
+    let admin = admin.unwrap();
+    assert!(found.try_recv().is_err(), "nothing is activated");
+    let record = std::fs::read_to_string(dir.join("clicks/activations.json")).unwrap();
+    assert_eq!(
+        record.split_whitespace().collect::<String>(),
+        r#"{"stages":{}}"#
+    );
+    assert_eq!(
+        call(&admin, "GET", "/stages", "", "").json()["stages"][0]["activation"],
+        Value::Null
+    );
+    std::fs::remove_dir_all(dir).unwrap();
 }

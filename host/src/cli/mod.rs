@@ -146,14 +146,15 @@ fn exit_code_of(error: &anyhow::Error) -> ExitCode {
     }
 }
 
-/// Logs to standard error: the filter of `--log`, else `RUST_LOG`, else `info`; text or
-/// JSON lines.
+/// Logs to standard error: the filter of `--log`, else `RUST_LOG`, else `info`, with the
+/// admin API's audit always let through ([`crate::admin::with_audit`]); text or JSON lines.
 fn init_logs(cli: &Cli) {
     let filter = match &cli.log {
-        Some(log) => EnvFilter::try_new(log).ok(),
-        None => EnvFilter::try_from_default_env().ok(),
+        Some(log) => Some(log.clone()),
+        None => std::env::var(EnvFilter::DEFAULT_ENV).ok(),
     }
-    .unwrap_or_else(|| EnvFilter::new("info"));
+    .and_then(|spec| EnvFilter::try_new(crate::admin::with_audit(&spec)).ok())
+    .unwrap_or_else(|| EnvFilter::new(crate::admin::with_audit("info")));
     let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

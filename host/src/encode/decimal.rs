@@ -35,6 +35,8 @@ pub fn parse_decimal(text: &str, precision: u32, scale: u32) -> Result<i128, Str
         .map(|b| b - b'0')
         .collect();
     let point = int_part.len() as i64 + i64::from(exponent);
+    // More digits than an i128 holds do not fit any decimal (38 digits at most).
+    let too_large = || format!("{text} does not fit DECIMAL({precision},{scale})");
     let mut value: i128 = 0;
     let mut integer_digits = 0u32;
     let wanted_end = point + i64::from(scale); // digits kept: [0, point + scale)
@@ -49,12 +51,18 @@ pub fn parse_decimal(text: &str, precision: u32, scale: u32) -> Result<i128, Str
         if i < point && (value != 0 || d != 0) {
             integer_digits += 1;
         }
-        value = value * 10 + i128::from(d);
+        value = value
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(i128::from(d)))
+            .ok_or_else(too_large)?;
     }
-    // Pad with zeros up to the scale when the text had fewer digits.
+    // Pad with zeros up to the scale when the text had fewer digits (none to add to a
+    // zero, whose exponent may be huge).
     let kept = (digits.len() as i64).min(wanted_end.max(0));
-    for _ in kept..wanted_end {
-        value *= 10;
+    if value != 0 {
+        for _ in kept..wanted_end {
+            value = value.checked_mul(10).ok_or_else(too_large)?;
+        }
     }
     if point > digits.len() as i64 {
         integer_digits += if value == 0 {
@@ -126,6 +134,24 @@ mod tests {
         for bad in ["", "-", ".", "1.2.3", "abc", "1e", "--1", "1,5"] {
             assert!(parse_decimal(bad, 10, 2).is_err(), "{bad}");
         }
+    }
+
+    /// Found by the encoder's randomised property: `{"dec":1E37}` overflowed an i128 (a
+    /// panic in debug builds, a wrong value in release ones), and a huge exponent looped
+    /// once per power of ten.
+    #[test]
+    fn huge_numbers_do_not_fit_and_do_not_overflow() {
+        for text in [
+            "1E37",
+            "1e39",
+            "123456789012345678901234567890123456789012",
+            "7e2147483647",
+        ] {
+            let error = parse_decimal(text, 10, 2).unwrap_err();
+            assert!(error.contains("DECIMAL(10,2)"), "{text}: {error}");
+        }
+        assert_eq!(parse_decimal("0e2147483647", 10, 2), Ok(0));
+        assert_eq!(parse_decimal("1e-2147483648", 10, 2).ok(), None);
     }
 
     #[test]

@@ -219,6 +219,9 @@ pub fn decode(verdicts: Verdicts, n: usize, max_output: ByteSize) -> Result<Vec<
 }
 
 #[cfg(test)]
+mod props;
+
+#[cfg(test)]
 mod tests {
     use super::super::bindings::sluice::plugin::types::{Rejection as WireRejection, Rewrite};
     use super::*;

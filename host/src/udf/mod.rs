@@ -153,7 +153,7 @@ impl Runtime {
         limits: Limits,
         grants: Grants,
     ) -> Result<Plugin, UdfError> {
-        let digest = hex(&Sha256::digest(wasm));
+        let digest = digest_of(wasm);
         let component = Component::new(&self.engine, wasm).map_err(|e| UdfError::Compile {
             plugin: name.to_string(),
             message: format!("{e:#}"),
@@ -401,6 +401,10 @@ fn deadline_ticks(timeout: Duration) -> u64 {
     (timeout.as_millis() / EPOCH_TICK.as_millis()).max(1) as u64 + 1
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+/// The sha256 of a module, in hex: how sluice names a plugin version.
+pub fn digest_of(wasm: &[u8]) -> String {
+    Sha256::digest(wasm)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }

@@ -22,10 +22,9 @@ use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde::Deserialize;
-use sha2::{Digest, Sha256};
 
 use super::config::StageConfig;
-use super::{Plugin, Runtime, UdfError, Verdict};
+use super::{Plugin, Runtime, UdfError, Verdict, digest_of};
 use crate::record::Record;
 
 /// A checked new version of a stage, ready to be activated.
@@ -158,7 +157,7 @@ pub fn prepare(
     bytes: &[u8],
     samples: &[(Record, String, Option<String>)],
 ) -> Result<Plugin, String> {
-    let digest = hex(&Sha256::digest(bytes));
+    let digest = digest_of(bytes);
     if !stage.allowed_digests.is_empty() && !stage.allowed_digests.contains(&digest) {
         return Err(format!(
             "its sha256 {digest} is not in the stage's allowed-digests"
@@ -180,10 +179,6 @@ pub fn prepare(
         .map_err(|e: UdfError| e.to_string())?;
     check_samples(&plugin, samples)?;
     Ok(plugin)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Watches the plugin files of a pipeline's stages; stops when dropped.
@@ -269,7 +264,7 @@ fn look(runtime: &Runtime, w: &mut Watched, tx: &Sender<Found>) -> Result<(), ()
             let Ok(bytes) = std::fs::read(&w.config.plugin) else {
                 return Ok(());
             };
-            let digest = hex(&Sha256::digest(&bytes));
+            let digest = digest_of(&bytes);
             if digest == w.digest {
                 return Ok(());
             }

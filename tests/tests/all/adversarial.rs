@@ -237,9 +237,35 @@ fn only_the_events_that_trap_fail() {
     );
 }
 
+/// A loopback port that accepts connections, for a plugin to try: a refusal then comes
+/// from the sandbox, not from a closed port. `assert_untouched` checks that nothing
+/// connected.
+struct Listening(std::net::TcpListener);
+
+impl Listening {
+    fn new() -> Self {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        Listening(listener)
+    }
+
+    fn port(&self) -> String {
+        self.0.local_addr().unwrap().port().to_string()
+    }
+
+    fn assert_untouched(&self) {
+        match self.0.accept() {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            other => panic!("the plugin reached the listening port: {other:?}"),
+        }
+    }
+}
+
 #[test]
 fn the_sandbox_grants_nothing_by_default() {
-    let plugin = misbehave("probe", &[], Limits::default()).unwrap();
+    let listening = Listening::new();
+    let port = listening.port();
+    let plugin = misbehave("probe", &[("probe-port", &port)], Limits::default()).unwrap();
     let records = records(&["{}"]);
     let verdicts = plugin.process_records(&refs(&records)).unwrap();
     let Verdict::Reject(report) = &verdicts[0] else {
@@ -251,6 +277,7 @@ fn the_sandbox_grants_nothing_by_default() {
     assert!(message.contains("passwd=Err("), "{message}");
     assert!(message.contains("clock=0 "), "{message}");
     assert!(message.contains("net=Err("), "{message}");
+    listening.assert_untouched();
 }
 
 #[test]
@@ -264,9 +291,11 @@ fn grants_open_exactly_what_they_name() {
         read_only_dirs: vec![dir.clone()],
         ..Grants::default()
     };
+    let listening = Listening::new();
+    let port = listening.port();
     let plugin = load_with(
         plugins::MISBEHAVE,
-        &[("mode", "probe")],
+        &[("mode", "probe"), ("probe-port", &port)],
         Limits::default(),
         grants,
     )
@@ -283,7 +312,11 @@ fn grants_open_exactly_what_they_name() {
         "the granted folder is readable: {message}"
     );
     assert!(message.contains("passwd=Err("), "{message}");
-    assert!(message.contains("net=Err("), "{message}");
+    assert!(
+        message.contains("net=Err("),
+        "no grant opens the network: {message}"
+    );
+    listening.assert_untouched();
     let clock: u64 = message
         .split("clock=")
         .nth(1)

@@ -10,7 +10,7 @@ use sluice::udf::swap;
 use sluice_tests::fixture::{Running, Setup, progress_lines, text};
 use sluice_tests::{load, plugins, produce};
 
-const CONFIG: &str = r#"
+pub(crate) const CONFIG: &str = r#"
 [pipeline]
 name = "swap"
 [source]
@@ -41,7 +41,7 @@ topic = "${SLUICE_DEAD_LETTER_TOPIC}"
 "#;
 
 /// Replaces `to` by `from`'s bytes the recommended way: a new file renamed over the old.
-fn install(from: &str, to: &Path) {
+pub(crate) fn install(from: &str, to: &Path) {
     let tmp = to.with_extension("tmp");
     std::fs::copy(from, &tmp).unwrap();
     std::fs::rename(&tmp, to).unwrap();
@@ -49,7 +49,7 @@ fn install(from: &str, to: &Path) {
 
 /// Produces one event (creating the topic with two partitions), then starts producing
 /// `count` valid generated events at 400 per second in the background.
-fn load_continuously(
+pub(crate) fn load_continuously(
     s: &Setup,
     count: u64,
 ) -> std::thread::JoinHandle<sluice::cli::produce::ProduceSummary> {
@@ -84,7 +84,7 @@ fn wait_until_committed(running: &Running, progress: &mut Vec<Value>, records: u
 }
 
 /// Waits for a log line containing `needle`, then for the next batch's progress.
-fn batch_after(running: &Running, progress: &mut Vec<Value>, needle: &str) -> Value {
+pub(crate) fn batch_after(running: &Running, progress: &mut Vec<Value>, needle: &str) -> Value {
     running.follow(progress, needle, Duration::from_secs(30));
     running.follow(progress, "sluice::progress", Duration::from_secs(30));
     progress.last().unwrap().clone()
@@ -99,7 +99,7 @@ fn refused(running: &Running, progress: &mut Vec<Value>) -> String {
     )
 }
 
-fn digest_of(progress: &Value) -> &str {
+pub(crate) fn digest_of(progress: &Value) -> &str {
     progress["stages"]["rules"]["digest"].as_str().unwrap()
 }
 
@@ -297,7 +297,7 @@ fn samples_and_allow_lists_refuse_versions_before_they_run() {
 
 /// A minimal HTTP/1.1 client: returns the status and the body. `length` overrides the
 /// Content-Length sent (to claim a body larger than the one sent).
-fn http(
+pub(crate) fn http(
     addr: &str,
     method: &str,
     path: &str,

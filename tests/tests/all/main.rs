@@ -3,6 +3,7 @@
 //! fixtures (a pipeline run as a `sluice` process, the broker, pyiceberg) are in the
 //! `sluice-tests` library, `tests/src/`.
 
+mod admin_state;
 mod adversarial;
 mod catalog_tls;
 mod chaos;

@@ -16,7 +16,7 @@
 //! | `wrong-count`   | answers one action fewer than there are events                   |
 //! | `bad-index`     | answers `keep` for every event plus a rewrite for event 0        |
 //! | `process-error` | `process` returns an error                                       |
-//! | `probe`         | rejects every event with a message saying what it could reach    |
+//! | `probe`         | rejects every event with a message saying what it could reach (the network: `127.0.0.1:<probe-port>`, default 1) |
 //! | `log`           | logs one message per chunk through the host, keeps every event   |
 //! | `sleep`         | sleeps 10 s at a time, forever (blocking WASI calls)             |
 //! | `random`        | rejects every event with a number drawn from `wasi:random`       |
@@ -37,6 +37,7 @@ struct Config {
     mode: String,
     bytes: usize,
     trap_offset: Option<i64>,
+    probe_port: u16,
 }
 
 thread_local! {
@@ -58,6 +59,7 @@ impl Guest for Misbehave {
             mode: "ok".into(),
             bytes: 1 << 20,
             trap_offset: None,
+            probe_port: 1,
         };
         for (k, v) in params {
             match k.as_str() {
@@ -65,6 +67,9 @@ impl Guest for Misbehave {
                 "bytes" => config.bytes = v.parse().map_err(|e| format!("bytes: {e}"))?,
                 "trap-offset" => {
                     config.trap_offset = Some(v.parse().map_err(|e| format!("trap-offset: {e}"))?)
+                }
+                "probe-port" => {
+                    config.probe_port = v.parse().map_err(|e| format!("probe-port: {e}"))?
                 }
                 other => return Err(format!("unknown parameter `{other}`")),
             }
@@ -135,9 +140,7 @@ impl Guest for Misbehave {
             "huge-error" => Err("e".repeat(config.bytes)),
             // Every event rejected with a message of `bytes` bytes.
             "huge-reason" => Ok(reject_all(n, "huge_reason", &"r".repeat(config.bytes))),
-            "probe" => {
-                Ok(reject_all(n, "probe", &probe()))
-            }
+            "probe" => Ok(reject_all(n, "probe", &probe(config.probe_port))),
             "log" => {
                 host::log(Level::Warn, &format!("misbehave saw {n} events"));
                 Ok(keep_all())
@@ -196,8 +199,9 @@ fn recurse(depth: u64) -> u64 {
     std::hint::black_box(recurse(std::hint::black_box(depth + 1))) + 1
 }
 
-/// Says what the sandbox let through: environment, files, clock, network.
-fn probe() -> String {
+/// Says what the sandbox let through: environment, files, clock, network (a connection
+/// to `127.0.0.1:<port>`, where a test listens).
+fn probe(port: u16) -> String {
     let env = std::env::vars().count();
     // The folder to list: `PROBE_DIR` from the (granted) environment, else the root.
     let dir = std::env::var("PROBE_DIR").unwrap_or_else(|_| "/".into());
@@ -211,7 +215,7 @@ fn probe() -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    let net = std::net::TcpStream::connect("127.0.0.1:1")
+    let net = std::net::TcpStream::connect(("127.0.0.1", port))
         .map(|_| ())
         .map_err(|e| e.kind());
     format!("env={env} dir={listed:?} passwd={passwd:?} clock={clock} net={net:?}")
