@@ -203,6 +203,8 @@ pub struct Pipeline {
     losses: Vec<Loss>,
     /// The last batch committed when the last fault was met.
     faults_seen_at: u64,
+    /// The offsets the table's last commit of the pipeline records.
+    committed: Offsets,
 }
 
 impl std::fmt::Debug for Pipeline {
@@ -358,6 +360,7 @@ impl Pipeline {
         self.positions = input.next.clone();
         self.last_batch = committed.mark.batch_id;
         self.last_records = std::mem::take(&mut self.batch_records);
+        self.committed = committed.mark.offsets.clone();
         self.losses.clear();
         self.stages.committed(&stats.stage_counts);
         self.report(&input, stats, &prepared, &committed);

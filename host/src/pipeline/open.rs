@@ -160,6 +160,7 @@ impl Pipeline {
             batch_records: Fingerprints::default(),
             losses: Vec::new(),
             faults_seen_at: 0,
+            committed: Offsets::default(),
         };
         if let Some(admin) = &pipeline.admin {
             admin.set_role(pipeline.role);
@@ -195,6 +196,7 @@ impl Pipeline {
             }
         }
         self.last_batch = mark.as_ref().map_or(0, |m| m.batch_id);
+        self.committed = mark.as_ref().map(|m| m.offsets.clone()).unwrap_or_default();
         self.replay = self.recover_state(self.last_batch > 0)?;
         self.check_outputs()
     }

@@ -13,6 +13,7 @@ use crate::pipeline::config::OnInvalid;
 use crate::record::{Reason, Record};
 use crate::sink::Results;
 use crate::sink::iceberg::Fence;
+use crate::source::Offsets;
 use crate::source::kafka::SourceMode;
 use crate::units::{Micros, Millis};
 
@@ -93,8 +94,8 @@ impl Pipeline {
                 flush: input.flush,
             },
             fence: match self.config.source.mode {
-                SourceMode::Assign => Fence::Follows(input.start.clone()),
-                SourceMode::Group => Fence::Owns(input.start.clone()),
+                SourceMode::Assign => Fence::Follows(self.fence_start(&input.start)),
+                SourceMode::Group => Fence::Owns(self.fence_start(&input.start)),
             },
             mark: CommitMark {
                 pipeline: name,
@@ -126,5 +127,20 @@ fn route_late(
             );
         }
         LateData::Drop => {}
+    }
+}
+
+impl Pipeline {
+    /// What the table must record for a batch read from `start` to commit: the offsets of
+    /// the last commit for the partitions it has, which are `start` unless the source
+    /// skipped records since (data loss accepted with `on-data-loss = "continue"`).
+    fn fence_start(&self, start: &Offsets) -> Offsets {
+        let mut fence = start.clone();
+        for (tp, next) in &mut fence.0 {
+            if let Some(committed) = self.committed.get(tp) {
+                *next = committed;
+            }
+        }
+        fence
     }
 }
