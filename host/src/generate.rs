@@ -128,6 +128,13 @@ impl Generator {
         }
     }
 
+    /// The same generator, its events numbered from `first` (`evt_…` ids; event times
+    /// follow the number).
+    pub fn numbered_from(mut self, first: u64) -> Self {
+        self.sequence = first;
+        self
+    }
+
     /// The next event.
     pub fn next_event(&mut self) -> GeneratedEvent {
         if !self.recent.is_empty() && self.rng.chance(self.config.duplicate_share) {

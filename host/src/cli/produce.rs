@@ -66,6 +66,10 @@ pub struct ProduceArgs {
     /// Send every event to this partition (default: the producer's partitioner).
     #[arg(long, value_name = "N")]
     pub partition: Option<i32>,
+    /// Number the generated events from this one (`evt_000000000` by default), so that
+    /// several runs or producers make distinct event ids.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub first_id: u64,
     /// Send the lines of this JSON-lines file as they are (blank lines skipped, no key)
     /// instead of generated events; `--count` and the shares are then ignored.
     #[arg(long, value_name = "FILE")]
@@ -171,14 +175,17 @@ enum Events {
 impl Events {
     fn open(args: &ProduceArgs) -> anyhow::Result<Self> {
         let Some(path) = &args.input else {
-            return Ok(Events::Generated(Generator::new(GeneratorConfig {
+            let config = GeneratorConfig {
                 seed: args.seed,
                 invalid_share: args.invalid_share,
                 late_share: args.late_share,
                 duplicate_share: args.duplicate_share,
                 shape: args.shape,
                 ..GeneratorConfig::default()
-            })));
+            };
+            return Ok(Events::Generated(
+                Generator::new(config).numbered_from(args.first_id),
+            ));
         };
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read {}", path.display()))?;

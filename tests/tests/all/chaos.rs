@@ -103,6 +103,8 @@ fn sigkill_at_random_moments_loses_and_doubles_nothing() {
                 &rate,
                 "--seed",
                 "2",
+                "--first-id",
+                "10",
                 "--invalid-share",
                 "0.05",
                 "--late-share",

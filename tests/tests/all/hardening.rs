@@ -19,11 +19,15 @@ use crate::pipeline::{dead_letters, rows};
 
 const TABLE: &str = "tutorial.retail_clickstream_events";
 
-/// Produces `count` valid events (seeded) to the setup's topic (one partition).
+/// Produces `count` valid events (seeded) to the setup's topic (one partition), their ids
+/// numbered from `seed * 1000` so that each call makes distinct ones.
 fn produce_valid(s: &Setup, count: u64, seed: u64) {
+    let first = (seed * 1000).to_string();
     let count = count.to_string();
     let seed = seed.to_string();
     let produced = s.produce(&[
+        "--first-id",
+        &first,
         "--partitions",
         "1",
         "--count",

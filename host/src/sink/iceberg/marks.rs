@@ -106,8 +106,10 @@ impl IcebergTable {
         Ok(CommitMark::from_properties(pipeline, snapshot, &props).transpose()?)
     }
 
-    /// The first snapshot, walking back from the current one, whose parent is gone
-    /// (expired): the history before it cannot be read. `None` when the history is whole.
+    /// The first snapshot, walking back from the current one, before which the history
+    /// cannot be read: its parent is gone (expired), or it has no parent but commits came
+    /// before it (its sequence number is above 1: an overwrite of the whole table, say,
+    /// then expiry). `None` when the history is whole.
     pub fn truncated_history(&self) -> Option<i64> {
         let metadata = self.table.metadata();
         let mut next = metadata.current_snapshot();
@@ -117,7 +119,7 @@ impl IcebergTable {
                     Some(p) => next = Some(p),
                     None => return Some(snapshot.snapshot_id()),
                 },
-                None => return None,
+                None => return (snapshot.sequence_number() > 1).then(|| snapshot.snapshot_id()),
             }
         }
         None
