@@ -43,11 +43,7 @@ pub struct MaintainArgs {
 /// Maintains every table of the pipeline, printing what was done to `out`.
 pub fn run(args: &MaintainArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let config = PipelineConfig::load(&args.config)?;
-    let base = args
-        .config
-        .parent()
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("."));
+    let base = super::base_folder(&args.config);
     // Opened read-only first: a warehouse or catalog that does not exist is an error, not
     // something to create. Then for writing (expiry commits).
     IcebergCatalog::open_read_only(&config.sink, &base).context("cannot open the catalog")?;

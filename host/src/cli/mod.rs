@@ -58,6 +58,14 @@ pub enum Command {
     Maintain(maintain::MaintainArgs),
 }
 
+/// The folder that a pipeline file's relative paths are relative to: the file's own.
+pub(crate) fn base_folder(config: &std::path::Path) -> std::path::PathBuf {
+    config
+        .parent()
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from("."))
+}
+
 /// Parses `KEY=VALUE`.
 pub(crate) fn parse_key_value(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {

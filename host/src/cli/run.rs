@@ -116,11 +116,7 @@ pub fn run(args: &RunArgs, stop: &AtomicBool) -> anyhow::Result<RunSummary> {
         );
         return Ok(RunSummary::default());
     }
-    let base = args
-        .config
-        .parent()
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("."));
+    let base = super::base_folder(&args.config);
     let name = config.pipeline.name.clone();
     let mut pipeline =
         Pipeline::open(config, &base).with_context(|| format!("cannot start pipeline `{name}`"))?;

@@ -45,11 +45,7 @@ impl ShowArgs {
 /// Prints the table's rows and the dead-letter records to `out`.
 pub fn run(args: &ShowArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let config = PipelineConfig::load(&args.config)?;
-    let base = args
-        .config
-        .parent()
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("."));
+    let base = super::base_folder(&args.config);
     // Read-only: nothing is created, neither the warehouse, the catalog, nor a table.
     let catalog =
         IcebergCatalog::open_read_only(&config.sink, &base).context("cannot open the catalog")?;
