@@ -585,7 +585,7 @@ fn latest_start_then_a_topic_added_later_is_read_from_its_earliest_offset() {
         text(&out)
     );
     assert!(rows(&s.show()).is_empty());
-    // Still brand-new (nothing committed): it starts at `latest` again, now 10.
+    // The first start anchored `latest` (offset 10) in the table: the second resumes there.
     let out = s.run(&[]);
     assert!(
         String::from_utf8_lossy(&out.stdout).starts_with("0 batches"),
@@ -599,14 +599,15 @@ fn latest_start_then_a_topic_added_later_is_read_from_its_earliest_offset() {
         &[("SLUICE_TRIGGER", "interval"), ("SLUICE_INTERVAL", "500ms")],
     );
     running
-        .wait_for("new pipeline", Duration::from_secs(60))
-        .expect("the run started");
+        .wait_for(
+            "resuming from the table's last commit",
+            Duration::from_secs(60),
+        )
+        .expect("the run started at the anchor");
     s.produce_file("1");
     let deadline = Instant::now() + Duration::from_secs(60);
-    while s.show()["snapshot_summary"]
-        .get("sluice.batch-id")
-        .is_none()
-    {
+    // Batch 0 is the anchor; batch 1 the first with records.
+    while s.show()["snapshot_summary"]["sluice.batch-id"] != "1" {
         assert!(Instant::now() < deadline, "no commit");
         std::thread::sleep(Duration::from_millis(200));
     }
