@@ -58,9 +58,15 @@ fn source_records(s: &Setup, partitions: i32) -> BTreeMap<(i32, i64), Option<Str
     let mut records = BTreeMap::new();
     let total: i64 = ends.values().sum();
     let deadline = Instant::now() + Duration::from_secs(300);
+    let mut errors = Vec::new();
     while (records.len() as i64) < total && Instant::now() < deadline {
-        let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) else {
-            continue;
+        let m = match consumer.poll(Duration::from_millis(200)) {
+            Some(Ok(m)) => m,
+            Some(Err(e)) => {
+                errors.push(e.to_string());
+                continue;
+            }
+            None => continue,
         };
         let id = m
             .payload()
@@ -71,7 +77,8 @@ fn source_records(s: &Setup, partitions: i32) -> BTreeMap<(i32, i64), Option<Str
     assert_eq!(
         records.len() as i64,
         total,
-        "read the whole source topic back"
+        "read the whole source topic back; consumer errors: {:?}",
+        &errors[..errors.len().min(5)]
     );
     records
 }
