@@ -84,7 +84,7 @@ impl DurableFsStorage {
 }
 
 /// The local path of a `file://` URL or a plain path.
-fn local(path: &str) -> PathBuf {
+pub(crate) fn local(path: &str) -> PathBuf {
     let rest = path
         .strip_prefix("file://")
         .or_else(|| path.strip_prefix("file:"))

@@ -17,6 +17,7 @@ use std::time::SystemTime;
 use iceberg::spec::TableMetadata;
 use iceberg::transaction::{ApplyTransactionAction, Transaction};
 
+use super::durable::local as local_path;
 use super::marks::mark_property;
 use super::{IcebergTable, SinkError, iceberg_err};
 use crate::commit::{COMMIT_ID, PIPELINE};
@@ -226,15 +227,6 @@ pub fn delete_files(files: &[PathBuf]) -> Result<usize, SinkError> {
         }
     }
     Ok(files.len())
-}
-
-/// The local path of a `file:` URL or a path.
-fn local_path(location: &str) -> PathBuf {
-    let rest = location
-        .strip_prefix("file://")
-        .or_else(|| location.strip_prefix("file:"))
-        .unwrap_or(location);
-    PathBuf::from(rest)
 }
 
 fn modified_before(file: &Path, cutoff: SystemTime) -> bool {
