@@ -253,12 +253,25 @@ impl Setup {
         self.show_json(&["--window", window])
     }
 
+    /// `sluice show --json`, or its output if it fails (as it does before the first
+    /// run has created the table).
+    pub fn try_show(&self) -> Result<Value, String> {
+        self.try_show_json(&[])
+    }
+
     fn show_json(&self, extra: &[&str]) -> Value {
+        self.try_show_json(extra)
+            .unwrap_or_else(|e| panic!("sluice show failed: {e}"))
+    }
+
+    fn try_show_json(&self, extra: &[&str]) -> Result<Value, String> {
         let mut args = vec!["show", "--json"];
         args.extend_from_slice(extra);
         let out = self.command(&args).output().unwrap();
-        assert!(out.status.success(), "sluice show failed: {}", text(&out));
-        serde_json::from_slice(&out.stdout).unwrap()
+        if !out.status.success() {
+            return Err(text(&out));
+        }
+        Ok(serde_json::from_slice(&out.stdout).unwrap())
     }
 }
 

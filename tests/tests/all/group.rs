@@ -29,13 +29,15 @@ fn as_member(s: &mut Setup) {
 
 const INTERVAL: [(&str, &str); 2] = [("SLUICE_TRIGGER", "interval"), ("SLUICE_INTERVAL", "1s")];
 
-/// Waits until the table holds `rows` rows; after `timeout`, stops the processes and
-/// panics with their logs.
+/// Waits until the table holds `rows` rows (until the first commit creates it, `show`
+/// fails and counts as none); after `timeout`, stops the processes and panics with
+/// their logs.
 fn wait_for_rows(s: &Setup, rows: usize, timeout: Duration, processes: &mut Vec<Running>) {
     let deadline = Instant::now() + timeout;
     loop {
-        let shown = s.show();
-        let n = shown["rows"].as_array().map_or(0, Vec::len);
+        let n = s
+            .try_show()
+            .map_or(0, |shown| shown["rows"].as_array().map_or(0, Vec::len));
         if n >= rows {
             return;
         }
