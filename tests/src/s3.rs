@@ -73,6 +73,13 @@ impl S3Server {
         self.boto3(&format!("s3.create_bucket(Bucket='{bucket}')"));
     }
 
+    /// Writes an object.
+    pub fn put(&self, bucket: &str, key: &str, body: &str) {
+        self.boto3(&format!(
+            "s3.put_object(Bucket='{bucket}', Key='{key}', Body=b'{body}')"
+        ));
+    }
+
     /// The keys of the objects in `bucket` under `prefix`, sorted.
     pub fn keys(&self, bucket: &str, prefix: &str) -> Vec<String> {
         let out = self.boto3(&format!(

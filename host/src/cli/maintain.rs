@@ -11,7 +11,6 @@ use anyhow::Context;
 use clap::Args;
 
 use crate::pipeline::config::PipelineConfig;
-use crate::sink::iceberg::maintain::delete_files;
 use crate::sink::iceberg::{IcebergCatalog, IcebergSinkConfig, IcebergTable};
 use crate::sink::window;
 use crate::units::parse_duration;
@@ -104,7 +103,7 @@ fn maintain(
     let deleted = if args.dry_run {
         0
     } else {
-        delete_files(&orphans)?
+        table.delete_files(&orphans)?
     };
     let verb = if args.dry_run {
         "would delete"
@@ -118,7 +117,7 @@ fn maintain(
         orphans.len()
     )?;
     for file in &orphans {
-        writeln!(out, "  {}", file.display())?;
+        writeln!(out, "  {file}")?;
     }
     tracing::info!(table = %table.name(), expired = expiry.removed.len(), orphans_deleted = deleted, dry_run = args.dry_run, "maintained");
     Ok(())

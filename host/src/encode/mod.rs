@@ -531,7 +531,7 @@ fn cell(kind: ColumnKind, raw: &str) -> Result<Cell, CellError> {
         ColumnKind::Int => int_cell(raw),
         ColumnKind::Long => long(raw).map(Cell::Long),
         ColumnKind::Float | ColumnKind::Double if !is_number => Err(mismatch("a number", raw)),
-        ColumnKind::Float => double(raw).map(|v| Cell::Float(v as f32)),
+        ColumnKind::Float => float(raw).map(Cell::Float),
         ColumnKind::Double => double(raw).map(Cell::Double),
         ColumnKind::Decimal { precision, scale } => decimal_cell(raw, is_number, precision, scale),
         ColumnKind::Date => date_cell(raw),
@@ -578,9 +578,34 @@ fn int_cell(raw: &str) -> Result<Cell, CellError> {
         .map_err(|_| out_of_range(raw, 32))
 }
 
+/// A JSON number as 64 bits; one too large for them (`1e400`) is out of range, not
+/// infinity.
 #[inline]
 fn double(raw: &str) -> Result<f64, CellError> {
-    raw.parse().map_err(|_| mismatch("a number", raw))
+    let v: f64 = raw.parse().map_err(|_| mismatch("a number", raw))?;
+    if v.is_finite() {
+        Ok(v)
+    } else {
+        Err(float_out_of_range(raw, 64))
+    }
+}
+
+/// A JSON number as 32 bits, out of range beyond `f32::MAX` (it would be infinity).
+#[inline]
+fn float(raw: &str) -> Result<f32, CellError> {
+    let v = raw.parse::<f64>().map_err(|_| mismatch("a number", raw))? as f32;
+    if v.is_finite() {
+        Ok(v)
+    } else {
+        Err(float_out_of_range(raw, 32))
+    }
+}
+
+fn float_out_of_range(raw: &str, bits: u8) -> CellError {
+    (
+        "out_of_range",
+        format!("{raw} does not fit a {bits}-bit floating-point number"),
+    )
 }
 
 /// A decimal from a JSON number or a string holding one.
@@ -773,7 +798,7 @@ mod tests {
     };
 
     /// Every branch of `cell`: a kind, a raw JSON value, and the exact result or error.
-    const CELLS: [(ColumnKind, &str, &str); 44] = [
+    const CELLS: [(ColumnKind, &str, &str); 46] = [
         (ColumnKind::String, r#""a\"b\u00e9""#, r#"Ok(Str("a\"bé"))"#),
         (ColumnKind::String, r#"12"#, r#"Ok(Str("12"))"#),
         (
@@ -835,7 +860,17 @@ mod tests {
         (ColumnKind::Long, r#"null"#, r#"Ok(Null)"#),
         (ColumnKind::Float, r#"1.5"#, r#"Ok(Float(1.5))"#),
         (ColumnKind::Float, r#"-0.25"#, r#"Ok(Float(-0.25))"#),
-        (ColumnKind::Float, r#"1e400"#, r#"Ok(Float(inf))"#),
+        (
+            ColumnKind::Float,
+            r#"1e39"#,
+            r#"Err(("out_of_range", "1e39 does not fit a 32-bit floating-point number"))"#,
+        ),
+        (
+            ColumnKind::Double,
+            r#"-1e400"#,
+            r#"Err(("out_of_range", "-1e400 does not fit a 64-bit floating-point number"))"#,
+        ),
+        (ColumnKind::Double, r#"1e308"#, r#"Ok(Double(1e308))"#),
         (
             ColumnKind::Float,
             r#""1.5""#,

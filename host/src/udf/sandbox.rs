@@ -398,3 +398,80 @@ pub(crate) fn bound_sleeps(
     linker.allow_shadowing(false);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{MAX_INSTANCES, MAX_MEMORIES, MemoryLimiter};
+    use wasmtime::{Config, Engine, Instance, Module, Store};
+
+    const MIB: u64 = 1 << 20;
+    const PAGE: u64 = 64 * 1024;
+
+    /// A core module that declares `count` memories of `bytes` each.
+    fn memories(count: u32, bytes: u64) -> Vec<u8> {
+        let mut section = wasm_encoder::MemorySection::new();
+        for _ in 0..count {
+            section.memory(wasm_encoder::MemoryType {
+                minimum: bytes / PAGE,
+                maximum: None,
+                memory64: false,
+                shared: false,
+                page_size_log2: None,
+            });
+        }
+        let mut module = wasm_encoder::Module::new();
+        module.section(&section);
+        module.finish()
+    }
+
+    fn store(cap: u64) -> Store<MemoryLimiter> {
+        let engine = Engine::new(Config::new().wasm_multi_memory(true)).unwrap();
+        let mut store = Store::new(
+            &engine,
+            MemoryLimiter {
+                cap: cap as usize,
+                used: 0,
+                hit: false,
+            },
+        );
+        store.limiter(|l| l);
+        store
+    }
+
+    fn instantiate(store: &mut Store<MemoryLimiter>, wasm: &[u8]) -> wasmtime::Result<Instance> {
+        let module = Module::new(store.engine(), wasm)?;
+        Instance::new(&mut *store, &module, &[])
+    }
+
+    #[test]
+    fn the_memory_cap_counts_every_memory_together() {
+        // Two memories of 40 MiB each fit one by one under 64 MiB, not together.
+        let mut s = store(64 * MIB);
+        assert!(instantiate(&mut s, &memories(2, 40 * MIB)).is_err());
+        assert!(s.data().hit, "the refusal is reported as the memory limit");
+        let mut s = store(64 * MIB);
+        instantiate(&mut s, &memories(2, 30 * MIB)).unwrap();
+        assert_eq!(s.data().used as u64, 60 * MIB);
+        assert!(!s.data().hit);
+    }
+
+    #[test]
+    fn many_memories_or_instances_are_refused() {
+        let mut s = store(64 * MIB);
+        instantiate(&mut s, &memories(MAX_MEMORIES as u32, 0)).unwrap();
+        let mut s = store(64 * MIB);
+        let too_many = instantiate(&mut s, &memories(MAX_MEMORIES as u32 + 1, 0));
+        assert!(too_many.is_err(), "{} memories", MAX_MEMORIES + 1);
+
+        let mut s = store(64 * MIB);
+        let one = memories(0, 0);
+        for _ in 0..MAX_INSTANCES {
+            instantiate(&mut s, &one).unwrap();
+        }
+        assert!(
+            instantiate(&mut s, &one).is_err(),
+            "instance {}",
+            MAX_INSTANCES + 1
+        );
+    }
+}

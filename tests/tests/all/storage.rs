@@ -128,6 +128,66 @@ fn an_s3_warehouse_holds_the_table_its_windows_and_the_event_time_state() {
 }
 
 #[test]
+fn sluice_maintain_expires_and_deletes_orphans_in_an_s3_warehouse() {
+    let server = S3Server::start();
+    server.create_bucket("lake");
+    let (s, _) = on_s3("s3-maintain", &server);
+    let events = events_file();
+    s.produce(&["--partitions", "1", "--input", events.to_str().unwrap()]);
+    let out = s.run(&[("SLUICE_MAX_RECORDS", "2")]);
+    assert!(out.status.success(), "{}", text(&out));
+    let before = s.show();
+    let orphan = "wh/analytics/clickstream_events/data/orphan-from-a-crash.parquet";
+    server.put("lake", orphan, "PAR1");
+    let manifest_lists = |keys: &[String]| {
+        keys.iter()
+            .filter(|k| k.contains("clickstream_events/metadata/snap-"))
+            .count()
+    };
+    let lists_before = manifest_lists(&server.keys("lake", "wh/"));
+
+    let maintain = |orphans_older_than: &str| {
+        let out = s
+            .command(&[
+                "maintain",
+                "--older-than",
+                "0s",
+                "--orphans-older-than",
+                orphans_older_than,
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // Younger than the grace period: kept.
+    let said = maintain("1h");
+    assert!(
+        said.contains("analytics.clickstream_events: deleted 0 orphan files"),
+        "{said}"
+    );
+    assert!(server.keys("lake", "wh/").iter().any(|k| k == orphan));
+    let said = maintain("0s");
+    let keys = server.keys("lake", "wh/");
+    assert!(!keys.iter().any(|k| k == orphan), "{said}");
+    assert!(said.contains(&format!("s3://lake/{orphan}")), "{said}");
+    // The manifest lists of the expired snapshots went with them.
+    assert!(manifest_lists(&keys) < lists_before, "{said}\n{keys:?}");
+    // The rows, and the checkpoint: the next run reads nothing again.
+    let after = s.show();
+    assert_eq!(
+        event_ids(after["rows"].as_array().unwrap()),
+        event_ids(before["rows"].as_array().unwrap())
+    );
+    let again = s.run(&[]);
+    assert!(
+        String::from_utf8_lossy(&again.stdout).starts_with("0 batches"),
+        "{}",
+        text(&again)
+    );
+}
+
+#[test]
 fn wrong_s3_credentials_fail_clearly_without_echoing_the_secret() {
     let server = S3Server::start();
     server.create_bucket("lake");

@@ -2,7 +2,7 @@
 //! keeps the snapshot carrying each pipeline's latest commit mark, and orphan-file cleanup
 //! that knows which files sluice writes beside the data.
 //!
-//! Expiry commits like any engine's (Iceberg's `RemoveSnapshots`), so Spark, pyiceberg and
+//! Local and S3 warehouses alike. Expiry commits like any engine's (Iceberg's `RemoveSnapshots`), so Spark, pyiceberg and
 //! DuckDB read the table as before. Orphan cleanup then deletes, below the table's `data/`
 //! and `metadata/` folders, the files that no snapshot left and no metadata file names
 //! (the files the expired snapshots held, and those of batches abandoned by a crash),
@@ -11,13 +11,12 @@
 //! batches long committed that no mark names (those of fenced or crashed processes).
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use iceberg::spec::TableMetadata;
 use iceberg::transaction::{ApplyTransactionAction, Transaction};
 
-use super::durable::local as local_path;
+use super::listing::{Lister, normalize};
 use super::marks::mark_property;
 use super::{IcebergTable, SinkError, iceberg_err};
 use crate::commit::{COMMIT_ID, PIPELINE};
@@ -117,7 +116,8 @@ impl IcebergTable {
 
     /// Every file the table's metadata names: metadata files (current and logged),
     /// manifest lists, manifests, data and delete files, statistics files.
-    pub fn referenced_files(&self) -> Result<HashSet<PathBuf>, SinkError> {
+    /// Spelled as [`normalize`] spells them.
+    pub fn referenced_files(&self) -> Result<HashSet<String>, SinkError> {
         let table = &self.table;
         let metadata = table.metadata();
         let mut named: Vec<String> = metadata
@@ -153,113 +153,88 @@ impl IcebergTable {
                 "reading the manifests of {}",
                 self.ident
             )))?;
-        Ok(named.iter().map(|p| local_path(p)).collect())
+        Ok(named.iter().map(|p| normalize(p)).collect())
     }
 
     /// Files below the table's `data/` and `metadata/` folders that nothing names, last
-    /// modified before `cutoff`, and sluice's old state files (see the module). Local
-    /// warehouses only.
-    pub fn orphan_files(&self, cutoff: SystemTime) -> Result<Vec<PathBuf>, SinkError> {
-        let location = self.location();
-        if !location.starts_with("file:") && !location.starts_with('/') {
-            return Err(SinkError::Config(format!(
-                "orphan-file cleanup supports local warehouses; {location} is not one (skip it with --no-orphans)"
-            )));
-        }
-        let root = local_path(location);
+    /// modified before `cutoff`, and sluice's old state files (see the module); their
+    /// locations, sorted.
+    pub fn orphan_files(&self, cutoff: SystemTime) -> Result<Vec<String>, SinkError> {
+        let location = self.location().trim_end_matches('/');
+        let s3 = self.config.s3.properties(|name| std::env::var(name).ok());
+        let lister = Lister::new(location, &s3)?;
         let referenced = self.referenced_files()?;
         let mut orphans = Vec::new();
         for folder in ["data", "metadata"] {
-            for file in files_below(&root.join(folder))? {
-                if !referenced.contains(&file) && modified_before(&file, cutoff) {
-                    orphans.push(file);
-                }
-            }
+            let listed = self
+                .catalog
+                .block_on(lister.files_below(&format!("{location}/{folder}")))?;
+            orphans.extend(
+                listed
+                    .into_iter()
+                    .filter(|f| !referenced.contains(&f.location) && f.older_than(cutoff))
+                    .map(|f| f.location),
+            );
         }
-        orphans.extend(self.old_state_files(cutoff)?);
+        orphans.extend(self.old_state_files(&lister, cutoff)?);
         orphans.sort();
         Ok(orphans)
     }
 
     /// State files of each pipeline below its latest mark's batch by more than sluice
     /// keeps, that the mark does not name.
-    fn old_state_files(&self, cutoff: SystemTime) -> Result<Vec<PathBuf>, SinkError> {
-        let root = local_path(&state_root(self.location()));
+    fn old_state_files(
+        &self,
+        lister: &Lister,
+        cutoff: SystemTime,
+    ) -> Result<Vec<String>, SinkError> {
+        let root = state_root(self.location());
         let mut old = Vec::new();
         for pipeline in self.mark_snapshots()?.keys() {
             let props = self.last_mark_properties(pipeline)?.unwrap_or_default();
-            let named = props.get(STATE).map(|s| local_path(s));
+            let named = props.get(STATE).map(|s| normalize(s));
             let batch = props
                 .get(crate::commit::BATCH_ID)
                 .and_then(|b| b.parse::<u64>().ok())
                 .unwrap_or(0);
             let keep_from = batch.saturating_sub(crate::event_time::state::KEEP_STATE_FILES);
-            for file in files_below(&root.join(pipeline))? {
+            let listed = self
+                .catalog
+                .block_on(lister.files_below(&format!("{root}/{pipeline}")))?;
+            for file in listed {
                 let file_batch = file
-                    .file_name()
-                    .and_then(|n| n.to_str())
+                    .location
+                    .rsplit('/')
+                    .next()
                     .and_then(|n| n.get(..20))
                     .and_then(|b| b.parse::<u64>().ok());
                 if file_batch.is_some_and(|b| b < keep_from)
-                    && named.as_ref() != Some(&file)
-                    && modified_before(&file, cutoff)
+                    && named.as_ref() != Some(&file.location)
+                    && file.older_than(cutoff)
                 {
-                    old.push(file);
+                    old.push(file.location);
                 }
             }
         }
         Ok(old)
     }
-}
 
-/// Removes `files`; returns how many were removed.
-pub fn delete_files(files: &[PathBuf]) -> Result<usize, SinkError> {
-    for file in files {
-        match std::fs::remove_file(file) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => {
-                return Err(SinkError::Config(format!(
-                    "cannot delete {}: {e}",
-                    file.display()
-                )));
+    /// Removes `files` (locations) through the table's storage; returns how many.
+    pub fn delete_files(&self, files: &[String]) -> Result<usize, SinkError> {
+        let io = self.table.file_io();
+        self.catalog.block_on(async {
+            for file in files {
+                match io.delete(file).await {
+                    Ok(()) => {}
+                    Err(e) if !io.exists(file).await.unwrap_or(true) => {
+                        tracing::debug!(file, error = %e, "already gone");
+                    }
+                    Err(e) => return Err(iceberg_err(format!("deleting {file}"))(e)),
+                }
             }
-        }
+            Ok(files.len())
+        })
     }
-    Ok(files.len())
-}
-
-fn modified_before(file: &Path, cutoff: SystemTime) -> bool {
-    std::fs::metadata(file)
-        .and_then(|m| m.modified())
-        .is_ok_and(|t| t < cutoff)
-}
-
-/// Every file below `dir` (none if it does not exist).
-fn files_below(dir: &Path) -> Result<Vec<PathBuf>, SinkError> {
-    let mut files = Vec::new();
-    let mut folders = vec![dir.to_path_buf()];
-    while let Some(folder) = folders.pop() {
-        let entries = match std::fs::read_dir(&folder) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => {
-                return Err(SinkError::Config(format!(
-                    "cannot list {}: {e}",
-                    folder.display()
-                )));
-            }
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                folders.push(path);
-            } else {
-                files.push(path);
-            }
-        }
-    }
-    Ok(files)
 }
 
 /// The snapshots that branches and tags point to. iceberg-rust does not list a table's

@@ -32,6 +32,7 @@ pub mod commit;
 pub mod config;
 pub mod durable;
 pub mod fence;
+pub mod listing;
 pub mod maintain;
 pub mod marks;
 pub mod read;
