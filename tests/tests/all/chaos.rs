@@ -35,15 +35,29 @@ impl Dice {
     }
 }
 
+/// Prints librdkafka's log lines (the tests have no logger).
+struct Printing;
+
+impl rdkafka::ClientContext for Printing {
+    fn log(&self, level: rdkafka::config::RDKafkaLogLevel, fac: &str, log_message: &str) {
+        eprintln!("rdkafka {level:?} {fac}: {log_message}");
+    }
+}
+
+impl rdkafka::consumer::ConsumerContext for Printing {}
+
 /// Every record of `topic` (its `partitions`): (partition, offset) → event id, if the value
 /// is a JSON object with one.
 fn source_records(s: &Setup, partitions: i32) -> BTreeMap<(i32, i64), Option<String>> {
-    let consumer: BaseConsumer = ClientConfig::new()
+    let mut config = ClientConfig::new();
+    config
         .set("bootstrap.servers", &s.broker.bootstrap)
         .set("group.id", "chaos-reader")
-        .set("enable.auto.commit", "false")
-        .create()
-        .unwrap();
+        .set("enable.auto.commit", "false");
+    if std::env::var_os("SLUICE_CHAOS_DEBUG").is_some() {
+        config.set("debug", "fetch,protocol,msg");
+    }
+    let consumer: BaseConsumer<Printing> = config.create_with_context(Printing).unwrap();
     let mut tpl = TopicPartitionList::new();
     let mut ends = BTreeMap::new();
     for p in 0..partitions {
