@@ -69,9 +69,22 @@ fn tansu_binary() -> PathBuf {
 impl Broker {
     /// Starts a broker and waits until it accepts connections.
     pub fn start() -> Broker {
+        Self::start_with_maintenance(None)
+    }
+
+    /// Starts a broker that applies retention (`cleanup.policy = "delete"` topics lose
+    /// records older than their `retention.ms`) every `interval`, instead of every 10
+    /// minutes.
+    pub fn start_with_maintenance(interval: Option<Duration>) -> Broker {
         let port = free_port();
         let dir = fresh_dir(port);
-        let child = spawn(&dir, port, port, false);
+        let storage = match interval {
+            Some(every) => format!("{STORAGE}?maintenance_interval={}ms", every.as_millis()),
+            None => STORAGE.to_string(),
+        };
+        let mut command = tansu(&dir, port, port, false);
+        command.args(["--storage-engine", &storage]);
+        let child = launch(command);
         let bootstrap = format!("127.0.0.1:{port}");
         wait_for(&bootstrap);
         index_headers(&dir);
@@ -93,7 +106,7 @@ impl Broker {
         if authentication {
             create_users(&dir, port, &security.scram_users);
         }
-        let child = spawn(&dir, port, tls_port, authentication);
+        let child = launch(spawn(&dir, port, tls_port, authentication));
         let plaintext = format!("127.0.0.1:{port}");
         wait_for(&plaintext);
         index_headers(&dir);
@@ -127,7 +140,7 @@ impl Broker {
     pub fn restart(&mut self) {
         assert!(self.tls.is_none(), "restart is for plain brokers");
         let port: u16 = self.plaintext.rsplit(':').next().unwrap().parse().unwrap();
-        self.child = Some(spawn(&self.dir, port, port, false));
+        self.child = Some(launch(spawn(&self.dir, port, port, false)));
         wait_for(&self.plaintext);
     }
 
@@ -166,27 +179,39 @@ fn fresh_dir(port: u16) -> PathBuf {
     dir
 }
 
+/// Where tansu keeps its data, in its folder.
+const STORAGE: &str = "sqlite://tansu.db";
+
 /// tansu on `127.0.0.1:port`, telling clients to come to `advertised`, its storage in
 /// `dir`.
-fn spawn(dir: &Path, port: u16, advertised: u16, authentication: bool) -> Child {
-    let binary = tansu_binary();
-    let mut command = Command::new(&binary);
+fn spawn(dir: &Path, port: u16, advertised: u16, authentication: bool) -> Command {
+    let mut command = tansu(dir, port, advertised, authentication);
+    command.args(["--storage-engine", STORAGE]);
+    command
+}
+
+/// The tansu command line, without its storage.
+fn tansu(dir: &Path, port: u16, advertised: u16, authentication: bool) -> Command {
+    let mut command = Command::new(tansu_binary());
     command
         .current_dir(dir)
         .args(["broker", "--listener-url"])
         .arg(format!("tcp://127.0.0.1:{port}"))
         .arg("--advertised-listener-url")
         .arg(format!("tcp://127.0.0.1:{advertised}"))
-        .args(["--storage-engine", "sqlite://tansu.db"])
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     if authentication {
         command.arg("--authentication");
     }
+    command
+}
+
+fn launch(mut command: Command) -> Child {
     command.spawn().unwrap_or_else(|e| {
         panic!(
             "cannot start {} ({e}); scripts/test installs tansu",
-            binary.display()
+            tansu_binary().display()
         )
     })
 }
@@ -243,7 +268,7 @@ fn wait_for(address: &str) {
 /// Creates SCRAM `users` in the storage in `dir`, through a tansu without authentication
 /// on `port` (stopped afterwards): `tansu user create` does not authenticate itself.
 fn create_users(dir: &Path, port: u16, users: &[(String, String, String)]) {
-    let mut child = spawn(dir, port, port, false);
+    let mut child = launch(spawn(dir, port, port, false));
     wait_for(&format!("127.0.0.1:{port}"));
     for (mechanism, user, password) in users {
         let out = Command::new(tansu_binary())

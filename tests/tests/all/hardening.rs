@@ -1,5 +1,5 @@
 //! What production does to a pipeline, against real parts: maintenance by sluice and by
-//! pyiceberg, a replaced broker, `latest` across restarts, poison records (a header name
+//! pyiceberg, a replaced broker, a retention gap, `latest` across restarts, poison records (a header name
 //! that is not UTF-8, a dead letter larger than the broker takes), and a broker that goes
 //! away and comes back.
 
@@ -215,6 +215,112 @@ fn a_replaced_broker_stops_the_pipeline_unless_told_to_continue() {
         loss.contains("is not the partition the pipeline read before"),
         "{summary}"
     );
+}
+
+#[test]
+fn a_retention_gap_stops_the_pipeline_unless_told_to_continue() {
+    // tansu deletes the records of a `cleanup.policy = "delete"` topic whose timestamp is
+    // older than `retention.ms`, here 10 s, checked twice a second.
+    let mut s = Setup::new("retention-gap");
+    s.broker = Broker::start_with_maintenance(Some(Duration::from_millis(500)));
+    create_topic_with_retention(&s, "10000");
+    // Ten records stamped 20 s ahead: the pipeline reads them (dead letters: they are not
+    // events), then retention deletes them 30 s from now.
+    let start = now_millis();
+    send_stamped(&s, "read", 10, start + 20_000);
+    ok(&s.run(&[]));
+    assert_eq!(dead_letters(&s.show()).len(), 10);
+    // While it is down: ten records it never reads (stamped an hour ago, deleted at once),
+    // and five that stay (stamped an hour ahead).
+    send_stamped(&s, "expired", 10, start - 3_600_000);
+    send_stamped(&s, "new", 5, start + 3_600_000);
+    wait_for_earliest(&s, 20, Duration::from_secs(60));
+
+    let out = s.run(&[]);
+    assert!(!out.status.success(), "{}", text(&out));
+    let log = text(&out);
+    assert!(
+        log.contains("records 10..20 of") && log.contains("10 records lost"),
+        "{log}"
+    );
+    assert_eq!(dead_letters(&s.show()).len(), 10, "nothing committed");
+
+    s.edit_example_config(|c| c.replace("[source]\n", "[source]\non-data-loss = \"continue\"\n"));
+    let log = ok(&s.run(&[]));
+    assert!(log.contains("5 records read"), "{log}");
+    let shown = s.show();
+    assert_eq!(dead_letters(&shown).len(), 15);
+    let summary = &shown["snapshot_summary"];
+    assert_eq!(summary["sluice.records-lost"], "10", "{summary}");
+}
+
+/// Sends `count` records `{"event_id": "PREFIX-i"}` (not valid events) with the record
+/// timestamp `timestamp_ms`.
+fn send_stamped(s: &Setup, prefix: &str, count: usize, timestamp_ms: i64) {
+    let producer: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
+        .set("bootstrap.servers", &s.broker.bootstrap)
+        .create()
+        .unwrap();
+    for i in 0..count {
+        let value = format!(r#"{{"event_id":"{prefix}-{i}"}}"#);
+        let record = BaseRecord::<(), str>::to(&s.topic)
+            .payload(&value)
+            .timestamp(timestamp_ms);
+        producer.send(record).map_err(|(e, _)| e).unwrap();
+    }
+    producer.flush(Duration::from_secs(30)).unwrap();
+}
+
+/// Creates the setup's topic (one partition) with `cleanup.policy = "delete"` and
+/// `retention_ms`.
+fn create_topic_with_retention(s: &Setup, retention_ms: &str) {
+    use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+    use rdkafka::client::DefaultClientContext;
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", &s.broker.bootstrap)
+        .create()
+        .unwrap();
+    let topic = NewTopic::new(&s.topic, 1, TopicReplication::Fixed(1))
+        .set("cleanup.policy", "delete")
+        .set("retention.ms", retention_ms);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let created = runtime.block_on(admin.create_topics([&topic], &AdminOptions::new()));
+    for result in created.unwrap() {
+        result.unwrap();
+    }
+}
+
+/// Waits (up to `timeout`) until the topic's first partition starts at `offset`.
+fn wait_for_earliest(s: &Setup, offset: i64, timeout: Duration) {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &s.broker.bootstrap)
+        .create()
+        .unwrap();
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let (low, _) = consumer
+            .fetch_watermarks(&s.topic, 0, Duration::from_secs(10))
+            .unwrap();
+        if low == offset {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the broker's retention did not delete up to {offset}: earliest {low}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn now_millis() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
 }
 
 /// Sends one record with raw headers (names as bytes, which rdkafka's API cannot make).
