@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::{Admin, AdminConfig, AdminError, with_audit};
 use crate::event_time::StateSize;
-use crate::pipeline::progress::{Durations, EventTimeProgress, Progress, Role};
+use crate::pipeline::progress::{CpuTimes, Durations, EventTimeProgress, Progress, Role};
 use crate::pipeline::stages::{StageCounts, StageProgress};
 use crate::udf::Runtime;
 use crate::udf::config::StageConfig;
@@ -51,6 +51,7 @@ pub(super) fn progress(batch_id: u64) -> Progress {
             commit: 120,
             total: 1000,
         },
+        cpu_us: CpuTimes::default(),
         start_offsets: "{}".into(),
         end_offsets: "{}".into(),
         lag: 42 - i64::try_from(batch_id).unwrap(),

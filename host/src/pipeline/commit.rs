@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use super::cpu;
 use super::crash::CrashPoint;
 use super::route::Prepared;
 use super::{Pipeline, PipelineError};
@@ -60,6 +61,10 @@ pub(super) struct Committed {
     pub(super) send: Duration,
     /// Time committing the tables.
     pub(super) commit: Duration,
+    /// The process's CPU time writing (data and state files), sending, and committing.
+    pub(super) write_cpu: Duration,
+    pub(super) send_cpu: Duration,
+    pub(super) commit_cpu: Duration,
     /// Table commits retried after a conflict with another commit.
     pub(super) retries: u64,
     /// The mark committed (in a consumer group, built at commit time).
@@ -72,13 +77,17 @@ impl Pipeline {
         let mut committed = Committed::default();
         for (step, points) in SEQUENCE {
             let t = Instant::now();
-            self.commit_step(step, prepared, &mut committed)?;
+            let (done, cpu) = cpu::in_process(|| self.commit_step(step, prepared, &mut committed));
+            done?;
             let spent = t.elapsed();
             match step {
-                CommitStep::Stage => committed.write = spent,
-                CommitStep::Send => committed.send = spent,
-                CommitStep::CommitOutputs | CommitStep::Checkpoint => committed.commit += spent,
-                CommitStep::AfterCommit => {}
+                CommitStep::Stage => (committed.write, committed.write_cpu) = (spent, cpu),
+                CommitStep::Send => (committed.send, committed.send_cpu) = (spent, cpu),
+                CommitStep::CommitOutputs | CommitStep::Checkpoint => {
+                    committed.commit += spent;
+                    committed.commit_cpu += cpu;
+                }
+                CommitStep::AfterCommit => committed.commit_cpu += cpu,
             }
             for &point in points {
                 if self.passes(point, &committed) {

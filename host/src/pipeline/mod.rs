@@ -26,6 +26,7 @@
 pub mod clients;
 pub mod commit;
 pub mod config;
+mod cpu;
 pub mod crash;
 pub mod env;
 pub mod faults;

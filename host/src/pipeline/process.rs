@@ -39,6 +39,10 @@ pub(super) struct ProcessStats {
     pub(super) plugins: Duration,
     /// The slowest thread's time encoding.
     pub(super) encode: Duration,
+    /// CPU time in the stages, all threads together.
+    pub(super) plugins_cpu: Duration,
+    /// CPU time judging and encoding, all threads together.
+    pub(super) encode_cpu: Duration,
 }
 
 impl Pipeline {
@@ -118,6 +122,8 @@ fn merge(slices: Vec<Slice>, stages: usize) -> Processed {
         shadows: shadow_reports(&slices),
         plugins: slices.iter().map(|s| s.plugins).max().unwrap_or_default(),
         encode: slices.iter().map(|s| s.encode).max().unwrap_or_default(),
+        plugins_cpu: slices.iter().map(|s| s.plugins_cpu).sum(),
+        encode_cpu: slices.iter().map(|s| s.encode_cpu).sum(),
     };
     let mut processed = Processed {
         slices: Vec::with_capacity(slices.len()),

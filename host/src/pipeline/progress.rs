@@ -60,6 +60,31 @@ impl Durations {
     }
 }
 
+/// CPU microseconds of the process per phase of a batch (the kernel's CPU clocks, so
+/// time waiting costs nothing). `plugins` and `encode` are summed over the threads that ran
+/// them; `route`, `send`, `write` and `commit` are the whole process's CPU while they ran;
+/// `read` is the rest of `total`: reading, and librdkafka's threads fetching in the
+/// background, whenever they ran.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct CpuTimes {
+    /// Reading records, and what the other phases do not count.
+    pub read: u64,
+    /// The plugin stages.
+    pub plugins: u64,
+    /// Judging the verdicts and encoding to Arrow.
+    pub encode: u64,
+    /// Event time (watermark, dedup, windows) and routing.
+    pub route: u64,
+    /// Sending to the output topics, until acknowledged.
+    pub send: u64,
+    /// Writing the Parquet files and the state file.
+    pub write: u64,
+    /// The table commits, with their checks.
+    pub commit: u64,
+    /// The process's CPU from the batch's start to its report.
+    pub total: u64,
+}
+
 /// How a process runs its pipeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -116,6 +141,8 @@ pub struct Progress {
     pub commit_retries: u64,
     /// Time per phase.
     pub durations_ms: Durations,
+    /// CPU time per phase.
+    pub cpu_us: CpuTimes,
     /// Offsets the batch started from (JSON).
     pub start_offsets: String,
     /// Offsets after the batch, as committed (JSON).

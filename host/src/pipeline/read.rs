@@ -5,7 +5,7 @@
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use super::{Pipeline, PipelineError};
+use super::{Pipeline, PipelineError, cpu};
 use crate::batch::Caps;
 use crate::event_time::state::Plan;
 use crate::record::Record;
@@ -33,6 +33,8 @@ pub(super) struct Input {
     pub(super) flush: bool,
     /// When the batch started.
     pub(super) started: Instant,
+    /// The process's CPU time when the batch started.
+    pub(super) cpu_started: Duration,
     /// Time spent reading.
     pub(super) poll: Duration,
 }
@@ -85,6 +87,7 @@ impl Pipeline {
             now,
             flush,
             started: Instant::now(),
+            cpu_started: cpu::process(),
             poll: Duration::ZERO,
         }
     }
@@ -98,6 +101,7 @@ impl Pipeline {
         flush: bool,
     ) -> Result<Option<Input>, PipelineError> {
         let started = Instant::now();
+        let cpu_started = cpu::process();
         let (mut records, next) = match self.source.read(ends, caps, stop) {
             Ok(read) => read,
             Err(SourceError::Stopped) => return Ok(None),
@@ -119,6 +123,7 @@ impl Pipeline {
             now,
             flush,
             started,
+            cpu_started,
             poll: started.elapsed(),
         }))
     }

@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use super::commit::Committed;
+use super::cpu;
 use super::process::ProcessStats;
-use super::progress::{Durations, EventTimeProgress, Progress};
+use super::progress::{CpuTimes, Durations, EventTimeProgress, Progress};
 use super::read::Input;
 use super::route::Prepared;
 use super::{Pipeline, RunSummary};
@@ -72,6 +73,7 @@ impl Pipeline {
                 commit: ms(committed.commit),
                 total: ms(total),
             },
+            cpu_us: cpu_times(input, &stats, prepared, committed),
             start_offsets: input.start.to_json(),
             end_offsets: input.next.to_json(),
             lag: input.next.distance_to(&input.ends),
@@ -100,6 +102,31 @@ impl Pipeline {
             state_file_bytes: committed.state_file.as_ref().map_or(0, |(_, size)| *size),
         })
     }
+}
+
+/// The batch's CPU per phase; what no phase counted is `read`'s.
+fn cpu_times(
+    input: &Input,
+    stats: &ProcessStats,
+    prepared: &Prepared,
+    committed: &Committed,
+) -> CpuTimes {
+    let us = |d: std::time::Duration| d.as_micros() as u64;
+    let total = us(cpu::process().saturating_sub(input.cpu_started));
+    let mut times = CpuTimes {
+        plugins: us(stats.plugins_cpu),
+        encode: us(stats.encode_cpu),
+        route: us(prepared.cpu),
+        send: us(committed.send_cpu),
+        write: us(committed.write_cpu),
+        commit: us(committed.commit_cpu),
+        total,
+        read: 0,
+    };
+    let counted =
+        times.plugins + times.encode + times.route + times.send + times.write + times.commit;
+    times.read = total.saturating_sub(counted);
+    times
 }
 
 impl RunSummary {

@@ -2,8 +2,10 @@
 //! its output: the table, the dead letters, the late topic, a counted drop, the windows.
 //! Nothing leaves yet; the result is a [`Prepared`] batch for the commit phase.
 
+use std::time::Duration;
+
 use super::read::Input;
-use super::{Pipeline, PipelineError};
+use super::{Pipeline, PipelineError, cpu};
 use crate::commit::CommitMark;
 use crate::event_time::EventTime;
 use crate::event_time::apply::Timed;
@@ -30,6 +32,8 @@ pub(super) struct Prepared {
     pub(super) plan: Plan,
     /// With event time: the watermark after it, late events and duplicates.
     pub(super) event_time: Option<EventTimeCounts>,
+    /// The process's CPU time routing it (event time included).
+    pub(super) cpu: Duration,
 }
 
 /// What event time did to a batch.
@@ -51,6 +55,7 @@ impl Pipeline {
         slices: Vec<Timed>,
         dead: Vec<(Record, Reason)>,
     ) -> Result<Prepared, PipelineError> {
+        let cpu_start = cpu::process();
         let name = self.config.pipeline.name.clone();
         let mut results = Results {
             pipeline: name.clone(),
@@ -104,6 +109,7 @@ impl Pipeline {
             },
             results,
             event_time: counts,
+            cpu: cpu::process().saturating_sub(cpu_start),
         })
     }
 }

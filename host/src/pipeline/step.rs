@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::PipelineError;
+use super::cpu;
 use super::stages::StageCounts;
 use crate::encode::{Encoder, keep_rows};
 use crate::event_time::EventTime;
@@ -30,6 +31,10 @@ pub(super) struct Slice {
     pub(super) shadows: Vec<Option<ShadowReport>>,
     pub(super) plugins: Duration,
     pub(super) encode: Duration,
+    /// CPU time of this thread in the stages.
+    pub(super) plugins_cpu: Duration,
+    /// CPU time of this thread judging and encoding.
+    pub(super) encode_cpu: Duration,
 }
 
 /// What each thread runs over its slice of a batch: the stages, the encoder and, with
@@ -55,9 +60,10 @@ impl Step<'_> {
     /// Runs the step over `records`; `ingestion` fills the ingestion-time column.
     pub(super) fn run(self, records: Vec<Record>, ingestion: i64) -> Result<Slice, PipelineError> {
         let t = Instant::now();
-        let (judged, runs, shadows) = self.run_stages(records);
+        let ((judged, runs, shadows), plugins_cpu) = cpu::on_thread(|| self.run_stages(records));
         let plugins = t.elapsed();
         let t = Instant::now();
+        let encode_start = cpu::thread();
         let Judgement {
             kept,
             mut dead,
@@ -77,6 +83,8 @@ impl Step<'_> {
             shadows,
             plugins,
             encode: t.elapsed(),
+            plugins_cpu,
+            encode_cpu: cpu::thread().saturating_sub(encode_start),
         })
     }
 

@@ -104,6 +104,22 @@ fn seed_events_land_and_invalid_ones_are_dead_lettered() {
     ] {
         assert!(progress[0]["durations_ms"][phase].is_u64(), "{phase}");
     }
+    // CPU per phase: the parts add up to the total, and the plugins and the commit cost
+    // something.
+    let cpu = &progress[0]["cpu_us"];
+    let part = |phase: &str| {
+        cpu[phase]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{phase}: {cpu}"))
+    };
+    let parts: u64 = [
+        "read", "plugins", "encode", "route", "send", "write", "commit",
+    ]
+    .iter()
+    .map(|p| part(p))
+    .sum();
+    assert_eq!(parts, part("total"), "{cpu}");
+    assert!(part("plugins") > 0 && part("commit") > 0, "{cpu}");
 
     let shown = s.show();
     assert_eq!(shown["table"], "tutorial.retail_clickstream_events");
