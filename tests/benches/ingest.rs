@@ -1,13 +1,18 @@
-//! Ingestion throughput and memory: `sluice run --available-now` over a topic of generated
-//! events, beside the raw consume rate of the same topic with the same client library
-//! (librdkafka through rdkafka), which is the ceiling this broker allows. One run, one
-//! machine, one broker (tansu with its SQLite engine, started here).
+//! Ingestion cost: `sluice run --available-now` with the retail example (the Wasm validator
+//! on) over a topic of generated retail events, on librdkafka's mock cluster (a helper
+//! process, loaded before the clock starts: see `sluice_tests::mock`), beside the raw
+//! consume rate of the same topic with the same client library.
+//!
+//! Prints, per batch cap: events/s, **events per CPU-second of the sluice process** (all of
+//! its CPU, start-up included, from `getrusage` once it has ended), the CPU microseconds per
+//! event of each phase (from the progress lines' `cpu_us`), and peak resident memory. Then
+//! the targets and whether each is met: ≥ 650 000 events per CPU-second; peak RSS ≤ 3× a
+//! batch's input bytes + 64 MiB.
 //!
 //! Run with `cargo bench -p sluice-tests --bench ingest` (optionally `-- EVENTS`, default
-//! 50 000). Prints events/s for both, the ratio, and sluice's peak resident memory with two
-//! batch caps, to show that memory follows the cap and not the topic's size.
-//! Target: sluice ≥ 50% of the raw consume rate.
+//! 1 200 000).
 
+use std::collections::BTreeMap;
 use std::io::BufRead;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -16,89 +21,87 @@ use std::time::{Duration, Instant};
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
-use sluice_tests::broker::Broker;
-use sluice_tests::{plugins, produce, repo_root};
+use sluice_tests::measure::{cpu_of, ended_children_cpu, peak_rss_kib};
+use sluice_tests::mock::MockKafka;
+use sluice_tests::{plugins, repo_root};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sluice-under-test");
+const MOCK: &str = env!("CARGO_BIN_EXE_mock-kafka");
 const TOPIC: &str = "bench-events";
+/// Bytes a generated event takes in the broker (value, key, record overhead), to size the
+/// partitions.
+const EVENT_BYTES: u64 = 420;
+const CAPS: [u64; 2] = [100_000, 10_000];
+/// The phases of the progress line's `cpu_us`, in order.
+const PHASES: [&str; 7] = [
+    "read", "plugins", "encode", "route", "send", "write", "commit",
+];
+const TARGET_PER_CPU_SECOND: f64 = 650_000.0;
 
 fn main() {
     let events: u64 = std::env::args()
         .skip(1)
         .find(|a| !a.starts_with("--"))
         .and_then(|a| a.parse().ok())
-        .unwrap_or(50_000);
-    // A fresh broker for each measurement: tansu can stall for a while after a consumer
-    // with fetches in flight goes away, which would bill its recovery to the next one.
-    let raw = {
-        let broker = loaded_broker(events);
-        raw_consume(&broker.bootstrap, events)
-    };
-    println!("raw consume (rdkafka BaseConsumer, no processing): {raw:>9.0} events/s");
-
-    let mut results = Vec::new();
-    for (cap, label) in [
-        (100_000, "max-records 100000"),
-        (10_000, "max-records 10000"),
-    ] {
-        let broker = loaded_broker(events);
-        let r = sluice_run(&broker.bootstrap, events, cap);
-        println!(
-            "sluice run --available-now ({label}): {:>9.0} events/s over {:.2}s of ingestion ({:.2}s with start-up), {} batches, peak RSS {} MiB",
-            r.rate,
-            r.ingest_seconds,
-            r.wall_seconds,
-            r.batches,
-            r.peak_rss_kib / 1024
-        );
-        println!(
-            "    of which waiting for the broker (reads, dead-letter acks): {:.2}s; sluice's own work alone: {:.0} events/s",
-            r.broker_seconds, r.own_rate
-        );
-        results.push(r);
-    }
-    let ratio = results[0].rate / raw;
-    println!(
-        "sluice / raw consume: {:.0}% (target ≥ 50%: {})",
-        ratio * 100.0,
-        if ratio >= 0.5 { "met" } else { "NOT met" }
-    );
-    println!(
-        "peak memory follows the batch cap: {} MiB at 100000 records per batch, {} MiB at 10000",
-        results[0].peak_rss_kib / 1024,
-        results[1].peak_rss_kib / 1024
-    );
-}
-
-/// A new broker holding `events` generated events (5% invalid) in three partitions.
-fn loaded_broker(events: u64) -> Broker {
-    let broker = Broker::start();
+        .unwrap_or(1_200_000);
+    let partitions = MockKafka::partitions_for(events, EVENT_BYTES);
+    let dead_letters: Vec<String> = CAPS.iter().map(|c| dead_letter_topic(*c)).collect();
+    let others: Vec<&str> = dead_letters.iter().map(String::as_str).collect();
     let t = Instant::now();
-    let count = events.to_string();
-    let produced = produce(
-        &broker.bootstrap,
-        TOPIC,
-        &[
-            "--partitions",
-            "3",
-            "--count",
-            &count,
-            "--invalid-share",
-            "0.05",
-            "--property",
-            "linger.ms=20",
-        ],
-    );
-    assert_eq!(produced.delivered, events);
+    let mock = MockKafka::start(MOCK, 3, TOPIC, partitions, events, &others);
     println!(
-        "loaded {events} events into {TOPIC} (3 partitions) in {:.1}s",
+        "loaded {events} events into {TOPIC} ({partitions} partitions on a 3-broker mock cluster) in {:.1}s",
         t.elapsed().as_secs_f64()
     );
-    broker
+    let raw = raw_consume(&mock.bootstrap, partitions, events);
+    println!(
+        "raw consume (rdkafka BaseConsumer, no processing): {:>9.0} events/s, {:>9.0} events per CPU-second, {:.0} bytes per event",
+        raw.rate, raw.per_cpu_second, raw.bytes_per_event
+    );
+
+    let mut met = Vec::new();
+    for cap in CAPS {
+        let r = sluice_run(&mock.bootstrap, events, cap);
+        report(&r, events, cap);
+        let per_cpu_second = events as f64 / r.cpu.as_secs_f64();
+        let batch_bytes = cap.min(events) as f64 * raw.bytes_per_event;
+        let bound_mib = (3.0 * batch_bytes) / f64::from(1 << 20) + 64.0;
+        let rss_mib = r.peak_rss_kib as f64 / 1024.0;
+        met.push((
+            format!("events per CPU-second at {cap} records per batch ≥ 650 000"),
+            format!("{per_cpu_second:.0}"),
+            per_cpu_second >= TARGET_PER_CPU_SECOND,
+        ));
+        met.push((
+            format!(
+                "peak RSS at {cap} records per batch ≤ 3 × {:.0} MiB + 64 MiB = {bound_mib:.0} MiB",
+                batch_bytes / f64::from(1 << 20)
+            ),
+            format!("{rss_mib:.0} MiB"),
+            rss_mib <= bound_mib,
+        ));
+    }
+    println!("targets:");
+    for (target, measured, ok) in met {
+        println!(
+            "  {target}: {measured} ({})",
+            if ok { "met" } else { "NOT met" }
+        );
+    }
 }
 
-/// Reads the whole topic once; returns events per second.
-fn raw_consume(bootstrap: &str, events: u64) -> f64 {
+fn dead_letter_topic(cap: u64) -> String {
+    format!("bench-dead-letter-{cap}")
+}
+
+struct Raw {
+    rate: f64,
+    per_cpu_second: f64,
+    bytes_per_event: f64,
+}
+
+/// Reads the whole topic once, doing nothing with the records.
+fn raw_consume(bootstrap: &str, partitions: u32, events: u64) -> Raw {
     let consumer: BaseConsumer = sluice::kafka::Connection::plain(bootstrap)
         .client_config(&[
             ("group.id", "bench-raw"),
@@ -108,16 +111,17 @@ fn raw_consume(bootstrap: &str, events: u64) -> f64 {
         .create()
         .unwrap();
     let mut tpl = TopicPartitionList::new();
-    for p in 0..3 {
+    for p in 0..partitions as i32 {
         tpl.add_partition_offset(TOPIC, p, Offset::Beginning)
             .unwrap();
     }
     consumer.assign(&tpl).unwrap();
-    let start = Instant::now();
+    let me = std::process::id();
+    let (start, cpu_start) = (Instant::now(), cpu_of(me));
     let (mut n, mut bytes) = (0u64, 0usize);
     while n < events {
         if let Some(Ok(m)) = consumer.poll(Duration::from_millis(100)) {
-            bytes += m.payload().map_or(0, <[u8]>::len);
+            bytes += m.payload().map_or(0, <[u8]>::len) + m.key().map_or(0, <[u8]>::len);
             n += 1;
         }
         assert!(
@@ -125,21 +129,25 @@ fn raw_consume(bootstrap: &str, events: u64) -> f64 {
             "raw consume stalled at {n}"
         );
     }
-    std::hint::black_box(bytes);
-    n as f64 / start.elapsed().as_secs_f64()
+    let seconds = start.elapsed().as_secs_f64();
+    let cpu = cpu_of(me).saturating_sub(cpu_start).as_secs_f64();
+    Raw {
+        rate: n as f64 / seconds,
+        per_cpu_second: n as f64 / cpu.max(1e-3),
+        bytes_per_event: bytes as f64 / n as f64,
+    }
 }
 
 struct RunResult {
-    rate: f64,
-    ingest_seconds: f64,
-    wall_seconds: f64,
+    /// From the first fetch to the end of the process.
+    ingest: Duration,
+    wall: Duration,
+    /// The process's CPU time, start-up included.
+    cpu: Duration,
     batches: u64,
     peak_rss_kib: u64,
-    /// Events per second of sluice's own work (plugins, encoding, Parquet, commit), i.e.
-    /// without waiting for the broker.
-    own_rate: f64,
-    /// Seconds spent reading and waiting for dead-letter acknowledgements.
-    broker_seconds: f64,
+    /// Summed over the batches: CPU microseconds per phase, and `total`.
+    cpu_us: BTreeMap<String, u64>,
 }
 
 /// Runs the example pipeline over the topic into a fresh warehouse.
@@ -149,6 +157,7 @@ fn sluice_run(bootstrap: &str, events: u64, max_records: u64) -> RunResult {
     let _ = std::fs::remove_dir_all(&warehouse);
     let plugins_dir = Path::new(plugins::CLICKSTREAM_VALIDATOR).parent().unwrap();
     let start = Instant::now();
+    let cpu_before = ended_children_cpu();
     let mut child = Command::new(BIN)
         .args(["run", "--available-now", "--config"])
         .arg(repo_root().join("examples/retail-clickstream/pipeline.toml"))
@@ -156,10 +165,7 @@ fn sluice_run(bootstrap: &str, events: u64, max_records: u64) -> RunResult {
         .env("KAFKA_TOPIC", TOPIC)
         .env("SLUICE_WAREHOUSE", &warehouse)
         .env("SLUICE_PLUGINS", plugins_dir)
-        .env(
-            "SLUICE_DEAD_LETTER_TOPIC",
-            format!("bench-dead-letter-{max_records}"),
-        )
+        .env("SLUICE_DEAD_LETTER_TOPIC", dead_letter_topic(max_records))
         .env("SLUICE_MAX_RECORDS", max_records.to_string())
         .env_remove("RUST_LOG")
         .stdout(Stdio::null())
@@ -168,68 +174,96 @@ fn sluice_run(bootstrap: &str, events: u64, max_records: u64) -> RunResult {
         .unwrap();
     let pid = child.id();
     let stderr = child.stderr.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut reading_from = None;
-        let (mut batches, mut rows, mut own_ms, mut broker_ms) = (0u64, 0u64, 0u64, 0u64);
-        let mut tail = std::collections::VecDeque::new();
-        for line in std::io::BufReader::new(stderr).lines() {
-            let line = line.unwrap();
-            tail.push_back(line.clone());
-            if tail.len() > 20 {
-                tail.pop_front();
-            }
-            // Logged right after the source assigned its partitions, when fetching starts
-            // (the raw consumer's clock starts at its assignment too).
-            if line.contains("new pipeline: starting at") {
-                reading_from = Some(Instant::now());
-            }
-            if let Some((_, json)) = line.split_once("sluice::progress: ") {
-                let p: serde_json::Value = serde_json::from_str(json).unwrap();
-                batches += 1;
-                rows += p["input_rows"].as_u64().unwrap();
-                let d = &p["durations_ms"];
-                let ms = |k: &str| d[k].as_u64().unwrap();
-                own_ms += ms("plugins") + ms("encode") + ms("write") + ms("commit");
-                broker_ms += ms("poll") + ms("dead_letter");
-            }
-        }
-        (reading_from, batches, rows, tail, own_ms, broker_ms)
-    });
+    let reader = std::thread::spawn(move || read_log(stderr));
     let mut peak = 0;
     while child.try_wait().unwrap().is_none() {
-        if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
-            for line in status.lines() {
-                if let Some(kib) = line.strip_prefix("VmHWM:") {
-                    let kib: u64 = kib
-                        .trim()
-                        .trim_end_matches("kB")
-                        .trim()
-                        .parse()
-                        .unwrap_or(0);
-                    peak = peak.max(kib);
-                }
-            }
-        }
+        peak = peak.max(peak_rss_kib(pid));
         std::thread::sleep(Duration::from_millis(10));
     }
     let end = Instant::now();
     let status = child.wait().unwrap();
-    let (reading_from, batches, rows, tail, own_ms, broker_ms) = reader.join().unwrap();
-    let tail: Vec<String> = tail.into_iter().collect();
+    let cpu = ended_children_cpu().saturating_sub(cpu_before);
+    let log = reader.join().unwrap();
     assert!(
-        status.success() && rows == events,
-        "sluice read {rows} of {events} events ({status:?}):\n{}",
-        tail.join("\n")
+        status.success() && log.rows == events,
+        "sluice read {} of {events} events ({status:?}):\n{}",
+        log.rows,
+        log.tail.join("\n")
     );
-    let ingest = end - reading_from.expect("sluice started reading");
     let _ = std::fs::remove_dir_all(&warehouse);
     RunResult {
-        rate: events as f64 / ingest.as_secs_f64(),
-        ingest_seconds: ingest.as_secs_f64(),
-        wall_seconds: (end - start).as_secs_f64(),
-        batches,
+        ingest: end - log.reading_from.expect("sluice started reading"),
+        wall: end - start,
+        cpu,
+        batches: log.batches,
         peak_rss_kib: peak,
-        own_rate: events as f64 / (own_ms.max(1) as f64 / 1000.0),
-        broker_seconds: broker_ms as f64 / 1000.0,
+        cpu_us: log.cpu_us,
     }
+}
+
+/// What a run's log said.
+#[derive(Default)]
+struct Log {
+    reading_from: Option<Instant>,
+    batches: u64,
+    rows: u64,
+    cpu_us: BTreeMap<String, u64>,
+    tail: Vec<String>,
+}
+
+fn read_log(stderr: impl std::io::Read) -> Log {
+    let mut log = Log::default();
+    for line in std::io::BufReader::new(stderr).lines() {
+        let line = line.unwrap();
+        // Logged right after the source assigned its partitions, when fetching starts
+        // (the raw consumer's clock starts at its assignment too).
+        if line.contains("new pipeline: starting at") {
+            log.reading_from = Some(Instant::now());
+        }
+        if let Some((_, json)) = line.split_once("sluice::progress: ") {
+            let p: serde_json::Value = serde_json::from_str(json).unwrap();
+            log.batches += 1;
+            log.rows += p["input_rows"].as_u64().unwrap();
+            for phase in PHASES.iter().chain(&["total"]) {
+                *log.cpu_us.entry(phase.to_string()).or_default() +=
+                    p["cpu_us"][phase].as_u64().unwrap_or(0);
+            }
+        }
+        log.tail.push(line);
+        if log.tail.len() > 20 {
+            log.tail.remove(0);
+        }
+    }
+    log
+}
+
+fn report(r: &RunResult, events: u64, cap: u64) {
+    let cpu = r.cpu.as_secs_f64();
+    println!(
+        "sluice run --available-now (max-records {cap}): {:>9.0} events/s over {:.2}s of ingestion ({:.2}s with start-up), {} batches",
+        events as f64 / r.ingest.as_secs_f64(),
+        r.ingest.as_secs_f64(),
+        r.wall.as_secs_f64(),
+        r.batches,
+    );
+    println!(
+        "    {:.2} CPU-seconds: {:>9.0} events per CPU-second; peak RSS {} MiB",
+        cpu,
+        events as f64 / cpu,
+        r.peak_rss_kib / 1024
+    );
+    let per_event = |us: u64| us as f64 / events as f64;
+    let batches_total = r.cpu_us["total"];
+    let mut line = String::from("    CPU µs per event:");
+    for phase in PHASES {
+        line.push_str(&format!(" {phase} {:.2},", per_event(r.cpu_us[phase])));
+    }
+    let outside = (cpu * 1e6) as u64;
+    line.push_str(&format!(
+        " batches {:.2}, start-up and between batches {:.2}, all {:.2}",
+        per_event(batches_total),
+        per_event(outside.saturating_sub(batches_total)),
+        per_event(outside)
+    ));
+    println!("{line}");
 }

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use rdkafka::mocking::MockCluster;
 use rdkafka::producer::DefaultProducerContext;
+use sluice_tests::measure::cpu_of;
 use sluice_tests::{plugins, produce, repo_root};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sluice-under-test");
@@ -137,7 +138,7 @@ fn measure(n: usize, events: u64, cores: usize) -> Measured {
         ],
     );
     assert_eq!(produced.delivered, events);
-    let cpu_before: f64 = pids.iter().map(|&p| cpu_seconds(p)).sum();
+    let cpu_before: f64 = pids.iter().map(|&p| cpu_of(p).as_secs_f64()).sum();
     let start = Instant::now();
     signal(&pids, "CONT");
     wait_until(
@@ -146,7 +147,7 @@ fn measure(n: usize, events: u64, cores: usize) -> Measured {
         "every event committed",
         |s| s.rows >= events,
     );
-    let cpu_after: f64 = pids.iter().map(|&p| cpu_seconds(p)).sum();
+    let cpu_after: f64 = pids.iter().map(|&p| cpu_of(p).as_secs_f64()).sum();
     signal(&pids, "TERM");
     for child in &mut children {
         let _ = child.wait();
@@ -289,31 +290,4 @@ fn signal(pids: &[u32], signal: &str) {
             .unwrap();
         assert!(sent.success());
     }
-}
-
-/// User and system CPU time of a process so far, in seconds (`/proc/PID/stat`).
-fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // The fields after the command name (which is in parentheses): utime is the 14th
-    // field of the line, stime the 15th.
-    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    // Fields after ')' start at the 3rd (state), so utime (14th) is index 11.
-    (ticks(11) + ticks(12)) / clock_ticks()
-}
-
-/// Clock ticks per second (`getconf CLK_TCK`).
-fn clock_ticks() -> f64 {
-    Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
-        .unwrap_or(100.0)
 }

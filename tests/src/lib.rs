@@ -14,6 +14,8 @@ use sluice::udf::{Plugin, Runtime, UdfError};
 
 pub mod broker;
 pub mod fixture;
+pub mod measure;
+pub mod mock;
 pub mod postgres;
 pub mod pyiceberg;
 pub mod s3;

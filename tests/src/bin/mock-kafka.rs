@@ -1,0 +1,46 @@
+//! A Kafka broker for benchmarks: librdkafka's mock cluster (the real Kafka protocol on
+//! loopback), in a process of its own so that its CPU is neither sluice's nor the
+//! benchmark's. See [`sluice_tests::mock::MockKafka`], which starts it.
+//!
+//! `mock-kafka BROKERS TOPIC PARTITIONS EVENTS [OTHER_TOPIC...]`: creates TOPIC and the
+//! other topics (one partition each: the mock cluster does not answer CreateTopics),
+//! produces EVENTS generated retail events (5% invalid) to TOPIC, prints `ready BOOTSTRAP`,
+//! and serves until its standard input closes.
+
+use std::io::Read;
+
+use rdkafka::mocking::MockCluster;
+use rdkafka::producer::DefaultProducerContext;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [brokers, topic, partitions, events, others @ ..] = &args[..] else {
+        eprintln!("usage: mock-kafka BROKERS TOPIC PARTITIONS EVENTS [OTHER_TOPIC...]");
+        std::process::exit(2);
+    };
+    let number = |s: &str| -> i32 { s.parse().expect("a number") };
+    let mock = MockCluster::<DefaultProducerContext>::new(number(brokers)).unwrap();
+    mock.create_topic(topic, number(partitions), 1).unwrap();
+    for other in others {
+        mock.create_topic(other, 1, 1).unwrap();
+    }
+    let bootstrap = mock.bootstrap_servers();
+    if events != "0" {
+        let produced = sluice_tests::produce(
+            &bootstrap,
+            topic,
+            &[
+                "--count",
+                events,
+                "--invalid-share",
+                "0.05",
+                "--property",
+                "linger.ms=20",
+            ],
+        );
+        assert_eq!(produced.delivered.to_string(), *events);
+    }
+    println!("ready {bootstrap}");
+    // Serves until the benchmark goes away.
+    let _ = std::io::stdin().read_to_end(&mut Vec::new());
+}

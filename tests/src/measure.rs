@@ -1,0 +1,60 @@
+//! What the benchmarks measure of a process: CPU time and peak resident memory, from the
+//! kernel (`/proc` and `getrusage`).
+
+use std::process::Command;
+use std::time::Duration;
+
+/// User and system CPU time of a running process so far (`/proc/PID/stat`).
+pub fn cpu_of(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The fields after the command name (in parentheses) start at the 3rd (state), so
+    // utime (the 14th) is index 11 and stime index 12.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    Duration::from_secs_f64((ticks(11) + ticks(12)) / clock_ticks())
+}
+
+/// Clock ticks per second (`getconf CLK_TCK`).
+fn clock_ticks() -> f64 {
+    Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+        .unwrap_or(100.0)
+}
+
+/// The peak resident memory of a running process so far, in KiB (`VmHWM`).
+pub fn peak_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|kib| kib.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// User and system CPU time of this process's children that have ended and been waited
+/// for: the difference across one child's `wait` is that child's whole CPU time.
+#[allow(unsafe_code)]
+pub fn ended_children_cpu() -> Duration {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage fills the struct it is given; RUSAGE_CHILDREN is a valid `who`.
+    let usage = unsafe {
+        assert_eq!(
+            libc::getrusage(libc::RUSAGE_CHILDREN, usage.as_mut_ptr()),
+            0
+        );
+        usage.assume_init()
+    };
+    let of = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+    };
+    of(usage.ru_utime) + of(usage.ru_stime)
+}
