@@ -162,6 +162,20 @@ impl Setup {
         });
     }
 
+    /// `sluice maintain`, expiring every snapshot it may (`--older-than 0s`) and deleting
+    /// orphan files older than `orphans_older_than`; run to its end.
+    pub fn maintain(&self, orphans_older_than: &str) -> Output {
+        self.command(&[
+            "maintain",
+            "--older-than",
+            "0s",
+            "--orphans-older-than",
+            orphans_older_than,
+        ])
+        .output()
+        .unwrap()
+    }
+
     /// `sluice ARGS…` with this setup's environment (see [`Setup`]), standard input closed
     /// and `RUST_LOG` unset; not started.
     pub fn command(&self, args: &[&str]) -> Command {

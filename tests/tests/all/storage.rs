@@ -147,16 +147,7 @@ fn sluice_maintain_expires_and_deletes_orphans_in_an_s3_warehouse() {
     let lists_before = manifest_lists(&server.keys("lake", "wh/"));
 
     let maintain = |orphans_older_than: &str| {
-        let out = s
-            .command(&[
-                "maintain",
-                "--older-than",
-                "0s",
-                "--orphans-older-than",
-                orphans_older_than,
-            ])
-            .output()
-            .unwrap();
+        let out = s.maintain(orphans_older_than);
         assert!(out.status.success(), "{}", text(&out));
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
