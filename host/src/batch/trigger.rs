@@ -30,6 +30,12 @@ pub trait Batches {
     /// Called while waiting for the next interval (every 100 ms at most): time for the
     /// source's housekeeping, such as answering its consumer group.
     fn idle(&mut self) {}
+
+    /// Commits what was processed and held back (the commit cadence): called when the
+    /// run ends, at the end of the input or on a stop.
+    fn settle(&mut self) -> Result<(), Self::Error> {
+        Ok(())
+    }
 }
 
 /// Runs batches as `trigger` says until it ends (`available-now`) or `stop` is raised.
@@ -41,10 +47,12 @@ pub fn drive<B: Batches>(
     batches: &mut B,
     stop: &AtomicBool,
 ) -> Result<bool, B::Error> {
-    match trigger.mode {
+    let stopped = match trigger.mode {
         TriggerMode::AvailableNow => available_now(flush_at_end, batches, stop),
         TriggerMode::Interval => interval(trigger.interval, batches, stop),
-    }
+    }?;
+    batches.settle()?;
+    Ok(stopped)
 }
 
 fn available_now<B: Batches>(

@@ -240,6 +240,11 @@ impl PipelineConfig {
             ));
         }
         self.check_event_time()?;
+        if self.sink.cadence().is_some() && self.event_time.is_some() {
+            return Err(
+                "sink.commit-interval and sink.min-commit-rows do not work with [event-time] yet (its state is saved with every trigger); remove them, or make the trigger less frequent".into(),
+            );
+        }
         if self.sink.columns.is_empty() {
             return Ok(()); // the table must exist already
         }
@@ -348,6 +353,7 @@ impl PipelineConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     const MINIMAL: &str = r#"
 [pipeline]
@@ -405,6 +411,21 @@ columns = [{ name = "a", type = "string" }]
         assert!(c.active_standby());
         let c = PipelineConfig::parse(&format!("{MINIMAL}{WINDOWS}"), Path::new("p.toml")).unwrap();
         assert!(!c.active_standby());
+    }
+
+    #[test]
+    fn commit_cadence_defaults_and_is_refused_with_event_time() {
+        let c = PipelineConfig::parse(MINIMAL, Path::new("p.toml")).unwrap();
+        assert_eq!(c.sink.cadence(), None);
+        let rows = MINIMAL.replace("table = \"t\"", "table = \"t\"\nmin-commit-rows = 5000");
+        let c = PipelineConfig::parse(&rows, Path::new("p.toml")).unwrap();
+        assert_eq!(c.sink.cadence(), Some((Duration::from_secs(300), 5000)));
+        let every = MINIMAL.replace("table = \"t\"", "table = \"t\"\ncommit-interval = \"30s\"");
+        let c = PipelineConfig::parse(&every, Path::new("p.toml")).unwrap();
+        assert_eq!(c.sink.cadence(), Some((Duration::from_secs(30), 500_000)));
+        let err =
+            PipelineConfig::parse(&format!("{every}{WINDOWS}"), Path::new("p.toml")).unwrap_err();
+        assert!(err.to_string().contains("commit-interval"), "{err}");
     }
 
     #[test]

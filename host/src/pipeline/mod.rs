@@ -23,6 +23,7 @@
 //! and the table's storage in production, in-memory twins in tests. [`crate::batch::trigger`]
 //! decides when batches run.
 
+mod cadence;
 pub mod clients;
 pub mod commit;
 pub mod config;
@@ -206,6 +207,8 @@ pub struct Pipeline {
     faults_seen_at: u64,
     /// The offsets the table's last commit of the pipeline records.
     committed: Offsets,
+    /// Triggers processed but not committed yet (`[sink] commit-interval`).
+    held: Option<cadence::Held>,
 }
 
 impl std::fmt::Debug for Pipeline {
@@ -346,7 +349,12 @@ impl Pipeline {
     /// One batch, through its phases.
     fn run_batch(&mut self, mut input: Input) -> Result<(), PipelineError> {
         let records = std::mem::take(&mut input.records);
-        self.batch_records = self.last_records.updated(&records);
+        // Held triggers (commit cadence) already moved the last records read.
+        let before = match self.held {
+            Some(_) => &self.batch_records,
+            None => &self.last_records,
+        };
+        self.batch_records = before.updated(&records);
         self.losses.extend(self.source.take_losses());
         let Processed {
             slices,
@@ -354,6 +362,19 @@ impl Pipeline {
             stats,
         } = self.process(records, input.now)?;
         let prepared = self.route(&input, slices, dead)?;
+        match self.hold(input, stats, prepared) {
+            Some((input, stats, prepared)) => self.commit_batch(input, stats, prepared),
+            None => Ok(()),
+        }
+    }
+
+    /// Commits a batch (one trigger, or held triggers together) and reports it.
+    fn commit_batch(
+        &mut self,
+        input: Input,
+        stats: process::ProcessStats,
+        prepared: Prepared,
+    ) -> Result<(), PipelineError> {
         let committed = match self.commit(&prepared) {
             Err(error) if error.is_fenced() => return self.fenced(&prepared, &error),
             committed => committed?,
@@ -436,6 +457,10 @@ impl Batches for Pipeline {
             let input = self.no_records(now, flush);
             self.run_batch(input)?;
         }
-        Ok(())
+        self.commit_held(false)
+    }
+
+    fn settle(&mut self) -> Result<(), PipelineError> {
+        self.commit_held(true)
     }
 }

@@ -161,6 +161,7 @@ impl Pipeline {
             losses: Vec::new(),
             faults_seen_at: 0,
             committed: Offsets::default(),
+            held: None,
         };
         if let Some(admin) = &pipeline.admin {
             admin.set_role(pipeline.role);
@@ -175,6 +176,7 @@ impl Pipeline {
     /// event-time state. A new pipeline reading from `latest` first anchors there (see
     /// [`Pipeline::anchor`]).
     pub(super) fn resume(&mut self) -> Result<(), PipelineError> {
+        self.held = None; // held triggers are read again from the table's offsets
         self.outputs.refresh()?;
         let name = self.config.pipeline.name.clone();
         let mut mark = self.outputs.table().last_mark(&name)?;

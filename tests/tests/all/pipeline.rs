@@ -345,29 +345,7 @@ fn crashes_at_any_point_neither_lose_nor_duplicate() {
         "0.05",
     ]);
     assert_eq!(produced.delivered, 3000);
-    // What should land, computed from the generator, not from sluice.
-    let events: Vec<_> = Generator::new(GeneratorConfig {
-        seed: 11,
-        invalid_share: 0.05,
-        ..GeneratorConfig::default()
-    })
-    .take(3000)
-    .collect();
-    let valid: BTreeSet<String> = events
-        .iter()
-        .filter(|e| e.kind != EventKind::Invalid)
-        .map(|e| {
-            serde_json::from_str::<Value>(&e.value).unwrap()["event_id"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect();
-    let invalid = events
-        .iter()
-        .filter(|e| e.kind == EventKind::Invalid)
-        .count();
-    assert_eq!(valid.len() + invalid, 3000);
+    let expected = Expected::of(11, 3000);
 
     let small = [("SLUICE_MAX_RECORDS", "250")];
     // Power cuts at each point of a batch: after the dead letters, after the files, after
@@ -398,49 +376,133 @@ fn crashes_at_any_point_neither_lose_nor_duplicate() {
     // The last run finishes the job.
     let out = s.run(&[small[0]]);
     assert!(out.status.success(), "{}", text(&out));
-    let shown = s.show();
-    let ids: Vec<String> = rows(&shown)
-        .iter()
-        .map(|r| r["event_id"].as_str().unwrap().to_string())
-        .collect();
-    let unique: BTreeSet<String> = ids.iter().cloned().collect();
-    assert_eq!(ids.len(), unique.len(), "no row is duplicated");
-    let missing: Vec<&String> = valid.difference(&unique).take(10).collect();
-    let extra: Vec<&String> = unique.difference(&valid).take(10).collect();
-    assert!(
-        missing.is_empty() && extra.is_empty(),
-        "exactly the valid events are in the table; missing (first 10): {missing:?}, unexpected: {extra:?}"
-    );
-    // Dead letters are at least once: count distinct origins.
-    let origins: BTreeSet<(String, String)> = dead_letters(&shown)
-        .iter()
-        .map(|d| {
-            (
-                header(d, "sluice.source.partition").to_string(),
-                header(d, "sluice.source.offset").to_string(),
-            )
+    expected.landed_exactly_once(&s, 3);
+}
+
+/// What a run over generated events should leave, computed from the generator, not from
+/// sluice.
+struct Expected {
+    /// The event ids of the valid events.
+    valid: BTreeSet<String>,
+    /// How many are invalid.
+    invalid: usize,
+}
+
+impl Expected {
+    /// The first `count` events of the generator with `seed`, 5% invalid.
+    fn of(seed: u64, count: usize) -> Expected {
+        let events: Vec<_> = Generator::new(GeneratorConfig {
+            seed,
+            invalid_share: 0.05,
+            ..GeneratorConfig::default()
         })
+        .take(count)
         .collect();
-    assert_eq!(origins.len(), invalid);
-    assert_eq!(ids.len() + origins.len(), 3000);
-    let offsets: Value = serde_json::from_str(
-        shown["snapshot_summary"]["sluice.offsets"]
-            .as_str()
-            .unwrap(),
-    )
-    .unwrap();
-    let total: i64 = offsets[&s.topic]
-        .as_object()
-        .unwrap()
-        .values()
-        .map(|v| v.as_i64().unwrap())
-        .sum();
-    assert_eq!(total, 3000);
-    assert_eq!(
-        offsets[&s.topic].as_object().unwrap().len(),
-        3,
-        "three partitions"
-    );
+        let valid: BTreeSet<String> = events
+            .iter()
+            .filter(|e| e.kind != EventKind::Invalid)
+            .map(|e| {
+                serde_json::from_str::<Value>(&e.value).unwrap()["event_id"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        let invalid = events
+            .iter()
+            .filter(|e| e.kind == EventKind::Invalid)
+            .count();
+        assert_eq!(valid.len() + invalid, count);
+        Expected { valid, invalid }
+    }
+
+    /// Asserts that the table holds exactly the valid events, once each, that every
+    /// invalid one was dead-lettered (at least once), and that the last commit's offsets
+    /// cover all of them, over `partitions` partitions.
+    fn landed_exactly_once(&self, s: &Setup, partitions: usize) {
+        let (valid, invalid) = (&self.valid, self.invalid);
+        let shown = s.show();
+        let ids: Vec<String> = rows(&shown)
+            .iter()
+            .map(|r| r["event_id"].as_str().unwrap().to_string())
+            .collect();
+        let unique: BTreeSet<String> = ids.iter().cloned().collect();
+        assert_eq!(ids.len(), unique.len(), "no row is duplicated");
+        let missing: Vec<&String> = valid.difference(&unique).take(10).collect();
+        let extra: Vec<&String> = unique.difference(valid).take(10).collect();
+        assert!(
+            missing.is_empty() && extra.is_empty(),
+            "exactly the valid events are in the table; missing (first 10): {missing:?}, unexpected: {extra:?}"
+        );
+        // Dead letters are at least once: count distinct origins.
+        let origins: BTreeSet<(String, String)> = dead_letters(&shown)
+            .iter()
+            .map(|d| {
+                (
+                    header(d, "sluice.source.partition").to_string(),
+                    header(d, "sluice.source.offset").to_string(),
+                )
+            })
+            .collect();
+        assert_eq!(origins.len(), invalid);
+        let total_events = (valid.len() + invalid) as i64;
+        assert_eq!(ids.len() + origins.len(), total_events as usize);
+        let offsets: Value = serde_json::from_str(
+            shown["snapshot_summary"]["sluice.offsets"]
+                .as_str()
+                .unwrap(),
+        )
+        .unwrap();
+        let total: i64 = offsets[&s.topic]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_i64().unwrap())
+            .sum();
+        assert_eq!(total, total_events);
+        assert_eq!(offsets[&s.topic].as_object().unwrap().len(), partitions);
+    }
+}
+
+#[test]
+fn held_triggers_commit_together_and_a_crash_replays_them() {
+    let mut s = Setup::new("cadence");
+    s.edit_example_config(|text| {
+        text.replace(
+            "target-file-size =",
+            "commit-interval = \"1h\"\nmin-commit-rows = 1000\ntarget-file-size =",
+        )
+    });
+    let produced = s.produce(&[
+        "--partitions",
+        "3",
+        "--count",
+        "2900",
+        "--seed",
+        "12",
+        "--invalid-share",
+        "0.05",
+    ]);
+    assert_eq!(produced.delivered, 2900);
+    let expected = Expected::of(12, 2900);
+    let small = ("SLUICE_MAX_RECORDS", "250");
+    // Four triggers are held for the first commit: crashes after its dead letters and
+    // after its files leave nothing committed.
+    for point in ["after-dead-letter:1", "after-write:1"] {
+        let out = s.run(&[small, ("SLUICE_CRASH_AT", point)]);
+        assert!(!out.status.success(), "{point}: {}", text(&out));
+        let landed = s.try_show().map_or(0, |shown| rows(&shown).len());
+        assert_eq!(landed, 0, "{point}: nothing committed");
+    }
+    let out = s.run(&[small]);
+    assert!(out.status.success(), "{}", text(&out));
+    let commits: Vec<u64> = progress_lines(&String::from_utf8_lossy(&out.stderr))
+        .iter()
+        .map(|p| p["input_rows"].as_u64().unwrap())
+        .collect();
+    // 1000 records per commit; the last 900 when the input ends.
+    assert_eq!(commits, [1000, 1000, 900], "{}", text(&out));
+    expected.landed_exactly_once(&s, 3);
 }
 
 /// The Parquet data files below a warehouse.
