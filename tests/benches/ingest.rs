@@ -3,7 +3,7 @@
 //! process, loaded before the clock starts: see `sluice_tests::mock`), beside the raw
 //! consume rate of the same topic with the same client library.
 //!
-//! Prints, per batch cap: events/s, **events per CPU-second of the sluice process** (all of
+//! Prints, per run (records per trigger, and the commit cadence): events/s, **events per CPU-second of the sluice process** (all of
 //! its CPU, start-up included, from `getrusage` once it has ended), the CPU microseconds per
 //! event of each phase (from the progress lines' `cpu_us`), and peak resident memory. Then
 //! the targets and whether each is met: ≥ 650 000 events per CPU-second; peak RSS ≤ 3× a
@@ -31,7 +31,9 @@ const TOPIC: &str = "bench-events";
 /// Bytes a generated event takes in the broker (value, key, record overhead), to size the
 /// partitions.
 const EVENT_BYTES: u64 = 420;
-const CAPS: [u64; 2] = [100_000, 10_000];
+/// The runs: records per trigger, and the held records per commit (`[sink]
+/// min-commit-rows`, with `commit-interval` an hour) or `None` for a commit per trigger.
+const RUNS: [(u64, Option<u64>); 3] = [(100_000, None), (10_000, None), (10_000, Some(100_000))];
 /// The phases of the progress line's `cpu_us`, in order.
 const PHASES: [&str; 7] = [
     "read", "plugins", "encode", "route", "send", "write", "commit",
@@ -45,7 +47,7 @@ fn main() {
         .and_then(|a| a.parse().ok())
         .unwrap_or(1_200_000);
     let partitions = MockKafka::partitions_for(events, EVENT_BYTES);
-    let dead_letters: Vec<String> = CAPS.iter().map(|c| dead_letter_topic(*c)).collect();
+    let dead_letters: Vec<String> = (0..RUNS.len()).map(dead_letter_topic).collect();
     let others: Vec<&str> = dead_letters.iter().map(String::as_str).collect();
     let t = Instant::now();
     let mock = MockKafka::start(MOCK, 3, TOPIC, partitions, events, &others);
@@ -60,21 +62,25 @@ fn main() {
     );
 
     let mut met = Vec::new();
-    for cap in CAPS {
-        let r = sluice_run(&mock.bootstrap, events, cap);
-        report(&r, events, cap);
+    for (i, (cap, held)) in RUNS.into_iter().enumerate() {
+        let r = sluice_run(&mock.bootstrap, events, i, cap, held);
+        let label = match held {
+            None => format!("{cap} records per batch"),
+            Some(rows) => format!("{cap} records per trigger, {rows} per commit"),
+        };
+        report(&r, events, &label);
         let per_cpu_second = events as f64 / r.cpu.as_secs_f64();
-        let batch_bytes = cap.min(events) as f64 * raw.bytes_per_event;
+        let batch_bytes = held.unwrap_or(cap).min(events) as f64 * raw.bytes_per_event;
         let bound_mib = (3.0 * batch_bytes) / f64::from(1 << 20) + 64.0;
         let rss_mib = r.peak_rss_kib as f64 / 1024.0;
         met.push((
-            format!("events per CPU-second at {cap} records per batch ≥ 650 000"),
+            format!("events per CPU-second at {label} ≥ 650 000"),
             format!("{per_cpu_second:.0}"),
             per_cpu_second >= TARGET_PER_CPU_SECOND,
         ));
         met.push((
             format!(
-                "peak RSS at {cap} records per batch ≤ 3 × {:.0} MiB + 64 MiB = {bound_mib:.0} MiB",
+                "peak RSS at {label} ≤ 3 × {:.0} MiB + 64 MiB = {bound_mib:.0} MiB",
                 batch_bytes / f64::from(1 << 20)
             ),
             format!("{rss_mib:.0} MiB"),
@@ -90,8 +96,8 @@ fn main() {
     }
 }
 
-fn dead_letter_topic(cap: u64) -> String {
-    format!("bench-dead-letter-{cap}")
+fn dead_letter_topic(run: usize) -> String {
+    format!("bench-dead-letter-{run}")
 }
 
 struct Raw {
@@ -150,22 +156,44 @@ struct RunResult {
     cpu_us: BTreeMap<String, u64>,
 }
 
-/// Runs the example pipeline over the topic into a fresh warehouse.
-fn sluice_run(bootstrap: &str, events: u64, max_records: u64) -> RunResult {
-    let warehouse =
-        std::env::temp_dir().join(format!("sluice-bench-{}-{max_records}", std::process::id()));
+/// Runs the example pipeline over the topic into a fresh warehouse, `max_records` per
+/// trigger, and with `held` the commit cadence's `min-commit-rows`.
+fn sluice_run(
+    bootstrap: &str,
+    events: u64,
+    run: usize,
+    max_records: u64,
+    held: Option<u64>,
+) -> RunResult {
+    let warehouse = std::env::temp_dir().join(format!("sluice-bench-{}-{run}", std::process::id()));
     let _ = std::fs::remove_dir_all(&warehouse);
+    std::fs::create_dir_all(&warehouse).unwrap();
+    let example =
+        std::fs::read_to_string(repo_root().join("examples/retail-clickstream/pipeline.toml"))
+            .unwrap();
+    let config = warehouse.join("pipeline.toml");
+    let cadence = held.map_or(String::new(), |rows| {
+        format!("commit-interval = \"1h\"\nmin-commit-rows = {rows}\n")
+    });
+    std::fs::write(
+        &config,
+        example.replace(
+            "target-file-size =",
+            &format!("{cadence}target-file-size ="),
+        ),
+    )
+    .unwrap();
     let plugins_dir = Path::new(plugins::CLICKSTREAM_VALIDATOR).parent().unwrap();
     let start = Instant::now();
     let cpu_before = ended_children_cpu();
     let mut child = Command::new(BIN)
         .args(["run", "--available-now", "--config"])
-        .arg(repo_root().join("examples/retail-clickstream/pipeline.toml"))
+        .arg(&config)
         .env("KAFKA_BOOTSTRAP", bootstrap)
         .env("KAFKA_TOPIC", TOPIC)
-        .env("SLUICE_WAREHOUSE", &warehouse)
+        .env("SLUICE_WAREHOUSE", warehouse.join("warehouse"))
         .env("SLUICE_PLUGINS", plugins_dir)
-        .env("SLUICE_DEAD_LETTER_TOPIC", dead_letter_topic(max_records))
+        .env("SLUICE_DEAD_LETTER_TOPIC", dead_letter_topic(run))
         .env("SLUICE_MAX_RECORDS", max_records.to_string())
         .env_remove("RUST_LOG")
         .stdout(Stdio::null())
@@ -237,10 +265,10 @@ fn read_log(stderr: impl std::io::Read) -> Log {
     log
 }
 
-fn report(r: &RunResult, events: u64, cap: u64) {
+fn report(r: &RunResult, events: u64, label: &str) {
     let cpu = r.cpu.as_secs_f64();
     println!(
-        "sluice run --available-now (max-records {cap}): {:>9.0} events/s over {:.2}s of ingestion ({:.2}s with start-up), {} batches",
+        "sluice run --available-now ({label}): {:>9.0} events/s over {:.2}s of ingestion ({:.2}s with start-up), {} commits",
         events as f64 / r.ingest.as_secs_f64(),
         r.ingest.as_secs_f64(),
         r.wall.as_secs_f64(),
