@@ -7,6 +7,7 @@
 //! the field, so the pipeline can dead-letter it; the other events of the batch go on.
 
 pub mod decimal;
+mod flat;
 #[cfg(test)]
 mod props;
 
@@ -224,6 +225,16 @@ impl Encoder {
         let text = utf8(value)?;
         let mut cells = vec![Cell::Null; self.columns.len()];
         let mut failure = None;
+        let fast = flat::each_field(text, |key, raw| {
+            if let Some(&i) = self.by_name.get(key) {
+                self.field(i, raw, &mut cells, &mut failure);
+            }
+        });
+        if fast.is_some() {
+            return self.complete(cells, failure);
+        }
+        cells.fill(Cell::Null);
+        failure = None;
         let mut de = serde_json::Deserializer::from_str(text);
         let parsed = RowSeed {
             encoder: self,
@@ -232,10 +243,9 @@ impl Encoder {
         }
         .deserialize(&mut de)
         .and_then(|()| de.end());
-        if let Some(error) = failure {
-            return Err(error);
-        }
-        if let Err(error) = parsed {
+        if failure.is_none()
+            && let Err(error) = parsed
+        {
             let not_object =
                 error.is_data() && value.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{');
             return Err(if not_object {
@@ -251,6 +261,44 @@ impl Encoder {
                     field: None,
                 }
             });
+        }
+        self.complete(cells, failure)
+    }
+
+    /// Converts field `raw` into the cell of column `i`, unless an earlier field failed:
+    /// the first failure is the event's.
+    #[inline]
+    fn field<'a>(
+        &self,
+        i: usize,
+        raw: &'a str,
+        cells: &mut [Cell<'a>],
+        failure: &mut Option<EncodeError>,
+    ) {
+        if failure.is_some() {
+            return;
+        }
+        let column = &self.columns[i];
+        match cell(column.kind, raw) {
+            Ok(cell) => cells[i] = cell,
+            Err((code, message)) => {
+                *failure = Some(EncodeError {
+                    code,
+                    message,
+                    field: Some(column.name.clone()),
+                })
+            }
+        }
+    }
+
+    /// The row of a parsed event: its first failure, or a required column left empty.
+    fn complete<'a>(
+        &self,
+        cells: Vec<Cell<'a>>,
+        failure: Option<EncodeError>,
+    ) -> Result<Vec<Cell<'a>>, EncodeError> {
+        if let Some(error) = failure {
+            return Err(error);
         }
         for (column, cell) in self.columns.iter().zip(&cells) {
             if column.required && column.fill == Fill::Field && *cell == Cell::Null {
@@ -430,20 +478,8 @@ impl<'de> Visitor<'de> for RowSeed<'_, 'de> {
                 continue;
             };
             let raw: &'de RawValue = map.next_value()?;
-            if self.failure.is_some() {
-                continue; // keep parsing: the rest must still be valid JSON
-            }
-            let column = &self.encoder.columns[i];
-            match cell(column.kind, raw.get()) {
-                Ok(cell) => self.cells[i] = cell,
-                Err((code, message)) => {
-                    *self.failure = Some(EncodeError {
-                        code,
-                        message,
-                        field: Some(column.name.clone()),
-                    })
-                }
-            }
+            // After a failure, parsing goes on: the rest must still be valid JSON.
+            self.encoder.field(i, raw.get(), self.cells, self.failure);
         }
         Ok(())
     }
