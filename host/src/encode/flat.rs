@@ -70,12 +70,15 @@ impl Scan<'_> {
     fn string(&mut self) -> Option<(usize, usize)> {
         self.byte(b'"')?;
         let start = self.i;
-        let end = start + memchr::memchr2(b'"', b'\\', &self.b[start..])?;
-        if self.b[end] == b'\\' || self.b[start..end].iter().any(|&c| c < 0x20) {
-            return None;
+        // One pass, byte by byte: the strings of events are short, and a SIMD search
+        // costs more to set up than it saves on them.
+        loop {
+            match self.next()? {
+                b'"' => return Some((start, self.i - 1)),
+                b'\\' | 0..=0x1f => return None,
+                _ => {}
+            }
         }
-        self.i = end + 1;
-        Some((start, end))
     }
 
     /// A string, number, boolean or null: its range, quotes included.

@@ -17,6 +17,9 @@ use parquet::file::properties::WriterProperties;
 
 use super::{IcebergTable, SinkError, iceberg_err};
 
+/// A column chunk's dictionary page limit, past which its values are written plain.
+const DICTIONARY_PAGE_LIMIT: usize = 256 * 1024;
+
 /// What a batch wrote.
 #[derive(Debug, Clone, Default)]
 pub struct Written {
@@ -66,6 +69,10 @@ impl IcebergTable {
                 ZstdLevel::try_new(self.config.zstd_level)
                     .map_err(|e| SinkError::Config(format!("sink.zstd-level: {e}")))?,
             ))
+            // Columns of mostly distinct values (ids, timestamps) give up on their
+            // dictionary after 256 KiB rather than 1 MiB: interning values that end up
+            // written plain took ~5% of the CPU per event.
+            .set_dictionary_page_size_limit(DICTIONARY_PAGE_LIMIT)
             .build();
         let location =
             DefaultLocationGenerator::new(metadata).map_err(iceberg_err("locating data files"))?;
