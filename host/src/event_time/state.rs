@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 
 use super::EventTime;
+use super::delta::{Chain, ChainPaths, DELTA_SUFFIX, DELTA_VERSION, DeltaFile, DeltaFileRef};
 use super::watermark::Watermark;
 use super::window::{Accumulator, GroupKey, SavedGroup};
 use crate::units::{Micros, Millis};
@@ -130,6 +131,14 @@ pub enum StateError {
     /// The state file named by the table's last commit is missing.
     #[error("the state file {0} named by the table's last commit is missing")]
     Missing(String),
+    /// A file of the chain of a delta is missing or does not follow the files before it.
+    #[error("the state file {file}, in the chain of {named_by}, is missing or out of order")]
+    Chain {
+        /// The file of the chain.
+        file: String,
+        /// The delta that names it.
+        named_by: String,
+    },
 }
 
 impl StateError {
@@ -187,11 +196,19 @@ fn read<T: serde::de::DeserializeOwned>(
     store: &dyn StateStore,
     path: &str,
 ) -> Result<Option<T>, StateError> {
+    Ok(read_sized(store, path)?.map(|(file, _)| file))
+}
+
+/// Reads a JSON file and its size; `None` if it does not exist.
+fn read_sized<T: serde::de::DeserializeOwned>(
+    store: &dyn StateStore,
+    path: &str,
+) -> Result<Option<(T, u64)>, StateError> {
     let Some(bytes) = store.get(path)? else {
         return Ok(None);
     };
     serde_json::from_slice(&bytes)
-        .map(Some)
+        .map(|file| Some((file, bytes.len() as u64)))
         .map_err(|error| StateError::Unreadable {
             path: path.to_string(),
             error,
@@ -210,25 +227,27 @@ pub struct PlanFile {
 }
 
 impl EventTime {
-    /// Writes the state after a batch, with the batch's plan: returns the file's path and
-    /// size.
-    /// size. `run` tells this process's files from another's.
+    /// Writes the state after a batch, with the batch's plan: a delta of what changed since
+    /// the last save when the chain takes it, else a snapshot of the whole state (see
+    /// [`super::delta`]). Returns the file's path and size. `run` tells this process's
+    /// files from another's.
     pub fn save(
-        &self,
+        &mut self,
         store: &dyn StateStore,
         location: &str,
         pipeline: &str,
         run: &str,
         plan: &Plan,
     ) -> Result<(String, u64), StateError> {
-        let file = StateFileRef {
-            version: 1,
-            pipeline,
-            plan,
-            state: self.save_ref(),
+        let delta_file = delta_path(location, pipeline, plan.batch_id, run);
+        let (state_file, bytes, chain) = match self.encode_delta(pipeline, plan, &delta_file)? {
+            Some((bytes, chain)) => (delta_file, bytes, chain),
+            None => {
+                let path = run_path(location, pipeline, plan.batch_id, run);
+                let (bytes, chain) = self.encode_snapshot(pipeline, plan, &path)?;
+                (path, bytes, chain)
+            }
         };
-        let bytes = serde_json::to_vec(&file).map_err(StateError::Serialise)?;
-        let state_file = run_path(location, pipeline, plan.batch_id, run);
         let size = bytes.len() as u64;
         store.put(&state_file, bytes)?;
         let pointer = PlanFile {
@@ -237,7 +256,54 @@ impl EventTime {
         };
         let pointer = serde_json::to_vec(&pointer).map_err(StateError::Serialise)?;
         store.put(&path(location, pipeline, plan.batch_id), pointer)?;
+        self.track(chain);
         Ok((state_file, size))
+    }
+
+    /// The bytes of a delta file at `path` and the chain after it, if the current chain
+    /// takes it.
+    fn encode_delta(
+        &self,
+        pipeline: &str,
+        plan: &Plan,
+        path: &str,
+    ) -> Result<Option<(Vec<u8>, Chain)>, StateError> {
+        let Some(chain) = self.chain() else {
+            return Ok(None);
+        };
+        let file = DeltaFileRef {
+            version: DELTA_VERSION,
+            pipeline,
+            plan,
+            chain: &chain.paths,
+            delta: self.delta_ref(),
+        };
+        let bytes = serde_json::to_vec(&file).map_err(StateError::Serialise)?;
+        if !chain.takes(bytes.len() as u64) {
+            return Ok(None);
+        }
+        let mut next = chain.clone();
+        next.paths.deltas.push(path.to_string());
+        next.delta_bytes += bytes.len() as u64;
+        Ok(Some((bytes, next)))
+    }
+
+    /// The bytes of a snapshot file at `path` and the chain that starts at it.
+    fn encode_snapshot(
+        &self,
+        pipeline: &str,
+        plan: &Plan,
+        path: &str,
+    ) -> Result<(Vec<u8>, Chain), StateError> {
+        let file = StateFileRef {
+            version: 1,
+            pipeline,
+            plan,
+            state: self.save_ref(),
+        };
+        let bytes = serde_json::to_vec(&file).map_err(StateError::Serialise)?;
+        let chain = Chain::new(path.to_string(), bytes.len() as u64);
+        Ok((bytes, chain))
     }
 
     /// After a restart: restores the state named by the table's last commit (`saved`, the
@@ -255,10 +321,10 @@ impl EventTime {
     ) -> Result<Option<Plan>, StateError> {
         match saved {
             Some(path) => {
-                let file: StateFile =
-                    read(store, path)?.ok_or_else(|| StateError::Missing(path.into()))?;
-                self.restore(file.state);
-                tracing::info!(state = %path, "restored event-time state");
+                let chain = self.load(store, path)?;
+                let files = chain.paths.deltas.len() + 1;
+                self.track(chain);
+                tracing::info!(state = %path, files, "restored event-time state");
             }
             None if resumed => tracing::warn!(
                 "the table's last commit names no event-time state: starting with none"
@@ -278,19 +344,90 @@ impl EventTime {
             }
         }
     }
+
+    /// Restores the state saved at `path` (a snapshot, or a delta and its chain); returns
+    /// the chain that ends there.
+    fn load(&mut self, store: &dyn StateStore, path: &str) -> Result<Chain, StateError> {
+        let missing = || StateError::Missing(path.into());
+        if !path.ends_with(DELTA_SUFFIX) {
+            let (file, bytes) = read_sized::<StateFile>(store, path)?.ok_or_else(missing)?;
+            self.restore(file.state);
+            return Ok(Chain::new(path.into(), bytes));
+        }
+        let (last, last_bytes) = read_sized::<DeltaFile>(store, path)?.ok_or_else(missing)?;
+        let broken = |file: &str| StateError::Chain {
+            file: file.into(),
+            named_by: path.into(),
+        };
+        let base = &last.chain.base;
+        let (file, base_bytes) =
+            read_sized::<StateFile>(store, base)?.ok_or_else(|| broken(base))?;
+        self.restore(file.state);
+        let mut chain = Chain::new(base.clone(), base_bytes);
+        for delta in &last.chain.deltas {
+            let (file, bytes) =
+                read_sized::<DeltaFile>(store, delta)?.ok_or_else(|| broken(delta))?;
+            if file.chain != chain.paths {
+                return Err(broken(delta));
+            }
+            self.apply_delta(file.delta);
+            chain.paths.deltas.push(delta.clone());
+            chain.delta_bytes += bytes;
+        }
+        self.apply_delta(last.delta);
+        chain.paths.deltas.push(path.into());
+        chain.delta_bytes += last_bytes;
+        Ok(chain)
+    }
 }
 
-/// Deletes the files of the batch that falls out of the kept ones once `batch_id` is
-/// committed: its pointer and the state file it names.
-pub fn forget_old(store: &dyn StateStore, location: &str, pipeline: &str, batch_id: u64) {
-    if batch_id <= KEEP_STATE_FILES {
-        return;
+/// The state files that recovering from `path` reads: the file itself and, for a delta,
+/// its chain. Cleanup must keep them all.
+pub fn chain_files(store: &dyn StateStore, path: &str) -> Result<Vec<String>, StateError> {
+    if !path.ends_with(DELTA_SUFFIX) {
+        return Ok(vec![path.to_string()]);
     }
-    let old = path(location, pipeline, batch_id - KEEP_STATE_FILES);
-    let named = read::<PlanFile>(store, &old).ok().flatten();
-    for file in named.and_then(|p| p.state_file).iter().chain([&old]) {
-        if let Err(error) = store.delete(file) {
-            tracing::debug!(%error, "cannot delete an old state file");
+    #[derive(Deserialize)]
+    struct ChainOnly {
+        chain: ChainPaths,
+    }
+    let file: ChainOnly =
+        read(store, path)?.ok_or_else(|| StateError::Missing(path.to_string()))?;
+    let mut files = vec![file.chain.base];
+    files.extend(file.chain.deltas);
+    files.push(path.to_string());
+    Ok(files)
+}
+
+/// Deletes, once `batch_id` is committed, the files of the batches that fall out of the
+/// kept ones: those more than [`KEEP_STATE_FILES`] behind it and before `chain_start`,
+/// the batch of the snapshot that the committed state builds on (see
+/// [`super::delta::Chain::first_batch`]; 0 keeps everything). Each batch's pointer and the
+/// state file it names go, newest first, down to a batch already forgotten.
+pub fn forget_old(
+    store: &dyn StateStore,
+    location: &str,
+    pipeline: &str,
+    batch_id: u64,
+    chain_start: u64,
+) {
+    let keep_from = (batch_id + 1)
+        .saturating_sub(KEEP_STATE_FILES)
+        .min(chain_start);
+    for batch in (0..keep_from).rev() {
+        let old = path(location, pipeline, batch);
+        let named = match store.get(&old) {
+            Ok(None) => break,
+            Ok(Some(bytes)) => serde_json::from_slice::<PlanFile>(&bytes).ok(),
+            Err(error) => {
+                tracing::debug!(%error, "cannot read an old state file");
+                break;
+            }
+        };
+        for file in named.and_then(|p| p.state_file).iter().chain([&old]) {
+            if let Err(error) = store.delete(file) {
+                tracing::debug!(%error, "cannot delete an old state file");
+            }
         }
     }
 }
@@ -316,6 +453,15 @@ pub fn state_root(table_location: &str) -> String {
 pub fn run_path(table_location: &str, pipeline: &str, batch_id: u64, run: &str) -> String {
     format!(
         "{}/{pipeline}/{batch_id:020}-{run}.json",
+        state_root(table_location)
+    )
+}
+
+/// The path of the delta file that the process `run` writes for `batch_id` (see
+/// [`super::delta`]).
+pub fn delta_path(table_location: &str, pipeline: &str, batch_id: u64, run: &str) -> String {
+    format!(
+        "{}/{pipeline}/{batch_id:020}-{run}{DELTA_SUFFIX}",
         state_root(table_location)
     )
 }
@@ -393,21 +539,6 @@ mod tests {
             other.recover(&store, Some(&missing), true, &next, "b"),
             Err(StateError::Missing(_))
         ));
-    }
-
-    #[test]
-    fn old_state_files_are_forgotten() {
-        let store = MemoryStore::default();
-        let et = operators();
-        for batch in 1..=12 {
-            let plan = plan(batch, "a");
-            et.save(&store, "m", "p", "r", &plan).unwrap();
-            forget_old(&store, "m", "p", batch);
-        }
-        // A pointer and a state file for each batch kept.
-        assert_eq!(store.paths().len(), 2 * KEEP_STATE_FILES as usize);
-        assert_eq!(store.paths()[0], run_path("m", "p", 3, "r"));
-        assert_eq!(store.paths()[1], path("m", "p", 3));
     }
 
     #[test]
