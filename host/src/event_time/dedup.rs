@@ -78,6 +78,21 @@ impl Dedup {
             .extend(added.into_iter().map(|(k, t)| (k.into_boxed_str(), t)));
     }
 
+    /// Keys held.
+    pub fn len(&self) -> usize {
+        self.seen.len()
+    }
+
+    /// Whether no key is held.
+    pub fn is_empty(&self) -> bool {
+        self.seen.is_empty()
+    }
+
+    /// Keys added or forgotten since [`Dedup::track`].
+    pub fn changed(&self) -> usize {
+        self.dirty.len()
+    }
+
     /// Keys held and their estimated bytes.
     pub fn size(&self) -> StateSize {
         StateSize {

@@ -48,29 +48,35 @@ pub struct Chain {
     pub paths: ChainPaths,
     /// The snapshot's size in bytes.
     pub base_bytes: u64,
+    /// The rows (dedup keys, window groups) the snapshot holds.
+    pub base_rows: u64,
     /// The deltas' sizes in bytes, together.
     pub delta_bytes: u64,
 }
 
 impl Chain {
-    /// A chain that starts at the snapshot `base` of `base_bytes`.
-    pub fn new(base: String, base_bytes: u64) -> Self {
+    /// A chain that starts at the snapshot `base` of `base_bytes` holding `base_rows`.
+    pub fn new(base: String, base_bytes: u64, base_rows: u64) -> Self {
         Chain {
             paths: ChainPaths {
                 base,
                 deltas: Vec::new(),
             },
             base_bytes,
+            base_rows,
             delta_bytes: 0,
         }
     }
 
-    /// Whether a delta of `bytes` may extend the chain, or a snapshot is due: the chain
-    /// is long enough, or its deltas would outweigh its snapshot (and
-    /// [`MIN_CHAIN_BYTES`]).
-    pub fn takes(&self, bytes: u64) -> bool {
+    /// Whether a delta of `rows` changed rows may extend the chain, or a snapshot is due:
+    /// the chain is long enough, or its deltas would outweigh its snapshot (and
+    /// [`MIN_CHAIN_BYTES`]). The delta's size is estimated from the snapshot's bytes per
+    /// row, so that a batch that changed most of the state is not encoded twice.
+    pub fn takes(&self, rows: u64) -> bool {
+        let per_row = self.base_bytes / self.base_rows.max(1);
+        let estimate = rows.saturating_mul(per_row.max(1));
         self.paths.deltas.len() + 2 <= SNAPSHOT_EVERY
-            && self.delta_bytes.saturating_add(bytes) <= self.base_bytes.max(MIN_CHAIN_BYTES)
+            && self.delta_bytes.saturating_add(estimate) <= self.base_bytes.max(MIN_CHAIN_BYTES)
     }
 
     /// The batch of the chain's snapshot (from its name), where the files it needs start;
@@ -176,6 +182,19 @@ impl EventTime {
                 .map(|(_, op)| (op.config().name.as_str(), op.delta()))
                 .collect(),
         }
+    }
+
+    /// The rows of the state: dedup keys and open window groups.
+    pub fn state_rows(&self) -> u64 {
+        let groups: usize = self.windows.iter().map(|(_, op)| op.rows()).sum();
+        (self.dedup.len() + groups) as u64
+    }
+
+    /// The rows changed since the last save: dedup keys added or forgotten, window groups
+    /// changed or closed.
+    pub fn changed_rows(&self) -> u64 {
+        let groups: usize = self.windows.iter().map(|(_, op)| op.changed()).sum();
+        (self.dedup.changed() + groups) as u64
     }
 
     /// Applies saved changes to the state (windows no longer configured are skipped).

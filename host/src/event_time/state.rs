@@ -1,5 +1,7 @@
 //! Saved operator state: one file per batch, written to the table's location before any
-//! commit of the batch and named in the table's snapshot summary (`sluice.state`).
+//! commit of the batch and named in the table's snapshot summary (`sluice.state`): a
+//! snapshot of the whole state, or a delta of what the batch changed that names the
+//! snapshot and deltas it builds on (see [`super::delta`]).
 //!
 //! The file also holds the batch's *plan*: the offsets it read and the processing time
 //! it ran at. After a crash between the state file and the table commit, the restarted
@@ -271,6 +273,9 @@ impl EventTime {
         let Some(chain) = self.chain() else {
             return Ok(None);
         };
+        if !chain.takes(self.changed_rows()) {
+            return Ok(None);
+        }
         let file = DeltaFileRef {
             version: DELTA_VERSION,
             pipeline,
@@ -279,9 +284,6 @@ impl EventTime {
             delta: self.delta_ref(),
         };
         let bytes = serde_json::to_vec(&file).map_err(StateError::Serialise)?;
-        if !chain.takes(bytes.len() as u64) {
-            return Ok(None);
-        }
         let mut next = chain.clone();
         next.paths.deltas.push(path.to_string());
         next.delta_bytes += bytes.len() as u64;
@@ -302,7 +304,7 @@ impl EventTime {
             state: self.save_ref(),
         };
         let bytes = serde_json::to_vec(&file).map_err(StateError::Serialise)?;
-        let chain = Chain::new(path.to_string(), bytes.len() as u64);
+        let chain = Chain::new(path.to_string(), bytes.len() as u64, self.state_rows());
         Ok((bytes, chain))
     }
 
@@ -352,7 +354,7 @@ impl EventTime {
         if !path.ends_with(DELTA_SUFFIX) {
             let (file, bytes) = read_sized::<StateFile>(store, path)?.ok_or_else(missing)?;
             self.restore(file.state);
-            return Ok(Chain::new(path.into(), bytes));
+            return Ok(Chain::new(path.into(), bytes, self.state_rows()));
         }
         let (last, last_bytes) = read_sized::<DeltaFile>(store, path)?.ok_or_else(missing)?;
         let broken = |file: &str| StateError::Chain {
@@ -363,7 +365,7 @@ impl EventTime {
         let (file, base_bytes) =
             read_sized::<StateFile>(store, base)?.ok_or_else(|| broken(base))?;
         self.restore(file.state);
-        let mut chain = Chain::new(base.clone(), base_bytes);
+        let mut chain = Chain::new(base.clone(), base_bytes, self.state_rows());
         for delta in &last.chain.deltas {
             let (file, bytes) =
                 read_sized::<DeltaFile>(store, delta)?.ok_or_else(|| broken(delta))?;

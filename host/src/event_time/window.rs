@@ -325,6 +325,11 @@ impl WindowOperator {
         self.groups.len()
     }
 
+    /// Groups added, changed or closed since [`WindowOperator::track`].
+    pub fn changed(&self) -> usize {
+        self.dirty.len()
+    }
+
     /// Estimated bytes of state.
     pub fn bytes(&self) -> usize {
         self.groups

@@ -264,14 +264,15 @@ fn the_analytics_example_dedups_counts_windows_and_dead_letters_late_events() {
     assert_eq!(dead_letters(&shown), expected_dead_letters());
     let summary = &shown["snapshot_summary"];
     assert_eq!(summary["sluice.watermark"], "2026-07-29T10:04:00Z");
-    // The state file of batch 4, named with the run of the process that wrote it.
+    // The state file of batch 4 (a delta on batch 1's snapshot), named with the run of the
+    // process that wrote it.
     let run = summary["sluice.run"].as_str().unwrap();
     assert!(
         summary["sluice.state"]
             .as_str()
             .unwrap()
             .ends_with(&format!(
-                "/_sluice-state/clickstream_events/clickstream-analytics/00000000000000000004-{run}.json"
+                "/_sluice-state/clickstream_events/clickstream-analytics/00000000000000000004-{run}.delta.json"
             )),
         "{summary}"
     );

@@ -259,18 +259,23 @@ fn a_broken_chain_is_an_error() {
 
 #[test]
 fn a_chain_takes_deltas_until_long_or_heavy() {
-    let heavy = 10 * MIN_CHAIN_BYTES;
-    let mut chain = Chain::new("x/00000000000000000007-r.json".into(), heavy);
+    // 10 rows of 10 % of the floor each.
+    let heavy = MIN_CHAIN_BYTES;
+    let mut chain = Chain::new("x/00000000000000000007-r.json".into(), heavy, 10);
     assert_eq!(chain.first_batch(), 7);
-    assert!(chain.takes(heavy));
-    assert!(!chain.takes(heavy + 1));
-    chain.delta_bytes = heavy - 40;
-    assert!(!chain.takes(41));
+    assert!(chain.takes(10));
+    assert!(!chain.takes(11));
+    chain.delta_bytes = heavy / 2;
+    assert!(chain.takes(5));
+    assert!(!chain.takes(6));
     chain.delta_bytes = 0;
     chain.paths.deltas = vec![String::new(); SNAPSHOT_EVERY - 2];
     assert!(chain.takes(1));
     chain.paths.deltas.push(String::new());
     assert!(!chain.takes(1));
-    assert!(Chain::new(String::new(), 10).takes(MIN_CHAIN_BYTES));
+    // A small state chains up to MIN_CHAIN_BYTES of deltas.
+    let small = Chain::new(String::new(), 1_000, 10);
+    assert!(small.takes(2_600));
+    assert!(!small.takes(2_700));
     assert_eq!(batch_of("a/b.json"), None);
 }
