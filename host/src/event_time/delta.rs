@@ -3,8 +3,9 @@
 //! and every [`SNAPSHOT_EVERY`] batches, or once the deltas together outweigh the last
 //! snapshot, a *snapshot* file holds the whole state again (the compaction).
 //!
-//! A snapshot is a whole-state file exactly like those of older versions of sluice
-//! ([`super::state::StateFile`]), so either reads the other's. A delta names its *chain*:
+//! A snapshot is a whole-state file ([`super::state::StateFile`]) in postcard, a compact
+//! binary encoding (its name ends in [`SNAPSHOT_SUFFIX`]); the whole-state JSON files of
+//! older versions of sluice are read as snapshots too. A delta names its *chain*:
 //! the snapshot it builds on and the deltas between, in order. Recovering from a delta
 //! loads the snapshot and applies the chain's deltas, then its own, and gives exactly the
 //! state that was saved. Delta files end in [`DELTA_SUFFIX`]; the chain a delta names is
@@ -29,8 +30,11 @@ pub const SNAPSHOT_EVERY: usize = 32;
 /// a small state is not worth a snapshot every few batches.
 pub const MIN_CHAIN_BYTES: u64 = 256 * 1024;
 
-/// How the name of a delta file ends (a snapshot's ends in `.json` alone).
+/// How the name of a delta file ends.
 pub const DELTA_SUFFIX: &str = ".delta.json";
+
+/// How the name of a snapshot ends (whole-state files of older versions end in `.json`).
+pub const SNAPSHOT_SUFFIX: &str = ".snapshot.bin";
 
 /// The files a delta builds on.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -74,9 +78,14 @@ impl Chain {
     /// row, so that a batch that changed most of the state is not encoded twice.
     pub fn takes(&self, rows: u64) -> bool {
         let per_row = self.base_bytes / self.base_rows.max(1);
-        let estimate = rows.saturating_mul(per_row.max(1));
         self.paths.deltas.len() + 2 <= SNAPSHOT_EVERY
-            && self.delta_bytes.saturating_add(estimate) <= self.base_bytes.max(MIN_CHAIN_BYTES)
+            && self.takes_bytes(rows.saturating_mul(per_row.max(1)))
+    }
+
+    /// Whether a delta of `bytes` keeps the deltas within their snapshot's weight (and
+    /// [`MIN_CHAIN_BYTES`]).
+    pub fn takes_bytes(&self, bytes: u64) -> bool {
+        self.delta_bytes.saturating_add(bytes) <= self.base_bytes.max(MIN_CHAIN_BYTES)
     }
 
     /// The batch of the chain's snapshot (from its name), where the files it needs start;

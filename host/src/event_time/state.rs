@@ -22,7 +22,9 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 
 use super::EventTime;
-use super::delta::{Chain, ChainPaths, DELTA_SUFFIX, DELTA_VERSION, DeltaFile, DeltaFileRef};
+use super::delta::{
+    Chain, ChainPaths, DELTA_SUFFIX, DELTA_VERSION, DeltaFile, DeltaFileRef, SNAPSHOT_SUFFIX,
+};
 use super::watermark::Watermark;
 use super::window::{Accumulator, GroupKey, SavedGroup};
 use crate::units::{Micros, Millis};
@@ -122,6 +124,17 @@ pub enum StateError {
     /// The state cannot be serialised.
     #[error("cannot serialise the state: {0}")]
     Serialise(serde_json::Error),
+    /// A snapshot cannot be encoded.
+    #[error("cannot encode the state: {0}")]
+    Encode(postcard::Error),
+    /// A binary snapshot cannot be read.
+    #[error("cannot decode {path}: {error}")]
+    Undecodable {
+        /// The file.
+        path: String,
+        /// Why.
+        error: postcard::Error,
+    },
     /// A state file cannot be read.
     #[error("cannot read {path}: {error}")]
     Unreadable {
@@ -199,6 +212,32 @@ fn read<T: serde::de::DeserializeOwned>(
     path: &str,
 ) -> Result<Option<T>, StateError> {
     Ok(read_sized(store, path)?.map(|(file, _)| file))
+}
+
+/// How a binary snapshot starts (then the [`StateFile`] in postcard).
+const SNAPSHOT_MAGIC: &[u8] = b"sluice-state-snapshot\n";
+
+/// Reads a snapshot and its size: binary if its name ends in [`SNAPSHOT_SUFFIX`], else a
+/// whole-state JSON file (of an older version); `None` if it does not exist.
+fn read_snapshot(
+    store: &dyn StateStore,
+    path: &str,
+) -> Result<Option<(StateFile, u64)>, StateError> {
+    if !path.ends_with(SNAPSHOT_SUFFIX) {
+        return read_sized(store, path);
+    }
+    let Some(bytes) = store.get(path)? else {
+        return Ok(None);
+    };
+    let undecodable = |error| StateError::Undecodable {
+        path: path.to_string(),
+        error,
+    };
+    let body = bytes
+        .strip_prefix(SNAPSHOT_MAGIC)
+        .ok_or(undecodable(postcard::Error::DeserializeBadEncoding))?;
+    let file = postcard::from_bytes(body).map_err(undecodable)?;
+    Ok(Some((file, bytes.len() as u64)))
 }
 
 /// Reads a JSON file and its size; `None` if it does not exist.
@@ -284,6 +323,9 @@ impl EventTime {
             delta: self.delta_ref(),
         };
         let bytes = serde_json::to_vec(&file).map_err(StateError::Serialise)?;
+        if !chain.takes_bytes(bytes.len() as u64) {
+            return Ok(None);
+        }
         let mut next = chain.clone();
         next.paths.deltas.push(path.to_string());
         next.delta_bytes += bytes.len() as u64;
@@ -303,7 +345,8 @@ impl EventTime {
             plan,
             state: self.save_ref(),
         };
-        let bytes = serde_json::to_vec(&file).map_err(StateError::Serialise)?;
+        let bytes =
+            postcard::to_extend(&file, SNAPSHOT_MAGIC.to_vec()).map_err(StateError::Encode)?;
         let chain = Chain::new(path.to_string(), bytes.len() as u64, self.state_rows());
         Ok((bytes, chain))
     }
@@ -352,7 +395,7 @@ impl EventTime {
     fn load(&mut self, store: &dyn StateStore, path: &str) -> Result<Chain, StateError> {
         let missing = || StateError::Missing(path.into());
         if !path.ends_with(DELTA_SUFFIX) {
-            let (file, bytes) = read_sized::<StateFile>(store, path)?.ok_or_else(missing)?;
+            let (file, bytes) = read_snapshot(store, path)?.ok_or_else(missing)?;
             self.restore(file.state);
             return Ok(Chain::new(path.into(), bytes, self.state_rows()));
         }
@@ -362,8 +405,7 @@ impl EventTime {
             named_by: path.into(),
         };
         let base = &last.chain.base;
-        let (file, base_bytes) =
-            read_sized::<StateFile>(store, base)?.ok_or_else(|| broken(base))?;
+        let (file, base_bytes) = read_snapshot(store, base)?.ok_or_else(|| broken(base))?;
         self.restore(file.state);
         let mut chain = Chain::new(base.clone(), base_bytes, self.state_rows());
         for delta in &last.chain.deltas {
@@ -451,10 +493,11 @@ pub fn state_root(table_location: &str) -> String {
     }
 }
 
-/// The path of the state file that the process `run` writes for `batch_id`.
+/// The path of the snapshot (a binary whole-state file) that the process `run` writes for
+/// `batch_id`. (Older versions wrote whole-state JSON at `<batch>-<run>.json`.)
 pub fn run_path(table_location: &str, pipeline: &str, batch_id: u64, run: &str) -> String {
     format!(
-        "{}/{pipeline}/{batch_id:020}-{run}.json",
+        "{}/{pipeline}/{batch_id:020}-{run}{SNAPSHOT_SUFFIX}",
         state_root(table_location)
     )
 }
@@ -540,6 +583,75 @@ mod tests {
         assert!(matches!(
             other.recover(&store, Some(&missing), true, &next, "b"),
             Err(StateError::Missing(_))
+        ));
+    }
+
+    /// A binary snapshot written from the borrowed state reads back as the owned one, with
+    /// every kind of accumulator, partition clock and key.
+    #[test]
+    fn binary_snapshots_read_back_what_was_written() {
+        use super::super::watermark::PartitionClock;
+        use std::collections::HashSet;
+        let clock = |max_event| PartitionClock {
+            max_event,
+            last_seen: Millis(-3),
+        };
+        let acc = vec![
+            Accumulator::Count(3),
+            Accumulator::Sum(1.5, 2),
+            Accumulator::Min(None),
+            Accumulator::Max(Some(-2.25)),
+            Accumulator::Avg(3.0, 2),
+            Accumulator::Distinct(HashSet::from([1, u64::MAX])),
+        ];
+        let group = SavedGroup {
+            start: Micros(-60),
+            key: vec![Some("Zoë".into()), None],
+            acc,
+        };
+        let state = SavedState {
+            watermark: Watermark {
+                partitions: BTreeMap::from([
+                    ("t/0".into(), clock(None)),
+                    ("t/1".into(), clock(Some(Micros(i64::MIN)))),
+                ]),
+                current: Some(Micros(42)),
+            },
+            dedup: vec![("k\u{1f}1".into(), Micros(-5))],
+            windows: BTreeMap::from([("w".into(), vec![group.clone()])]),
+        };
+        let written = StateFileRef {
+            version: 1,
+            pipeline: "p",
+            plan: &plan(3, "a"),
+            state: SavedStateRef {
+                watermark: &state.watermark,
+                dedup: vec![(state.dedup[0].0.as_str(), state.dedup[0].1)],
+                windows: BTreeMap::from([(
+                    "w",
+                    vec![SavedGroupRef {
+                        start: group.start,
+                        key: &group.key,
+                        acc: &group.acc,
+                    }],
+                )]),
+            },
+        };
+        let store = MemoryStore::default();
+        let bytes = postcard::to_extend(&written, SNAPSHOT_MAGIC.to_vec()).unwrap();
+        store.put("x/1-r.snapshot.bin", bytes.clone()).unwrap();
+        let (read, size) = read_snapshot(&store, "x/1-r.snapshot.bin")
+            .unwrap()
+            .unwrap();
+        assert_eq!(read.state, state);
+        assert_eq!(read.plan, plan(3, "a"));
+        assert_eq!(size, bytes.len() as u64);
+        store
+            .put("x/2-r.snapshot.bin", bytes[1..].to_vec())
+            .unwrap();
+        assert!(matches!(
+            read_snapshot(&store, "x/2-r.snapshot.bin"),
+            Err(StateError::Undecodable { .. })
         ));
     }
 
