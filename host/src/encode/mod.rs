@@ -21,8 +21,8 @@ use arrow_array::builder::{
 use arrow_array::{ArrayRef, BooleanArray, RecordBatch};
 use arrow_schema::SchemaRef;
 use iceberg::spec::{PrimitiveType, Schema, Type};
-use rustc_hash::FxHashMap;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+use rustc_hash::FxHashMap;
 use serde_json::value::RawValue;
 
 /// Why one event could not be encoded.
