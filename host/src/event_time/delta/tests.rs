@@ -210,8 +210,12 @@ fn cleanup_keeps_every_file_of_the_live_chain() {
         let chain = et.chain().unwrap();
         let again = recovered(&store, &saved, EmitMode::OnWindowClose);
         assert_eq!(state(&again), state(&et), "batch {batch}");
+        // What `sluice maintain` keeps: exactly the chain, every file of it still there.
         let files = crate::event_time::state::chain_files(&store, &saved).unwrap();
-        assert_eq!(files.len(), chain.paths.deltas.len() + 1);
+        let mut expected = vec![chain.paths.base.clone()];
+        expected.extend(chain.paths.deltas.iter().cloned());
+        assert_eq!(files, expected);
+        assert!(files.iter().all(|f| store.get(f).unwrap().is_some()));
         let keep_from = (batch + 1)
             .saturating_sub(KEEP_STATE_FILES)
             .min(chain.first_batch());
