@@ -30,6 +30,11 @@ pub const SNAPSHOT_EVERY: usize = 32;
 /// a small state is not worth a snapshot every few batches.
 pub const MIN_CHAIN_BYTES: u64 = 256 * 1024;
 
+/// How many times a row weighs more in a delta (JSON) than in a snapshot (binary), about:
+/// the estimate of a delta's size, so that a batch that changed most of the state goes
+/// straight to a snapshot instead of encoding a delta it would throw away.
+pub const DELTA_ROW_WEIGHT: u64 = 3;
+
 /// How the name of a delta file ends.
 pub const DELTA_SUFFIX: &str = ".delta.json";
 
@@ -78,8 +83,8 @@ impl Chain {
     /// row, so that a batch that changed most of the state is not encoded twice.
     pub fn takes(&self, rows: u64) -> bool {
         let per_row = self.base_bytes / self.base_rows.max(1);
-        self.paths.deltas.len() + 2 <= SNAPSHOT_EVERY
-            && self.takes_bytes(rows.saturating_mul(per_row.max(1)))
+        let estimate = rows.saturating_mul(per_row.max(1) * DELTA_ROW_WEIGHT);
+        self.paths.deltas.len() + 2 <= SNAPSHOT_EVERY && self.takes_bytes(estimate)
     }
 
     /// Whether a delta of `bytes` keeps the deltas within their snapshot's weight (and
@@ -123,9 +128,9 @@ pub struct WindowDeltaRef<'a> {
 pub struct StateDelta {
     /// The watermark after the batch, whole (it is small).
     pub watermark: Watermark,
-    /// Dedup keys added, with the event time of their first copy, sorted.
+    /// Dedup keys added, with the event time of their first copy.
     pub dedup_added: Vec<(String, Micros)>,
-    /// Dedup keys forgotten, sorted.
+    /// Dedup keys forgotten.
     pub dedup_removed: Vec<String>,
     /// Changes per window, by window name.
     pub windows: BTreeMap<String, WindowDelta>,
@@ -136,9 +141,9 @@ pub struct StateDelta {
 pub struct StateDeltaRef<'a> {
     /// The watermark after the batch.
     pub watermark: &'a Watermark,
-    /// Dedup keys added, sorted.
+    /// Dedup keys added.
     pub dedup_added: Vec<(&'a str, Micros)>,
-    /// Dedup keys forgotten, sorted.
+    /// Dedup keys forgotten.
     pub dedup_removed: Vec<&'a str>,
     /// Changes per window, by window name.
     pub windows: BTreeMap<&'a str, WindowDeltaRef<'a>>,

@@ -345,8 +345,11 @@ impl EventTime {
             plan,
             state: self.save_ref(),
         };
-        let bytes =
-            postcard::to_extend(&file, SNAPSHOT_MAGIC.to_vec()).map_err(StateError::Encode)?;
+        // `to_allocvec` appends with `extend_from_slice` (`to_extend` goes through `Extend`).
+        let body = postcard::to_allocvec(&file).map_err(StateError::Encode)?;
+        let mut bytes = Vec::with_capacity(SNAPSHOT_MAGIC.len() + body.len());
+        bytes.extend_from_slice(SNAPSHOT_MAGIC);
+        bytes.extend_from_slice(&body);
         let chain = Chain::new(path.to_string(), bytes.len() as u64, self.state_rows());
         Ok((bytes, chain))
     }

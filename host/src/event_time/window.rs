@@ -364,7 +364,7 @@ impl WindowOperator {
     }
 
     /// The changes since [`WindowOperator::track`]: the groups added or changed, and those
-    /// closed, each in order.
+    /// closed, in no order.
     pub fn delta(&self) -> super::delta::WindowDeltaRef<'_> {
         let mut delta = super::delta::WindowDeltaRef::default();
         for id in &self.dirty {
@@ -379,10 +379,6 @@ impl WindowOperator {
                 None => delta.removed.push((id.0, &id.1)),
             }
         }
-        delta
-            .upserted
-            .sort_unstable_by(|a, b| (a.start, a.key).cmp(&(b.start, b.key)));
-        delta.removed.sort_unstable();
         delta
     }
 
