@@ -112,7 +112,8 @@ pub struct StateFile {
     pub state: SavedState,
 }
 
-/// How many state files are kept behind the current one.
+/// How many batches' state files are kept behind the current one (and, further back, the
+/// files of the chain the current one builds on: see [`forget_old`]).
 pub const KEEP_STATE_FILES: u64 = 10;
 
 /// Saving or loading the state failed.
