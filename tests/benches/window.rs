@@ -11,7 +11,10 @@
 //! Prints: the rate of reading the fields from JSON (one thread; the pipeline does this on
 //! every core), the rate of the operators (dedup, watermark, windows; one thread, as in
 //! the pipeline), the largest state (rows and estimated bytes per operator), the size of
-//! the saved state file and the time to write it, and the process's peak resident memory.
+//! the whole state as one JSON file and the time to write it (as before state deltas), the
+//! bytes and time per batch of the files actually saved (snapshots and deltas), the time to
+//! recover a state of `RECOVERY_KEYS` dedup keys (default 1 000 000) from its snapshot and
+//! deltas, and the process's peak resident memory.
 
 use std::time::{Duration, Instant};
 
@@ -19,6 +22,8 @@ use sluice::event_time::config::{
     AggregateConfig, AtEnd, DedupConfig, EmitMode, EventTimeConfig, Function, LateData,
     WindowConfig,
 };
+use sluice::event_time::delta::DELTA_SUFFIX;
+use sluice::event_time::state::{MemoryStore, Plan, StateError, StateStore};
 use sluice::event_time::{EventTime, Fields};
 use sluice::units::Millis;
 
@@ -29,6 +34,7 @@ fn main() {
         .filter_map(|a| a.parse::<u64>().ok());
     let events = args.next().unwrap_or(1_000_000);
     let keys = args.next().unwrap_or(100_000);
+    let recovery_keys = args.next().unwrap_or(1_000_000);
     let batch = 100_000usize;
 
     let values = generate(events, keys);
@@ -49,6 +55,7 @@ fn main() {
     let mut late = 0u64;
     let mut largest = (0u64, 0u64, 0u64, 0u64); // dedup rows, bytes; window rows, bytes
     let mut largest_file = 0usize;
+    let mut saved = Saved::default();
     let batches_in = fields.len().div_ceil(batch).max(1);
     for (i, chunk) in fields.chunks(batch).enumerate() {
         // Processing time keeps up with event time: each batch a minute after the last,
@@ -65,6 +72,7 @@ fn main() {
         if d.bytes + w.bytes > largest.1 + largest.3 {
             largest = (d.rows, d.bytes, w.rows, w.bytes);
         }
+        saved.save(&mut operators, &Discard, i as u64 + 1);
         let t = Instant::now();
         let file = serde_json::to_vec(&operators.save_ref()).unwrap();
         save += t.elapsed();
@@ -107,8 +115,172 @@ fn main() {
         save.as_secs_f64() * 1000.0 / batches as f64
     );
     println!(
+        "state files saved (snapshot every 32 or when the deltas outweigh it): {} snapshots, {} deltas; {:.2} MiB per batch on average (largest delta {:.2} MiB), written in {:.0} ms per batch on average",
+        saved.snapshots,
+        saved.deltas,
+        saved.bytes as f64 / batches as f64 / 1048576.0,
+        saved.largest_delta as f64 / 1048576.0,
+        saved.time.as_secs_f64() * 1000.0 / batches as f64
+    );
+    drop((fields, values));
+    recovery(recovery_keys);
+    println!(
         "peak RSS of this process (including the {events} input events): {} MiB",
         peak_rss_kib() / 1024
+    );
+}
+
+/// A store that keeps nothing: the time of saving without the storage's.
+struct Discard;
+
+impl StateStore for Discard {
+    fn put(&self, _: &str, _: Vec<u8>) -> Result<(), StateError> {
+        Ok(())
+    }
+
+    fn get(&self, _: &str) -> Result<Option<Vec<u8>>, StateError> {
+        Ok(None)
+    }
+
+    fn delete(&self, _: &str) -> Result<(), StateError> {
+        Ok(())
+    }
+}
+
+/// The state files saved per batch, as the pipeline saves them.
+#[derive(Default)]
+struct Saved {
+    snapshots: u64,
+    deltas: u64,
+    bytes: u64,
+    largest_delta: u64,
+    time: Duration,
+    last: String,
+}
+
+impl Saved {
+    fn save(&mut self, operators: &mut EventTime, store: &dyn StateStore, batch_id: u64) {
+        let plan = Plan {
+            batch_id,
+            start: "{}".into(),
+            end: "{}".into(),
+            now_ms: Millis(0),
+            session_start_ms: Millis(0),
+            flush: false,
+        };
+        let t = Instant::now();
+        let (path, size) = operators
+            .save(store, "mem://wh/t", "bench", "run", &plan)
+            .unwrap();
+        self.time += t.elapsed();
+        self.bytes += size;
+        if path.ends_with(DELTA_SUFFIX) {
+            self.deltas += 1;
+            self.largest_delta = self.largest_delta.max(size);
+        } else {
+            self.snapshots += 1;
+        }
+        self.last = path;
+    }
+}
+
+/// Builds a state of `keys` dedup keys (and their window groups) in batches of 100 000,
+/// then 20 batches of 1 000 events, saving each as the pipeline does; returns what the
+/// small batches saved.
+fn build_state(keys: u64) -> (EventTime, MemoryStore, Saved) {
+    let mut operators = operators();
+    let store = MemoryStore::default();
+    let mut saved = Saved::default();
+    // All within one minute of event time: nothing is forgotten (2-minute delay).
+    let event = |i: u64| {
+        format!(
+            "{{\"event_id\":\"evt_{i:09}\",\"user_id\":\"user_{}\",\"timestamp\":{},\"page\":\"/p/{}\",\"price\":1.5}}",
+            i % 100_000,
+            START_MS + (i * 60_000 / keys.max(1)) as i64,
+            i % 50
+        )
+    };
+    let now = Millis(START_MS + 60_000);
+    let large = (0..keys)
+        .step_by(100_000)
+        .map(|s| s..(s + 100_000).min(keys));
+    let small = (0..20).map(|i| keys + i * 1_000..keys + (i + 1) * 1_000);
+    let mut small_batches = Saved::default();
+    for (batch_id, range) in (1..).zip(large.chain(small)) {
+        let fields: Vec<Fields> = range
+            .clone()
+            .map(|i| operators.fields(Some(event(i).as_bytes())).unwrap())
+            .collect();
+        operators.process(fields.iter().map(|f| ("clicks/0", f)), now, false);
+        let saved = if range.start < keys {
+            &mut saved
+        } else {
+            &mut small_batches
+        };
+        saved.save(&mut operators, &store, batch_id);
+    }
+    (operators, store, small_batches)
+}
+
+/// Prints the time to recover a state of `keys` dedup keys from the last file saved (its
+/// snapshot and deltas), and from one snapshot of the same state.
+fn recovery(keys: u64) {
+    let (operators, store, saved) = build_state(keys);
+    println!(
+        "batches of 1 000 events on a state of {} dedup keys: {} snapshots, {} deltas, {:.1} KiB and {:.1} ms per batch on average",
+        operators.state_sizes()["dedup"].rows,
+        saved.snapshots,
+        saved.deltas,
+        saved.bytes as f64 / 20.0 / 1024.0,
+        saved.time.as_secs_f64() * 1000.0 / 20.0
+    );
+    let chain = operators.chain().expect("saved").clone();
+    let mut again = self::operators();
+    let t = Instant::now();
+    again
+        .recover(&store, Some(&saved.last), true, "none", "")
+        .unwrap();
+    let from_chain = t.elapsed();
+    let bytes = |p: &String| store.get(p).unwrap().map_or(0, |b| b.len());
+    let deltas: usize = chain.paths.deltas.iter().map(bytes).sum();
+    let sizes = again.state_sizes();
+    let rows = |et: &EventTime| {
+        et.state_sizes()
+            .values()
+            .map(|s| s.rows)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(rows(&again), rows(&operators), "the recovered state");
+    // The same state as one snapshot.
+    let mut snapshot = Saved::default();
+    let mut restored = self::operators();
+    let t = Instant::now();
+    let whole = serde_json::to_vec(&again.save_ref()).unwrap();
+    let json_time = t.elapsed();
+    restored.restore(serde_json::from_slice(&whole).unwrap());
+    snapshot.save(&mut restored, &store, 1_000_000);
+    let t = Instant::now();
+    self::operators()
+        .recover(&store, Some(&snapshot.last), true, "none", "")
+        .unwrap();
+    let from_snapshot = t.elapsed();
+    println!(
+        "that state whole: as JSON {:.1} MiB in {:.0} ms; as a binary snapshot {:.1} MiB in {:.0} ms",
+        whole.len() as f64 / 1048576.0,
+        json_time.as_secs_f64() * 1000.0,
+        snapshot.bytes as f64 / 1048576.0,
+        snapshot.time.as_secs_f64() * 1000.0
+    );
+    println!(
+        "recovery of {} dedup keys and {} window groups: {:.0} ms from a snapshot ({:.1} MiB) and {} deltas ({:.2} MiB); {:.0} ms from one snapshot ({:.1} MiB)",
+        sizes["dedup"].rows,
+        sizes["window:by-user"].rows,
+        from_chain.as_secs_f64() * 1000.0,
+        bytes(&chain.paths.base) as f64 / 1048576.0,
+        chain.paths.deltas.len(),
+        deltas as f64 / 1048576.0,
+        from_snapshot.as_secs_f64() * 1000.0,
+        snapshot.bytes as f64 / 1048576.0,
     );
 }
 

@@ -20,6 +20,7 @@
 pub mod apply;
 pub mod config;
 pub mod dedup;
+pub mod delta;
 pub mod extract;
 pub mod state;
 pub mod watermark;
@@ -100,6 +101,9 @@ pub struct EventTime {
     windows: Vec<(Slots, WindowOperator)>,
     watermark: Watermark,
     dedup: Dedup,
+    /// The saved files the next delta extends (see [`delta`]); `None`: the next save is a
+    /// snapshot.
+    chain: Option<delta::Chain>,
 }
 
 impl EventTime {
@@ -135,6 +139,7 @@ impl EventTime {
             windows,
             watermark: Watermark::default(),
             dedup: Dedup::default(),
+            chain: None,
         }
     }
 
@@ -301,8 +306,9 @@ impl EventTime {
     }
 
     /// Restores saved state. Windows not in `saved` start empty; saved windows that are
-    /// no longer configured are dropped with a warning.
+    /// no longer configured are dropped with a warning. The next save is a snapshot.
     pub fn restore(&mut self, saved: SavedState) {
+        self.chain = None;
         self.watermark = saved.watermark;
         self.dedup.restore(saved.dedup);
         let mut windows = saved.windows;
@@ -338,7 +344,7 @@ mod tests {
         }
     }
 
-    fn operators(emit: EmitMode) -> EventTime {
+    pub(super) fn operators(emit: EmitMode) -> EventTime {
         let config = config();
         let window = WindowConfig {
             name: "counts".into(),
@@ -363,7 +369,7 @@ mod tests {
         )
     }
 
-    fn event(op: &EventTime, id: &str, secs: i64, ty: &str) -> Fields {
+    pub(super) fn event(op: &EventTime, id: &str, secs: i64, ty: &str) -> Fields {
         op.fields(Some(
             format!(r#"{{"id":"{id}","ts":{},"type":"{ty}"}}"#, secs * 1000).as_bytes(),
         ))

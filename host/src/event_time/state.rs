@@ -1,5 +1,7 @@
 //! Saved operator state: one file per batch, written to the table's location before any
-//! commit of the batch and named in the table's snapshot summary (`sluice.state`).
+//! commit of the batch and named in the table's snapshot summary (`sluice.state`): a
+//! snapshot of the whole state, or a delta of what the batch changed that names the
+//! snapshot and deltas it builds on (see [`super::delta`]).
 //!
 //! The file also holds the batch's *plan*: the offsets it read and the processing time
 //! it ran at. After a crash between the state file and the table commit, the restarted
@@ -20,6 +22,9 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 
 use super::EventTime;
+use super::delta::{
+    Chain, ChainPaths, DELTA_SUFFIX, DELTA_VERSION, DeltaFile, DeltaFileRef, SNAPSHOT_SUFFIX,
+};
 use super::watermark::Watermark;
 use super::window::{Accumulator, GroupKey, SavedGroup};
 use crate::units::{Micros, Millis};
@@ -107,7 +112,8 @@ pub struct StateFile {
     pub state: SavedState,
 }
 
-/// How many state files are kept behind the current one.
+/// How many batches' state files are kept behind the current one (and, further back, the
+/// files of the chain the current one builds on: see [`forget_old`]).
 pub const KEEP_STATE_FILES: u64 = 10;
 
 /// Saving or loading the state failed.
@@ -119,6 +125,17 @@ pub enum StateError {
     /// The state cannot be serialised.
     #[error("cannot serialise the state: {0}")]
     Serialise(serde_json::Error),
+    /// A snapshot cannot be encoded.
+    #[error("cannot encode the state: {0}")]
+    Encode(postcard::Error),
+    /// A binary snapshot cannot be read.
+    #[error("cannot decode {path}: {error}")]
+    Undecodable {
+        /// The file.
+        path: String,
+        /// Why.
+        error: postcard::Error,
+    },
     /// A state file cannot be read.
     #[error("cannot read {path}: {error}")]
     Unreadable {
@@ -130,6 +147,14 @@ pub enum StateError {
     /// The state file named by the table's last commit is missing.
     #[error("the state file {0} named by the table's last commit is missing")]
     Missing(String),
+    /// A file of the chain of a delta is missing or does not follow the files before it.
+    #[error("the state file {file}, in the chain of {named_by}, is missing or out of order")]
+    Chain {
+        /// The file of the chain.
+        file: String,
+        /// The delta that names it.
+        named_by: String,
+    },
 }
 
 impl StateError {
@@ -187,11 +212,45 @@ fn read<T: serde::de::DeserializeOwned>(
     store: &dyn StateStore,
     path: &str,
 ) -> Result<Option<T>, StateError> {
+    Ok(read_sized(store, path)?.map(|(file, _)| file))
+}
+
+/// How a binary snapshot starts (then the [`StateFile`] in postcard).
+const SNAPSHOT_MAGIC: &[u8] = b"sluice-state-snapshot\n";
+
+/// Reads a snapshot and its size: binary if its name ends in [`SNAPSHOT_SUFFIX`], else a
+/// whole-state JSON file (of an older version); `None` if it does not exist.
+fn read_snapshot(
+    store: &dyn StateStore,
+    path: &str,
+) -> Result<Option<(StateFile, u64)>, StateError> {
+    if !path.ends_with(SNAPSHOT_SUFFIX) {
+        return read_sized(store, path);
+    }
+    let Some(bytes) = store.get(path)? else {
+        return Ok(None);
+    };
+    let undecodable = |error| StateError::Undecodable {
+        path: path.to_string(),
+        error,
+    };
+    let body = bytes
+        .strip_prefix(SNAPSHOT_MAGIC)
+        .ok_or(undecodable(postcard::Error::DeserializeBadEncoding))?;
+    let file = postcard::from_bytes(body).map_err(undecodable)?;
+    Ok(Some((file, bytes.len() as u64)))
+}
+
+/// Reads a JSON file and its size; `None` if it does not exist.
+fn read_sized<T: serde::de::DeserializeOwned>(
+    store: &dyn StateStore,
+    path: &str,
+) -> Result<Option<(T, u64)>, StateError> {
     let Some(bytes) = store.get(path)? else {
         return Ok(None);
     };
     serde_json::from_slice(&bytes)
-        .map(Some)
+        .map(|file| Some((file, bytes.len() as u64)))
         .map_err(|error| StateError::Unreadable {
             path: path.to_string(),
             error,
@@ -210,25 +269,27 @@ pub struct PlanFile {
 }
 
 impl EventTime {
-    /// Writes the state after a batch, with the batch's plan: returns the file's path and
-    /// size.
-    /// size. `run` tells this process's files from another's.
+    /// Writes the state after a batch, with the batch's plan: a delta of what changed since
+    /// the last save when the chain takes it, else a snapshot of the whole state (see
+    /// [`super::delta`]). Returns the file's path and size. `run` tells this process's
+    /// files from another's.
     pub fn save(
-        &self,
+        &mut self,
         store: &dyn StateStore,
         location: &str,
         pipeline: &str,
         run: &str,
         plan: &Plan,
     ) -> Result<(String, u64), StateError> {
-        let file = StateFileRef {
-            version: 1,
-            pipeline,
-            plan,
-            state: self.save_ref(),
+        let delta_file = delta_path(location, pipeline, plan.batch_id, run);
+        let (state_file, bytes, chain) = match self.encode_delta(pipeline, plan, &delta_file)? {
+            Some((bytes, chain)) => (delta_file, bytes, chain),
+            None => {
+                let path = run_path(location, pipeline, plan.batch_id, run);
+                let (bytes, chain) = self.encode_snapshot(pipeline, plan, &path)?;
+                (path, bytes, chain)
+            }
         };
-        let bytes = serde_json::to_vec(&file).map_err(StateError::Serialise)?;
-        let state_file = run_path(location, pipeline, plan.batch_id, run);
         let size = bytes.len() as u64;
         store.put(&state_file, bytes)?;
         let pointer = PlanFile {
@@ -237,7 +298,61 @@ impl EventTime {
         };
         let pointer = serde_json::to_vec(&pointer).map_err(StateError::Serialise)?;
         store.put(&path(location, pipeline, plan.batch_id), pointer)?;
+        self.track(chain);
         Ok((state_file, size))
+    }
+
+    /// The bytes of a delta file at `path` and the chain after it, if the current chain
+    /// takes it.
+    fn encode_delta(
+        &self,
+        pipeline: &str,
+        plan: &Plan,
+        path: &str,
+    ) -> Result<Option<(Vec<u8>, Chain)>, StateError> {
+        let Some(chain) = self.chain() else {
+            return Ok(None);
+        };
+        if !chain.takes(self.changed_rows()) {
+            return Ok(None);
+        }
+        let file = DeltaFileRef {
+            version: DELTA_VERSION,
+            pipeline,
+            plan,
+            chain: &chain.paths,
+            delta: self.delta_ref(),
+        };
+        let bytes = serde_json::to_vec(&file).map_err(StateError::Serialise)?;
+        if !chain.takes_bytes(bytes.len() as u64) {
+            return Ok(None);
+        }
+        let mut next = chain.clone();
+        next.paths.deltas.push(path.to_string());
+        next.delta_bytes += bytes.len() as u64;
+        Ok(Some((bytes, next)))
+    }
+
+    /// The bytes of a snapshot file at `path` and the chain that starts at it.
+    fn encode_snapshot(
+        &self,
+        pipeline: &str,
+        plan: &Plan,
+        path: &str,
+    ) -> Result<(Vec<u8>, Chain), StateError> {
+        let file = StateFileRef {
+            version: 1,
+            pipeline,
+            plan,
+            state: self.save_ref(),
+        };
+        // `to_allocvec` appends with `extend_from_slice` (`to_extend` goes through `Extend`).
+        let body = postcard::to_allocvec(&file).map_err(StateError::Encode)?;
+        let mut bytes = Vec::with_capacity(SNAPSHOT_MAGIC.len() + body.len());
+        bytes.extend_from_slice(SNAPSHOT_MAGIC);
+        bytes.extend_from_slice(&body);
+        let chain = Chain::new(path.to_string(), bytes.len() as u64, self.state_rows());
+        Ok((bytes, chain))
     }
 
     /// After a restart: restores the state named by the table's last commit (`saved`, the
@@ -255,10 +370,10 @@ impl EventTime {
     ) -> Result<Option<Plan>, StateError> {
         match saved {
             Some(path) => {
-                let file: StateFile =
-                    read(store, path)?.ok_or_else(|| StateError::Missing(path.into()))?;
-                self.restore(file.state);
-                tracing::info!(state = %path, "restored event-time state");
+                let chain = self.load(store, path)?;
+                let files = chain.paths.deltas.len() + 1;
+                self.track(chain);
+                tracing::info!(state = %path, files, "restored event-time state");
             }
             None if resumed => tracing::warn!(
                 "the table's last commit names no event-time state: starting with none"
@@ -278,19 +393,89 @@ impl EventTime {
             }
         }
     }
+
+    /// Restores the state saved at `path` (a snapshot, or a delta and its chain); returns
+    /// the chain that ends there.
+    fn load(&mut self, store: &dyn StateStore, path: &str) -> Result<Chain, StateError> {
+        let missing = || StateError::Missing(path.into());
+        if !path.ends_with(DELTA_SUFFIX) {
+            let (file, bytes) = read_snapshot(store, path)?.ok_or_else(missing)?;
+            self.restore(file.state);
+            return Ok(Chain::new(path.into(), bytes, self.state_rows()));
+        }
+        let (last, last_bytes) = read_sized::<DeltaFile>(store, path)?.ok_or_else(missing)?;
+        let broken = |file: &str| StateError::Chain {
+            file: file.into(),
+            named_by: path.into(),
+        };
+        let base = &last.chain.base;
+        let (file, base_bytes) = read_snapshot(store, base)?.ok_or_else(|| broken(base))?;
+        self.restore(file.state);
+        let mut chain = Chain::new(base.clone(), base_bytes, self.state_rows());
+        for delta in &last.chain.deltas {
+            let (file, bytes) =
+                read_sized::<DeltaFile>(store, delta)?.ok_or_else(|| broken(delta))?;
+            if file.chain != chain.paths {
+                return Err(broken(delta));
+            }
+            self.apply_delta(file.delta);
+            chain.paths.deltas.push(delta.clone());
+            chain.delta_bytes += bytes;
+        }
+        self.apply_delta(last.delta);
+        chain.paths.deltas.push(path.into());
+        chain.delta_bytes += last_bytes;
+        Ok(chain)
+    }
 }
 
-/// Deletes the files of the batch that falls out of the kept ones once `batch_id` is
-/// committed: its pointer and the state file it names.
-pub fn forget_old(store: &dyn StateStore, location: &str, pipeline: &str, batch_id: u64) {
-    if batch_id <= KEEP_STATE_FILES {
-        return;
+/// The state files that recovering from `path` reads: the file itself and, for a delta,
+/// its chain. Cleanup must keep them all.
+pub fn chain_files(store: &dyn StateStore, path: &str) -> Result<Vec<String>, StateError> {
+    if !path.ends_with(DELTA_SUFFIX) {
+        return Ok(vec![path.to_string()]);
     }
-    let old = path(location, pipeline, batch_id - KEEP_STATE_FILES);
-    let named = read::<PlanFile>(store, &old).ok().flatten();
-    for file in named.and_then(|p| p.state_file).iter().chain([&old]) {
-        if let Err(error) = store.delete(file) {
-            tracing::debug!(%error, "cannot delete an old state file");
+    #[derive(Deserialize)]
+    struct ChainOnly {
+        chain: ChainPaths,
+    }
+    let file: ChainOnly =
+        read(store, path)?.ok_or_else(|| StateError::Missing(path.to_string()))?;
+    let mut files = vec![file.chain.base];
+    files.extend(file.chain.deltas);
+    files.push(path.to_string());
+    Ok(files)
+}
+
+/// Deletes, once `batch_id` is committed, the files of the batches that fall out of the
+/// kept ones: those more than [`KEEP_STATE_FILES`] behind it and before `chain_start`,
+/// the batch of the snapshot that the committed state builds on (see
+/// [`super::delta::Chain::first_batch`]; 0 keeps everything). Each batch's pointer and the
+/// state file it names go, newest first, down to a batch already forgotten.
+pub fn forget_old(
+    store: &dyn StateStore,
+    location: &str,
+    pipeline: &str,
+    batch_id: u64,
+    chain_start: u64,
+) {
+    let keep_from = (batch_id + 1)
+        .saturating_sub(KEEP_STATE_FILES)
+        .min(chain_start);
+    for batch in (0..keep_from).rev() {
+        let old = path(location, pipeline, batch);
+        let named = match store.get(&old) {
+            Ok(None) => break,
+            Ok(Some(bytes)) => serde_json::from_slice::<PlanFile>(&bytes).ok(),
+            Err(error) => {
+                tracing::debug!(%error, "cannot read an old state file");
+                break;
+            }
+        };
+        for file in named.and_then(|p| p.state_file).iter().chain([&old]) {
+            if let Err(error) = store.delete(file) {
+                tracing::debug!(%error, "cannot delete an old state file");
+            }
         }
     }
 }
@@ -312,10 +497,20 @@ pub fn state_root(table_location: &str) -> String {
     }
 }
 
-/// The path of the state file that the process `run` writes for `batch_id`.
+/// The path of the snapshot (a binary whole-state file) that the process `run` writes for
+/// `batch_id`. (Older versions wrote whole-state JSON at `<batch>-<run>.json`.)
 pub fn run_path(table_location: &str, pipeline: &str, batch_id: u64, run: &str) -> String {
     format!(
-        "{}/{pipeline}/{batch_id:020}-{run}.json",
+        "{}/{pipeline}/{batch_id:020}-{run}{SNAPSHOT_SUFFIX}",
+        state_root(table_location)
+    )
+}
+
+/// The path of the delta file that the process `run` writes for `batch_id` (see
+/// [`super::delta`]).
+pub fn delta_path(table_location: &str, pipeline: &str, batch_id: u64, run: &str) -> String {
+    format!(
+        "{}/{pipeline}/{batch_id:020}-{run}{DELTA_SUFFIX}",
         state_root(table_location)
     )
 }
@@ -395,19 +590,73 @@ mod tests {
         ));
     }
 
+    /// A binary snapshot written from the borrowed state reads back as the owned one, with
+    /// every kind of accumulator, partition clock and key.
     #[test]
-    fn old_state_files_are_forgotten() {
+    fn binary_snapshots_read_back_what_was_written() {
+        use super::super::watermark::PartitionClock;
+        use std::collections::HashSet;
+        let clock = |max_event| PartitionClock {
+            max_event,
+            last_seen: Millis(-3),
+        };
+        let acc = vec![
+            Accumulator::Count(3),
+            Accumulator::Sum(1.5, 2),
+            Accumulator::Min(None),
+            Accumulator::Max(Some(-2.25)),
+            Accumulator::Avg(3.0, 2),
+            Accumulator::Distinct(HashSet::from([1, u64::MAX])),
+        ];
+        let group = SavedGroup {
+            start: Micros(-60),
+            key: vec![Some("Zoë".into()), None],
+            acc,
+        };
+        let state = SavedState {
+            watermark: Watermark {
+                partitions: BTreeMap::from([
+                    ("t/0".into(), clock(None)),
+                    ("t/1".into(), clock(Some(Micros(i64::MIN)))),
+                ]),
+                current: Some(Micros(42)),
+            },
+            dedup: vec![("k\u{1f}1".into(), Micros(-5))],
+            windows: BTreeMap::from([("w".into(), vec![group.clone()])]),
+        };
+        let written = StateFileRef {
+            version: 1,
+            pipeline: "p",
+            plan: &plan(3, "a"),
+            state: SavedStateRef {
+                watermark: &state.watermark,
+                dedup: vec![(state.dedup[0].0.as_str(), state.dedup[0].1)],
+                windows: BTreeMap::from([(
+                    "w",
+                    vec![SavedGroupRef {
+                        start: group.start,
+                        key: &group.key,
+                        acc: &group.acc,
+                    }],
+                )]),
+            },
+        };
         let store = MemoryStore::default();
-        let et = operators();
-        for batch in 1..=12 {
-            let plan = plan(batch, "a");
-            et.save(&store, "m", "p", "r", &plan).unwrap();
-            forget_old(&store, "m", "p", batch);
-        }
-        // A pointer and a state file for each batch kept.
-        assert_eq!(store.paths().len(), 2 * KEEP_STATE_FILES as usize);
-        assert_eq!(store.paths()[0], run_path("m", "p", 3, "r"));
-        assert_eq!(store.paths()[1], path("m", "p", 3));
+        let bytes = postcard::to_extend(&written, SNAPSHOT_MAGIC.to_vec()).unwrap();
+        store.put("x/1-r.snapshot.bin", bytes.clone()).unwrap();
+        let (read, size) = read_snapshot(&store, "x/1-r.snapshot.bin")
+            .unwrap()
+            .unwrap();
+        assert_eq!(read.state, state);
+        assert_eq!(read.plan, plan(3, "a"));
+        assert_eq!(size, bytes.len() as u64);
+        store
+            .put("x/2-r.snapshot.bin", bytes[1..].to_vec())
+            .unwrap();
+        assert!(matches!(
+            read_snapshot(&store, "x/2-r.snapshot.bin"),
+            Err(StateError::Undecodable { .. })
+        ));
     }
 
     #[test]

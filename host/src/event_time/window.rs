@@ -197,6 +197,10 @@ pub struct WindowOperator {
     /// Open groups by window start and key.
     groups: BTreeMap<(Micros, GroupKey), Vec<Accumulator>>,
     changed: BTreeSet<(Micros, GroupKey)>,
+    /// Groups added, changed or closed since the last save, while [`WindowOperator::track`]
+    /// is on.
+    dirty: HashSet<(Micros, GroupKey)>,
+    tracking: bool,
 }
 
 impl WindowOperator {
@@ -208,6 +212,8 @@ impl WindowOperator {
             config,
             groups: BTreeMap::new(),
             changed: BTreeSet::new(),
+            dirty: HashSet::new(),
+            tracking: false,
         }
     }
 
@@ -249,9 +255,17 @@ impl WindowOperator {
             for (acc, &x) in accs.iter_mut().zip(&input.inputs) {
                 acc.add(x);
             }
-            if self.config.emit == EmitMode::Update {
-                self.changed.insert(id);
+            if self.config.emit == EmitMode::Update && !self.changed.contains(&id) {
+                self.changed.insert(id.clone());
             }
+            self.touch(id);
+        }
+    }
+
+    /// Records that a group changed, when tracking.
+    fn touch(&mut self, id: (Micros, GroupKey)) {
+        if self.tracking && !self.dirty.contains(&id) {
+            self.dirty.insert(id);
         }
     }
 
@@ -289,6 +303,7 @@ impl WindowOperator {
             if self.config.emit == EmitMode::OnWindowClose {
                 rows.push(self.row(&id, &accs));
             }
+            self.touch(id);
         }
         rows
     }
@@ -308,6 +323,11 @@ impl WindowOperator {
     /// Open (window, key) groups.
     pub fn rows(&self) -> usize {
         self.groups.len()
+    }
+
+    /// Groups added, changed or closed since [`WindowOperator::track`].
+    pub fn changed(&self) -> usize {
+        self.dirty.len()
     }
 
     /// Estimated bytes of state.
@@ -336,8 +356,49 @@ impl WindowOperator {
             .collect()
     }
 
-    /// Restores saved state.
+    /// Starts (afresh) recording the groups that change, for [`WindowOperator::delta`]:
+    /// called after each save.
+    pub fn track(&mut self) {
+        self.tracking = true;
+        self.dirty.clear();
+    }
+
+    /// The changes since [`WindowOperator::track`]: the groups added or changed, and those
+    /// closed, in no order.
+    pub fn delta(&self) -> super::delta::WindowDeltaRef<'_> {
+        let mut delta = super::delta::WindowDeltaRef::default();
+        for id in &self.dirty {
+            match self.groups.get_key_value(id) {
+                Some(((start, key), acc)) => {
+                    delta.upserted.push(super::state::SavedGroupRef {
+                        start: *start,
+                        key,
+                        acc,
+                    });
+                }
+                None => delta.removed.push((id.0, &id.1)),
+            }
+        }
+        delta
+    }
+
+    /// Applies saved changes (see [`WindowOperator::delta`]).
+    pub fn apply(&mut self, delta: super::delta::WindowDelta) {
+        for id in delta.removed {
+            self.groups.remove(&id);
+        }
+        self.groups.extend(
+            delta
+                .upserted
+                .into_iter()
+                .map(|g| ((g.start, g.key), g.acc)),
+        );
+    }
+
+    /// Restores saved state; changes are not recorded until [`WindowOperator::track`].
     pub fn restore(&mut self, saved: Vec<SavedGroup>) {
+        self.tracking = false;
+        self.dirty.clear();
         self.changed.clear();
         self.groups = saved
             .into_iter()

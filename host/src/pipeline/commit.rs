@@ -10,6 +10,8 @@ use super::crash::CrashPoint;
 use super::route::Prepared;
 use super::{Pipeline, PipelineError};
 use crate::commit::{CommitMark, DATA_LOSS, DEAD_LETTERED, RECORDS_LOST, RUN};
+use crate::event_time::EventTime;
+use crate::event_time::delta::Chain;
 use crate::event_time::extract::format_micros;
 use crate::event_time::state::{self, STATE, WATERMARK};
 use crate::sink::{Commit, Delivered};
@@ -147,7 +149,10 @@ impl Pipeline {
                 if committed.state_file.is_some() {
                     let location = self.outputs.table().table().location();
                     let name = &prepared.mark.pipeline;
-                    state::forget_old(self.state.as_ref(), location, name, prepared.mark.batch_id);
+                    let chain = self.event_time.as_ref().and_then(EventTime::chain);
+                    let chain_start = chain.map_or(0, Chain::first_batch);
+                    let batch_id = prepared.mark.batch_id;
+                    state::forget_old(self.state.as_ref(), location, name, batch_id, chain_start);
                 }
             }
         }
@@ -161,7 +166,7 @@ impl Pipeline {
         committed: &mut Committed,
     ) -> Result<(), PipelineError> {
         let location = self.outputs.table().table().location().to_string();
-        let (store, event_time, run) = (self.state.as_ref(), self.event_time.as_ref(), &self.run);
+        let (store, event_time, run) = (self.state.as_ref(), self.event_time.as_mut(), &self.run);
         let outputs = &mut self.outputs;
         let (saved, staged) = std::thread::scope(|scope| {
             let saving = scope.spawn(|| {

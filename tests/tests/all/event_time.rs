@@ -264,14 +264,15 @@ fn the_analytics_example_dedups_counts_windows_and_dead_letters_late_events() {
     assert_eq!(dead_letters(&shown), expected_dead_letters());
     let summary = &shown["snapshot_summary"];
     assert_eq!(summary["sluice.watermark"], "2026-07-29T10:04:00Z");
-    // The state file of batch 4, named with the run of the process that wrote it.
+    // The state file of batch 4 (a delta on batch 1's snapshot), named with the run of the
+    // process that wrote it.
     let run = summary["sluice.run"].as_str().unwrap();
     assert!(
         summary["sluice.state"]
             .as_str()
             .unwrap()
             .ends_with(&format!(
-                "/_sluice-state/clickstream_events/clickstream-analytics/00000000000000000004-{run}.json"
+                "/_sluice-state/clickstream_events/clickstream-analytics/00000000000000000004-{run}.delta.json"
             )),
         "{summary}"
     );
@@ -606,4 +607,60 @@ fn the_analytics_example_parses() {
         )
     );
     assert_eq!(config.stages.len(), 1);
+}
+
+/// `sluice maintain` deletes old state files, but never one of the chain that the last
+/// commit's state builds on (its snapshot and deltas): the next run recovers from it.
+#[test]
+fn maintain_keeps_the_state_chain_that_the_next_run_recovers_from() {
+    let s = analytics("maintain-chain");
+    let events = events_file();
+    s.produce(&["--partitions", "1", "--input", events.to_str().unwrap()]);
+    // One record per batch: twelve batches, a snapshot at batch 1 and deltas after it.
+    let out = s.run(&[("SLUICE_MAX_RECORDS", "1")]);
+    assert!(out.status.success(), "{}", text(&out));
+    let root = s
+        .warehouse
+        .join("analytics/_sluice-state/clickstream_events/clickstream-analytics");
+    let files = || -> BTreeSet<String> {
+        std::fs::read_dir(&root)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    let snapshot = files()
+        .into_iter()
+        .find(|f| f.starts_with("00000000000000000001-") && f.ends_with(".snapshot.bin"))
+        .expect("batch 1's snapshot");
+    assert!(
+        files()
+            .iter()
+            .any(|f| f.starts_with("00000000000000000012-"))
+    );
+    for file in files() {
+        let old = std::process::Command::new("touch")
+            .args(["-d", "2 days ago"])
+            .arg(root.join(file))
+            .status()
+            .unwrap();
+        assert!(old.success());
+    }
+    let out = s.maintain("1d");
+    assert!(out.status.success(), "{}", text(&out));
+    let left = files();
+    assert!(
+        !left.contains("00000000000000000001.json"),
+        "batch 1's pointer, out of the kept ones, is deleted: {left:?}"
+    );
+    assert!(
+        left.contains(&snapshot),
+        "the chain's snapshot is kept: {left:?}"
+    );
+    let out = s.run(&[("SLUICE_AT_END", "flush")]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("restored event-time state"),
+        "{}",
+        text(&out)
+    );
 }

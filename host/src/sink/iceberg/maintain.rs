@@ -20,7 +20,7 @@ use super::listing::{Lister, normalize};
 use super::marks::mark_property;
 use super::{IcebergTable, SinkError, iceberg_err};
 use crate::commit::{COMMIT_ID, PIPELINE};
-use crate::event_time::state::{STATE, state_root};
+use crate::event_time::state::{STATE, chain_files, state_root};
 
 /// What expiry removed and kept.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -182,7 +182,8 @@ impl IcebergTable {
     }
 
     /// State files of each pipeline below its latest mark's batch by more than sluice
-    /// keeps, that the mark does not name.
+    /// keeps, that the mark does not name and that the state it names does not build on
+    /// (the snapshot and deltas of its chain).
     fn old_state_files(
         &self,
         lister: &Lister,
@@ -192,7 +193,18 @@ impl IcebergTable {
         let mut old = Vec::new();
         for pipeline in self.mark_snapshots()?.keys() {
             let props = self.last_mark_properties(pipeline)?.unwrap_or_default();
-            let named = props.get(STATE).map(|s| normalize(s));
+            // The named file and, for a delta, the snapshot and deltas it builds on.
+            let live: HashSet<String> = match props.get(STATE) {
+                Some(named) => chain_files(&self.files(), named)
+                    .map_err(|error| SinkError::State {
+                        what: format!("reading the state chain of {named}"),
+                        error: Box::new(error),
+                    })?
+                    .iter()
+                    .map(|f| normalize(f))
+                    .collect(),
+                None => HashSet::new(),
+            };
             let batch = props
                 .get(crate::commit::BATCH_ID)
                 .and_then(|b| b.parse::<u64>().ok())
@@ -209,7 +221,7 @@ impl IcebergTable {
                     .and_then(|n| n.get(..20))
                     .and_then(|b| b.parse::<u64>().ok());
                 if file_batch.is_some_and(|b| b < keep_from)
-                    && named.as_ref() != Some(&file.location)
+                    && !live.contains(&file.location)
                     && file.older_than(cutoff)
                 {
                     old.push(file.location);

@@ -68,6 +68,14 @@ pub enum SinkError {
         /// What iceberg-rust said.
         error: Box<iceberg::Error>,
     },
+    /// The event-time state files cannot be read (by table maintenance).
+    #[error("{what}: {error}")]
+    State {
+        /// What was being done.
+        what: String,
+        /// What failed.
+        error: Box<crate::event_time::state::StateError>,
+    },
     /// A commit mark in the table cannot be read.
     #[error(transparent)]
     Mark(#[from] MarkError),
