@@ -334,18 +334,7 @@ fn a_trapping_plugin_is_contained() {
 #[test]
 fn crashes_at_any_point_neither_lose_nor_duplicate() {
     let s = Setup::new("crash");
-    let produced = s.produce(&[
-        "--partitions",
-        "3",
-        "--count",
-        "3000",
-        "--seed",
-        "11",
-        "--invalid-share",
-        "0.05",
-    ]);
-    assert_eq!(produced.delivered, 3000);
-    let expected = Expected::of(11, 3000);
+    let expected = Expected::produce(&s, 11, 3000);
 
     let small = [("SLUICE_MAX_RECORDS", "250")];
     // Power cuts at each point of a batch: after the dead letters, after the files, after
@@ -389,6 +378,23 @@ struct Expected {
 }
 
 impl Expected {
+    /// Produces the first `count` events of the generator with `seed` (5% invalid) to the
+    /// setup's topic, over three partitions, and says what should land.
+    fn produce(s: &Setup, seed: u64, count: usize) -> Expected {
+        let produced = s.produce(&[
+            "--partitions",
+            "3",
+            "--count",
+            &count.to_string(),
+            "--seed",
+            &seed.to_string(),
+            "--invalid-share",
+            "0.05",
+        ]);
+        assert_eq!(produced.delivered, count as u64);
+        Expected::of(seed, count)
+    }
+
     /// The first `count` events of the generator with `seed`, 5% invalid.
     fn of(seed: u64, count: usize) -> Expected {
         let events: Vec<_> = Generator::new(GeneratorConfig {
@@ -473,18 +479,7 @@ fn held_triggers_commit_together_and_a_crash_replays_them() {
             "commit-interval = \"1h\"\nmin-commit-rows = 1000\ntarget-file-size =",
         )
     });
-    let produced = s.produce(&[
-        "--partitions",
-        "3",
-        "--count",
-        "2900",
-        "--seed",
-        "12",
-        "--invalid-share",
-        "0.05",
-    ]);
-    assert_eq!(produced.delivered, 2900);
-    let expected = Expected::of(12, 2900);
+    let expected = Expected::produce(&s, 12, 2900);
     let small = ("SLUICE_MAX_RECORDS", "250");
     // Four triggers are held for the first commit: crashes after its dead letters and
     // after its files leave nothing committed.
