@@ -80,7 +80,6 @@ fn main() {
     }
     let flushed = operators.process([], Millis(START_MS + 1_200_000), true);
     emitted += flushed.emitted.iter().map(Vec::len).sum::<usize>();
-    let batches = events.div_ceil(batch as u64);
     // A benchmark of operators that did nothing measures nothing (as when every event
     // fell beyond `max-future` of a processing time in 1970).
     assert!(
@@ -88,46 +87,88 @@ fn main() {
         "the operators did nothing: {emitted} window results, {duplicates} duplicates"
     );
 
-    let rate = |d: Duration| events as f64 / d.as_secs_f64();
-    println!("{events} events, {keys} distinct group keys, batches of {batch}");
-    println!(
-        "read fields from JSON (one thread):        {:>10.0} events/s",
-        rate(extract)
-    );
-    println!(
-        "dedup + watermark + window (one thread):   {:>10.0} events/s ({duplicates} duplicates dropped, {late} late, {emitted} window results)",
-        rate(process)
-    );
-    println!(
-        "both, one thread:                          {:>10.0} events/s",
-        rate(extract + process)
-    );
-    println!(
-        "largest state: dedup {} keys ≈ {:.1} MiB, window {} groups ≈ {:.1} MiB",
-        largest.0,
-        largest.1 as f64 / 1048576.0,
-        largest.2,
-        largest.3 as f64 / 1048576.0
-    );
-    println!(
-        "state file: up to {:.1} MiB, written in {:.0} ms per batch on average",
-        largest_file as f64 / 1048576.0,
-        save.as_secs_f64() * 1000.0 / batches as f64
-    );
-    println!(
-        "state files saved (snapshot every 32 or when the deltas outweigh it): {} snapshots, {} deltas; {:.2} MiB per batch on average (largest delta {:.2} MiB), written in {:.0} ms per batch on average",
-        saved.snapshots,
-        saved.deltas,
-        saved.bytes as f64 / batches as f64 / 1048576.0,
-        saved.largest_delta as f64 / 1048576.0,
-        saved.time.as_secs_f64() * 1000.0 / batches as f64
-    );
+    let run = Run {
+        events,
+        keys,
+        batch,
+        extract,
+        process,
+        save,
+        emitted,
+        duplicates,
+        late,
+        largest,
+        largest_file,
+    };
+    run.print(&saved);
     drop((fields, values));
     recovery(recovery_keys);
     println!(
         "peak RSS of this process (including the {events} input events): {} MiB",
         peak_rss_kib() / 1024
     );
+}
+
+/// What a run of the operators measured.
+struct Run {
+    events: u64,
+    keys: u64,
+    batch: usize,
+    extract: Duration,
+    process: Duration,
+    save: Duration,
+    emitted: usize,
+    duplicates: u64,
+    late: u64,
+    /// Dedup rows and bytes, window rows and bytes, at the largest.
+    largest: (u64, u64, u64, u64),
+    largest_file: usize,
+}
+
+impl Run {
+    fn print(&self, saved: &Saved) {
+        let batches = self.events.div_ceil(self.batch as u64) as f64;
+        let rate = |d: Duration| self.events as f64 / d.as_secs_f64();
+        println!(
+            "{} events, {} distinct group keys, batches of {}",
+            self.events, self.keys, self.batch
+        );
+        println!(
+            "read fields from JSON (one thread):        {:>10.0} events/s",
+            rate(self.extract)
+        );
+        println!(
+            "dedup + watermark + window (one thread):   {:>10.0} events/s ({} duplicates dropped, {} late, {} window results)",
+            rate(self.process),
+            self.duplicates,
+            self.late,
+            self.emitted
+        );
+        println!(
+            "both, one thread:                          {:>10.0} events/s",
+            rate(self.extract + self.process)
+        );
+        println!(
+            "largest state: dedup {} keys ≈ {:.1} MiB, window {} groups ≈ {:.1} MiB",
+            self.largest.0,
+            self.largest.1 as f64 / 1048576.0,
+            self.largest.2,
+            self.largest.3 as f64 / 1048576.0
+        );
+        println!(
+            "state file: up to {:.1} MiB, written in {:.0} ms per batch on average",
+            self.largest_file as f64 / 1048576.0,
+            self.save.as_secs_f64() * 1000.0 / batches
+        );
+        println!(
+            "state files saved (snapshot every 32 or when the deltas outweigh it): {} snapshots, {} deltas; {:.2} MiB per batch on average (largest delta {:.2} MiB), written in {:.0} ms per batch on average",
+            saved.snapshots,
+            saved.deltas,
+            saved.bytes as f64 / batches / 1048576.0,
+            saved.largest_delta as f64 / 1048576.0,
+            saved.time.as_secs_f64() * 1000.0 / batches
+        );
+    }
 }
 
 /// A store that keeps nothing: the time of saving without the storage's.
