@@ -7,7 +7,6 @@
 //! all from the table's offsets, so exactly once holds as with a commit per trigger. Not
 //! with event time, whose state is saved per trigger (the configuration refuses it).
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use super::process::ProcessStats;
@@ -42,20 +41,7 @@ impl Held {
         (held.next, held.ends, held.now, held.flush) =
             (input.next, input.ends, input.now, input.flush);
 
-        let s = &mut self.stats;
-        for (t, c) in s.stage_counts.iter_mut().zip(&stats.stage_counts) {
-            t.add(c);
-        }
-        merge_verdicts(&mut s.stage_verdicts, stats.stage_verdicts);
-        for (t, r) in s.shadows.iter_mut().zip(stats.shadows) {
-            if let Some(r) = r {
-                t.get_or_insert_with(Default::default).merge(r);
-            }
-        }
-        s.plugins += stats.plugins;
-        s.encode += stats.encode;
-        s.plugins_cpu += stats.plugins_cpu;
-        s.encode_cpu += stats.encode_cpu;
+        self.stats.absorb(stats);
 
         let p = &mut self.prepared;
         let results = prepared.results;
@@ -74,14 +60,6 @@ impl Held {
 
     fn into_parts(self) -> (Input, ProcessStats, Prepared) {
         (self.input, self.stats, self.prepared)
-    }
-}
-
-fn merge_verdicts(total: &mut [BTreeMap<String, u64>], more: Vec<BTreeMap<String, u64>>) {
-    for (t, v) in total.iter_mut().zip(more) {
-        for (code, n) in v {
-            *t.entry(code).or_default() += n;
-        }
     }
 }
 

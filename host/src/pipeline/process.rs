@@ -45,6 +45,30 @@ pub(super) struct ProcessStats {
     pub(super) encode_cpu: Duration,
 }
 
+impl ProcessStats {
+    /// Adds a later batch's figures (held triggers committed together: see
+    /// [`super::cadence`]).
+    pub(super) fn absorb(&mut self, later: ProcessStats) {
+        for (t, c) in self.stage_counts.iter_mut().zip(&later.stage_counts) {
+            t.add(c);
+        }
+        for (t, v) in self.stage_verdicts.iter_mut().zip(later.stage_verdicts) {
+            for (code, n) in v {
+                *t.entry(code).or_default() += n;
+            }
+        }
+        for (t, r) in self.shadows.iter_mut().zip(later.shadows) {
+            if let Some(r) = r {
+                t.get_or_insert_with(Default::default).merge(r);
+            }
+        }
+        self.plugins += later.plugins;
+        self.encode += later.encode;
+        self.plugins_cpu += later.plugins_cpu;
+        self.encode_cpu += later.encode_cpu;
+    }
+}
+
 impl Pipeline {
     /// Runs the stages and the encoder over `records`, processed at `now`.
     pub(super) fn process(
