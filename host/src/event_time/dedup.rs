@@ -4,116 +4,219 @@
 //! watermark, is a duplicate. Keys behind the watermark are forgotten, so the state is
 //! bounded by the watermark, not by the stream.
 
-use std::collections::{HashMap, HashSet};
+use hashbrown::HashTable;
 
 use super::StateSize;
+use super::shard::{hash_str, shard_of};
 use crate::units::Micros;
 
-/// The keys seen within the watermark, with the event time of their first copy.
+/// A key seen and the event time of its first copy.
+#[derive(Debug, Clone)]
+struct Seen {
+    key: Box<str>,
+    time: Micros,
+}
+
+/// One shard of the keys (see [`super::shard`]).
 #[derive(Debug, Clone, Default)]
-pub struct Dedup {
-    seen: HashMap<Box<str>, Micros>,
-    /// Keys added or forgotten since the last save, while [`Dedup::track`] is on.
-    dirty: HashSet<Box<str>>,
+pub struct DedupShard {
+    seen: HashTable<Seen>,
+    /// Keys added since the last save, while tracking (some may be forgotten since).
+    added: Vec<Box<str>>,
     tracking: bool,
 }
 
-impl Dedup {
-    /// Whether `key` was seen; if not, remembers it with the event time `time`.
-    pub fn is_repeat(&mut self, key: &str, time: Micros) -> bool {
-        if self.seen.contains_key(key) {
+impl DedupShard {
+    /// Whether `key` (of hash `hash`, see [`hash_str`]) was seen; if not, remembers it with
+    /// the event time `time`.
+    pub fn is_repeat(&mut self, key: &str, hash: u64, time: Micros) -> bool {
+        let entry = self
+            .seen
+            .entry(hash, |s| &*s.key == key, |s| hash_str(&s.key));
+        let hashbrown::hash_table::Entry::Vacant(vacant) = entry else {
             return true;
-        }
-        self.seen.insert(key.into(), time);
+        };
+        let key: Box<str> = key.into();
         if self.tracking {
-            self.dirty.insert(key.into());
+            self.added.push(key.clone());
         }
+        vacant.insert(Seen { key, time });
         false
     }
 
     /// Forgets the keys whose first copy is behind `watermark`.
     pub fn forget_behind(&mut self, watermark: Micros) {
-        if !self.tracking {
-            self.seen.retain(|_, t| *t >= watermark);
-            return;
+        self.seen.retain(|s| s.time >= watermark);
+    }
+
+    fn get(&self, key: &str) -> Option<&Seen> {
+        self.seen.find(hash_str(key), |s| &*s.key == key)
+    }
+
+    fn insert(&mut self, key: Box<str>, time: Micros) {
+        let hash = hash_str(&key);
+        let entry = self
+            .seen
+            .entry(hash, |s| s.key == key, |s| hash_str(&s.key));
+        entry.insert(Seen { key, time });
+    }
+
+    fn remove(&mut self, key: &str) {
+        if let Ok(found) = self.seen.find_entry(hash_str(key), |s| &*s.key == key) {
+            found.remove();
         }
-        let dirty = &mut self.dirty;
-        self.seen.retain(|k, t| {
-            let keep = *t >= watermark;
-            if !keep {
-                dirty.insert(k.clone());
-            }
-            keep
-        });
+    }
+
+    fn track(&mut self) {
+        self.tracking = true;
+        self.added.clear();
+    }
+}
+
+/// The keys seen within the watermark, with the event time of their first copy, in
+/// shards.
+#[derive(Debug, Clone)]
+pub struct Dedup {
+    shards: Box<[DedupShard]>,
+}
+
+impl Default for Dedup {
+    fn default() -> Self {
+        Dedup::new(1)
+    }
+}
+
+impl Dedup {
+    /// No keys, in `shards` shards.
+    pub fn new(shards: usize) -> Self {
+        Dedup {
+            shards: (0..shards.max(1)).map(|_| DedupShard::default()).collect(),
+        }
+    }
+
+    /// The shards, for the operators to run on threads of their own.
+    pub fn shards_mut(&mut self) -> &mut [DedupShard] {
+        &mut self.shards
+    }
+
+    fn shard_mut(&mut self, key: &str) -> &mut DedupShard {
+        let n = self.shards.len();
+        &mut self.shards[shard_of(hash_str(key), n)]
+    }
+
+    fn shard(&self, key: &str) -> &DedupShard {
+        &self.shards[shard_of(hash_str(key), self.shards.len())]
+    }
+
+    /// Whether `key` was seen; if not, remembers it with the event time `time`.
+    pub fn is_repeat(&mut self, key: &str, time: Micros) -> bool {
+        self.shard_mut(key).is_repeat(key, hash_str(key), time)
+    }
+
+    /// Forgets the keys whose first copy is behind `watermark`.
+    pub fn forget_behind(&mut self, watermark: Micros) {
+        for shard in self.shards.iter_mut() {
+            shard.forget_behind(watermark);
+        }
     }
 
     /// Starts (afresh) recording the keys that change, for [`Dedup::delta`]: called after
     /// each save.
     pub fn track(&mut self) {
-        self.tracking = true;
-        self.dirty.clear();
+        self.shards.iter_mut().for_each(DedupShard::track);
     }
 
-    /// The changes since [`Dedup::track`]: keys added (with their times) and keys
-    /// forgotten, in no order (sorting would cost more than the delta is worth).
-    pub fn delta(&self) -> (Vec<(&str, Micros)>, Vec<&str>) {
-        let (mut added, mut removed) = (Vec::new(), Vec::new());
-        for key in &self.dirty {
-            match self.seen.get_key_value(&**key) {
-                Some((k, t)) => added.push((&**k, *t)),
-                None => removed.push(&**key),
-            }
+    /// The keys added since [`Dedup::track`] and still held, with their times, in no
+    /// order (sorting would cost more than the delta is worth). Keys forgotten are not
+    /// listed: they are those behind the watermark (see [`Dedup::apply`]).
+    pub fn delta(&self) -> Vec<(&str, Micros)> {
+        let mut added = Vec::new();
+        for shard in self.shards.iter() {
+            let present = shard.added.iter().filter_map(|k| shard.get(k));
+            added.extend(present.map(|s| (&*s.key, s.time)));
         }
-        (added, removed)
+        added
     }
 
-    /// Applies saved changes (see [`Dedup::delta`]).
-    pub fn apply(&mut self, added: Vec<(String, Micros)>, removed: Vec<String>) {
+    /// Applies saved changes: the keys `removed` (listed by older versions of sluice),
+    /// the keys `added` (see [`Dedup::delta`]), then forgets the keys behind the
+    /// `watermark` the changes were saved with, as the batch that made them did.
+    pub fn apply(
+        &mut self,
+        added: Vec<(String, Micros)>,
+        removed: Vec<String>,
+        watermark: Option<Micros>,
+    ) {
         for key in removed {
-            self.seen.remove(key.as_str());
+            self.shard_mut(&key).remove(&key);
         }
-        self.seen
-            .extend(added.into_iter().map(|(k, t)| (k.into_boxed_str(), t)));
+        for (key, time) in added {
+            self.shard_mut(&key).insert(key.into_boxed_str(), time);
+        }
+        if let Some(w) = watermark {
+            self.forget_behind(w);
+        }
     }
 
     /// Keys held.
     pub fn len(&self) -> usize {
-        self.seen.len()
+        self.shards.iter().map(|s| s.seen.len()).sum()
     }
 
     /// Whether no key is held.
     pub fn is_empty(&self) -> bool {
-        self.seen.is_empty()
+        self.len() == 0
     }
 
-    /// Keys added or forgotten since [`Dedup::track`].
+    /// Whether `key` is held (the event time of its first copy).
+    pub fn get(&self, key: &str) -> Option<Micros> {
+        self.shard(key).get(key).map(|s| s.time)
+    }
+
+    /// Keys added since [`Dedup::track`].
     pub fn changed(&self) -> usize {
-        self.dirty.len()
+        self.shards.iter().map(|s| s.added.len()).sum()
     }
 
-    /// Keys held and their estimated bytes.
+    /// Keys held and their bytes in memory: the tables (a slot and a control byte per
+    /// bucket) and the keys' text.
     pub fn size(&self) -> StateSize {
+        let slot = std::mem::size_of::<Seen>() as u64 + 1;
+        let tables: u64 = self
+            .shards
+            .iter()
+            .map(|s| s.seen.capacity() as u64 * slot)
+            .sum();
+        let text: u64 = self
+            .shards
+            .iter()
+            .flat_map(|s| s.seen.iter())
+            .map(|s| s.key.len() as u64)
+            .sum();
         StateSize {
-            rows: self.seen.len() as u64,
-            bytes: self.seen.keys().map(|k| k.len() as u64 + 40).sum(),
+            rows: self.len() as u64,
+            bytes: tables + text,
         }
     }
 
     /// The keys and their times, sorted (for saving).
     pub fn save_ref(&self) -> Vec<(&str, Micros)> {
-        let mut keys: Vec<(&str, Micros)> = self.seen.iter().map(|(k, t)| (&**k, *t)).collect();
+        let mut keys: Vec<(&str, Micros)> = self
+            .shards
+            .iter()
+            .flat_map(|s| s.seen.iter())
+            .map(|s| (&*s.key, s.time))
+            .collect();
         keys.sort_unstable();
         keys
     }
 
     /// Restores saved keys; changes are not recorded until [`Dedup::track`].
     pub fn restore(&mut self, saved: Vec<(String, Micros)>) {
-        self.tracking = false;
-        self.dirty.clear();
-        self.seen = saved
-            .into_iter()
-            .map(|(k, t)| (k.into_boxed_str(), t))
-            .collect();
+        *self = Dedup::new(self.shards.len());
+        for (key, time) in saved {
+            self.shard_mut(&key).insert(key.into_boxed_str(), time);
+        }
     }
 }
 
@@ -134,7 +237,7 @@ mod tests {
     }
 
     #[test]
-    fn changes_since_tracking_are_the_net_difference() {
+    fn changes_since_tracking_and_the_watermark_give_the_state() {
         let mut d = Dedup::default();
         assert!(!d.is_repeat("old", Micros(1)));
         assert!(!d.is_repeat("kept", Micros(50)));
@@ -142,17 +245,12 @@ mod tests {
         assert!(!d.is_repeat("new", Micros(60)));
         assert!(!d.is_repeat("brief", Micros(2)));
         d.forget_behind(Micros(10)); // forgets "old" (saved) and "brief" (never saved)
-        let (added, mut removed) = d.delta();
-        removed.sort_unstable();
+        let added = d.delta();
         assert_eq!(added, vec![("new", Micros(60))]);
-        assert_eq!(removed, vec!["brief", "old"]);
-        let mut other = Dedup::default();
+        let mut other = Dedup::new(3);
         other.restore(vec![("kept".into(), Micros(50)), ("old".into(), Micros(1))]);
         let added = added.into_iter().map(|(k, t)| (k.to_string(), t));
-        other.apply(
-            added.collect(),
-            removed.into_iter().map(String::from).collect(),
-        );
+        other.apply(added.collect(), Vec::new(), Some(Micros(10)));
         assert_eq!(other.save_ref(), d.save_ref());
     }
 }

@@ -1,5 +1,7 @@
 //! Saved state that costs what a batch changed: most batches write a *delta* file (the
-//! dedup keys added and forgotten, the window groups changed and closed, the watermark),
+//! dedup keys added, the window groups changed, the watermark; the keys forgotten and the
+//! windows closed are those behind the watermark, so applying a delta forgets and closes
+//! them as the batch did),
 //! and every [`SNAPSHOT_EVERY`] batches, or once the deltas together outweigh the last
 //! snapshot, a *snapshot* file holds the whole state again (the compaction).
 //!
@@ -110,7 +112,10 @@ pub fn batch_of(path: &str) -> Option<u64> {
 pub struct WindowDelta {
     /// Groups added or changed, with their accumulators.
     pub upserted: Vec<SavedGroup>,
-    /// Groups closed: window start and group-by values.
+    /// Groups closed: window start and group-by values. Listed by older versions of
+    /// sluice; now always empty, as the groups closed are those of the windows behind the
+    /// delta's watermark.
+    #[serde(default)]
     pub removed: Vec<(Micros, GroupKey)>,
 }
 
@@ -119,8 +124,9 @@ pub struct WindowDelta {
 pub struct WindowDeltaRef<'a> {
     /// Groups added or changed, with their accumulators.
     pub upserted: Vec<SavedGroupRef<'a>>,
-    /// Groups closed: window start and group-by values.
-    pub removed: Vec<(Micros, &'a GroupKey)>,
+    /// Groups closed: always empty (see [`WindowDelta::removed`]), written for older
+    /// versions of sluice to read.
+    pub removed: Vec<(Micros, &'a [Option<Box<str>>])>,
 }
 
 /// What changed in the operators' state since the previous file of the chain.
@@ -130,7 +136,9 @@ pub struct StateDelta {
     pub watermark: Watermark,
     /// Dedup keys added, with the event time of their first copy.
     pub dedup_added: Vec<(String, Micros)>,
-    /// Dedup keys forgotten.
+    /// Dedup keys forgotten. Listed by older versions of sluice; now always empty, as
+    /// the keys forgotten are those behind the delta's watermark.
+    #[serde(default)]
     pub dedup_removed: Vec<String>,
     /// Changes per window, by window name.
     pub windows: BTreeMap<String, WindowDelta>,
@@ -143,7 +151,7 @@ pub struct StateDeltaRef<'a> {
     pub watermark: &'a Watermark,
     /// Dedup keys added.
     pub dedup_added: Vec<(&'a str, Micros)>,
-    /// Dedup keys forgotten.
+    /// Dedup keys forgotten: always empty (see [`StateDelta::dedup_removed`]).
     pub dedup_removed: Vec<&'a str>,
     /// Changes per window, by window name.
     pub windows: BTreeMap<&'a str, WindowDeltaRef<'a>>,
@@ -185,11 +193,10 @@ pub const DELTA_VERSION: u32 = 2;
 impl EventTime {
     /// The changes since the last save (or recovery), borrowed for saving.
     pub fn delta_ref(&self) -> StateDeltaRef<'_> {
-        let (dedup_added, dedup_removed) = self.dedup.delta();
         StateDeltaRef {
             watermark: &self.watermark,
-            dedup_added,
-            dedup_removed,
+            dedup_added: self.dedup.delta(),
+            dedup_removed: Vec::new(),
             windows: self
                 .windows
                 .iter()
@@ -214,12 +221,12 @@ impl EventTime {
     /// Applies saved changes to the state (windows no longer configured are skipped).
     pub fn apply_delta(&mut self, delta: StateDelta) {
         self.watermark = delta.watermark;
-        self.dedup.apply(delta.dedup_added, delta.dedup_removed);
+        let w = self.watermark.current;
+        self.dedup.apply(delta.dedup_added, delta.dedup_removed, w);
         let mut windows = delta.windows;
         for (_, op) in &mut self.windows {
-            if let Some(changes) = windows.remove(&op.config().name) {
-                op.apply(changes);
-            }
+            let changes = windows.remove(&op.config().name).unwrap_or_default();
+            op.apply(changes, w);
         }
     }
 

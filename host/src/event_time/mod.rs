@@ -22,6 +22,7 @@ pub mod config;
 pub mod dedup;
 pub mod delta;
 pub mod extract;
+pub mod shard;
 pub mod state;
 pub mod watermark;
 pub mod window;
@@ -35,7 +36,7 @@ use self::dedup::Dedup;
 use self::extract::{ExtractError, Extractor, event_time};
 use self::state::{SavedState, SavedStateRef};
 use self::watermark::{Clock, Watermark};
-use self::window::{Slots, WindowInput, WindowOperator, WindowRow};
+use self::window::{Shape, Slots, WindowInput, WindowOperator, WindowRow, WindowShard};
 use crate::units::{Micros, Millis};
 
 /// What the operators read from one event.
@@ -45,6 +46,8 @@ pub struct Fields {
     pub time: Micros,
     /// The dedup key, when deduplicating.
     pub dedup_key: Option<Box<str>>,
+    /// Its hash (see [`shard`]); 0 without a key.
+    pub dedup_hash: u64,
     /// One input per window.
     pub windows: Vec<WindowInput>,
 }
@@ -81,6 +84,29 @@ pub struct EventTimeOutcome {
     pub future: u64,
 }
 
+/// Per shard, that shard of every window operator.
+fn window_shards(
+    windows: &mut [(Slots, WindowOperator)],
+    shards: usize,
+) -> Vec<Vec<(&Shape, &mut WindowShard)>> {
+    let mut parts: Vec<Vec<_>> = (0..shards).map(|_| Vec::new()).collect();
+    for (_, op) in windows {
+        let (shape, shards) = op.shards_mut();
+        for (part, shard) in parts.iter_mut().zip(shards) {
+            part.push((shape, shard));
+        }
+    }
+    parts
+}
+
+/// The events of a batch, with the verdicts that depend on event time alone.
+struct Judged<'a> {
+    fields: Vec<&'a Fields>,
+    verdicts: Vec<Arrival>,
+    late: u64,
+    future: u64,
+}
+
 /// Size of one operator's state.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct StateSize {
@@ -101,6 +127,10 @@ pub struct EventTime {
     windows: Vec<(Slots, WindowOperator)>,
     watermark: Watermark,
     dedup: Dedup,
+    /// Shards of the keyed state, each run on a thread of its own (see [`shard`]).
+    shards: usize,
+    /// Batches of at least this many events run their shards on threads of their own.
+    parallel_from: usize,
     /// The saved files the next delta extends (see [`delta`]); `None`: the next save is a
     /// snapshot.
     chain: Option<delta::Chain>,
@@ -139,8 +169,34 @@ impl EventTime {
             windows,
             watermark: Watermark::default(),
             dedup: Dedup::default(),
+            shards: 1,
+            parallel_from: shard::PARALLEL_MIN_EVENTS,
             chain: None,
         }
+    }
+
+    /// The same operators, empty, with their keyed state in a shard per thread of
+    /// `threads` (results do not depend on it; see [`shard`]).
+    pub fn with_threads(mut self, threads: usize) -> Self {
+        let shards = shard::shards_for(threads);
+        self.shards = shards;
+        self.dedup = Dedup::new(shards);
+        for (_, op) in &mut self.windows {
+            *op = WindowOperator::with_shards(op.config().clone(), shards);
+        }
+        self
+    }
+
+    /// Runs shards on threads of their own for every batch, however small (for tests).
+    #[cfg(test)]
+    pub(crate) fn always_parallel(mut self) -> Self {
+        self.parallel_from = 0;
+        self
+    }
+
+    /// The number of shards of the keyed state.
+    pub fn shards(&self) -> usize {
+        self.shards
     }
 
     /// The configuration.
@@ -165,6 +221,7 @@ impl EventTime {
         });
         Ok(Fields {
             time,
+            dedup_hash: dedup_key.as_deref().map_or(0, shard::hash_str),
             dedup_key,
             windows: self.windows.iter().map(|(s, _)| s.input(&values)).collect(),
         })
@@ -219,50 +276,24 @@ impl EventTime {
         flush: bool,
     ) -> EventTimeOutcome {
         let before = self.watermark_at(now);
-        let mut verdicts = Vec::new();
-        let (mut late, mut duplicates, mut future) = (0, 0, 0);
-        let horizon = now.as_micros().saturating_add(self.clock.max_future);
-        for (partition, fields) in events {
-            if fields.time > horizon {
-                verdicts.push(Arrival::Future);
-                future += 1;
-                continue;
-            }
-            self.watermark.observe(partition, fields.time, now);
-            if before.is_some_and(|w| fields.time < w) {
-                verdicts.push(Arrival::Late);
-                late += 1;
-                continue;
-            }
-            if let Some(key) = &fields.dedup_key
-                && self.dedup.is_repeat(key, fields.time)
-            {
-                verdicts.push(Arrival::Duplicate);
-                duplicates += 1;
-                continue;
-            }
-            for ((_, op), input) in self.windows.iter_mut().zip(&fields.windows) {
-                op.add(fields.time, input, before);
-            }
-            verdicts.push(Arrival::OnTime);
-        }
+        let judged = self.judge_times(events, now, before);
+        let Judged {
+            fields,
+            mut verdicts,
+            late,
+            future,
+        } = judged;
+        let parallel = self.shards > 1 && fields.len() >= self.parallel_from;
+        let duplicates = self.deduplicate(&fields, &mut verdicts, parallel);
+        self.add_to_windows(&fields, &verdicts, before, parallel);
         let to = if flush {
-            self.windows
-                .iter()
-                .filter_map(|(_, op)| op.last_end())
-                .max()
+            let ends = self.windows.iter().filter_map(|(_, op)| op.last_end());
+            ends.max()
         } else {
             None
         };
         let watermark = self.watermark.advance(now, self.clock, to);
-        if let Some(w) = watermark {
-            self.dedup.forget_behind(w);
-        }
-        let emitted = self
-            .windows
-            .iter_mut()
-            .map(|(_, op)| op.finish_batch(watermark))
-            .collect();
+        let emitted = self.finish_batch(watermark, parallel);
         EventTimeOutcome {
             verdicts,
             watermark_before: before,
@@ -272,6 +303,144 @@ impl EventTime {
             duplicates,
             future,
         }
+    }
+
+    /// The verdicts that depend on event time alone (too far in the future, late), and
+    /// the watermark's partitions observed: one pass, on this thread.
+    fn judge_times<'a>(
+        &mut self,
+        events: impl IntoIterator<Item = (&'a str, &'a Fields)>,
+        now: Millis,
+        before: Option<Micros>,
+    ) -> Judged<'a> {
+        let events = events.into_iter();
+        let mut judged = Judged {
+            fields: Vec::with_capacity(events.size_hint().0),
+            verdicts: Vec::with_capacity(events.size_hint().0),
+            late: 0,
+            future: 0,
+        };
+        let horizon = now.as_micros().saturating_add(self.clock.max_future);
+        // Events come in runs of one partition: its clock is updated once per run.
+        let mut run: Option<(&str, Micros)> = None;
+        for (partition, fields) in events {
+            judged.fields.push(fields);
+            let verdict = if fields.time > horizon {
+                judged.future += 1;
+                Arrival::Future
+            } else {
+                match &mut run {
+                    Some((p, max)) if *p == partition => *max = (*max).max(fields.time),
+                    _ => {
+                        if let Some((p, max)) = run.replace((partition, fields.time)) {
+                            self.watermark.observe(p, max, now);
+                        }
+                    }
+                }
+                if before.is_some_and(|w| fields.time < w) {
+                    judged.late += 1;
+                    Arrival::Late
+                } else {
+                    Arrival::OnTime
+                }
+            };
+            judged.verdicts.push(verdict);
+        }
+        if let Some((p, max)) = run {
+            self.watermark.observe(p, max, now);
+        }
+        judged
+    }
+
+    /// Marks the repeats among the events still on time; returns how many. Each shard
+    /// looks at its own keys.
+    fn deduplicate(&mut self, fields: &[&Fields], verdicts: &mut [Arrival], parallel: bool) -> u64 {
+        if self.dedup_slots.is_none() {
+            return 0;
+        }
+        let n = self.shards;
+        let on_time: &[Arrival] = verdicts;
+        let repeats = shard::each(
+            self.dedup.shards_mut().iter_mut().collect(),
+            parallel,
+            |i, shard| {
+                let mut repeats = Vec::new();
+                for (at, f) in fields.iter().enumerate() {
+                    if on_time[at] == Arrival::OnTime
+                        && let Some(key) = &f.dedup_key
+                        && shard::shard_of(f.dedup_hash, n) == i
+                        && shard.is_repeat(key, f.dedup_hash, f.time)
+                    {
+                        repeats.push(at);
+                    }
+                }
+                repeats
+            },
+        );
+        let mut count = 0;
+        for at in repeats.into_iter().flatten() {
+            verdicts[at] = Arrival::Duplicate;
+            count += 1;
+        }
+        count
+    }
+
+    /// Adds the events on time to their windows. Each shard takes its own keys, of every
+    /// window.
+    fn add_to_windows(
+        &mut self,
+        fields: &[&Fields],
+        verdicts: &[Arrival],
+        before: Option<Micros>,
+        parallel: bool,
+    ) {
+        if self.windows.is_empty() {
+            return;
+        }
+        let n = self.shards;
+        shard::each(
+            window_shards(&mut self.windows, n),
+            parallel,
+            |i, mut ops| {
+                for (f, _) in fields
+                    .iter()
+                    .zip(verdicts)
+                    .filter(|(_, v)| **v == Arrival::OnTime)
+                {
+                    for ((shape, shard), input) in ops.iter_mut().zip(&f.windows) {
+                        if shard::shard_of(input.hash, n) == i {
+                            shard.add(shape, f.time, input, before);
+                        }
+                    }
+                }
+            },
+        );
+    }
+
+    /// Forgets dedup keys behind the watermark and ends the batch of every window: each
+    /// shard on its own. Returns the rows emitted, per window.
+    fn finish_batch(&mut self, watermark: Option<Micros>, parallel: bool) -> Vec<Vec<WindowRow>> {
+        let windows = self.windows.len();
+        let dedup = self.dedup.shards_mut().iter_mut();
+        let parts: Vec<_> = dedup
+            .zip(window_shards(&mut self.windows, self.shards))
+            .collect();
+        let per_shard = shard::each(parts, parallel, |_, (dedup, ops)| {
+            if let Some(w) = watermark {
+                dedup.forget_behind(w);
+            }
+            let rows = ops
+                .into_iter()
+                .map(|(shape, shard)| shard.finish_batch(shape, watermark));
+            rows.collect::<Vec<_>>()
+        });
+        let mut by_window: Vec<Vec<Vec<WindowRow>>> = (0..windows).map(|_| Vec::new()).collect();
+        for rows in per_shard {
+            for (window, rows) in by_window.iter_mut().zip(rows) {
+                window.push(rows);
+            }
+        }
+        by_window.into_iter().map(window::merge_rows).collect()
     }
 
     /// State size per operator: `dedup` and `window:<name>`.
@@ -377,8 +546,9 @@ mod tests {
     }
 
     fn counts(outcome: &EventTimeOutcome) -> Vec<(i64, String, i64)> {
-        outcome.emitted[0]
-            .iter()
+        let mut rows = outcome.emitted[0].clone();
+        window::sort_rows(&mut rows);
+        rows.iter()
             .map(|r| {
                 (
                     r.start.0 / S,

@@ -26,7 +26,7 @@ use super::delta::{
     Chain, ChainPaths, DELTA_SUFFIX, DELTA_VERSION, DeltaFile, DeltaFileRef, SNAPSHOT_SUFFIX,
 };
 use super::watermark::Watermark;
-use super::window::{Accumulator, GroupKey, SavedGroup};
+use super::window::{Accumulator, SavedGroup};
 use crate::units::{Micros, Millis};
 
 /// Snapshot summary key: the path of the state file after this commit.
@@ -63,7 +63,7 @@ pub struct SavedGroupRef<'a> {
     /// Window start.
     pub start: Micros,
     /// Group-by values.
-    pub key: &'a GroupKey,
+    pub key: &'a [Option<Box<str>>],
     /// Accumulators.
     pub acc: &'a [Accumulator],
 }
@@ -595,7 +595,6 @@ mod tests {
     #[test]
     fn binary_snapshots_read_back_what_was_written() {
         use super::super::watermark::PartitionClock;
-        use std::collections::HashSet;
         let clock = |max_event| PartitionClock {
             max_event,
             last_seen: Millis(-3),
@@ -606,7 +605,7 @@ mod tests {
             Accumulator::Min(None),
             Accumulator::Max(Some(-2.25)),
             Accumulator::Avg(3.0, 2),
-            Accumulator::Distinct(HashSet::from([1, u64::MAX])),
+            Accumulator::Distinct([1, u64::MAX].into_iter().collect()),
         ];
         let group = SavedGroup {
             start: Micros(-60),
@@ -624,6 +623,11 @@ mod tests {
             dedup: vec![("k\u{1f}1".into(), Micros(-5))],
             windows: BTreeMap::from([("w".into(), vec![group.clone()])]),
         };
+        let key: Vec<Option<Box<str>>> = group
+            .key
+            .iter()
+            .map(|k| k.as_deref().map(Into::into))
+            .collect();
         let written = StateFileRef {
             version: 1,
             pipeline: "p",
@@ -635,7 +639,7 @@ mod tests {
                     "w",
                     vec![SavedGroupRef {
                         start: group.start,
-                        key: &group.key,
+                        key: &key,
                         acc: &group.acc,
                     }],
                 )]),

@@ -1,16 +1,125 @@
 //! Windowed aggregates: tumbling and sliding windows grouped by key fields, with count,
 //! sum, min, max, avg and distinct count.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, HashSet};
 
+use hashbrown::HashTable;
+use hashbrown::hash_table::Entry;
 use serde::{Deserialize, Serialize};
 
 use super::config::{EmitMode, Function, WindowConfig};
 use super::extract::Scalar;
+use super::shard::{Keyed, hash_parts, shard_of};
 use crate::units::Micros;
 
 /// The group-by values of a row (`None`: missing or null).
 pub type GroupKey = Vec<Option<String>>;
+
+/// The group-by values of a group, as held in the state (saved like a [`GroupKey`]).
+pub type HeldKey = Box<[Option<Box<str>>]>;
+
+/// The distinct values of a distinct count (their 64-bit hashes): the first few in
+/// place, more in a table. Most groups of a window see a value or two (a user's pages in
+/// a minute), which then costs no allocation and no hashing. Saved as a list.
+#[derive(Debug, Clone)]
+pub enum DistinctSet {
+    /// Up to [`FEW`] values (the first `.0` of `.1`).
+    Few(u8, [u64; FEW]),
+    /// More.
+    Many(HashSet<u64, Keyed>),
+}
+
+/// How many distinct values are held in place.
+pub const FEW: usize = 2;
+
+impl Default for DistinctSet {
+    fn default() -> Self {
+        DistinctSet::Few(0, [0; FEW])
+    }
+}
+
+impl DistinctSet {
+    /// Adds a value.
+    pub fn insert(&mut self, value: u64) {
+        match self {
+            DistinctSet::Few(n, values) => {
+                let held = &values[..usize::from(*n)];
+                if held.contains(&value) {
+                    return;
+                }
+                if let Some(slot) = values.get_mut(usize::from(*n)) {
+                    *slot = value;
+                    *n += 1;
+                    return;
+                }
+                let mut set = HashSet::with_capacity_and_hasher(FEW * 4, Keyed);
+                set.extend(values.iter().copied());
+                set.insert(value);
+                *self = DistinctSet::Many(set);
+            }
+            DistinctSet::Many(set) => {
+                set.insert(value);
+            }
+        }
+    }
+
+    /// How many values.
+    pub fn len(&self) -> usize {
+        match self {
+            DistinctSet::Few(n, _) => usize::from(*n),
+            DistinctSet::Many(set) => set.len(),
+        }
+    }
+
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The values, in no order.
+    pub fn iter(&self) -> Box<dyn Iterator<Item = u64> + '_> {
+        match self {
+            DistinctSet::Few(n, values) => Box::new(values[..usize::from(*n)].iter().copied()),
+            DistinctSet::Many(set) => Box::new(set.iter().copied()),
+        }
+    }
+
+    /// Bytes held beyond itself: a table's buckets (8 bytes and a control byte each; a
+    /// power of two, at most 7/8 full).
+    fn heap_bytes(&self) -> usize {
+        match self {
+            DistinctSet::Many(set) => (set.capacity() * 8 / 7).next_power_of_two() * 9 + 16,
+            DistinctSet::Few(..) => 0,
+        }
+    }
+}
+
+impl FromIterator<u64> for DistinctSet {
+    fn from_iter<I: IntoIterator<Item = u64>>(values: I) -> Self {
+        let mut set = DistinctSet::default();
+        values.into_iter().for_each(|v| set.insert(v));
+        set
+    }
+}
+
+impl PartialEq for DistinctSet {
+    fn eq(&self, other: &Self) -> bool {
+        let theirs: HashSet<u64> = other.iter().collect();
+        self.len() == other.len() && self.iter().all(|v| theirs.contains(&v))
+    }
+}
+
+impl Serialize for DistinctSet {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.iter())
+    }
+}
+
+impl<'de> Deserialize<'de> for DistinctSet {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Vec::<u64>::deserialize(deserializer).map(|values| values.into_iter().collect())
+    }
+}
 
 /// One aggregate's input from one event.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -39,8 +148,8 @@ pub enum Accumulator {
     Max(Option<f64>),
     /// avg: sum and count
     Avg(f64, u64),
-    /// distinct count: 64-bit hashes of the distinct values, sorted when saved
-    Distinct(HashSet<u64>),
+    /// distinct count: 64-bit hashes of the distinct values
+    Distinct(DistinctSet),
 }
 
 impl Accumulator {
@@ -51,7 +160,7 @@ impl Accumulator {
             Function::Min => Accumulator::Min(None),
             Function::Max => Accumulator::Max(None),
             Function::Avg => Accumulator::Avg(0.0, 0),
-            Function::DistinctCount => Accumulator::Distinct(HashSet::new()),
+            Function::DistinctCount => Accumulator::Distinct(DistinctSet::default()),
         }
     }
 
@@ -85,10 +194,11 @@ impl Accumulator {
         }
     }
 
-    fn bytes(&self) -> usize {
+    /// Bytes it holds beyond itself.
+    fn heap_bytes(&self) -> usize {
         match self {
-            Accumulator::Distinct(set) => 48 + set.capacity() * 9,
-            _ => 24,
+            Accumulator::Distinct(set) => set.heap_bytes(),
+            _ => 0,
         }
     }
 }
@@ -98,6 +208,8 @@ impl Accumulator {
 pub struct WindowInput {
     /// The group-by values.
     pub key: GroupKey,
+    /// Their hash (see [`key_hash`]).
+    pub hash: u64,
     /// One input per aggregate.
     pub inputs: Vec<Input>,
 }
@@ -124,12 +236,14 @@ impl Slots {
 
     /// The window input of an event whose fields are `values`.
     pub fn input(&self, values: &[Option<Scalar>]) -> WindowInput {
+        let key: GroupKey = self
+            .group_by
+            .iter()
+            .map(|&i| values[i].as_ref().map(|v| v.text().to_string()))
+            .collect();
         WindowInput {
-            key: self
-                .group_by
-                .iter()
-                .map(|&i| values[i].as_ref().map(|v| v.text().to_string()))
-                .collect(),
+            hash: key_hash(&key),
+            key,
             inputs: self
                 .aggregates
                 .iter()
@@ -149,6 +263,27 @@ impl Slots {
                 .collect(),
         }
     }
+}
+
+/// The hash of group-by values, in the process (see [`super::shard`]).
+pub fn key_hash<S: AsRef<str>>(key: &[Option<S>]) -> u64 {
+    hash_parts(key.iter().map(|k| k.as_ref().map(AsRef::as_ref)))
+}
+
+/// Whether held group-by values are `key`.
+fn same_key<S: AsRef<str>>(held: &[Option<Box<str>>], key: &[Option<S>]) -> bool {
+    held.len() == key.len()
+        && held
+            .iter()
+            .zip(key)
+            .all(|(h, k)| h.as_deref() == k.as_ref().map(AsRef::as_ref))
+}
+
+/// Group-by values as held.
+fn held<S: AsRef<str>>(key: &[Option<S>]) -> HeldKey {
+    key.iter()
+        .map(|k| k.as_ref().map(|k| k.as_ref().into()))
+        .collect()
 }
 
 /// FNV-1a, 64 bits, with a final mix: stable across runs and builds, so saved state stays
@@ -188,42 +323,27 @@ pub struct SavedGroup {
     pub acc: Vec<Accumulator>,
 }
 
-/// The state of one `[[windows]]` entry.
+/// What every shard of a window operator needs of its configuration.
 #[derive(Debug, Clone)]
-pub struct WindowOperator {
-    config: WindowConfig,
+pub struct Shape {
     size: Micros,
     slide: Micros,
-    /// Open groups by window start and key.
-    groups: BTreeMap<(Micros, GroupKey), Vec<Accumulator>>,
-    changed: BTreeSet<(Micros, GroupKey)>,
-    /// Groups added, changed or closed since the last save, while [`WindowOperator::track`]
-    /// is on.
-    dirty: HashSet<(Micros, GroupKey)>,
-    tracking: bool,
+    emit: EmitMode,
+    functions: Box<[Function]>,
 }
 
-impl WindowOperator {
-    /// An empty operator.
-    pub fn new(config: WindowConfig) -> Self {
-        WindowOperator {
+impl Shape {
+    fn new(config: &WindowConfig) -> Self {
+        Shape {
             size: Micros(config.size_micros()),
             slide: Micros(config.slide_micros()),
-            config,
-            groups: BTreeMap::new(),
-            changed: BTreeSet::new(),
-            dirty: HashSet::new(),
-            tracking: false,
+            emit: config.emit,
+            functions: config.aggregates.iter().map(|a| a.function).collect(),
         }
     }
 
-    /// The configuration.
-    pub fn config(&self) -> &WindowConfig {
-        &self.config
-    }
-
     /// The starts of the windows that hold `t`, latest first.
-    pub fn starts(&self, t: Micros) -> impl Iterator<Item = Micros> + use<> {
+    fn starts(&self, t: Micros) -> impl Iterator<Item = Micros> + use<> {
         let (size, slide, t) = (self.size.0, self.slide.0, t.0);
         let last = t.div_euclid(slide) * slide;
         (0..)
@@ -236,174 +356,352 @@ impl WindowOperator {
     fn end(&self, start: Micros) -> Micros {
         start.saturating_add(self.size)
     }
+}
 
+/// One open group: a window (by its start, outside) and a key.
+#[derive(Debug, Clone)]
+struct Group {
+    key: HeldKey,
+    acc: Box<[Accumulator]>,
+    /// The save in which it last changed (see [`WindowShard::save`]).
+    changed_in_save: u32,
+    /// The batch in which it last changed (see [`WindowShard::batch`]).
+    changed_in_batch: u32,
+}
+
+impl Group {
+    fn bytes(&self) -> usize {
+        let key = std::mem::size_of_val(&*self.key)
+            + self.key.iter().flatten().map(|k| k.len()).sum::<usize>();
+        let acc = std::mem::size_of_val(&*self.acc)
+            + self.acc.iter().map(Accumulator::heap_bytes).sum::<usize>();
+        key + acc
+    }
+}
+
+/// One shard of a window operator's groups (see [`super::shard`]).
+#[derive(Debug, Clone, Default)]
+pub struct WindowShard {
+    /// Open windows by start, each with a table of its groups.
+    windows: BTreeMap<Micros, HashTable<Group>>,
+    tracking: bool,
+    /// Counts saves: a group changed since the last save has `changed_in_save == save`.
+    save: u32,
+    /// Counts batches, likewise, for `update` mode.
+    batch: u32,
+}
+
+impl WindowShard {
     /// Adds one event at `t` to every window that holds it and is still open
     /// (`end > watermark`).
-    pub fn add(&mut self, t: Micros, input: &WindowInput, watermark: Option<Micros>) {
-        for start in self.starts(t) {
-            if watermark.is_some_and(|w| self.end(start) <= w) {
+    pub fn add(&mut self, shape: &Shape, t: Micros, input: &WindowInput, w: Option<Micros>) {
+        for start in shape.starts(t) {
+            if w.is_some_and(|w| shape.end(start) <= w) {
                 continue;
             }
-            let id = (start, input.key.clone());
-            let accs = self.groups.entry(id.clone()).or_insert_with(|| {
-                self.config
-                    .aggregates
-                    .iter()
-                    .map(|a| Accumulator::new(a.function))
-                    .collect()
-            });
-            for (acc, &x) in accs.iter_mut().zip(&input.inputs) {
+            let table = self.windows.entry(start).or_default();
+            let group = match table.entry(
+                input.hash,
+                |g| same_key(&g.key, &input.key),
+                |g| key_hash(&g.key),
+            ) {
+                Entry::Occupied(found) => found.into_mut(),
+                Entry::Vacant(vacant) => vacant
+                    .insert(Group {
+                        key: held(&input.key),
+                        acc: shape
+                            .functions
+                            .iter()
+                            .map(|f| Accumulator::new(*f))
+                            .collect(),
+                        changed_in_save: self.save,
+                        changed_in_batch: self.batch,
+                    })
+                    .into_mut(),
+            };
+            for (acc, &x) in group.acc.iter_mut().zip(&input.inputs) {
                 acc.add(x);
             }
-            if self.config.emit == EmitMode::Update && !self.changed.contains(&id) {
-                self.changed.insert(id.clone());
-            }
-            self.touch(id);
+            group.changed_in_save = self.save;
+            group.changed_in_batch = self.batch;
         }
     }
 
-    /// Records that a group changed, when tracking.
-    fn touch(&mut self, id: (Micros, GroupKey)) {
-        if self.tracking && !self.dirty.contains(&id) {
-            self.dirty.insert(id);
-        }
-    }
-
-    fn row(&self, (start, key): &(Micros, GroupKey), accs: &[Accumulator]) -> WindowRow {
-        WindowRow {
-            start: *start,
-            end: self.end(*start),
-            key: key.clone(),
-            values: accs.iter().map(Accumulator::value).collect(),
-        }
-    }
-
-    /// Ends a batch: returns the rows to emit and drops the windows that the watermark
-    /// closed. `on-window-close` emits the closed windows; `update` emits the windows that
-    /// changed in the batch.
-    pub fn finish_batch(&mut self, watermark: Option<Micros>) -> Vec<WindowRow> {
+    /// Ends a batch: returns the rows to emit, in no particular order, and drops the
+    /// windows that the watermark closed. `on-window-close` emits the closed windows;
+    /// `update` emits the windows that changed in the batch.
+    pub fn finish_batch(&mut self, shape: &Shape, watermark: Option<Micros>) -> Vec<WindowRow> {
         let mut rows = Vec::new();
-        if self.config.emit == EmitMode::Update {
-            for id in std::mem::take(&mut self.changed) {
-                if let Some(accs) = self.groups.get(&id) {
-                    rows.push(self.row(&id, accs));
+        if shape.emit == EmitMode::Update {
+            for (start, table) in &self.windows {
+                let changed = table.iter().filter(|g| g.changed_in_batch == self.batch);
+                rows.extend(changed.map(|g| row(shape, *start, g)));
+            }
+        }
+        self.batch = self.batch.wrapping_add(1);
+        if let Some(w) = watermark {
+            while let Some(entry) = self.windows.first_entry() {
+                if shape.end(*entry.key()) > w {
+                    break;
+                }
+                let (start, table) = entry.remove_entry();
+                if shape.emit == EmitMode::OnWindowClose {
+                    rows.extend(table.iter().map(|group| row(shape, start, group)));
                 }
             }
-        }
-        let Some(w) = watermark else {
-            return rows;
-        };
-        // Windows are ordered by start, and all have the same size.
-        let size = self.size;
-        while let Some(entry) = self.groups.first_entry() {
-            if entry.key().0.saturating_add(size) > w {
-                break;
-            }
-            let (id, accs) = entry.remove_entry();
-            if self.config.emit == EmitMode::OnWindowClose {
-                rows.push(self.row(&id, &accs));
-            }
-            self.touch(id);
         }
         rows
     }
 
+    fn groups(&self) -> impl Iterator<Item = (Micros, &Group)> {
+        self.windows
+            .iter()
+            .flat_map(|(start, table)| table.iter().map(|g| (*start, g)))
+    }
+
+    fn insert(&mut self, start: Micros, key: &[Option<String>], acc: Vec<Accumulator>) {
+        let group = Group {
+            key: held(key),
+            acc: acc.into(),
+            changed_in_save: self.save,
+            changed_in_batch: self.batch.wrapping_sub(1),
+        };
+        let table = self.windows.entry(start).or_default();
+        let hash = key_hash(key);
+        match table.entry(hash, |g| same_key(&g.key, key), |g| key_hash(&g.key)) {
+            Entry::Occupied(mut found) => *found.get_mut() = group,
+            Entry::Vacant(vacant) => {
+                vacant.insert(group);
+            }
+        }
+    }
+
+    fn remove(&mut self, start: Micros, key: &[Option<String>]) {
+        let Some(table) = self.windows.get_mut(&start) else {
+            return;
+        };
+        if let Ok(found) = table.find_entry(key_hash(key), |g| same_key(&g.key, key)) {
+            found.remove();
+        }
+        if table.is_empty() {
+            self.windows.remove(&start);
+        }
+    }
+
+    fn track(&mut self) {
+        self.tracking = true;
+        self.save = self.save.wrapping_add(1);
+    }
+
+    fn changed(&self) -> usize {
+        let open = self
+            .groups()
+            .filter(|(_, g)| g.changed_in_save == self.save);
+        if self.tracking { open.count() } else { 0 }
+    }
+
+    /// Drops the windows that a watermark of `w` closed.
+    fn close_behind(&mut self, shape: &Shape, w: Micros) {
+        while let Some(entry) = self.windows.first_entry() {
+            if shape.end(*entry.key()) > w {
+                break;
+            }
+            entry.remove();
+        }
+    }
+}
+
+fn row(shape: &Shape, start: Micros, group: &Group) -> WindowRow {
+    WindowRow {
+        start,
+        end: shape.end(start),
+        key: group
+            .key
+            .iter()
+            .map(|k| k.as_deref().map(String::from))
+            .collect(),
+        values: group.acc.iter().map(Accumulator::value).collect(),
+    }
+}
+
+/// The rows of every shard together, in no particular order (sorting them cost more than
+/// the windows themselves: a table sink does not need an order, and nor does a topic).
+pub fn merge_rows(mut shards: Vec<Vec<WindowRow>>) -> Vec<WindowRow> {
+    if shards.len() == 1 {
+        return shards.pop().unwrap_or_default();
+    }
+    shards.concat()
+}
+
+/// Rows in one order, window start then key (for comparing them).
+pub fn sort_rows(rows: &mut [WindowRow]) {
+    rows.sort_unstable_by(|a, b| (a.start, &a.key).cmp(&(b.start, &b.key)));
+}
+
+/// The state of one `[[windows]]` entry, in shards.
+#[derive(Debug, Clone)]
+pub struct WindowOperator {
+    config: WindowConfig,
+    shape: Shape,
+    shards: Box<[WindowShard]>,
+}
+
+impl WindowOperator {
+    /// An empty operator of one shard.
+    pub fn new(config: WindowConfig) -> Self {
+        Self::with_shards(config, 1)
+    }
+
+    /// An empty operator of `shards` shards.
+    pub fn with_shards(config: WindowConfig, shards: usize) -> Self {
+        WindowOperator {
+            shape: Shape::new(&config),
+            config,
+            shards: (0..shards.max(1)).map(|_| WindowShard::default()).collect(),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &WindowConfig {
+        &self.config
+    }
+
+    /// Its shape and shards, for the operators to run shards on threads of their own.
+    pub fn shards_mut(&mut self) -> (&Shape, &mut [WindowShard]) {
+        (&self.shape, &mut self.shards)
+    }
+
+    /// The starts of the windows that hold `t`, latest first.
+    pub fn starts(&self, t: Micros) -> impl Iterator<Item = Micros> + use<> {
+        self.shape.starts(t)
+    }
+
+    fn shard_mut(&mut self, hash: u64) -> &mut WindowShard {
+        let n = self.shards.len();
+        &mut self.shards[shard_of(hash, n)]
+    }
+
+    /// Adds one event at `t` to every window that holds it and is still open
+    /// (`end > watermark`).
+    pub fn add(&mut self, t: Micros, input: &WindowInput, watermark: Option<Micros>) {
+        let n = self.shards.len();
+        let shard = &mut self.shards[shard_of(input.hash, n)];
+        shard.add(&self.shape, t, input, watermark);
+    }
+
+    /// Ends a batch on every shard (see [`WindowShard::finish_batch`]).
+    pub fn finish_batch(&mut self, watermark: Option<Micros>) -> Vec<WindowRow> {
+        let shape = &self.shape;
+        let rows = self
+            .shards
+            .iter_mut()
+            .map(|s| s.finish_batch(shape, watermark));
+        merge_rows(rows.collect())
+    }
+
     /// The end of the last open window.
     pub fn last_end(&self) -> Option<Micros> {
-        self.groups.last_key_value().map(|((s, _), _)| self.end(*s))
+        let last = self.shards.iter().filter_map(|s| s.windows.keys().last());
+        last.max().map(|s| self.shape.end(*s))
     }
 
     /// Whether a watermark of `w` would close a window.
     pub fn closes_any(&self, w: Micros) -> bool {
-        self.groups
-            .first_key_value()
-            .is_some_and(|((s, _), _)| self.end(*s) <= w)
+        let first = self.shards.iter().filter_map(|s| s.windows.keys().next());
+        first.min().is_some_and(|s| self.shape.end(*s) <= w)
     }
 
     /// Open (window, key) groups.
     pub fn rows(&self) -> usize {
-        self.groups.len()
+        let tables = self.shards.iter().flat_map(|s| s.windows.values());
+        tables.map(HashTable::len).sum()
     }
 
     /// Groups added, changed or closed since [`WindowOperator::track`].
     pub fn changed(&self) -> usize {
-        self.dirty.len()
+        self.shards.iter().map(WindowShard::changed).sum()
     }
 
-    /// Estimated bytes of state.
+    /// Bytes of state in memory: the tables (a slot and a control byte per bucket) and
+    /// what each group holds.
     pub fn bytes(&self) -> usize {
-        self.groups
-            .iter()
-            .map(|((_, key), accs)| {
-                64 + key
-                    .iter()
-                    .map(|k| 24 + k.as_ref().map_or(0, String::len))
-                    .sum::<usize>()
-                    + accs.iter().map(Accumulator::bytes).sum::<usize>()
-            })
-            .sum()
+        let slot = std::mem::size_of::<Group>() + 1;
+        let tables = self.shards.iter().flat_map(|s| s.windows.values());
+        let groups =
+            tables.map(|t| t.capacity() * slot + t.iter().map(Group::bytes).sum::<usize>());
+        groups.sum()
     }
 
-    /// The state, borrowed for saving.
+    /// The state, borrowed for saving, sorted by window start and key.
     pub fn save_ref(&self) -> Vec<super::state::SavedGroupRef<'_>> {
-        self.groups
+        let mut groups: Vec<_> = self
+            .shards
             .iter()
-            .map(|((start, key), acc)| super::state::SavedGroupRef {
-                start: *start,
-                key,
-                acc,
+            .flat_map(WindowShard::groups)
+            .map(|(start, g)| super::state::SavedGroupRef {
+                start,
+                key: &g.key,
+                acc: &g.acc,
             })
-            .collect()
+            .collect();
+        groups.sort_unstable_by(|a, b| (a.start, a.key).cmp(&(b.start, b.key)));
+        groups
     }
 
     /// Starts (afresh) recording the groups that change, for [`WindowOperator::delta`]:
     /// called after each save.
     pub fn track(&mut self) {
-        self.tracking = true;
-        self.dirty.clear();
+        self.shards.iter_mut().for_each(WindowShard::track);
     }
 
-    /// The changes since [`WindowOperator::track`]: the groups added or changed, and those
-    /// closed, in no order.
+    /// The changes since [`WindowOperator::track`]: the groups added or changed, in no
+    /// order. Groups closed are not listed: they are those of the windows behind the
+    /// watermark (see [`WindowOperator::apply`]).
     pub fn delta(&self) -> super::delta::WindowDeltaRef<'_> {
         let mut delta = super::delta::WindowDeltaRef::default();
-        for id in &self.dirty {
-            match self.groups.get_key_value(id) {
-                Some(((start, key), acc)) => {
-                    delta.upserted.push(super::state::SavedGroupRef {
-                        start: *start,
-                        key,
-                        acc,
-                    });
-                }
-                None => delta.removed.push((id.0, &id.1)),
-            }
+        for shard in self.shards.iter().filter(|s| s.tracking) {
+            let changed = shard
+                .groups()
+                .filter(|(_, g)| g.changed_in_save == shard.save);
+            delta
+                .upserted
+                .extend(changed.map(|(start, g)| super::state::SavedGroupRef {
+                    start,
+                    key: &g.key,
+                    acc: &g.acc,
+                }));
         }
         delta
     }
 
-    /// Applies saved changes (see [`WindowOperator::delta`]).
-    pub fn apply(&mut self, delta: super::delta::WindowDelta) {
-        for id in delta.removed {
-            self.groups.remove(&id);
+    /// Applies saved changes: the groups `removed` (listed by older versions of sluice),
+    /// the groups upserted (see [`WindowOperator::delta`]), then closes the windows behind
+    /// the `watermark` the changes were saved with, as the batch that made them did.
+    pub fn apply(&mut self, delta: super::delta::WindowDelta, watermark: Option<Micros>) {
+        for (start, key) in delta.removed {
+            self.shard_mut(key_hash(&key)).remove(start, &key);
         }
-        self.groups.extend(
-            delta
-                .upserted
-                .into_iter()
-                .map(|g| ((g.start, g.key), g.acc)),
-        );
+        for group in delta.upserted {
+            let shard = self.shard_mut(key_hash(&group.key));
+            shard.insert(group.start, &group.key, group.acc);
+        }
+        if let Some(w) = watermark {
+            let shape = &self.shape;
+            self.shards
+                .iter_mut()
+                .for_each(|s| s.close_behind(shape, w));
+        }
     }
 
     /// Restores saved state; changes are not recorded until [`WindowOperator::track`].
     pub fn restore(&mut self, saved: Vec<SavedGroup>) {
-        self.tracking = false;
-        self.dirty.clear();
-        self.changed.clear();
-        self.groups = saved
-            .into_iter()
-            .map(|g| ((g.start, g.key), g.acc))
+        self.shards = (0..self.shards.len())
+            .map(|_| WindowShard::default())
             .collect();
+        for group in saved {
+            let shard = self.shard_mut(key_hash(&group.key));
+            shard.insert(group.start, &group.key, group.acc);
+        }
     }
 }
 
@@ -446,8 +744,10 @@ mod tests {
 
     fn input(key: &str, x: Option<f64>, user: &str) -> WindowInput {
         let x = x.map_or(Input::None, Input::Number);
+        let key = vec![Some(key.to_string())];
         WindowInput {
-            key: vec![Some(key.into())],
+            hash: key_hash(&key),
+            key,
             inputs: vec![Input::Present, x, x, x, x, Input::Hash(stable_hash(user))],
         }
     }
@@ -464,7 +764,8 @@ mod tests {
         op.add(s(60), &input("a", Some(1.0), "u1"), None);
         assert!(op.finish_batch(Some(s(59))).is_empty());
         assert!(op.closes_any(s(60)));
-        let rows = op.finish_batch(Some(s(60)));
+        let mut rows = op.finish_batch(Some(s(60)));
+        sort_rows(&mut rows);
         assert_eq!(rows.len(), 2);
         assert_eq!((rows[0].start, rows[0].end), (s(0), s(60)));
         assert_eq!(rows[0].key, vec![Some("a".to_string())]);
@@ -504,14 +805,16 @@ mod tests {
             vec![s(60), s(40), s(20)]
         );
         op.add(s(65), &input("a", Some(1.0), "u"), None);
-        let rows = op.finish_batch(None);
+        let mut rows = op.finish_batch(None);
+        sort_rows(&mut rows);
         assert_eq!(
             rows.iter().map(|r| r.start.0 / S).collect::<Vec<_>>(),
             vec![20, 40, 60]
         );
         // Only the windows that change are emitted again.
         op.add(s(70), &input("a", Some(1.0), "u"), Some(s(81)));
-        let rows = op.finish_batch(Some(s(81)));
+        let mut rows = op.finish_batch(Some(s(81)));
+        sort_rows(&mut rows);
         assert_eq!(
             rows.iter()
                 .map(|r| (r.start.0 / S, r.values[0].clone()))
@@ -522,6 +825,32 @@ mod tests {
         // Closing emits nothing more in update mode.
         assert!(op.finish_batch(Some(s(1000))).is_empty());
         assert_eq!(op.rows(), 0);
+    }
+
+    #[test]
+    fn distinct_sets_hold_a_few_in_place_then_a_table() {
+        let mut set = DistinctSet::default();
+        for v in [7, 7, 9, 7] {
+            set.insert(v);
+        }
+        assert!(matches!(set, DistinctSet::Few(2, _)));
+        assert_eq!(set.len(), 2);
+        for v in [1, 9, 2, 3, 2] {
+            set.insert(v);
+        }
+        assert!(matches!(set, DistinctSet::Many(_)));
+        assert_eq!(set.len(), 5);
+        let mut values: Vec<u64> = set.iter().collect();
+        values.sort_unstable();
+        assert_eq!(values, [1, 2, 3, 7, 9]);
+        // Saved as a list, read back into either form.
+        let json = serde_json::to_string(&set).unwrap();
+        let again: DistinctSet = serde_json::from_str(&json).unwrap();
+        assert_eq!(again, set);
+        let few: DistinctSet = serde_json::from_str("[4]").unwrap();
+        assert!(matches!(few, DistinctSet::Few(1, _)));
+        assert_ne!(few, set);
+        assert_eq!(few, [4].into_iter().collect());
     }
 
     /// The hashes are saved in state files: a change to the function would make saved

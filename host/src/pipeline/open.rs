@@ -131,10 +131,10 @@ impl Pipeline {
         let others = open_outputs(&config, parts.topics.as_ref(), &catalog)?;
         let config_mode = config.source.mode;
         let mut pipeline = Pipeline {
-            event_time: config
-                .event_time
-                .as_ref()
-                .map(|et| EventTime::new(et, config.dedup.as_ref(), &config.windows)),
+            event_time: config.event_time.as_ref().map(|et| {
+                EventTime::new(et, config.dedup.as_ref(), &config.windows)
+                    .with_threads(config.threads())
+            }),
             outputs: Outputs::new(others, TableOutput::new(table)),
             config,
             stages,
@@ -294,7 +294,8 @@ impl Pipeline {
             return Ok(None);
         };
         let config = &self.config;
-        *et = EventTime::new(et.config(), config.dedup.as_ref(), &config.windows);
+        *et = EventTime::new(et.config(), config.dedup.as_ref(), &config.windows)
+            .with_threads(config.threads());
         et.set_session_start(Millis::now());
         let name = &self.config.pipeline.name;
         let table = self.outputs.table().table();

@@ -103,10 +103,10 @@ proptest! {
     }
 }
 
-/// Breaking a delta (a dedup key it should carry is lost) is caught: the property above
-/// compares exactly this.
+/// A delta lists what was added and changed; what expired and closed is what its
+/// watermark is past, and recovery forgets and closes it too.
 #[test]
-fn a_delta_carries_expiries_and_window_closes() {
+fn a_delta_carries_expiries_and_window_closes_by_its_watermark() {
     let store = MemoryStore::default();
     let mut et = operators(EmitMode::OnWindowClose);
     let first = [event(&et, "a", 45, "view"), event(&et, "b", 50, "buy")];
@@ -120,20 +120,23 @@ fn a_delta_carries_expiries_and_window_closes() {
     assert!(delta.ends_with(DELTA_SUFFIX), "{delta}");
     let file: DeltaFile = serde_json::from_slice(&store.get(&delta).unwrap().unwrap()).unwrap();
     assert_eq!(file.chain.base, snapshot);
-    let mut removed = file.delta.dedup_removed.clone();
-    removed.sort();
-    assert_eq!(removed, ["a", "b"]);
+    assert!(file.delta.dedup_removed.is_empty());
     assert_eq!(
         file.delta.dedup_added,
         [("c".to_string(), Micros(75_000_000))]
     );
+    assert_eq!(file.delta.watermark.current, Some(Micros(65_000_000)));
     let counts = &file.delta.windows["counts"];
-    assert_eq!(counts.removed.len(), 2, "both groups of [0, 60) closed");
+    assert!(counts.removed.is_empty());
     assert_eq!(counts.upserted.len(), 1);
+    let again = recovered(&store, &delta, EmitMode::OnWindowClose);
+    assert_eq!(again.state_sizes()["dedup"].rows, 1, "a and b forgotten");
     assert_eq!(
-        state(&recovered(&store, &delta, EmitMode::OnWindowClose)),
-        state(&et)
+        again.state_sizes()["window:counts"].rows,
+        1,
+        "[0, 60) closed"
     );
+    assert_eq!(state(&again), state(&et));
 }
 
 /// A state of 100 000 dedup keys, then a batch of 100 new events: the delta is a small
