@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use super::EventTime;
 use super::state::{Plan, SavedGroupRef};
 use super::watermark::Watermark;
-use super::window::{GroupKey, SavedGroup};
+use super::window::{GroupKey, PackedKey, SavedGroup};
 use crate::units::Micros;
 
 /// A snapshot is written at least once in this many state files (the chain of a delta
@@ -126,7 +126,7 @@ pub struct WindowDeltaRef<'a> {
     pub upserted: Vec<SavedGroupRef<'a>>,
     /// Groups closed: always empty (see [`WindowDelta::removed`]), written for older
     /// versions of sluice to read.
-    pub removed: Vec<(Micros, &'a [Option<Box<str>>])>,
+    pub removed: Vec<(Micros, &'a PackedKey)>,
 }
 
 /// What changed in the operators' state since the previous file of the chain.

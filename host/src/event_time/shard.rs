@@ -12,7 +12,7 @@
 //! emits come in no particular order, with one shard as with several.)
 
 use std::collections::hash_map::{DefaultHasher, RandomState};
-use std::hash::{BuildHasher, Hasher};
+use std::hash::BuildHasher;
 use std::sync::OnceLock;
 
 /// Shards work on threads of their own only for batches of at least this many events:
@@ -45,20 +45,9 @@ pub fn hash_str(key: &str) -> u64 {
     keys().hash_one(key)
 }
 
-/// The hash of a group key, from its values (`None`: missing or null).
-pub fn hash_parts<'a>(parts: impl IntoIterator<Item = Option<&'a str>>) -> u64 {
-    let mut hasher = keys().build_hasher();
-    for part in parts {
-        match part {
-            None => hasher.write_u8(0),
-            Some(text) => {
-                hasher.write_u8(1);
-                hasher.write(text.as_bytes());
-                hasher.write_u8(0xff);
-            }
-        }
-    }
-    hasher.finish()
+/// The hash of bytes (a packed group key).
+pub fn hash_bytes(bytes: &[u8]) -> u64 {
+    keys().hash_one(bytes)
 }
 
 /// The shard, of `shards`, that holds the key of hash `hash`. Taken from the hash's middle

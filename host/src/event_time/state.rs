@@ -26,7 +26,7 @@ use super::delta::{
     Chain, ChainPaths, DELTA_SUFFIX, DELTA_VERSION, DeltaFile, DeltaFileRef, SNAPSHOT_SUFFIX,
 };
 use super::watermark::Watermark;
-use super::window::{Accumulator, SavedGroup};
+use super::window::{Accumulator, PackedKey, SavedGroup};
 use crate::units::{Micros, Millis};
 
 /// Snapshot summary key: the path of the state file after this commit.
@@ -63,7 +63,7 @@ pub struct SavedGroupRef<'a> {
     /// Window start.
     pub start: Micros,
     /// Group-by values.
-    pub key: &'a [Option<Box<str>>],
+    pub key: &'a PackedKey,
     /// Accumulators.
     pub acc: &'a [Accumulator],
 }
@@ -623,11 +623,7 @@ mod tests {
             dedup: vec![("k\u{1f}1".into(), Micros(-5))],
             windows: BTreeMap::from([("w".into(), vec![group.clone()])]),
         };
-        let key: Vec<Option<Box<str>>> = group
-            .key
-            .iter()
-            .map(|k| k.as_deref().map(Into::into))
-            .collect();
+        let key = PackedKey::of(&group.key);
         let written = StateFileRef {
             version: 1,
             pipeline: "p",

@@ -9,14 +9,81 @@ use serde::{Deserialize, Serialize};
 
 use super::config::{EmitMode, Function, WindowConfig};
 use super::extract::Scalar;
-use super::shard::{Keyed, hash_parts, shard_of};
+use super::shard::{Keyed, hash_bytes, shard_of};
 use crate::units::Micros;
 
 /// The group-by values of a row (`None`: missing or null).
 pub type GroupKey = Vec<Option<String>>;
 
-/// The group-by values of a group, as held in the state (saved like a [`GroupKey`]).
-pub type HeldKey = Box<[Option<Box<str>>]>;
+/// Group-by values packed in one allocation: per value, 0 for none, or 1, the length of
+/// its text (4 bytes, little-endian) and the text. Compared and hashed as bytes; saved
+/// like a [`GroupKey`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct PackedKey(Box<[u8]>);
+
+impl PackedKey {
+    /// Packs group-by values.
+    pub fn pack<'a>(values: impl IntoIterator<Item = Option<&'a str>>) -> Self {
+        let mut bytes = Vec::new();
+        for value in values {
+            match value {
+                None => bytes.push(0),
+                Some(text) => {
+                    bytes.push(1);
+                    let len = u32::try_from(text.len()).unwrap_or(u32::MAX);
+                    bytes.extend_from_slice(&len.to_le_bytes());
+                    bytes.extend_from_slice(&text.as_bytes()[..len as usize]);
+                }
+            }
+        }
+        PackedKey(bytes.into_boxed_slice())
+    }
+
+    /// Packs a [`GroupKey`].
+    pub fn of(key: &GroupKey) -> Self {
+        Self::pack(key.iter().map(Option::as_deref))
+    }
+
+    /// The packed bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// The values, in order.
+    pub fn values(&self) -> impl Iterator<Item = Option<&str>> {
+        let mut rest = &self.0[..];
+        std::iter::from_fn(move || {
+            let (&tag, after) = rest.split_first()?;
+            if tag == 0 {
+                rest = after;
+                return Some(None);
+            }
+            let (len, after) = after.split_at_checked(4)?;
+            let len = u32::from_le_bytes(len.try_into().ok()?) as usize;
+            let (text, after) = after.split_at_checked(len)?;
+            rest = after;
+            // Packed from `str`s, cut at their length: always UTF-8.
+            Some(Some(std::str::from_utf8(text).unwrap_or_default()))
+        })
+    }
+
+    /// The values, unpacked.
+    pub fn unpack(&self) -> GroupKey {
+        self.values().map(|v| v.map(String::from)).collect()
+    }
+}
+
+impl Serialize for PackedKey {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        // Binary formats need the length first.
+        let mut seq = serializer.serialize_seq(Some(self.values().count()))?;
+        for value in self.values() {
+            seq.serialize_element(&value)?;
+        }
+        seq.end()
+    }
+}
 
 /// The distinct values of a distinct count (their 64-bit hashes): the first few in
 /// place, more in a table. Most groups of a window see a value or two (a user's pages in
@@ -207,7 +274,7 @@ impl Accumulator {
 #[derive(Debug, Clone, PartialEq)]
 pub struct WindowInput {
     /// The group-by values.
-    pub key: GroupKey,
+    pub key: PackedKey,
     /// Their hash (see [`key_hash`]).
     pub hash: u64,
     /// One input per aggregate.
@@ -236,11 +303,11 @@ impl Slots {
 
     /// The window input of an event whose fields are `values`.
     pub fn input(&self, values: &[Option<Scalar>]) -> WindowInput {
-        let key: GroupKey = self
-            .group_by
-            .iter()
-            .map(|&i| values[i].as_ref().map(|v| v.text().to_string()))
-            .collect();
+        let key = PackedKey::pack(
+            self.group_by
+                .iter()
+                .map(|&i| values[i].as_ref().map(Scalar::text)),
+        );
         WindowInput {
             hash: key_hash(&key),
             key,
@@ -266,24 +333,8 @@ impl Slots {
 }
 
 /// The hash of group-by values, in the process (see [`super::shard`]).
-pub fn key_hash<S: AsRef<str>>(key: &[Option<S>]) -> u64 {
-    hash_parts(key.iter().map(|k| k.as_ref().map(AsRef::as_ref)))
-}
-
-/// Whether held group-by values are `key`.
-fn same_key<S: AsRef<str>>(held: &[Option<Box<str>>], key: &[Option<S>]) -> bool {
-    held.len() == key.len()
-        && held
-            .iter()
-            .zip(key)
-            .all(|(h, k)| h.as_deref() == k.as_ref().map(AsRef::as_ref))
-}
-
-/// Group-by values as held.
-fn held<S: AsRef<str>>(key: &[Option<S>]) -> HeldKey {
-    key.iter()
-        .map(|k| k.as_ref().map(|k| k.as_ref().into()))
-        .collect()
+pub fn key_hash(key: &PackedKey) -> u64 {
+    hash_bytes(key.as_bytes())
 }
 
 /// FNV-1a, 64 bits, with a final mix: stable across runs and builds, so saved state stays
@@ -361,7 +412,7 @@ impl Shape {
 /// One open group: a window (by its start, outside) and a key.
 #[derive(Debug, Clone)]
 struct Group {
-    key: HeldKey,
+    key: PackedKey,
     acc: Box<[Accumulator]>,
     /// The save in which it last changed (see [`WindowShard::save`]).
     changed_in_save: u32,
@@ -371,8 +422,7 @@ struct Group {
 
 impl Group {
     fn bytes(&self) -> usize {
-        let key = std::mem::size_of_val(&*self.key)
-            + self.key.iter().flatten().map(|k| k.len()).sum::<usize>();
+        let key = self.key.as_bytes().len();
         let acc = std::mem::size_of_val(&*self.acc)
             + self.acc.iter().map(Accumulator::heap_bytes).sum::<usize>();
         key + acc
@@ -400,15 +450,12 @@ impl WindowShard {
                 continue;
             }
             let table = self.windows.entry(start).or_default();
-            let group = match table.entry(
-                input.hash,
-                |g| same_key(&g.key, &input.key),
-                |g| key_hash(&g.key),
-            ) {
+            let group = match table.entry(input.hash, |g| g.key == input.key, |g| key_hash(&g.key))
+            {
                 Entry::Occupied(found) => found.into_mut(),
                 Entry::Vacant(vacant) => vacant
                     .insert(Group {
-                        key: held(&input.key),
+                        key: input.key.clone(),
                         acc: shape
                             .functions
                             .iter()
@@ -459,16 +506,16 @@ impl WindowShard {
             .flat_map(|(start, table)| table.iter().map(|g| (*start, g)))
     }
 
-    fn insert(&mut self, start: Micros, key: &[Option<String>], acc: Vec<Accumulator>) {
+    fn insert(&mut self, start: Micros, key: PackedKey, acc: Vec<Accumulator>) {
+        let hash = key_hash(&key);
         let group = Group {
-            key: held(key),
+            key,
             acc: acc.into(),
             changed_in_save: self.save,
             changed_in_batch: self.batch.wrapping_sub(1),
         };
         let table = self.windows.entry(start).or_default();
-        let hash = key_hash(key);
-        match table.entry(hash, |g| same_key(&g.key, key), |g| key_hash(&g.key)) {
+        match table.entry(hash, |g| g.key == group.key, |g| key_hash(&g.key)) {
             Entry::Occupied(mut found) => *found.get_mut() = group,
             Entry::Vacant(vacant) => {
                 vacant.insert(group);
@@ -476,11 +523,11 @@ impl WindowShard {
         }
     }
 
-    fn remove(&mut self, start: Micros, key: &[Option<String>]) {
+    fn remove(&mut self, start: Micros, key: &PackedKey) {
         let Some(table) = self.windows.get_mut(&start) else {
             return;
         };
-        if let Ok(found) = table.find_entry(key_hash(key), |g| same_key(&g.key, key)) {
+        if let Ok(found) = table.find_entry(key_hash(key), |g| g.key == *key) {
             found.remove();
         }
         if table.is_empty() {
@@ -515,11 +562,7 @@ fn row(shape: &Shape, start: Micros, group: &Group) -> WindowRow {
     WindowRow {
         start,
         end: shape.end(start),
-        key: group
-            .key
-            .iter()
-            .map(|k| k.as_deref().map(String::from))
-            .collect(),
+        key: group.key.unpack(),
         values: group.acc.iter().map(Accumulator::value).collect(),
     }
 }
@@ -679,11 +722,13 @@ impl WindowOperator {
     /// the `watermark` the changes were saved with, as the batch that made them did.
     pub fn apply(&mut self, delta: super::delta::WindowDelta, watermark: Option<Micros>) {
         for (start, key) in delta.removed {
+            let key = PackedKey::of(&key);
             self.shard_mut(key_hash(&key)).remove(start, &key);
         }
         for group in delta.upserted {
-            let shard = self.shard_mut(key_hash(&group.key));
-            shard.insert(group.start, &group.key, group.acc);
+            let key = PackedKey::of(&group.key);
+            self.shard_mut(key_hash(&key))
+                .insert(group.start, key, group.acc);
         }
         if let Some(w) = watermark {
             let shape = &self.shape;
@@ -699,8 +744,9 @@ impl WindowOperator {
             .map(|_| WindowShard::default())
             .collect();
         for group in saved {
-            let shard = self.shard_mut(key_hash(&group.key));
-            shard.insert(group.start, &group.key, group.acc);
+            let key = PackedKey::of(&group.key);
+            self.shard_mut(key_hash(&key))
+                .insert(group.start, key, group.acc);
         }
     }
 }
@@ -744,7 +790,7 @@ mod tests {
 
     fn input(key: &str, x: Option<f64>, user: &str) -> WindowInput {
         let x = x.map_or(Input::None, Input::Number);
-        let key = vec![Some(key.to_string())];
+        let key = PackedKey::pack([Some(key)]);
         WindowInput {
             hash: key_hash(&key),
             key,
@@ -825,6 +871,32 @@ mod tests {
         // Closing emits nothing more in update mode.
         assert!(op.finish_batch(Some(s(1000))).is_empty());
         assert_eq!(op.rows(), 0);
+    }
+
+    #[test]
+    fn packed_keys_unpack_and_save_like_group_keys() {
+        let keys: [GroupKey; 5] = [
+            vec![Some("a".into()), None],
+            vec![None, Some("a".into())],
+            vec![Some("ab".into())],
+            vec![Some("a".into()), Some("b".into())],
+            vec![Some(String::new()), Some("Zoë \u{1f}\0".into()), None],
+        ];
+        let packed: Vec<PackedKey> = keys.iter().map(PackedKey::of).collect();
+        for (key, p) in keys.iter().zip(&packed) {
+            assert_eq!(&p.unpack(), key);
+            assert_eq!(
+                serde_json::to_string(p).unwrap(),
+                serde_json::to_string(key).unwrap()
+            );
+            let binary = postcard::to_allocvec(p).unwrap();
+            assert_eq!(binary, postcard::to_allocvec(key).unwrap());
+        }
+        for (i, a) in packed.iter().enumerate() {
+            for b in &packed[i + 1..] {
+                assert_ne!(a, b, "keys pack apart");
+            }
+        }
     }
 
     #[test]
