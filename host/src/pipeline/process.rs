@@ -174,3 +174,25 @@ fn merge(slices: Vec<Slice>, stages: usize) -> Processed {
     }
     processed
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    #[test]
+    fn cut_keeps_every_record_in_order() {
+        let topic: Arc<str> = "t".into();
+        for (len, n) in [(0, 3), (1, 3), (3, 3), (7, 3), (9, 3), (10, 1)] {
+            let records: Vec<Record> = (0..len)
+                .map(|i| Record::with_value(topic.clone(), i, "{}"))
+                .collect();
+            let parts = cut(records, n);
+            assert!(parts.iter().all(|p| !p.is_empty() && p.len() <= n));
+            assert_eq!(parts.len(), (len as usize).div_ceil(n));
+            let offsets: Vec<i64> = parts.concat().iter().map(|r| r.offset).collect();
+            assert_eq!(offsets, (0..len).collect::<Vec<_>>());
+        }
+    }
+}

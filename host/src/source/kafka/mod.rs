@@ -413,3 +413,44 @@ fn data_loss(tp: &TopicPartition, next: i64, earliest: i64) -> SourceError {
         lost: earliest - next,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(properties: &str) -> KafkaSourceConfig {
+        toml::from_str(&format!(
+            "bootstrap-servers = \"localhost:9092\"\ntopics = [\"t\"]\n{properties}"
+        ))
+        .unwrap()
+    }
+
+    fn caps(bytes: u64) -> Caps {
+        Caps {
+            records: 100_000,
+            bytes,
+        }
+    }
+
+    #[test]
+    fn the_prefetch_follows_the_byte_cap_within_bounds() {
+        let queued = |bytes| {
+            KafkaSource::client_config(&config(""), "g", caps(bytes))
+                .get("queued.max.messages.kbytes")
+                .map(str::to_string)
+        };
+        assert_eq!(queued(64 << 20).as_deref(), Some("4096"));
+        assert_eq!(queued(1 << 20).as_deref(), Some("1024"));
+        assert_eq!(queued(u64::MAX).as_deref(), Some("65536"));
+        let c = KafkaSource::client_config(&config(""), "g", caps(64 << 20));
+        assert_eq!(c.get("fetch.queue.backoff.ms"), Some("10"));
+    }
+
+    #[test]
+    fn properties_win_over_the_prefetch() {
+        let properties = "properties = { \"queued.max.messages.kbytes\" = \"65536\", \"fetch.queue.backoff.ms\" = \"1000\" }";
+        let c = KafkaSource::client_config(&config(properties), "g", caps(64 << 20));
+        assert_eq!(c.get("queued.max.messages.kbytes"), Some("65536"));
+        assert_eq!(c.get("fetch.queue.backoff.ms"), Some("1000"));
+    }
+}
