@@ -15,7 +15,7 @@
 //! - [`commit`]: the marks each table commit carries, from which a restart resumes;
 //! - [`election`]: which process runs an event-time pipeline (active and standbys);
 //! - [`pipeline`]: the loop that ties them together (`sluice run`);
-//! - [`alloc`]: the global allocator, and giving a batch's freed memory back;
+//! - [`alloc`]: the global allocator (mimalloc);
 //! - [`admin`]: the admin HTTP API of a running pipeline (status, metrics, plugin swaps);
 //! - [`cli`]: the `sluice` command line (`sluice try`, `sluice produce`);
 //! - [`kafka`]: Kafka client configuration and topic administration;

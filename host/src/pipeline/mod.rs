@@ -361,14 +361,11 @@ impl Pipeline {
             dead,
             stats,
         } = self.process(records, input.now)?;
-        crate::alloc::release(); // the records, encoded
         let prepared = self.route(&input, slices, dead)?;
-        let done = match self.hold(input, stats, prepared) {
+        match self.hold(input, stats, prepared) {
             Some((input, stats, prepared)) => self.commit_batch(input, stats, prepared),
             None => Ok(()),
-        };
-        crate::alloc::release(); // the rows, committed
-        done
+        }
     }
 
     /// Commits a batch (one trigger, or held triggers together) and reports it.
