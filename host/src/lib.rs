@@ -15,6 +15,7 @@
 //! - [`commit`]: the marks each table commit carries, from which a restart resumes;
 //! - [`election`]: which process runs an event-time pipeline (active and standbys);
 //! - [`pipeline`]: the loop that ties them together (`sluice run`);
+//! - [`alloc`]: the global allocator (mimalloc);
 //! - [`admin`]: the admin HTTP API of a running pipeline (status, metrics, plugin swaps);
 //! - [`cli`]: the `sluice` command line (`sluice try`, `sluice produce`);
 //! - [`kafka`]: Kafka client configuration and topic administration;
@@ -22,6 +23,7 @@
 //! - [`units`]: durations and byte sizes in configuration.
 
 pub mod admin;
+pub mod alloc;
 pub mod batch;
 pub mod cli;
 pub mod commit;
@@ -36,9 +38,3 @@ pub mod sink;
 pub mod source;
 pub mod udf;
 pub mod units;
-
-/// mimalloc instead of glibc's allocator, for every binary that links sluice (`sluice`, the
-/// tests' copy of it): with one glibc arena per thread, peak memory of the ingest benchmark
-/// was twice what the data needs, and allocation took ~15% of the CPU per event.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

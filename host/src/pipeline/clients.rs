@@ -77,7 +77,7 @@ pub fn planned(config: &PipelineConfig) -> Vec<PlannedClient> {
         kind: ClientKind::Consumer,
         section: "[source] properties".into(),
         connection: source.connection(),
-        config: KafkaSource::client_config(&source, &group),
+        config: KafkaSource::client_config(&source, &group, config.trigger.caps()),
     }];
     clients.extend(election);
     for (what, section, target) in output_targets(config) {

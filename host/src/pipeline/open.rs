@@ -74,7 +74,7 @@ impl Parts {
             source.mode = SourceMode::Assign;
         }
         Ok(Parts {
-            source: Box::new(KafkaSource::new(source, &group)?),
+            source: Box::new(KafkaSource::new(source, &group, config.trigger.caps())?),
             topics: Box::new(KafkaTopics),
             state: None,
             runtime: None,

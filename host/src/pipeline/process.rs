@@ -110,11 +110,7 @@ impl Pipeline {
             .div_ceil(self.config.threads())
             .max(chunk_size)
             .max(1);
-        let mut parts: Vec<Vec<Record>> = Vec::new();
-        let mut records = records.into_iter().peekable();
-        while records.peek().is_some() {
-            parts.push(records.by_ref().take(per_thread).collect());
-        }
+        let parts = cut(records, per_thread);
         let step = Step {
             stages: self.stages.active(),
             shadows: self.stages.shadows(),
@@ -138,6 +134,24 @@ impl Pipeline {
     }
 }
 
+/// `records` cut into parts of `n` records (the last one shorter), in order. The parts are
+/// split off the end, so the batch's records are not held twice while its parts are
+/// processed.
+fn cut(mut records: Vec<Record>, n: usize) -> Vec<Vec<Record>> {
+    let mut parts = Vec::new();
+    if records.is_empty() {
+        return parts;
+    }
+    while records.len() > n {
+        let at = (records.len() - 1) / n * n;
+        parts.push(records.split_off(at));
+    }
+    records.shrink_to_fit();
+    parts.push(records);
+    parts.reverse();
+    parts
+}
+
 /// The slices of a batch, merged in order.
 fn merge(slices: Vec<Slice>, stages: usize) -> Processed {
     let stats = ProcessStats {
@@ -156,7 +170,29 @@ fn merge(slices: Vec<Slice>, stages: usize) -> Processed {
     };
     for slice in slices {
         processed.dead.extend(slice.dead);
-        processed.slices.push(slice.rows);
+        processed.slices.extend(slice.rows);
     }
     processed
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    #[test]
+    fn cut_keeps_every_record_in_order() {
+        let topic: Arc<str> = "t".into();
+        for (len, n) in [(0, 3), (1, 3), (3, 3), (7, 3), (9, 3), (10, 1)] {
+            let records: Vec<Record> = (0..len)
+                .map(|i| Record::with_value(topic.clone(), i, "{}"))
+                .collect();
+            let parts = cut(records, n);
+            assert!(parts.iter().all(|p| !p.is_empty() && p.len() <= n));
+            assert_eq!(parts.len(), (len as usize).div_ceil(n));
+            let offsets: Vec<i64> = parts.concat().iter().map(|r| r.offset).collect();
+            assert_eq!(offsets, (0..len).collect::<Vec<_>>());
+        }
+    }
 }

@@ -1,7 +1,9 @@
 //! One slice of a batch, on one thread: the plugin stages (and their shadows), the
 //! encoder, and the reading of event-time fields. The process phase cuts a batch into
 //! contiguous slices, runs a [`Step`] over each on its own thread, and merges the
-//! [`Slice`]s back in order.
+//! [`Slice`]s back in order. A step goes through its slice a piece at a time
+//! ([`PIECE_RECORDS`]), so that each piece's records are freed as soon as they are
+//! encoded: a batch's records and its Arrow rows are never held whole side by side.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -18,10 +20,14 @@ use crate::udf::chain::{self, Fate, Judged, StageRun};
 use crate::udf::shadow::{self, ShadowReport};
 use crate::udf::{Plugin, UdfError};
 
+/// Records a step judges and encodes at a time (rounded up to whole plugin chunks).
+const PIECE_RECORDS: usize = 8192;
+
 /// What became of the records of one slice of a batch.
 pub(super) struct Slice {
-    /// The table rows and, with event time, the records of the rows with their fields.
-    pub(super) rows: Timed,
+    /// The table rows of each piece and, with event time, the records of the rows with
+    /// their fields.
+    pub(super) rows: Vec<Timed>,
     pub(super) dead: Vec<(Record, Reason)>,
     /// What each stage did with the slice's records.
     pub(super) stage_counts: Vec<StageCounts>,
@@ -56,36 +62,90 @@ struct Judgement {
     stage_verdicts: Vec<BTreeMap<String, u64>>,
 }
 
+impl Slice {
+    fn new(stages: usize, shadows: usize) -> Self {
+        Slice {
+            rows: Vec::new(),
+            dead: Vec::new(),
+            stage_counts: vec![StageCounts::default(); stages],
+            stage_verdicts: vec![BTreeMap::new(); stages],
+            shadows: vec![None; shadows],
+            plugins: Duration::ZERO,
+            encode: Duration::ZERO,
+            plugins_cpu: Duration::ZERO,
+            encode_cpu: Duration::ZERO,
+        }
+    }
+
+    /// Adds what the stages did with a piece.
+    fn count(&mut self, judgement: &Judgement, shadows: Vec<Option<ShadowReport>>) {
+        for (t, c) in self.stage_counts.iter_mut().zip(&judgement.stage_counts) {
+            t.add(c);
+        }
+        for (t, v) in self
+            .stage_verdicts
+            .iter_mut()
+            .zip(&judgement.stage_verdicts)
+        {
+            for (code, n) in v {
+                *t.entry(code.clone()).or_default() += n;
+            }
+        }
+        for (t, r) in self.shadows.iter_mut().zip(shadows) {
+            if let Some(r) = r {
+                t.get_or_insert_with(ShadowReport::default).merge(r);
+            }
+        }
+    }
+}
+
 impl Step<'_> {
-    /// Runs the step over `records`; `ingestion` fills the ingestion-time column.
+    /// Runs the step over `records`, a piece at a time; `ingestion` fills the
+    /// ingestion-time column.
     pub(super) fn run(self, records: Vec<Record>, ingestion: i64) -> Result<Slice, PipelineError> {
-        let t = Instant::now();
-        let ((judged, runs, shadows), plugins_cpu) = cpu::on_thread(|| self.run_stages(records));
-        let plugins = t.elapsed();
-        let t = Instant::now();
-        let encode_start = cpu::thread();
-        let Judgement {
-            kept,
-            mut dead,
-            stage_counts,
-            stage_verdicts,
-        } = self.judge(judged, &runs);
-        let rows = self.encode(kept, ingestion, &mut dead)?;
+        let mut slice = Slice::new(self.stages.len(), self.shadows.len());
+        let chunk = self.chunk_size.max(1);
+        let piece = PIECE_RECORDS.div_ceil(chunk) * chunk;
+        let mut records = records.into_iter();
+        loop {
+            let part: Vec<Record> = records.by_ref().take(piece).collect();
+            if part.is_empty() {
+                break;
+            }
+            self.run_piece(part, ingestion, &mut slice)?;
+        }
         // Dead letters in offset order, whichever step refused them.
-        dead.sort_by(|a, b| {
+        slice.dead.sort_by(|a, b| {
             (&a.0.topic, a.0.partition, a.0.offset).cmp(&(&b.0.topic, b.0.partition, b.0.offset))
         });
-        Ok(Slice {
-            rows,
-            dead,
-            stage_counts,
-            stage_verdicts,
-            shadows,
-            plugins,
-            encode: t.elapsed(),
-            plugins_cpu,
-            encode_cpu: cpu::thread().saturating_sub(encode_start),
-        })
+        Ok(slice)
+    }
+
+    /// Runs the step over one piece of the slice, adding what became of it to `slice`.
+    /// The piece's records are gone when it returns, but for the dead letters and, with
+    /// event time, the records of the rows.
+    fn run_piece(
+        self,
+        records: Vec<Record>,
+        ingestion: i64,
+        slice: &mut Slice,
+    ) -> Result<(), PipelineError> {
+        let t = Instant::now();
+        let ((judged, runs, shadows), plugins_cpu) = cpu::on_thread(|| self.run_stages(records));
+        slice.plugins += t.elapsed();
+        slice.plugins_cpu += plugins_cpu;
+        let t = Instant::now();
+        let encode_start = cpu::thread();
+        let mut judgement = self.judge(judged, &runs);
+        slice.count(&judgement, shadows);
+        slice.dead.append(&mut judgement.dead);
+        let rows = self.encode(judgement.kept, ingestion, &mut slice.dead)?;
+        if rows.batch.is_some() || !rows.records.is_empty() {
+            slice.rows.push(rows);
+        }
+        slice.encode += t.elapsed();
+        slice.encode_cpu += cpu::thread().saturating_sub(encode_start);
+        Ok(())
     }
 
     /// The stages over `records`, and each shadow beside its stage.

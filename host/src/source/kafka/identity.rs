@@ -51,7 +51,7 @@ impl KafkaSource {
         &self,
         mut wanted: BTreeMap<TopicPartition, Fingerprint>,
     ) -> Result<Vec<Mismatch>, SourceError> {
-        let consumer = Self::consumer(&self.config, &self.group)?;
+        let consumer = Self::consumer(&self.config, &self.group, self.caps)?;
         let mut tpl = TopicPartitionList::new();
         for (tp, f) in &wanted {
             let added = tpl.add_partition_offset(&tp.topic, tp.partition, Offset::Offset(f.offset));

@@ -25,6 +25,28 @@ use super::{Loss, Offsets, Source, SourceError, TopicPartition};
 use crate::batch::Caps;
 use crate::record::Record;
 
+/// The consumer's prefetch is this share of a batch's byte cap (`[trigger] max-bytes`)...
+const PREFETCH_SHARE: u64 = 16;
+/// ... at least this much ...
+const MIN_PREFETCH: u64 = 1 << 20;
+/// ... and at most librdkafka's own default.
+const MAX_PREFETCH: u64 = 64 << 20;
+
+/// The consumer's prefetch, sized from the batch `caps`: librdkafka's defaults queue up to
+/// 64 MiB of fetched records (and fetch up to 50 MiB per broker at once) whatever the
+/// batch, which was more than half of sluice's memory at 100 000 records per batch. A
+/// sixteenth of `max-bytes` (4 MiB by default), between 1 and 64 MiB, kept the ingest
+/// benchmark's read rate: librdkafka lowers `fetch.max.bytes` to it, and a partition whose
+/// queue is full is fetched again after 10 ms instead of librdkafka's 1 s (which made a
+/// small queue slow). `[source] properties` still win.
+fn prefetch(caps: Caps) -> [(&'static str, String); 2] {
+    let bytes = (caps.bytes / PREFETCH_SHARE).clamp(MIN_PREFETCH, MAX_PREFETCH);
+    [
+        ("queued.max.messages.kbytes", (bytes / 1024).to_string()),
+        ("fetch.queue.backoff.ms", "10".to_string()),
+    ]
+}
+
 const METADATA_TIMEOUT: Duration = Duration::from_secs(30);
 const POLL: Duration = Duration::from_millis(100);
 
@@ -34,6 +56,8 @@ pub struct KafkaSource {
     /// The consumer group.
     group: String,
     consumer: BaseConsumer<SourceContext>,
+    /// The caps of a batch, which size the consumer's prefetch (see [`prefetch`]).
+    caps: Caps,
     /// Whether the consumer subscribed to the topics (`mode = "group"`).
     subscribed: bool,
     topics: Vec<Arc<str>>,
@@ -55,10 +79,11 @@ impl std::fmt::Debug for KafkaSource {
 }
 
 impl KafkaSource {
-    /// Creates the consumer. `group` is the default group id.
-    pub fn new(config: KafkaSourceConfig, group: &str) -> Result<Self, SourceError> {
+    /// Creates the consumer. `group` is the default group id; `caps` are the caps of a
+    /// batch, which size its prefetch.
+    pub fn new(config: KafkaSourceConfig, group: &str, caps: Caps) -> Result<Self, SourceError> {
         let group = config.group_id.clone().unwrap_or_else(|| group.to_string());
-        let consumer = Self::consumer(&config, &group)?;
+        let consumer = Self::consumer(&config, &group, caps)?;
         let topics = config
             .topics
             .iter()
@@ -68,6 +93,7 @@ impl KafkaSource {
             config,
             group,
             consumer,
+            caps,
             subscribed: false,
             topics,
             positions: Offsets::default(),
@@ -79,15 +105,18 @@ impl KafkaSource {
     fn consumer(
         config: &KafkaSourceConfig,
         group: &str,
+        caps: Caps,
     ) -> Result<BaseConsumer<SourceContext>, SourceError> {
-        Ok(Self::client_config(config, group)
+        Ok(Self::client_config(config, group, caps)
             .create_with_context(SourceContext::default())
             .map_err(|error| config.connection().client_error(error))?)
     }
 
     /// The consumer's configuration: sluice's defaults (no automatic commit, no automatic
-    /// offset reset), then `[source] properties`.
-    pub fn client_config(config: &KafkaSourceConfig, group: &str) -> ClientConfig {
+    /// offset reset, a prefetch sized from the batch `caps`: see [`prefetch`]), then
+    /// `[source] properties`.
+    pub fn client_config(config: &KafkaSourceConfig, group: &str, caps: Caps) -> ClientConfig {
+        let prefetch = prefetch(caps);
         let mut defaults = vec![
             ("group.id", group),
             ("enable.auto.commit", "false"),
@@ -97,6 +126,7 @@ impl KafkaSource {
             // topic, which the source handles (see `on-data-loss`), never a silent jump.
             ("auto.offset.reset", "error"),
         ];
+        defaults.extend(prefetch.iter().map(|(k, v)| (*k, v.as_str())));
         if config.mode == SourceMode::Group {
             defaults.push(("partition.assignment.strategy", "cooperative-sticky"));
         }
@@ -107,7 +137,7 @@ impl KafkaSource {
     /// prefetched records). Replacing a live assignment instead and closing soon after trips
     /// an assertion in librdkafka (`rd_kafka_assignment_partition_stopped`).
     fn renew_consumer(&mut self) -> Result<(), SourceError> {
-        self.consumer = Self::consumer(&self.config, &self.group)?;
+        self.consumer = Self::consumer(&self.config, &self.group, self.caps)?;
         self.stash.clear();
         Ok(())
     }
@@ -381,5 +411,46 @@ fn data_loss(tp: &TopicPartition, next: i64, earliest: i64) -> SourceError {
         next,
         earliest,
         lost: earliest - next,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(properties: &str) -> KafkaSourceConfig {
+        toml::from_str(&format!(
+            "bootstrap-servers = \"localhost:9092\"\ntopics = [\"t\"]\n{properties}"
+        ))
+        .unwrap()
+    }
+
+    fn caps(bytes: u64) -> Caps {
+        Caps {
+            records: 100_000,
+            bytes,
+        }
+    }
+
+    #[test]
+    fn the_prefetch_follows_the_byte_cap_within_bounds() {
+        let queued = |bytes| {
+            KafkaSource::client_config(&config(""), "g", caps(bytes))
+                .get("queued.max.messages.kbytes")
+                .map(str::to_string)
+        };
+        assert_eq!(queued(64 << 20).as_deref(), Some("4096"));
+        assert_eq!(queued(1 << 20).as_deref(), Some("1024"));
+        assert_eq!(queued(u64::MAX).as_deref(), Some("65536"));
+        let c = KafkaSource::client_config(&config(""), "g", caps(64 << 20));
+        assert_eq!(c.get("fetch.queue.backoff.ms"), Some("10"));
+    }
+
+    #[test]
+    fn properties_win_over_the_prefetch() {
+        let properties = "properties = { \"queued.max.messages.kbytes\" = \"65536\", \"fetch.queue.backoff.ms\" = \"1000\" }";
+        let c = KafkaSource::client_config(&config(properties), "g", caps(64 << 20));
+        assert_eq!(c.get("queued.max.messages.kbytes"), Some("65536"));
+        assert_eq!(c.get("fetch.queue.backoff.ms"), Some("1000"));
     }
 }

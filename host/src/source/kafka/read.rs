@@ -15,6 +15,9 @@ use crate::batch::Caps;
 use crate::record::Record;
 use crate::source::{Offsets, SourceError, TopicPartition};
 
+/// The most records room is made for before a batch is read (more grow the batch as usual).
+const MAX_RESERVED: usize = 1 << 20;
+
 /// A batch being read.
 struct Reading {
     /// The target of each partition not done yet.
@@ -37,14 +40,16 @@ impl KafkaSource {
         caps: Caps,
         stop: &AtomicBool,
     ) -> Result<(Vec<Record>, Offsets), SourceError> {
+        let pending: HashMap<TopicPartition, i64> = until
+            .0
+            .iter()
+            .filter(|(tp, end)| self.positions.get(tp).is_some_and(|p| p < **end))
+            .map(|(tp, &end)| (tp.clone(), end))
+            .collect();
+        let expected = self.expected_records(&pending).min(caps.records);
         let mut batch = Reading {
-            pending: until
-                .0
-                .iter()
-                .filter(|(tp, end)| self.positions.get(tp).is_some_and(|p| p < **end))
-                .map(|(tp, &end)| (tp.clone(), end))
-                .collect(),
-            records: Vec::new(),
+            pending,
+            records: Vec::with_capacity(expected),
             bytes: 0,
             stash: std::mem::take(&mut self.stash),
             progress: Instant::now(),
@@ -65,6 +70,17 @@ impl KafkaSource {
         stash.extend(self.stash.drain(..));
         self.stash = stash;
         Ok((batch.records, self.positions.clone()))
+    }
+
+    /// The records between the positions and the targets of `pending` (fewer if there are
+    /// gaps), at most [`MAX_RESERVED`]: room for the batch made once, rather than doubled
+    /// as it fills (a doubling holds both buffers, and a third of the last one is unused).
+    fn expected_records(&self, pending: &HashMap<TopicPartition, i64>) -> usize {
+        let offsets: i64 = pending
+            .iter()
+            .map(|(tp, end)| end - self.positions.get(tp).unwrap_or(*end))
+            .sum();
+        usize::try_from(offsets).unwrap_or(0).min(MAX_RESERVED)
     }
 
     pub(super) fn record(
