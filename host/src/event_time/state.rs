@@ -39,10 +39,22 @@ pub const WATERMARK: &str = "sluice.watermark";
 pub struct SavedState {
     /// The watermark and its partitions.
     pub watermark: Watermark,
-    /// Dedup keys and the event time of their first copy, sorted.
+    /// Dedup keys and the event time of their first copy, in no order.
     pub dedup: Vec<(String, Micros)>,
-    /// Open window groups, by window name.
+    /// Open window groups, by window name, in no order.
     pub windows: BTreeMap<String, Vec<SavedGroup>>,
+}
+
+impl SavedState {
+    /// The same state in one order (dedup keys, then groups by window start and key), to
+    /// compare states.
+    pub fn sorted(mut self) -> Self {
+        self.dedup.sort_unstable();
+        for groups in self.windows.values_mut() {
+            groups.sort_unstable_by(|a, b| (a.start, &a.key).cmp(&(b.start, &b.key)));
+        }
+        self
+    }
 }
 
 /// The operators' state, borrowed: serialised exactly like [`SavedState`], without copying
@@ -51,7 +63,7 @@ pub struct SavedState {
 pub struct SavedStateRef<'a> {
     /// The watermark and its partitions.
     pub watermark: &'a Watermark,
-    /// Dedup keys and the event time of their first copy, sorted.
+    /// Dedup keys and the event time of their first copy, in no order.
     pub dedup: Vec<(&'a str, Micros)>,
     /// Open window groups, by window name.
     pub windows: BTreeMap<&'a str, Vec<SavedGroupRef<'a>>>,

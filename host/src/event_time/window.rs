@@ -675,20 +675,16 @@ impl WindowOperator {
         groups.sum()
     }
 
-    /// The state, borrowed for saving, sorted by window start and key.
+    /// The state, borrowed for saving, in no order.
     pub fn save_ref(&self) -> Vec<super::state::SavedGroupRef<'_>> {
-        let mut groups: Vec<_> = self
-            .shards
-            .iter()
-            .flat_map(WindowShard::groups)
+        let groups = self.shards.iter().flat_map(WindowShard::groups);
+        groups
             .map(|(start, g)| super::state::SavedGroupRef {
                 start,
                 key: &g.key,
                 acc: &g.acc,
             })
-            .collect();
-        groups.sort_unstable_by(|a, b| (a.start, a.key).cmp(&(b.start, b.key)));
-        groups
+            .collect()
     }
 
     /// Starts (afresh) recording the groups that change, for [`WindowOperator::delta`]:

@@ -26,7 +26,9 @@ fn plan(batch_id: u64) -> Plan {
 
 /// The state, in a form that compares by content (distinct counts are hash sets).
 fn state(et: &EventTime) -> SavedState {
-    serde_json::from_slice(&serde_json::to_vec(&et.save_ref()).unwrap()).unwrap()
+    let saved: SavedState =
+        serde_json::from_slice(&serde_json::to_vec(&et.save_ref()).unwrap()).unwrap();
+    saved.sorted()
 }
 
 /// Fresh operators recovered from the file `saved`.

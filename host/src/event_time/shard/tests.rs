@@ -79,7 +79,9 @@ mod sharded {
     }
 
     fn state(et: &EventTime) -> SavedState {
-        serde_json::from_slice(&serde_json::to_vec(&et.save_ref()).unwrap()).unwrap()
+        let saved: SavedState =
+            serde_json::from_slice(&serde_json::to_vec(&et.save_ref()).unwrap()).unwrap();
+        saved.sorted()
     }
 
     /// One random event: id, partition, seconds past the batch's base time, type, user, x.
