@@ -246,4 +246,4 @@ impl EventTime {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

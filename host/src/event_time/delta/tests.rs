@@ -13,7 +13,8 @@ use crate::event_time::state::{
 use crate::event_time::tests::{event, operators};
 use crate::units::Millis;
 
-fn plan(batch_id: u64) -> Plan {
+/// The plan of batch `batch_id` (its contents do not matter here).
+pub(crate) fn plan(batch_id: u64) -> Plan {
     Plan {
         batch_id,
         start: format!("{batch_id}"),

@@ -35,7 +35,8 @@ mod sharded {
     use crate::event_time::config::{
         AggregateConfig, DedupConfig, EmitMode, Function, WindowConfig,
     };
-    use crate::event_time::state::{MemoryStore, Plan, SavedState};
+    use crate::event_time::delta::tests::plan;
+    use crate::event_time::state::{MemoryStore, SavedState};
     use crate::event_time::tests::config;
     use crate::event_time::window::sort_rows;
     use crate::event_time::{EventTime, Fields};
@@ -102,17 +103,6 @@ mod sharded {
             (format!("t/{p}"), et.fields(Some(json.as_bytes())).unwrap())
         };
         events.iter().map(event).collect()
-    }
-
-    fn plan(batch_id: u64) -> Plan {
-        Plan {
-            batch_id,
-            start: "{}".into(),
-            end: "{}".into(),
-            now_ms: Millis(0),
-            session_start_ms: Millis(0),
-            flush: false,
-        }
     }
 
     type Batch = (Vec<Event>, i64, bool);
