@@ -104,10 +104,6 @@ impl Dedup {
         &mut self.shards[shard_of(hash_str(key), n)]
     }
 
-    fn shard(&self, key: &str) -> &DedupShard {
-        &self.shards[shard_of(hash_str(key), self.shards.len())]
-    }
-
     /// Whether `key` was seen; if not, remembers it with the event time `time`.
     pub fn is_repeat(&mut self, key: &str, time: Micros) -> bool {
         self.shard_mut(key).is_repeat(key, hash_str(key), time)
@@ -166,11 +162,6 @@ impl Dedup {
     /// Whether no key is held.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-
-    /// Whether `key` is held (the event time of its first copy).
-    pub fn get(&self, key: &str) -> Option<Micros> {
-        self.shard(key).get(key).map(|s| s.time)
     }
 
     /// Keys added since [`Dedup::track`].

@@ -194,11 +194,6 @@ impl EventTime {
         self
     }
 
-    /// The number of shards of the keyed state.
-    pub fn shards(&self) -> usize {
-        self.shards
-    }
-
     /// The configuration.
     pub fn config(&self) -> &EventTimeConfig {
         &self.config
