@@ -60,7 +60,13 @@ impl Fingerprints {
     /// These, updated with the last record of each partition in `records` (any order).
     pub fn updated(&self, records: &[Record]) -> Fingerprints {
         let mut last: BTreeMap<TopicPartition, &Record> = BTreeMap::new();
-        for record in records {
+        // Records come in runs of one partition: the map is touched once per run.
+        let same = |a: &Record, b: &Record| a.partition == b.partition && a.topic == b.topic;
+        for run in records.chunk_by(same) {
+            let record = run
+                .iter()
+                .max_by_key(|r| r.offset)
+                .expect("a run is not empty");
             let tp = TopicPartition {
                 topic: record.topic.clone(),
                 partition: record.partition,

@@ -1,7 +1,7 @@
 //! Reading one batch: polling the consumer, placing each record in the batch or keeping it
 //! for a later one, and settling partitions whose target lies in a gap.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -9,6 +9,7 @@ use std::time::Instant;
 use rdkafka::Offset;
 use rdkafka::consumer::Consumer;
 use rdkafka::message::Message;
+use rustc_hash::FxHashMap;
 
 use super::{KafkaSource, POLL};
 use crate::batch::Caps;
@@ -18,17 +19,61 @@ use crate::source::{Offsets, SourceError, TopicPartition};
 /// The most records room is made for before a batch is read (more grow the batch as usual).
 const MAX_RESERVED: usize = 1 << 20;
 
+/// Where a partition not done yet stands in the batch being read.
+#[derive(Debug, Clone, Copy)]
+struct Cursor {
+    /// The next offset to hand out: the source's position, kept here while the batch is
+    /// read (written back by [`Reading::settle`]) so that a record costs no ordered-map
+    /// update.
+    next: i64,
+    /// The batch's target for the partition.
+    end: i64,
+}
+
 /// A batch being read.
 struct Reading {
-    /// The target of each partition not done yet.
-    pending: HashMap<TopicPartition, i64>,
+    /// The partitions not done yet (FxHash: the keys are the source's own partitions).
+    pending: FxHashMap<TopicPartition, Cursor>,
     records: Vec<Record>,
     /// Bytes of keys and values in `records`.
     bytes: u64,
     /// Records fetched for an earlier batch, not looked at yet.
     stash: VecDeque<Record>,
-    /// When the last record arrived.
+    /// Records that arrived, and how many had when `progress` was last set: the clock is
+    /// read when a poll comes back empty, not once per record.
+    arrived: u64,
+    arrived_seen: u64,
+    /// When records were last seen arriving.
     progress: Instant,
+}
+
+impl Reading {
+    /// Writes the pending partitions' next offsets back into `positions`.
+    fn settle(&self, positions: &mut Offsets) {
+        for (tp, cursor) in &self.pending {
+            positions.set(tp.clone(), cursor.next);
+        }
+    }
+
+    /// Takes the pending partitions' next offsets from `positions` (after the source moved
+    /// them).
+    fn reload(&mut self, positions: &Offsets) {
+        for (tp, cursor) in &mut self.pending {
+            if let Some(next) = positions.get(tp) {
+                cursor.next = next;
+            }
+        }
+    }
+
+    /// Whether no record arrived for longer than `timeout`, seen from a poll that came
+    /// back empty.
+    fn stalled(&mut self, timeout: std::time::Duration) -> bool {
+        if self.arrived != self.arrived_seen {
+            self.arrived_seen = self.arrived;
+            self.progress = Instant::now();
+        }
+        self.progress.elapsed() > timeout
+    }
 }
 
 impl KafkaSource {
@@ -40,47 +85,53 @@ impl KafkaSource {
         caps: Caps,
         stop: &AtomicBool,
     ) -> Result<(Vec<Record>, Offsets), SourceError> {
-        let pending: HashMap<TopicPartition, i64> = until
+        let pending: FxHashMap<TopicPartition, Cursor> = until
             .0
             .iter()
-            .filter(|(tp, end)| self.positions.get(tp).is_some_and(|p| p < **end))
-            .map(|(tp, &end)| (tp.clone(), end))
+            .filter_map(|(tp, &end)| {
+                let next = self.positions.get(tp).filter(|&next| next < end)?;
+                Some((tp.clone(), Cursor { next, end }))
+            })
             .collect();
-        let expected = self.expected_records(&pending).min(caps.records);
+        let expected = expected_records(&pending).min(caps.records);
         let mut batch = Reading {
             pending,
             records: Vec::with_capacity(expected),
             bytes: 0,
             stash: std::mem::take(&mut self.stash),
+            arrived: 0,
+            arrived_seen: 0,
             progress: Instant::now(),
         };
-        while !batch.pending.is_empty() && !caps.full(batch.records.len(), batch.bytes) {
-            let record = match batch.stash.pop_front() {
-                Some(record) => record,
-                None => match self.poll(&mut batch, stop)? {
-                    Some(record) => record,
-                    None => continue,
-                },
-            };
-            batch.progress = Instant::now();
-            self.place(record, &mut batch);
-        }
+        let read = self.fill(&mut batch, caps, stop);
+        batch.settle(&mut self.positions);
         // What was not looked at stays for the next batch, before what was fetched later.
         let mut stash = batch.stash;
         stash.extend(self.stash.drain(..));
         self.stash = stash;
+        read?;
         Ok((batch.records, self.positions.clone()))
     }
 
-    /// The records between the positions and the targets of `pending` (fewer if there are
-    /// gaps), at most [`MAX_RESERVED`]: room for the batch made once, rather than doubled
-    /// as it fills (a doubling holds both buffers, and a third of the last one is unused).
-    fn expected_records(&self, pending: &HashMap<TopicPartition, i64>) -> usize {
-        let offsets: i64 = pending
-            .iter()
-            .map(|(tp, end)| end - self.positions.get(tp).unwrap_or(*end))
-            .sum();
-        usize::try_from(offsets).unwrap_or(0).min(MAX_RESERVED)
+    /// Reads records into `batch` until its partitions are done or the caps are reached.
+    fn fill(
+        &mut self,
+        batch: &mut Reading,
+        caps: Caps,
+        stop: &AtomicBool,
+    ) -> Result<(), SourceError> {
+        while !batch.pending.is_empty() && !caps.full(batch.records.len(), batch.bytes) {
+            let record = match batch.stash.pop_front() {
+                Some(record) => record,
+                None => match self.poll(batch, stop)? {
+                    Some(record) => record,
+                    None => continue,
+                },
+            };
+            batch.arrived += 1;
+            self.place(record, batch);
+        }
+        Ok(())
     }
 
     pub(super) fn record(
@@ -118,7 +169,9 @@ impl KafkaSource {
                 .topic_arc(message.topic())
                 .map(|topic| Self::record(&message, &topic))),
             Some(Err(error)) if out_of_range(&error) => {
+                batch.settle(&mut self.positions);
                 self.out_of_range()?;
+                batch.reload(&self.positions);
                 Ok(None)
             }
             Some(Err(error)) => {
@@ -127,7 +180,7 @@ impl KafkaSource {
             }
             None => {
                 self.settle_gaps(batch)?;
-                if batch.progress.elapsed() > self.config.fetch_timeout {
+                if batch.stalled(self.config.fetch_timeout) {
                     let mut behind: Vec<String> =
                         batch.pending.keys().map(ToString::to_string).collect();
                     behind.sort();
@@ -156,7 +209,7 @@ impl KafkaSource {
                 topic,
                 partition: e.partition(),
             };
-            if let Some(&end) = batch.pending.get(&tp)
+            if let Some(&Cursor { end, .. }) = batch.pending.get(&tp)
                 && at >= end
                 && !batch
                     .stash
@@ -176,32 +229,45 @@ impl KafkaSource {
             topic: record.topic.clone(),
             partition: record.partition,
         };
-        let Some(position) = self.positions.get(&tp) else {
-            return;
-        };
-        if record.offset < position {
-            return; // already handed out (a re-fetch after re-assignment)
-        }
-        match batch.pending.get(&tp) {
-            Some(&end) if record.offset < end => {
-                batch.bytes += record.key.as_ref().map_or(0, |k| k.len() as u64)
-                    + record.value.as_ref().map_or(0, |v| v.len() as u64);
-                self.positions.set(tp.clone(), record.offset + 1);
-                if record.offset + 1 >= end {
-                    batch.pending.remove(&tp);
-                }
-                batch.records.push(record);
-            }
-            Some(&end) => {
-                // Past the target with a gap before it (control or compacted records):
-                // the partition is done for this batch.
-                self.positions.set(tp.clone(), end);
-                batch.pending.remove(&tp);
+        let Some(cursor) = batch.pending.get_mut(&tp) else {
+            // Not in this batch: beyond its target, or a partition the source no longer has.
+            if self
+                .positions
+                .get(&tp)
+                .is_some_and(|at| record.offset >= at)
+            {
                 self.stash.push_back(record);
             }
-            None => self.stash.push_back(record), // beyond this batch's target
+            return;
+        };
+        if record.offset < cursor.next {
+            return; // already handed out (a re-fetch after re-assignment)
+        }
+        if record.offset < cursor.end {
+            batch.bytes += record.key.as_ref().map_or(0, |k| k.len() as u64)
+                + record.value.as_ref().map_or(0, |v| v.len() as u64);
+            cursor.next = record.offset + 1;
+            if cursor.next >= cursor.end {
+                self.positions.set(tp.clone(), cursor.next);
+                batch.pending.remove(&tp);
+            }
+            batch.records.push(record);
+        } else {
+            // Past the target with a gap before it (control or compacted records): the
+            // partition is done for this batch.
+            self.positions.set(tp.clone(), cursor.end);
+            batch.pending.remove(&tp);
+            self.stash.push_back(record);
         }
     }
+}
+
+/// The records between the pending partitions' positions and targets (fewer if there are
+/// gaps), at most [`MAX_RESERVED`]: room for the batch made once, rather than doubled as it
+/// fills (a doubling holds both buffers, and a third of the last one is unused).
+fn expected_records(pending: &FxHashMap<TopicPartition, Cursor>) -> usize {
+    let offsets: i64 = pending.values().map(|c| c.end - c.next).sum();
+    usize::try_from(offsets).unwrap_or(0).min(MAX_RESERVED)
 }
 
 /// Whether the consumer says a position is out of range (with `auto.offset.reset =
