@@ -109,6 +109,48 @@ pub struct Plan {
     pub session_start_ms: Millis,
     /// Whether the batch closed every open window (`at-end = "flush"`).
     pub flush: bool,
+    /// With a commit cadence, the triggers held before the last one, in order (`end`,
+    /// `now_ms` and `flush` are the last one's): a replay runs each as it ran. Kept in the
+    /// plan's pointer ([`PlanFile`]) alone, so that the state files' layout (a snapshot's
+    /// is binary) does not change.
+    #[serde(skip)]
+    pub held: Vec<TriggerPlan>,
+}
+
+/// One trigger of a batch that held several (see [`Plan::held`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TriggerPlan {
+    /// Offsets the trigger ended at.
+    pub end: String,
+    /// Its processing time.
+    pub now_ms: Millis,
+    /// Whether it closed every open window.
+    pub flush: bool,
+}
+
+impl Plan {
+    /// Every trigger of the batch, in order: the held ones, then the last.
+    pub fn triggers(&self) -> Vec<TriggerPlan> {
+        let mut all = self.held.clone();
+        all.push(TriggerPlan {
+            end: self.end.clone(),
+            now_ms: self.now_ms,
+            flush: self.flush,
+        });
+        all
+    }
+
+    /// Adds a later trigger to a batch held for the commit cadence: this one's last
+    /// trigger joins the held ones.
+    pub fn then(&mut self, later: &Plan) {
+        self.held.push(TriggerPlan {
+            end: std::mem::replace(&mut self.end, later.end.clone()),
+            now_ms: self.now_ms,
+            flush: self.flush,
+        });
+        (self.now_ms, self.flush) = (later.now_ms, later.flush);
+        self.held.extend(later.held.iter().cloned());
+    }
 }
 
 /// A state file.
@@ -278,6 +320,9 @@ pub struct PlanFile {
     /// The state file written with it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_file: Option<String>,
+    /// The triggers held before the plan's last (see [`Plan::held`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub held: Vec<TriggerPlan>,
 }
 
 impl EventTime {
@@ -307,6 +352,7 @@ impl EventTime {
         let pointer = PlanFile {
             plan: plan.clone(),
             state_file: Some(state_file.clone()),
+            held: plan.held.clone(),
         };
         let pointer = serde_json::to_vec(&pointer).map_err(StateError::Serialise)?;
         store.put(&path(location, pipeline, plan.batch_id), pointer)?;
@@ -393,7 +439,10 @@ impl EventTime {
             None => {}
         }
         match read::<PlanFile>(store, next) {
-            Ok(Some(file)) if file.plan.start == positions => Ok(Some(file.plan)),
+            Ok(Some(file)) if file.plan.start == positions => Ok(Some(Plan {
+                held: file.held,
+                ..file.plan
+            })),
             Ok(Some(_)) => {
                 tracing::warn!(state = %next, "ignoring a state file planned from other offsets");
                 Ok(None)
@@ -551,6 +600,7 @@ mod tests {
             now_ms: Millis(7),
             session_start_ms: Millis(1),
             flush: false,
+            held: Vec::new(),
         }
     }
 

@@ -22,6 +22,7 @@ pub(crate) fn plan(batch_id: u64) -> Plan {
         now_ms: Millis(7),
         session_start_ms: Millis(1),
         flush: false,
+        held: Vec::new(),
     }
 }
 
