@@ -652,6 +652,61 @@ mod tests {
         ));
     }
 
+    /// A batch of held triggers (commit cadence) lists each in its plan's pointer, in
+    /// order, and a restart gets them all back to replay; the state files do not carry
+    /// them (a snapshot's binary layout is that of a plan of one trigger).
+    #[test]
+    fn the_plan_of_held_triggers_lists_each_and_is_recovered_whole() {
+        let trigger = |end: &str, now: i64, flush: bool| TriggerPlan {
+            end: end.into(),
+            now_ms: Millis(now),
+            flush,
+        };
+        let mut held = plan(2, "a");
+        let later = |end: &str, now: i64, flush: bool| Plan {
+            end: end.into(),
+            now_ms: Millis(now),
+            flush,
+            ..plan(2, "x")
+        };
+        held.then(&later("b", 8, false));
+        held.then(&later("c", 9, true));
+        assert_eq!((held.start.as_str(), held.batch_id), ("a", 2));
+        let all = [trigger("{}", 7, false), trigger("b", 8, false)];
+        assert_eq!(held.held, all);
+        assert_eq!(
+            held.triggers(),
+            [&all[..], &[trigger("c", 9, true)]].concat()
+        );
+        let store = MemoryStore::default();
+        let mut et = operators();
+        let (saved, _) = et.save(&store, "mem://t", "p", "r", &held).unwrap();
+        let pointer = store.get(&path("mem://t", "p", 2)).unwrap().unwrap();
+        let pointer: PlanFile = serde_json::from_slice(&pointer).unwrap();
+        assert_eq!(pointer.held, all);
+        let alone = Plan {
+            held: Vec::new(),
+            ..held.clone()
+        };
+        let file = read_snapshot(&store, &saved).unwrap().unwrap().0;
+        assert_eq!(file.plan, alone);
+        let encoded = |plan: &Plan| {
+            let file = StateFileRef {
+                version: 1,
+                pipeline: "p",
+                plan,
+                state: et.save_ref(),
+            };
+            postcard::to_allocvec(&file).unwrap()
+        };
+        assert_eq!(encoded(&held), encoded(&alone));
+        let next = path("mem://t", "p", 2);
+        let replay = operators()
+            .recover(&store, None, false, &next, "a")
+            .unwrap();
+        assert_eq!(replay, Some(held));
+    }
+
     /// A binary snapshot written from the borrowed state reads back as the owned one, with
     /// every kind of accumulator, partition clock and key.
     #[test]
