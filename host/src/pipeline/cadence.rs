@@ -155,3 +155,51 @@ impl Pipeline {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event_time::window::WindowRow;
+    use crate::pipeline::route::EventTimeCounts;
+    use crate::units::Micros;
+
+    fn row(start: i64, count: i64) -> WindowRow {
+        WindowRow {
+            start: Micros(start),
+            end: Micros(start + 60),
+            key: vec![Some("view".into())],
+            values: vec![count.into()],
+        }
+    }
+
+    /// Held triggers' window results go out together, each window's in trigger order (an
+    /// update after the one it follows); the counts add up, the watermark is the last's.
+    #[test]
+    fn held_window_results_and_counts_follow_in_trigger_order() {
+        let mut held = Results {
+            windows: vec![vec![row(0, 1)], vec![]],
+            ..Results::default()
+        };
+        let later = Results {
+            windows: vec![vec![row(0, 2), row(60, 1)], vec![row(0, 5)]],
+            ..Results::default()
+        };
+        absorb_results(&mut held, later);
+        assert_eq!(held.windows[0], [row(0, 1), row(0, 2), row(60, 1)]);
+        assert_eq!(held.windows[1], [row(0, 5)]);
+        let mut none = Results::default();
+        absorb_results(&mut none, held);
+        assert_eq!(
+            none.windows.len(),
+            2,
+            "a trigger without event time held first"
+        );
+        let counts = |watermark: Option<i64>, late, duplicates| EventTimeCounts {
+            watermark: watermark.map(Micros),
+            late,
+            duplicates,
+        };
+        let merged = counts(Some(5), 1, 2).then(counts(Some(9), 3, 4));
+        assert_eq!(merged, counts(Some(9), 4, 6));
+    }
+}
