@@ -2,6 +2,9 @@
 //! those of a run without the crash, and at each point exactly the outputs that the
 //! documented order puts before it must show the batch.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use sluice::pipeline::PipelineError;
 use sluice::pipeline::crash::{Crash, CrashPoint};
 
@@ -191,4 +194,40 @@ fn held_event_time_triggers_commit_together_and_replay_after_a_crash_at_every_po
             );
         }
     }
+}
+
+/// A fault in the commit of held event-time triggers (the dead-letter topic refuses the
+/// first try): the process reads the state again from the table, not the operators that
+/// ran past the held triggers, replays them and gives the outputs of a commit per trigger.
+#[test]
+fn a_fault_in_the_commit_of_held_event_time_triggers_replays_them_from_the_table() {
+    let reference = Engine::new("cadence-fault-reference", ANALYTICS);
+    reference.append(&analytics_events());
+    reference.run().unwrap();
+    let want = without_batch_ids(reference.outputs());
+    let engine = Engine::new("cadence-fault", &analytics_with_cadence());
+    engine.append(&analytics_events());
+    let topics = engine.topics.clone();
+    let tries = Arc::new(AtomicU64::new(0));
+    let seen = tries.clone();
+    // The first commit's dead letters fail on its first try only.
+    let hook = Arc::new(move |point: CrashPoint, batch: u64| {
+        if (point, batch) == (CrashPoint::AfterState, 1) {
+            let first = seen.fetch_add(1, Ordering::SeqCst) == 0;
+            topics.set_failing("dead", first);
+        }
+    });
+    let summary = engine
+        .open(Crash::Hook(hook))
+        .unwrap()
+        .run(&Default::default())
+        .unwrap();
+    assert_eq!(tries.load(Ordering::SeqCst), 2);
+    assert_eq!(
+        (summary.faults_retried, summary.batches),
+        (1, 2),
+        "{summary:?}"
+    );
+    assert_eq!((summary.rows_late, summary.rows_deduplicated), (2, 3));
+    assert_eq!(without_batch_ids(engine.outputs()), want);
 }
