@@ -8,6 +8,8 @@
 //! pipeline finds the plan of the next batch and replays exactly that plan, so its
 //! results are the same as they would have been without the crash: a window that an
 //! output already holds is not emitted with different contents, and none is missed.
+//! With a commit cadence a batch is several triggers held into one commit, saved once:
+//! its plan lists each of them ([`Plan::held`]), and the replay runs them one by one.
 //!
 //! Each process names its state files with its own run id (`<batch>-<run>.json`), so a
 //! process fenced off the table (see [`crate::sink::iceberg::fence`]) can never overwrite
