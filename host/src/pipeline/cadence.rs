@@ -192,7 +192,7 @@ mod tests {
         assert_eq!(
             none.windows.len(),
             2,
-            "held results without window lists take the later ones'"
+            "held results without window lists take the later ones"
         );
         let counts = |watermark: Option<i64>, late, duplicates| EventTimeCounts {
             watermark: watermark.map(Micros),
