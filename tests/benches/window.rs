@@ -261,6 +261,7 @@ impl Saved {
             now_ms: Millis(0),
             session_start_ms: Millis(0),
             flush: false,
+            held: Vec::new(),
         };
         let t = Instant::now();
         let (path, size) = operators

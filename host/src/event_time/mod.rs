@@ -14,8 +14,9 @@
 //!
 //! The operators' state is a pure function of the batches and their processing times, so
 //! a batch replayed after a crash (same records, same recorded time) gives the same
-//! results. The pipeline saves it with every commit (see [`state`]), and [`apply`] runs
-//! the operators over a processed batch.
+//! results. The pipeline saves it with every commit (see [`state`]; with a commit cadence,
+//! once for the triggers held into one commit), and [`apply`] runs the operators over a
+//! processed batch.
 
 pub mod apply;
 pub mod config;

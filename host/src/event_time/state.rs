@@ -8,6 +8,8 @@
 //! pipeline finds the plan of the next batch and replays exactly that plan, so its
 //! results are the same as they would have been without the crash: a window that an
 //! output already holds is not emitted with different contents, and none is missed.
+//! With a commit cadence a batch is several triggers held into one commit, saved once:
+//! its plan lists each of them ([`Plan::held`]), and the replay runs them one by one.
 //!
 //! Each process names its state files with its own run id (`<batch>-<run>.json`), so a
 //! process fenced off the table (see [`crate::sink::iceberg::fence`]) can never overwrite
@@ -109,6 +111,48 @@ pub struct Plan {
     pub session_start_ms: Millis,
     /// Whether the batch closed every open window (`at-end = "flush"`).
     pub flush: bool,
+    /// With a commit cadence, the triggers held before the last one, in order (`end`,
+    /// `now_ms` and `flush` are the last one's): a replay runs each as it ran. Kept in the
+    /// plan's pointer ([`PlanFile`]) alone, so that the state files' layout (a snapshot's
+    /// is binary) does not change.
+    #[serde(skip)]
+    pub held: Vec<TriggerPlan>,
+}
+
+/// One trigger of a batch that held several (see [`Plan::held`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TriggerPlan {
+    /// Offsets the trigger ended at.
+    pub end: String,
+    /// Its processing time.
+    pub now_ms: Millis,
+    /// Whether it closed every open window.
+    pub flush: bool,
+}
+
+impl Plan {
+    /// Every trigger of the batch, in order: the held ones, then the last.
+    pub fn triggers(&self) -> Vec<TriggerPlan> {
+        let mut all = self.held.clone();
+        all.push(TriggerPlan {
+            end: self.end.clone(),
+            now_ms: self.now_ms,
+            flush: self.flush,
+        });
+        all
+    }
+
+    /// Adds a later trigger to a batch held for the commit cadence: this one's last
+    /// trigger joins the held ones.
+    pub fn then(&mut self, later: &Plan) {
+        self.held.push(TriggerPlan {
+            end: std::mem::replace(&mut self.end, later.end.clone()),
+            now_ms: self.now_ms,
+            flush: self.flush,
+        });
+        (self.now_ms, self.flush) = (later.now_ms, later.flush);
+        self.held.extend(later.held.iter().cloned());
+    }
 }
 
 /// A state file.
@@ -278,6 +322,9 @@ pub struct PlanFile {
     /// The state file written with it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_file: Option<String>,
+    /// The triggers held before the plan's last (see [`Plan::held`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub held: Vec<TriggerPlan>,
 }
 
 impl EventTime {
@@ -307,6 +354,7 @@ impl EventTime {
         let pointer = PlanFile {
             plan: plan.clone(),
             state_file: Some(state_file.clone()),
+            held: plan.held.clone(),
         };
         let pointer = serde_json::to_vec(&pointer).map_err(StateError::Serialise)?;
         store.put(&path(location, pipeline, plan.batch_id), pointer)?;
@@ -393,7 +441,10 @@ impl EventTime {
             None => {}
         }
         match read::<PlanFile>(store, next) {
-            Ok(Some(file)) if file.plan.start == positions => Ok(Some(file.plan)),
+            Ok(Some(file)) if file.plan.start == positions => Ok(Some(Plan {
+                held: file.held,
+                ..file.plan
+            })),
             Ok(Some(_)) => {
                 tracing::warn!(state = %next, "ignoring a state file planned from other offsets");
                 Ok(None)
@@ -551,6 +602,7 @@ mod tests {
             now_ms: Millis(7),
             session_start_ms: Millis(1),
             flush: false,
+            held: Vec::new(),
         }
     }
 
@@ -600,6 +652,61 @@ mod tests {
             other.recover(&store, Some(&missing), true, &next, "b"),
             Err(StateError::Missing(_))
         ));
+    }
+
+    /// A batch of held triggers (commit cadence) lists each in its plan's pointer, in
+    /// order, and a restart gets them all back to replay; the state files do not carry
+    /// them (a snapshot's binary layout is that of a plan of one trigger).
+    #[test]
+    fn the_plan_of_held_triggers_lists_each_and_is_recovered_whole() {
+        let trigger = |end: &str, now: i64, flush: bool| TriggerPlan {
+            end: end.into(),
+            now_ms: Millis(now),
+            flush,
+        };
+        let mut held = plan(2, "a");
+        let later = |end: &str, now: i64, flush: bool| Plan {
+            end: end.into(),
+            now_ms: Millis(now),
+            flush,
+            ..plan(2, "x")
+        };
+        held.then(&later("b", 8, false));
+        held.then(&later("c", 9, true));
+        assert_eq!((held.start.as_str(), held.batch_id), ("a", 2));
+        let all = [trigger("{}", 7, false), trigger("b", 8, false)];
+        assert_eq!(held.held, all);
+        assert_eq!(
+            held.triggers(),
+            [&all[..], &[trigger("c", 9, true)]].concat()
+        );
+        let store = MemoryStore::default();
+        let mut et = operators();
+        let (saved, _) = et.save(&store, "mem://t", "p", "r", &held).unwrap();
+        let pointer = store.get(&path("mem://t", "p", 2)).unwrap().unwrap();
+        let pointer: PlanFile = serde_json::from_slice(&pointer).unwrap();
+        assert_eq!(pointer.held, all);
+        let alone = Plan {
+            held: Vec::new(),
+            ..held.clone()
+        };
+        let file = read_snapshot(&store, &saved).unwrap().unwrap().0;
+        assert_eq!(file.plan, alone);
+        let encoded = |plan: &Plan| {
+            let file = StateFileRef {
+                version: 1,
+                pipeline: "p",
+                plan,
+                state: et.save_ref(),
+            };
+            postcard::to_allocvec(&file).unwrap()
+        };
+        assert_eq!(encoded(&held), encoded(&alone));
+        let next = path("mem://t", "p", 2);
+        let replay = operators()
+            .recover(&store, None, false, &next, "a")
+            .unwrap();
+        assert_eq!(replay, Some(held));
     }
 
     /// A binary snapshot written from the borrowed state reads back as the owned one, with

@@ -240,11 +240,6 @@ impl PipelineConfig {
             ));
         }
         self.check_event_time()?;
-        if self.sink.cadence().is_some() && self.event_time.is_some() {
-            return Err(
-                "sink.commit-interval and sink.min-commit-rows do not work with [event-time] yet (its state is saved with every trigger); remove them, or make the trigger less frequent".into(),
-            );
-        }
         if self.sink.columns.is_empty() {
             return Ok(()); // the table must exist already
         }
@@ -414,7 +409,7 @@ columns = [{ name = "a", type = "string" }]
     }
 
     #[test]
-    fn commit_cadence_defaults_and_is_refused_with_event_time() {
+    fn commit_cadence_defaults_and_works_with_event_time() {
         let c = PipelineConfig::parse(MINIMAL, Path::new("p.toml")).unwrap();
         assert_eq!(c.sink.cadence(), None);
         let rows = MINIMAL.replace("table = \"t\"", "table = \"t\"\nmin-commit-rows = 5000");
@@ -423,9 +418,9 @@ columns = [{ name = "a", type = "string" }]
         let every = MINIMAL.replace("table = \"t\"", "table = \"t\"\ncommit-interval = \"30s\"");
         let c = PipelineConfig::parse(&every, Path::new("p.toml")).unwrap();
         assert_eq!(c.sink.cadence(), Some((Duration::from_secs(30), 500_000)));
-        let err =
-            PipelineConfig::parse(&format!("{every}{WINDOWS}"), Path::new("p.toml")).unwrap_err();
-        assert!(err.to_string().contains("commit-interval"), "{err}");
+        let c = PipelineConfig::parse(&format!("{every}{WINDOWS}"), Path::new("p.toml")).unwrap();
+        assert_eq!(c.sink.cadence(), Some((Duration::from_secs(30), 500_000)));
+        assert!(c.event_time.is_some());
     }
 
     #[test]

@@ -44,6 +44,7 @@ mod step;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
+use self::cadence::When;
 use self::config::PipelineConfig;
 use self::crash::{Crash, CrashPoint};
 use self::faults::Faults;
@@ -300,23 +301,32 @@ impl Pipeline {
         trigger::drive(&trigger, flush, self, stop)
     }
 
-    /// Replays a batch that was planned before a crash: the same records, the same
-    /// processing time, the same session start. Returns `false` when stopped.
+    /// Replays a batch that was planned before a crash: the same records, the same processing
+    /// time, the same session start; trigger by trigger if it held several (commit
+    /// cadence), committed together after the last. Returns `false` when stopped.
     fn replay(&mut self, plan: &Plan, stop: &AtomicBool) -> Result<bool, PipelineError> {
-        tracing::warn!(batch_id = plan.batch_id, start = %plan.start, end = %plan.end, "a batch was planned but not committed: replaying it exactly");
-        let Some(input) = self.read_plan(plan, stop)? else {
-            return Ok(false);
-        };
+        tracing::warn!(batch_id = plan.batch_id, start = %plan.start, end = %plan.end, triggers = plan.held.len() + 1, "a batch was planned but not committed: replaying it exactly");
         let session = self.event_time.as_mut().map(|et| {
             let this_run = et.session_start();
             et.set_session_start(plan.session_start_ms);
             this_run
         });
-        self.run_batch(input)?;
+        let triggers = plan.triggers();
+        let last = triggers.len() - 1;
+        let mut replayed = true;
+        for (i, trigger) in triggers.iter().enumerate() {
+            let Some(input) = self.read_plan(plan.batch_id, trigger, stop)? else {
+                self.held = None; // stopped: the batch is abandoned whole
+                replayed = false;
+                break;
+            };
+            let when = if i == last { When::Now } else { When::Hold };
+            self.run_batch(input, when)?;
+        }
         if let (Some(et), Some(this_run)) = (self.event_time.as_mut(), session) {
             et.set_session_start(this_run);
         }
-        Ok(true)
+        Ok(replayed)
     }
 
     /// A batch fenced off the table: it is abandoned (its files stay unreferenced, to be
@@ -346,8 +356,8 @@ impl Pipeline {
         self.resume()
     }
 
-    /// One batch, through its phases.
-    fn run_batch(&mut self, mut input: Input) -> Result<(), PipelineError> {
+    /// One batch (a trigger), through its phases; it commits when `when` says.
+    fn run_batch(&mut self, mut input: Input, when: When) -> Result<(), PipelineError> {
         let records = std::mem::take(&mut input.records);
         // Held triggers (commit cadence) already moved the last records read.
         let before = match self.held {
@@ -362,7 +372,7 @@ impl Pipeline {
             stats,
         } = self.process(records, input.now)?;
         let prepared = self.route(&input, slices, dead)?;
-        match self.hold(input, stats, prepared) {
+        match self.hold(input, stats, prepared, when) {
             Some((input, stats, prepared)) => self.commit_batch(input, stats, prepared),
             None => Ok(()),
         }
@@ -439,7 +449,7 @@ impl Batches for Pipeline {
             self.positions = input.next;
             return Ok(true);
         }
-        self.run_batch(input)?;
+        self.run_batch(input, When::Cadence)?;
         Ok(true)
     }
 
@@ -455,7 +465,7 @@ impl Batches for Pipeline {
             .is_some_and(|et| et.due(now, flush))
         {
             let input = self.no_records(now, flush);
-            self.run_batch(input)?;
+            self.run_batch(input, When::Cadence)?;
         }
         self.commit_held(false)
     }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::{Pipeline, PipelineError, cpu};
 use crate::batch::Caps;
-use crate::event_time::state::Plan;
+use crate::event_time::state::TriggerPlan;
 use crate::record::Record;
 use crate::source::{Offsets, SourceError};
 use crate::units::Millis;
@@ -51,25 +51,26 @@ impl Pipeline {
         self.read_up_to(ends, caps, stop, Millis::now(), false)
     }
 
-    /// Reads the batch planned before a crash again: the same records, the same processing
-    /// time.
+    /// Reads a trigger of the batch `batch_id` planned before a crash again: the same
+    /// records, the same processing time.
     pub(super) fn read_plan(
         &mut self,
-        plan: &Plan,
+        batch_id: u64,
+        trigger: &TriggerPlan,
         stop: &AtomicBool,
     ) -> Result<Option<Input>, PipelineError> {
-        let ends = Offsets::from_json(&plan.end).map_err(PipelineError::State)?;
+        let ends = Offsets::from_json(&trigger.end).map_err(PipelineError::State)?;
         let unlimited = Caps {
             records: usize::MAX,
             bytes: u64::MAX,
         };
-        let input = self.read_up_to(&ends, unlimited, stop, plan.now_ms, plan.flush)?;
+        let input = self.read_up_to(&ends, unlimited, stop, trigger.now_ms, trigger.flush)?;
         if let Some(input) = &input
             && input.next != ends
         {
             return Err(PipelineError::State(format!(
-                "replaying batch {}: read up to {}, but it was planned up to {ends}",
-                plan.batch_id, input.next
+                "replaying batch {batch_id}: read up to {}, but it was planned up to {ends}",
+                input.next
             )));
         }
         Ok(input)

@@ -37,7 +37,7 @@ pub(super) struct Prepared {
 }
 
 /// What event time did to a batch.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct EventTimeCounts {
     /// The watermark after the batch.
     pub(super) watermark: Option<Micros>,
@@ -45,6 +45,18 @@ pub(super) struct EventTimeCounts {
     pub(super) late: u64,
     /// Duplicates dropped.
     pub(super) duplicates: u64,
+}
+
+impl EventTimeCounts {
+    /// Adds a later batch's counts (held triggers committed together: see
+    /// [`super::cadence`]): the watermark is the later one's.
+    pub(super) fn then(self, later: EventTimeCounts) -> EventTimeCounts {
+        EventTimeCounts {
+            watermark: later.watermark,
+            late: self.late + later.late,
+            duplicates: self.duplicates + later.duplicates,
+        }
+    }
 }
 
 impl Pipeline {
@@ -97,6 +109,7 @@ impl Pipeline {
                     .as_ref()
                     .map_or(Millis(0), EventTime::session_start),
                 flush: input.flush,
+                held: Vec::new(),
             },
             fence: match self.config.source.mode {
                 SourceMode::Assign => Fence::Follows(self.fence_start(&input.start)),

@@ -22,6 +22,7 @@ pub(crate) fn plan(batch_id: u64) -> Plan {
         now_ms: Millis(7),
         session_start_ms: Millis(1),
         flush: false,
+        held: Vec::new(),
     }
 }
 
@@ -103,6 +104,47 @@ proptest! {
         // The states are small: a snapshot every SNAPSHOT_EVERY files, deltas between.
         prop_assert_eq!(snapshots, n.div_ceil(SNAPSHOT_EVERY));
         prop_assert_eq!(deltas, n - snapshots);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// A commit cadence saves once over several batches (the held triggers): recovering
+    /// from that one file, a delta of what all of them changed (keys added then expired,
+    /// groups changed then closed) or a snapshot, gives the state in memory.
+    #[test]
+    fn one_save_over_several_batches_recovers_the_state_in_memory(
+        batches in batches(),
+        commits in prop::collection::vec(prop::bool::weighted(0.3), 90),
+        update in any::<bool>(),
+    ) {
+        let emit = if update { EmitMode::Update } else { EmitMode::OnWindowClose };
+        let store = MemoryStore::default();
+        let mut et = operators(emit);
+        let (mut now, mut batch_id, mut held) = (0, 0, 0);
+        let n = batches.len();
+        for (i, (events, step, flush, restart)) in batches.into_iter().enumerate() {
+            let types = ["view", "buy", "cart"];
+            let fields: Vec<Fields> = events
+                .iter()
+                .map(|&(id, secs, ty)| event(&et, &format!("e{id}"), i as i64 * 15 + secs - 30, types[ty]))
+                .collect();
+            now += step;
+            run(&mut et, &fields, Millis(now), flush);
+            held += 1;
+            if !commits[i] && i + 1 < n {
+                continue; // held: nothing saved
+            }
+            batch_id += 1;
+            let (saved, _) = save(&mut et, &store, batch_id);
+            let again = recovered(&store, &saved, emit);
+            prop_assert_eq!(state(&again), state(&et), "commit {} of {} batches: {}", batch_id, held, saved);
+            held = 0;
+            if restart {
+                et = again;
+            }
+        }
     }
 }
 

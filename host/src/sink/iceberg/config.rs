@@ -203,7 +203,8 @@ pub struct IcebergSinkConfig {
     /// files. Offsets still move only with a commit: a crash replays the held triggers.
     /// Held triggers are committed early at `min-commit-rows`, at the end of an
     /// `--available-now` run and on a graceful stop. Default: every trigger commits.
-    /// Not with `[event-time]` (its state is saved per trigger).
+    /// With `[event-time]`, each held trigger runs the operators as it would alone, and
+    /// their state is saved once, at the commit (see [`crate::pipeline`]'s `cadence`).
     #[serde(default, with = "crate::units::optional_duration")]
     pub commit_interval: Option<Duration>,
     /// Commit the held triggers once they read this many records, before
