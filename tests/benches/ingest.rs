@@ -10,7 +10,7 @@
 //! batch's input bytes + 64 MiB.
 //!
 //! Run with `cargo bench -p sluice-tests --bench ingest` (optionally `-- EVENTS`, default
-//! 1 200 000).
+//! 1 200 000, and `--runs=N` for the first N runs only).
 
 use std::collections::BTreeMap;
 use std::io::BufRead;
@@ -46,6 +46,11 @@ fn main() {
         .find(|a| !a.starts_with("--"))
         .and_then(|a| a.parse().ok())
         .unwrap_or(1_200_000);
+    // `--runs=N`: only the first N of the runs (10 M events at 10 000 per batch is
+    // a thousand commits).
+    let runs: usize = std::env::args()
+        .find_map(|a| a.strip_prefix("--runs=").and_then(|n| n.parse().ok()))
+        .unwrap_or(RUNS.len());
     let partitions = MockKafka::partitions_for(events, EVENT_BYTES);
     let dead_letters: Vec<String> = (0..RUNS.len()).map(dead_letter_topic).collect();
     let others: Vec<&str> = dead_letters.iter().map(String::as_str).collect();
@@ -62,7 +67,7 @@ fn main() {
     );
 
     let mut met = Vec::new();
-    for (i, (cap, held)) in RUNS.into_iter().enumerate() {
+    for (i, (cap, held)) in RUNS.into_iter().take(runs).enumerate() {
         let r = sluice_run(&mock.bootstrap, events, i, cap, held);
         let label = match held {
             None => format!("{cap} records per batch"),

@@ -41,7 +41,7 @@ anywhere in the file; relative paths are relative to the file's folder)
                              max-rejection-rate, max-rejection-ratio }
 [sink]          warehouse, namespace, table, columns = [{ name, type, required, doc }],
                 partition-by = [\"day(event_time)\"], ingestion-time-column,
-                target-file-size = \"128MiB\", zstd-level = 3
+                target-file-size = \"128MiB\", zstd-level = 1
 [sink.catalog]  type = \"sql\" | \"rest\", name = \"sluice\", uri (default: SQLite
                 <warehouse>/catalog.db; or postgres://...; or the REST URL), properties = {..}
 [dead-letter]   topic, bootstrap-servers (default: the source's), ack-timeout = \"60s\",

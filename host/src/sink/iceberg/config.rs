@@ -194,7 +194,9 @@ pub struct IcebergSinkConfig {
     /// Size at which a data file is closed and a new one started, e.g. `"128MiB"`.
     #[serde(default = "default_target_file_size")]
     pub target_file_size: ByteSize,
-    /// Parquet zstd compression level (1-22).
+    /// Parquet zstd compression level (1-22). The default, 1, wrote the retail events
+    /// with ~20% less CPU than 3 for 1% larger files (ingest benchmark); raise it when
+    /// storage costs more than CPU.
     #[serde(default = "default_zstd_level")]
     pub zstd_level: i32,
     /// Commit at most this often, e.g. `"1m"`: the triggers in between are processed and
@@ -238,7 +240,7 @@ const fn default_target_file_size() -> ByteSize {
 }
 
 const fn default_zstd_level() -> i32 {
-    3
+    1
 }
 
 /// Parses a column type.
