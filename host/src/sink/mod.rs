@@ -156,6 +156,22 @@ pub trait Output: Send {
         let _ = pipeline;
         Ok(None)
     }
+
+    /// Expires the snapshots of this output's table, if it has one (see
+    /// [`iceberg::IcebergTable::expire_snapshots`]); returns how many were removed.
+    fn expire_snapshots(&mut self, cutoff_ms: i64, retain_last: usize) -> Result<u64, OutputError> {
+        let _ = (cutoff_ms, retain_last);
+        Ok(0)
+    }
+}
+
+/// What a round of snapshot expiry did over a pipeline's tables.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Expired {
+    /// Snapshots removed.
+    pub snapshots: u64,
+    /// Tables whose expiry failed (logged).
+    pub failures: u64,
 }
 
 /// Sends `records` to `topic` for `output`, waiting for the acknowledgement.
@@ -265,6 +281,24 @@ impl Outputs {
     /// for it that nothing will commit.
     pub fn abandon(&mut self) {
         self.table.abandon();
+    }
+
+    /// Expires old snapshots of every table: the main table, then each window table. A
+    /// failure is logged and counted, and the other tables are still expired.
+    pub fn expire_snapshots(&mut self, cutoff_ms: i64, retain_last: usize) -> Expired {
+        let mut expired = Expired::default();
+        let table: &mut dyn Output = &mut self.table;
+        let outputs = std::iter::once(table).chain(self.others.iter_mut().map(|o| &mut **o));
+        for output in outputs {
+            match output.expire_snapshots(cutoff_ms, retain_last) {
+                Ok(n) => expired.snapshots += n,
+                Err(error) => {
+                    expired.failures += 1;
+                    tracing::warn!(output = %output.name(), %error, "cannot expire snapshots; the next round tries again");
+                }
+            }
+        }
+        expired
     }
 
     /// Step 5: every output's housekeeping.
