@@ -132,6 +132,8 @@ pub fn run(args: &RunArgs, stop: &AtomicBool) -> anyhow::Result<RunSummary> {
         rows_late = summary.rows_late,
         rows_deduplicated = summary.rows_deduplicated,
         window_rows = summary.window_rows,
+        snapshots_expired = summary.snapshots_expired,
+        snapshot_expiry_failures = summary.snapshot_expiry_failures,
         stopped = summary.stopped,
         "pipeline finished"
     );
