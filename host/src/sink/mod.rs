@@ -309,3 +309,65 @@ impl Outputs {
         self.table.after_commit(mark);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+    use crate::sink::iceberg::{IcebergCatalog, IcebergSinkConfig, IcebergTable};
+    use crate::source::Offsets;
+
+    /// An output whose table cannot be expired.
+    struct Unexpirable;
+
+    impl Output for Unexpirable {
+        fn name(&self) -> String {
+            "window `w`".into()
+        }
+
+        fn expire_snapshots(&mut self, _: i64, _: usize) -> Result<u64, OutputError> {
+            Err(OutputError::Schema {
+                output: self.name(),
+                message: "the table is gone".into(),
+            })
+        }
+    }
+
+    #[test]
+    fn a_failed_expiry_is_counted_and_the_table_still_expires_keeping_the_mark() {
+        let dir =
+            std::env::temp_dir().join(format!("sluice-outputs-expire-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let config: IcebergSinkConfig = toml::from_str(&format!(
+            "warehouse = {:?}\nnamespace = \"n\"\ntable = \"t\"\ncolumns = [{{ name = \"a\", type = \"string\" }}]",
+            dir.display()
+        ))
+        .unwrap();
+        let catalog = IcebergCatalog::open(&config, &dir).unwrap();
+        let mut table = IcebergTable::open(&catalog, config).unwrap();
+        for batch_id in 1..=4 {
+            let mark = CommitMark {
+                pipeline: "p".into(),
+                batch_id,
+                offsets: Offsets::default(),
+            };
+            let extra = HashMap::new();
+            table.commit(vec![], &mark, extra, &Fence::NotHeld).unwrap();
+        }
+        let mut outputs = Outputs::new(vec![Box::new(Unexpirable)], TableOutput::new(table));
+        let expired = outputs.expire_snapshots(i64::MAX, 1);
+        assert_eq!(
+            expired,
+            Expired {
+                snapshots: 3,
+                failures: 1
+            }
+        );
+        let table = outputs.table().table();
+        assert_eq!(table.table().metadata().snapshots().count(), 1);
+        let last = table.last_mark("p").unwrap().map(|m| m.batch_id);
+        assert_eq!(last, Some(4));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
