@@ -44,6 +44,8 @@ anywhere in the file; relative paths are relative to the file's folder)
                 target-file-size = \"128MiB\", zstd-level = 3
 [sink.catalog]  type = \"sql\" | \"rest\", name = \"sluice\", uri (default: SQLite
                 <warehouse>/catalog.db; or postgres://...; or the REST URL), properties = {..}
+[sink.expire-snapshots]  older-than = \"1h\", retain-last = 10, every-commits = 10
+                (expire old snapshots while running; absent: never)
 [dead-letter]   topic, bootstrap-servers (default: the source's), ack-timeout = \"60s\",
                 properties = {..}
 [event-time]    field (the event time: RFC 3339, \"YYYY-MM-DD HH:MM:SS\" or epoch ms),

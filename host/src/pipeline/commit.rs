@@ -33,7 +33,7 @@ pub enum CommitStep {
     /// The table: data, offsets and the state's name in one snapshot, the checkpoint.
     Checkpoint,
     /// Housekeeping: the group offsets (monitoring), the outputs' after-commit hooks, old
-    /// state files.
+    /// state files, and snapshot expiry when due (`[sink.expire-snapshots]`).
     AfterCommit,
 }
 

@@ -26,7 +26,9 @@
 //! 4. **commit the table**: data, offsets and the state's name in one snapshot. This is the
 //!    checkpoint, so it is always last: a crash before it replays the batch, a crash after
 //!    it does not;
-//! 5. **after the commit**: group offsets (monitoring) and old state files.
+//! 5. **after the commit**: group offsets (monitoring) and old state files; every
+//!    `every-commits` commits, snapshot expiry of every table ([`Outputs::expire_snapshots`],
+//!    `[sink.expire-snapshots]`), whose failure is only logged and counted.
 //!
 //! Modules: [`iceberg`] (tables), [`topic`] (Kafka topics) and its in-memory twin
 //! [`memory`], [`deadletter`] (dead letters and late data), [`window`] (window results),

@@ -402,12 +402,7 @@ impl Expected {
         Expected::numbered(seed, count, first)
     }
 
-    /// The first `count` events of the generator with `seed`, 5% invalid.
-    fn of(seed: u64, count: usize) -> Expected {
-        Expected::numbered(seed, count, 0)
-    }
-
-    /// As [`Expected::of`], the events numbered from `first`.
+    /// `count` events of the generator with `seed`, 5% invalid, numbered from `first`.
     fn numbered(seed: u64, count: usize, first: u64) -> Expected {
         let events: Vec<_> = Generator::new(GeneratorConfig {
             seed,
@@ -773,6 +768,8 @@ fn run_help_documents_every_section() {
         "[[stages]]",
         "[sink]",
         "[sink.catalog]",
+        "[sink.expire-snapshots]",
+        "every-commits",
         "[dead-letter]",
         "${VAR:-default}",
         "starting-offsets",
