@@ -913,18 +913,23 @@ every-commits = 3
 /// since the last round.
 const MOST_SNAPSHOTS: usize = 2 + 3 - 1;
 
-/// The snapshots of the example's table, as its catalog (SQLite in the warehouse) holds
-/// them now.
-fn snapshot_count(s: &Setup) -> usize {
+/// The snapshots of the table `namespace.table` in the setup's warehouse (its SQLite
+/// catalog), as the catalog holds them now.
+pub(crate) fn snapshot_count(s: &Setup, namespace: &str, table: &str) -> usize {
     use sluice::sink::iceberg::{IcebergCatalog, IcebergSinkConfig, IcebergTable};
     let config: IcebergSinkConfig = toml::from_str(&format!(
-        "warehouse = {:?}\nnamespace = \"tutorial\"\ntable = \"retail_clickstream_events\"",
+        "warehouse = {:?}\nnamespace = {namespace:?}\ntable = {table:?}",
         s.warehouse.display().to_string()
     ))
     .unwrap();
     let catalog = IcebergCatalog::open_read_only(&config, &s.warehouse).unwrap();
     let table = IcebergTable::open_existing(&catalog, config).unwrap();
     table.table().metadata().snapshots().count()
+}
+
+/// The snapshots of the retail example's table.
+fn retail_snapshots(s: &Setup) -> usize {
+    snapshot_count(s, "tutorial", "retail_clickstream_events")
 }
 
 /// Runs the pipeline to the end of its input, `max-records` at a time; returns its
@@ -953,7 +958,7 @@ fn a_running_pipeline_expires_old_snapshots_and_keeps_its_checkpoint() {
     assert_eq!(progress.len(), 30, "{said}");
     let expired = sum_of(&progress, "snapshots_expired");
     assert_eq!(sum_of(&progress, "snapshot_expiry_failures"), 0, "{said}");
-    let left = snapshot_count(&s);
+    let left = retail_snapshots(&s);
     assert!(left <= MOST_SNAPSHOTS, "{left} snapshots left\n{said}");
     // Every commit made a snapshot; each is either expired or left.
     assert_eq!(expired as usize + left, progress.len(), "{said}");
@@ -979,7 +984,7 @@ fn a_running_pipeline_expires_old_snapshots_and_keeps_its_checkpoint() {
     let (progress, said) = run_expiring(&s, "50");
     assert_eq!(progress.len(), 10, "{said}");
     assert!(sum_of(&progress, "snapshots_expired") > 0, "{said}");
-    let left = snapshot_count(&s);
+    let left = retail_snapshots(&s);
     assert!(left <= MOST_SNAPSHOTS, "{left} snapshots left\n{said}");
     let all = Expected {
         valid: expected.valid.union(&more.valid).cloned().collect(),
