@@ -214,6 +214,12 @@ impl Metrics {
     pub(super) fn record(&self, progress: &Progress) {
         self.rows.record(progress);
         self.commits.retries.inc_by(progress.commit_retries);
+        self.commits
+            .snapshots_expired
+            .inc_by(progress.snapshots_expired);
+        self.commits
+            .expiry_failures
+            .inc_by(progress.snapshot_expiry_failures);
         raise_to(&self.commits.rebalances, progress.rebalances);
         self.commits
             .partitions
@@ -310,6 +316,8 @@ impl RowMetrics {
 /// Commits that met other commits, and what the consumer group gave this process.
 struct CommitMetrics {
     retries: Counter,
+    snapshots_expired: Counter,
+    expiry_failures: Counter,
     fenced: Counter,
     rebalances: Counter,
     partitions: Gauge,
@@ -322,6 +330,16 @@ impl CommitMetrics {
             retries: f.add(
                 "commit_retries",
                 "Table commits retried after a conflict with a commit that left the fence standing",
+                Counter::default(),
+            ),
+            snapshots_expired: f.add(
+                "snapshots_expired",
+                "Snapshots expired from the tables between commits ([sink.expire-snapshots])",
+                Counter::default(),
+            ),
+            expiry_failures: f.add(
+                "snapshot_expiry_failures",
+                "Snapshot expiries between commits that failed (logged; the pipeline went on)",
                 Counter::default(),
             ),
             fenced: f.add(
@@ -595,7 +613,7 @@ mod tests {
     use crate::admin::tests::progress;
 
     /// Every family served, with its type: the README's list.
-    const FAMILIES: [(&str, &str); 35] = [
+    const FAMILIES: [(&str, &str); 37] = [
         ("sluice_batches", "counter"),
         ("sluice_input_rows", "counter"),
         ("sluice_rows_written", "counter"),
@@ -604,6 +622,8 @@ mod tests {
         ("sluice_files_written", "counter"),
         ("sluice_written_bytes", "counter"),
         ("sluice_commit_retries", "counter"),
+        ("sluice_snapshots_expired", "counter"),
+        ("sluice_snapshot_expiry_failures", "counter"),
         ("sluice_batches_fenced", "counter"),
         ("sluice_rebalances", "counter"),
         ("sluice_partitions", "gauge"),
@@ -709,6 +729,8 @@ mod tests {
         has(&text, "sluice_batches_total 2");
         has(&text, "sluice_input_rows_total 20");
         has(&text, "sluice_commit_retries_total 2");
+        has(&text, "sluice_snapshots_expired_total 6");
+        has(&text, "sluice_snapshot_expiry_failures_total 0");
         has(&text, "sluice_written_bytes_total 2000");
         has(&text, "sluice_rows_late_total 2");
         has(

@@ -41,6 +41,8 @@ pub(super) fn progress(batch_id: u64) -> Progress {
         files_written: 1,
         bytes_written: 1000,
         commit_retries: 1,
+        snapshots_expired: 3,
+        snapshot_expiry_failures: 0,
         durations_ms: Durations {
             poll: 100,
             plugins: 500,

@@ -11,6 +11,7 @@ use anyhow::Context;
 use clap::Args;
 
 use crate::pipeline::config::PipelineConfig;
+use crate::sink::iceberg::maintain::cutoff_ms;
 use crate::sink::iceberg::{IcebergCatalog, IcebergSinkConfig, IcebergTable};
 use crate::sink::window;
 use crate::units::parse_duration;
@@ -68,12 +69,7 @@ fn maintain(
     let mut table =
         IcebergTable::open_existing(catalog, config).context("cannot open the table")?;
     let now = SystemTime::now();
-    let cutoff = now
-        .checked_sub(args.older_than)
-        .unwrap_or(SystemTime::UNIX_EPOCH);
-    let cutoff_ms = cutoff
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let cutoff_ms = cutoff_ms(now, args.older_than);
     let expiry = table.expire_snapshots(cutoff_ms, args.retain_last, args.dry_run)?;
     let verb = if args.dry_run {
         "would expire"

@@ -44,6 +44,8 @@ anywhere in the file; relative paths are relative to the file's folder)
                 target-file-size = \"128MiB\", zstd-level = 1
 [sink.catalog]  type = \"sql\" | \"rest\", name = \"sluice\", uri (default: SQLite
                 <warehouse>/catalog.db; or postgres://...; or the REST URL), properties = {..}
+[sink.expire-snapshots]  older-than = \"1h\", retain-last = 10, every-commits = 10
+                (expire old snapshots while running; absent: never)
 [dead-letter]   topic, bootstrap-servers (default: the source's), ack-timeout = \"60s\",
                 properties = {..}
 [event-time]    field (the event time: RFC 3339, \"YYYY-MM-DD HH:MM:SS\" or epoch ms),
@@ -132,6 +134,8 @@ pub fn run(args: &RunArgs, stop: &AtomicBool) -> anyhow::Result<RunSummary> {
         rows_late = summary.rows_late,
         rows_deduplicated = summary.rows_deduplicated,
         window_rows = summary.window_rows,
+        snapshots_expired = summary.snapshots_expired,
+        snapshot_expiry_failures = summary.snapshot_expiry_failures,
         stopped = summary.stopped,
         "pipeline finished"
     );

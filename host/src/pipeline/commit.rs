@@ -3,7 +3,7 @@
 //! [`SEQUENCE`] is that order; [`crate::sink`] explains it.
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use super::cpu;
 use super::crash::CrashPoint;
@@ -14,7 +14,8 @@ use crate::event_time::EventTime;
 use crate::event_time::delta::Chain;
 use crate::event_time::extract::format_micros;
 use crate::event_time::state::{self, STATE, WATERMARK};
-use crate::sink::{Commit, Delivered};
+use crate::sink::iceberg::maintain::cutoff_ms;
+use crate::sink::{Commit, Delivered, Expired};
 use crate::source::identity::LAST_RECORDS;
 
 /// One step of a batch's commit.
@@ -32,7 +33,7 @@ pub enum CommitStep {
     /// The table: data, offsets and the state's name in one snapshot, the checkpoint.
     Checkpoint,
     /// Housekeeping: the group offsets (monitoring), the outputs' after-commit hooks, old
-    /// state files.
+    /// state files, and snapshot expiry when due (`[sink.expire-snapshots]`).
     AfterCommit,
 }
 
@@ -71,6 +72,8 @@ pub(super) struct Committed {
     pub(super) retries: u64,
     /// The mark committed (in a consumer group, built at commit time).
     pub(super) mark: CommitMark,
+    /// Snapshot expiry after the commit, when it was due.
+    pub(super) expired: Expired,
 }
 
 impl Pipeline {
@@ -154,9 +157,33 @@ impl Pipeline {
                     let batch_id = prepared.mark.batch_id;
                     state::forget_old(self.state.as_ref(), location, name, batch_id, chain_start);
                 }
+                committed.expired = self.expire_if_due();
             }
         }
         Ok(())
+    }
+
+    /// Expires old snapshots of the tables every `every-commits` commits, with
+    /// `[sink.expire-snapshots]`. The expiry keeps the snapshot carrying each pipeline's
+    /// latest mark and leaves the main branch where it is, so the next commit's fence
+    /// holds; a failure is logged and counted, and tried again at the next commit.
+    fn expire_if_due(&mut self) -> Expired {
+        let Some(policy) = self.config.sink.expire_snapshots else {
+            return Expired::default();
+        };
+        self.commits_since_expiry += 1;
+        if self.commits_since_expiry < policy.every_commits {
+            return Expired::default();
+        }
+        self.commits_since_expiry = 0;
+        let cutoff = cutoff_ms(SystemTime::now(), policy.older_than);
+        let expired = self.outputs.expire_snapshots(cutoff, policy.retain_last);
+        tracing::debug!(
+            snapshots = expired.snapshots,
+            failures = expired.failures,
+            "expired snapshots"
+        );
+        expired
     }
 
     /// Writes the state file beside the outputs' staged files.

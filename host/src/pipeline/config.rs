@@ -394,6 +394,20 @@ columns = [{ name = "a", type = "string" }]
     }
 
     #[test]
+    fn a_bad_snapshot_expiry_names_its_key() {
+        let text = format!("{MINIMAL}\n[sink.expire-snapshots]\nretain-last = 0\n");
+        let err = PipelineConfig::parse(&text, Path::new("p.toml")).unwrap_err();
+        let ConfigError::Invalid { key, message, .. } = &err else {
+            panic!("{err}")
+        };
+        assert_eq!(key, "sink.expire-snapshots.retain-last");
+        assert!(message.contains("at least 1"), "{err}");
+        let text = format!("{MINIMAL}\n[sink.expire-snapshots]\nevery-commits = 2\n");
+        let c = PipelineConfig::parse(&text, Path::new("p.toml")).unwrap();
+        assert_eq!(c.sink.expire_snapshots.map(|e| e.every_commits), Some(2));
+    }
+
+    #[test]
     fn group_mode_parses_and_makes_event_time_active_standby() {
         let group = MINIMAL.replace("topics = [\"t\"]", "topics = [\"t\"]\nmode = \"group\"");
         let c = PipelineConfig::parse(&group, Path::new("p.toml")).unwrap();

@@ -166,6 +166,10 @@ pub struct RunSummary {
     pub commit_retries: u64,
     /// Transient faults retried (see [`faults`]).
     pub faults_retried: u64,
+    /// Snapshots expired from the tables between commits (`[sink.expire-snapshots]`).
+    pub snapshots_expired: u64,
+    /// Snapshot expiries that failed (logged; the pipeline went on).
+    pub snapshot_expiry_failures: u64,
     /// Whether a stop signal ended the run.
     pub stopped: bool,
 }
@@ -210,6 +214,9 @@ pub struct Pipeline {
     committed: Offsets,
     /// Triggers processed but not committed yet (`[sink] commit-interval`).
     held: Option<cadence::Held>,
+    /// Table commits of this process since its last snapshot expiry
+    /// (`[sink.expire-snapshots]`).
+    commits_since_expiry: u64,
 }
 
 impl std::fmt::Debug for Pipeline {

@@ -162,6 +162,7 @@ impl Pipeline {
             faults_seen_at: 0,
             committed: Offsets::default(),
             held: None,
+            commits_since_expiry: 0,
         };
         if let Some(admin) = &pipeline.admin {
             admin.set_role(pipeline.role);

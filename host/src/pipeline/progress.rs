@@ -139,6 +139,11 @@ pub struct Progress {
     /// Table commits retried after a conflict with a commit that left the fence standing
     /// (another pipeline on the table, maintenance).
     pub commit_retries: u64,
+    /// Snapshots expired from the tables after this batch's commit
+    /// (`[sink.expire-snapshots]`).
+    pub snapshots_expired: u64,
+    /// Tables whose snapshot expiry failed after this batch's commit (logged).
+    pub snapshot_expiry_failures: u64,
     /// Time per phase.
     pub durations_ms: Durations,
     /// CPU time per phase.

@@ -63,6 +63,8 @@ impl Pipeline {
             files_written: committed.table.files,
             bytes_written: committed.table.bytes,
             commit_retries: committed.retries,
+            snapshots_expired: committed.expired.snapshots,
+            snapshot_expiry_failures: committed.expired.failures,
             durations_ms: Durations {
                 poll: ms(input.poll),
                 plugins: ms(stats.plugins),
@@ -137,6 +139,8 @@ impl RunSummary {
         self.rows_written += p.rows_written;
         self.rows_dead_lettered += p.rows_dead_lettered;
         self.commit_retries += p.commit_retries;
+        self.snapshots_expired += p.snapshots_expired;
+        self.snapshot_expiry_failures += p.snapshot_expiry_failures;
         if let Some(e) = &p.event_time {
             self.rows_late += e.rows_late;
             self.rows_deduplicated += e.rows_deduplicated;

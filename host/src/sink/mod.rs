@@ -26,7 +26,9 @@
 //! 4. **commit the table**: data, offsets and the state's name in one snapshot. This is the
 //!    checkpoint, so it is always last: a crash before it replays the batch, a crash after
 //!    it does not;
-//! 5. **after the commit**: group offsets (monitoring) and old state files.
+//! 5. **after the commit**: group offsets (monitoring) and old state files; every
+//!    `every-commits` commits, snapshot expiry of every table ([`Outputs::expire_snapshots`],
+//!    `[sink.expire-snapshots]`), whose failure is only logged and counted.
 //!
 //! Modules: [`iceberg`] (tables), [`topic`] (Kafka topics) and its in-memory twin
 //! [`memory`], [`deadletter`] (dead letters and late data), [`window`] (window results),
@@ -156,6 +158,22 @@ pub trait Output: Send {
         let _ = pipeline;
         Ok(None)
     }
+
+    /// Expires the snapshots of this output's table, if it has one (see
+    /// [`iceberg::IcebergTable::expire_snapshots`]); returns how many were removed.
+    fn expire_snapshots(&mut self, cutoff_ms: i64, retain_last: usize) -> Result<u64, OutputError> {
+        let _ = (cutoff_ms, retain_last);
+        Ok(0)
+    }
+}
+
+/// What a round of snapshot expiry did over a pipeline's tables.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Expired {
+    /// Snapshots removed.
+    pub snapshots: u64,
+    /// Tables whose expiry failed (logged).
+    pub failures: u64,
 }
 
 /// Sends `records` to `topic` for `output`, waiting for the acknowledgement.
@@ -267,11 +285,91 @@ impl Outputs {
         self.table.abandon();
     }
 
+    /// Expires old snapshots of every table: the main table, then each window table. A
+    /// failure is logged and counted, and the other tables are still expired.
+    pub fn expire_snapshots(&mut self, cutoff_ms: i64, retain_last: usize) -> Expired {
+        let mut expired = Expired::default();
+        let table: &mut dyn Output = &mut self.table;
+        let outputs = std::iter::once(table).chain(self.others.iter_mut().map(|o| &mut **o));
+        for output in outputs {
+            match output.expire_snapshots(cutoff_ms, retain_last) {
+                Ok(n) => expired.snapshots += n,
+                Err(error) => {
+                    expired.failures += 1;
+                    tracing::warn!(output = %output.name(), %error, "cannot expire snapshots; the next round tries again");
+                }
+            }
+        }
+        expired
+    }
+
     /// Step 5: every output's housekeeping.
     pub fn after_commit(&mut self, mark: &CommitMark) {
         for output in &mut self.others {
             output.after_commit(mark);
         }
         self.table.after_commit(mark);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+    use crate::sink::iceberg::{IcebergCatalog, IcebergSinkConfig, IcebergTable};
+    use crate::source::Offsets;
+
+    /// An output whose table cannot be expired.
+    struct Unexpirable;
+
+    impl Output for Unexpirable {
+        fn name(&self) -> String {
+            "window `w`".into()
+        }
+
+        fn expire_snapshots(&mut self, _: i64, _: usize) -> Result<u64, OutputError> {
+            Err(OutputError::Schema {
+                output: self.name(),
+                message: "the table is gone".into(),
+            })
+        }
+    }
+
+    #[test]
+    fn a_failed_expiry_is_counted_and_the_table_still_expires_keeping_the_mark() {
+        let dir =
+            std::env::temp_dir().join(format!("sluice-outputs-expire-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let config: IcebergSinkConfig = toml::from_str(&format!(
+            "warehouse = {:?}\nnamespace = \"n\"\ntable = \"t\"\ncolumns = [{{ name = \"a\", type = \"string\" }}]",
+            dir.display()
+        ))
+        .unwrap();
+        let catalog = IcebergCatalog::open(&config, &dir).unwrap();
+        let mut table = IcebergTable::open(&catalog, config).unwrap();
+        for batch_id in 1..=4 {
+            let mark = CommitMark {
+                pipeline: "p".into(),
+                batch_id,
+                offsets: Offsets::default(),
+            };
+            let extra = HashMap::new();
+            table.commit(vec![], &mark, extra, &Fence::NotHeld).unwrap();
+        }
+        let mut outputs = Outputs::new(vec![Box::new(Unexpirable)], TableOutput::new(table));
+        let expired = outputs.expire_snapshots(i64::MAX, 1);
+        assert_eq!(
+            expired,
+            Expired {
+                snapshots: 3,
+                failures: 1
+            }
+        );
+        let table = outputs.table().table();
+        assert_eq!(table.table().metadata().snapshots().count(), 1);
+        let last = table.last_mark("p").unwrap().map(|m| m.batch_id);
+        assert_eq!(last, Some(4));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -119,6 +119,14 @@ impl Output for TableOutput {
         })
     }
 
+    fn expire_snapshots(&mut self, cutoff_ms: i64, retain_last: usize) -> Result<u64, OutputError> {
+        let expiry = self
+            .table
+            .expire_snapshots(cutoff_ms, retain_last, false)
+            .map_err(|e| self.error(e))?;
+        Ok(expiry.removed.len() as u64)
+    }
+
     fn held_batch(&self, pipeline: &str) -> Result<Option<u64>, OutputError> {
         Ok(self
             .last_mark(pipeline)

@@ -286,6 +286,16 @@ impl Output for WindowOutput {
         })
     }
 
+    fn expire_snapshots(&mut self, cutoff_ms: i64, retain_last: usize) -> Result<u64, OutputError> {
+        let Some((table, _)) = self.table.as_mut() else {
+            return Ok(0);
+        };
+        let expiry = table
+            .expire_snapshots(cutoff_ms, retain_last, false)
+            .map_err(|e| table_error(&self.config.name, e))?;
+        Ok(expiry.removed.len() as u64)
+    }
+
     fn held_batch(&self, pipeline: &str) -> Result<Option<u64>, OutputError> {
         match &self.table {
             Some((table, _)) => table

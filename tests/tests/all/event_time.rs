@@ -10,6 +10,8 @@ use serde_json::Value;
 use sluice_tests::fixture::{Setup, progress_lines, text};
 use sluice_tests::{pyiceberg, repo_root};
 
+use crate::pipeline::snapshot_count;
+
 pub(crate) fn analytics_config() -> PathBuf {
     repo_root().join("examples/clickstream-analytics/pipeline.toml")
 }
@@ -362,6 +364,48 @@ fn with_cadence(s: &mut Setup) {
     );
     assert!(text.contains("min-commit-rows"));
     s.write_config("pipeline.toml", &text);
+}
+
+/// With `[sink.expire-snapshots]` (every commit, keeping one snapshot), the window
+/// table's snapshots are expired as well as the main table's, the outputs are those of a
+/// run without expiry, and a second run reads nothing again.
+#[test]
+fn snapshot_expiry_covers_the_window_table_and_changes_no_output() {
+    let mut s = analytics("expire-windows");
+    let example = std::fs::read_to_string(analytics_config()).unwrap();
+    let expiry =
+        "[sink.expire-snapshots]\nolder-than = \"0s\"\nretain-last = 1\nevery-commits = 1\n";
+    s.write_config("pipeline.toml", &format!("{example}\n{expiry}"));
+    let events = events_file();
+    s.produce(&["--partitions", "1", "--input", events.to_str().unwrap()]);
+    let env = [("SLUICE_MAX_RECORDS", "4"), ("SLUICE_AT_END", "flush")];
+    let out = s.run(&env);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(!said.contains("cannot expire snapshots"), "{said}");
+    let progress = progress_lines(&String::from_utf8_lossy(&out.stderr));
+    assert_eq!(progress.len(), 4, "{said}");
+    // Four commits to the main table, two to the window table (batches 2 and 4); one
+    // snapshot of each is left.
+    let expired: u64 = progress
+        .iter()
+        .map(|p| p["snapshots_expired"].as_u64().unwrap())
+        .sum();
+    assert_eq!(expired, 3 + 1, "{said}");
+    assert_eq!(snapshot_count(&s, "analytics", "clickstream_events"), 1);
+    assert_eq!(snapshot_count(&s, "analytics", "event_type_counts"), 1);
+
+    let shown = s.show();
+    assert_eq!(event_ids(&shown), ["e1", "e2", "e3", "e5", "e6", "e7"]);
+    assert_eq!(dead_letters(&shown), expected_dead_letters());
+    assert_eq!(table_windows(&show_window(&s)), expected_windows());
+    let again = s.run(&env);
+    assert!(
+        String::from_utf8_lossy(&again.stdout).starts_with("0 batches"),
+        "{}",
+        text(&again)
+    );
+    assert_eq!(table_windows(&show_window(&s)), expected_windows());
 }
 
 /// A commit cadence with event time: with 4 records per trigger, the twelve events and

@@ -46,7 +46,34 @@ fn two_processes_started_together_write_every_event_once_rest() {
 /// same moment. The first holds its first batch after sending its dead letters (as a slow
 /// or paused process would), so the second commits first; the first's batch is then
 /// fenced, and it goes on from what the table holds.
-fn two_processes_started_together(s: &Setup, catalog: CatalogAt<'_>) {
+/// Both processes expire the table's snapshots after every commit, keeping only the
+/// newest, over many small batches: the first process's batch, read against a snapshot the
+/// other has expired since, is still fenced, and every event lands once.
+#[test]
+fn two_processes_expiring_snapshots_write_every_event_once() {
+    let mut s = Setup::new("two-expire");
+    s.edit_example_config(|text| {
+        format!(
+            "{text}\n[sink.expire-snapshots]\nolder-than = \"0s\"\nretain-last = 1\nevery-commits = 1\n"
+        )
+    });
+    s.extra_env.push(("SLUICE_MAX_RECORDS".into(), "20".into()));
+    let other_log = two_processes_started_together(&s, CatalogAt::Warehouse(&s.warehouse));
+    let progress = progress_lines(&other_log);
+    assert!(progress.len() >= 15, "{other_log}");
+    let expired: u64 = progress
+        .iter()
+        .map(|p| p["snapshots_expired"].as_u64().unwrap())
+        .sum();
+    assert!(expired >= 10, "{other_log}");
+    assert!(
+        !other_log.contains("cannot expire snapshots"),
+        "{other_log}"
+    );
+}
+
+/// Returns the log of the process that was not held.
+fn two_processes_started_together(s: &Setup, catalog: CatalogAt<'_>) -> String {
     let produced = s.produce(&[
         "--partitions",
         "3",
@@ -86,6 +113,7 @@ fn two_processes_started_together(s: &Setup, catalog: CatalogAt<'_>) {
         .map(position)
         .collect();
     assert_eq!(dead.len() as u64, produced.invalid);
+    other_log
 }
 
 fn position(dead_letter: &Value) -> String {

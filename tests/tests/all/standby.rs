@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use sluice_tests::fixture::{Running, Setup};
+use sluice_tests::fixture::{Running, Setup, progress_lines};
 use sluice_tests::postgres::Postgres;
 
 use super::event_time::analytics_config;
@@ -114,9 +114,30 @@ fn the_standby_takes_over_on_a_postgresql_catalog() {
     });
 }
 
-/// An active and a standby process on the analytics pipeline (`catalog` edits where its
-/// catalog is); the active one is killed while events keep coming.
-fn standby_takes_over(name: &str, catalog: impl FnOnce(&mut Setup)) {
+/// Both processes expire snapshots after every commit, keeping one: the standby still
+/// takes over from the mark, and the windows are an uninterrupted run's.
+#[test]
+fn the_standby_takes_over_from_a_process_that_expired_snapshots() {
+    let log = standby_takes_over("standby-expire", |s| {
+        s.edit_config(|text| {
+            format!(
+                "{text}\n[sink.expire-snapshots]\nolder-than = \"0s\"\nretain-last = 1\nevery-commits = 1\n"
+            )
+        })
+    });
+    let expired: u64 = progress_lines(&log)
+        .iter()
+        .map(|p| p["snapshots_expired"].as_u64().unwrap())
+        .sum();
+    assert!(expired > 0, "{log}");
+    assert!(!log.contains("cannot expire snapshots"), "{log}");
+}
+
+/// An active and a standby process on the analytics pipeline (`catalog` edits its
+/// configuration: where its catalog is, say); the active one is killed while events keep
+/// coming.
+/// Returns the log of the process that took over.
+fn standby_takes_over(name: &str, catalog: impl FnOnce(&mut Setup)) -> String {
     let reference = analytics(&format!("{name}-reference"));
     let valid = produce(&reference, "0");
     let out = reference.run(&SMALL[2..]);
@@ -136,23 +157,25 @@ fn standby_takes_over(name: &str, catalog: impl FnOnce(&mut Setup)) {
             "starting-offsets = \"earliest\"\nmode = \"group\"\nproperties = { \"session.timeout.ms\" = \"6000\", \"heartbeat.interval.ms\" = \"500\" }",
         )
     });
-    std::thread::scope(|scope| {
+    let log = std::thread::scope(|scope| {
         // Events keep coming for 30 s, while the active process dies.
         let producer = scope.spawn(|| produce(&s, "100"));
         std::thread::sleep(Duration::from_secs(2));
-        kill_the_active_process(&s, valid);
+        let log = kill_the_active_process(&s, valid);
         assert_eq!(producer.join().unwrap(), valid);
+        log
     });
     assert_eq!(windows(&s), want, "the windows of an uninterrupted run");
+    log
 }
 
 /// Starts two processes, kills the active one in the middle of the stream, measures the
-/// failover, and waits for every event.
+/// failover, and waits for every event. Returns the log of the process that took over.
 ///
 /// Which one is active is read from their logs once both run: on a Kafka broker the
 /// election is sticky (the first process stays active), but on tansu 0.6 a process that
 /// joins sometimes takes the election over (one handover, fenced like any other).
-fn kill_the_active_process(s: &Setup, valid: u64) {
+fn kill_the_active_process(s: &Setup, valid: u64) -> String {
     let first = s.start(&["run"], &SMALL);
     let batch = first.progress(Duration::from_secs(90)).expect("a batch");
     assert_eq!(batch["role"], "active", "{batch}");
@@ -206,4 +229,5 @@ fn kill_the_active_process(s: &Setup, valid: u64) {
         (valid as usize, valid as usize),
         "every valid event once:\n{log}"
     );
+    log
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use iceberg::spec::{NestedField, PrimitiveType, Schema, Transform, Type, UnboundPartitionSpec};
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 
 use super::storage::S3Config;
 use crate::units::ByteSize;
@@ -215,6 +215,74 @@ pub struct IcebergSinkConfig {
     /// rows held in memory.
     #[serde(default)]
     pub min_commit_rows: Option<u64>,
+    /// Snapshot expiry by the running pipeline, between commits. Default: none (only
+    /// `sluice maintain` expires snapshots).
+    #[serde(default)]
+    pub expire_snapshots: Option<ExpireSnapshotsConfig>,
+}
+
+/// Snapshot expiry by the running pipeline: every `every-commits` commits, the snapshots
+/// of the pipeline's tables (the main table and the window tables) older than
+/// `older-than` are expired, keeping the newest `retain-last`, branch and tag heads, and
+/// the snapshot carrying each pipeline's latest mark (as `sluice maintain` does). Only
+/// the metadata changes: deleting the files of expired snapshots stays with
+/// `sluice maintain`. A failed expiry is logged and counted, never fails the batch.
+///
+/// ```toml
+/// [sink.expire-snapshots]
+/// older-than = "1h"
+/// retain-last = 10
+/// every-commits = 10
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ExpireSnapshotsConfig {
+    /// Expire snapshots older than this, e.g. `"1h"`; `"0s"`: whatever their age.
+    #[serde(default = "default_expire_older_than", with = "crate::units::duration")]
+    pub older_than: Duration,
+    /// Keep at least this many of the newest snapshots of the current history (at least 1).
+    #[serde(default = "default_retain_last", deserialize_with = "at_least_one")]
+    pub retain_last: usize,
+    /// Expire after every this many commits of this process (at least 1).
+    #[serde(default = "default_every_commits", deserialize_with = "at_least_one")]
+    pub every_commits: u64,
+}
+
+/// Snapshots older than this are expired by default.
+pub const DEFAULT_EXPIRE_OLDER_THAN: Duration = Duration::from_secs(3600);
+
+const fn default_expire_older_than() -> Duration {
+    DEFAULT_EXPIRE_OLDER_THAN
+}
+
+const fn default_retain_last() -> usize {
+    10
+}
+
+const fn default_every_commits() -> u64 {
+    10
+}
+
+impl Default for ExpireSnapshotsConfig {
+    fn default() -> Self {
+        ExpireSnapshotsConfig {
+            older_than: default_expire_older_than(),
+            retain_last: default_retain_last(),
+            every_commits: default_every_commits(),
+        }
+    }
+}
+
+/// A whole number of at least 1.
+fn at_least_one<'de, D: Deserializer<'de>, T: TryFrom<u64>>(d: D) -> Result<T, D::Error> {
+    use serde::de::Error;
+    let n = u64::deserialize(d)?;
+    if n == 0 {
+        return Err(D::Error::custom(
+            "must be at least 1 (the newest snapshot is always kept, and expiry runs after a commit)",
+        ));
+    }
+    T::try_from(n).map_err(|_| D::Error::custom(format!("{n} is too large")))
 }
 
 /// The held rows' cap when only `commit-interval` is set.
@@ -352,6 +420,49 @@ impl IcebergSinkConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn sink(expire: &str) -> Result<IcebergSinkConfig, toml::de::Error> {
+        toml::from_str(&format!(
+            "warehouse = \"w\"\nnamespace = \"n\"\ntable = \"t\"\n{expire}"
+        ))
+    }
+
+    #[test]
+    fn snapshot_expiry_is_off_by_default_and_parsed_with_defaults() {
+        assert_eq!(sink("").unwrap().expire_snapshots, None);
+        let on = sink("[expire-snapshots]").unwrap().expire_snapshots;
+        assert_eq!(on, Some(ExpireSnapshotsConfig::default()));
+        let on = on.unwrap();
+        assert_eq!(
+            (on.older_than, on.retain_last, on.every_commits),
+            (Duration::from_secs(3600), 10, 10)
+        );
+        let set = "[expire-snapshots]\nolder-than = \"0s\"\nretain-last = 2\nevery-commits = 3";
+        let set = sink(set).unwrap().expire_snapshots.unwrap();
+        assert_eq!(
+            set,
+            ExpireSnapshotsConfig {
+                older_than: Duration::ZERO,
+                retain_last: 2,
+                every_commits: 3,
+            }
+        );
+    }
+
+    #[test]
+    fn snapshot_expiry_refuses_bad_values() {
+        for (text, says) in [
+            ("retain-last = 0", "at least 1"),
+            ("every-commits = 0", "at least 1"),
+            ("retain-last = -1", "u64"),
+            ("older-than = \"soon\"", "soon"),
+            ("older-than = 5", "string"),
+            ("keep = 3", "unknown field"),
+        ] {
+            let error = sink(&format!("[expire-snapshots]\n{text}")).unwrap_err();
+            assert!(error.to_string().contains(says), "{text}: {error}");
+        }
+    }
 
     #[test]
     fn types_and_transforms() {

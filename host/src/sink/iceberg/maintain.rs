@@ -11,7 +11,7 @@
 //! batches long committed that no mark names (those of fenced or crashed processes).
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use iceberg::spec::TableMetadata;
 use iceberg::transaction::{ApplyTransactionAction, Transaction};
@@ -31,6 +31,15 @@ pub struct Expiry {
     pub kept: usize,
     /// The snapshot that carries each pipeline's latest mark, kept whatever its age.
     pub marks: BTreeMap<String, i64>,
+}
+
+/// The expiry cutoff for snapshots older than `older_than` at `now`: milliseconds since
+/// the epoch, as [`IcebergTable::expire_snapshots`] takes it.
+pub fn cutoff_ms(now: SystemTime, older_than: Duration) -> i64 {
+    now.checked_sub(older_than)
+        .unwrap_or(SystemTime::UNIX_EPOCH)
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 impl IcebergTable {

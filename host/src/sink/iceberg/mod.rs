@@ -47,7 +47,9 @@ use iceberg::{Catalog, NamespaceIdent, TableCreation, TableIdent};
 
 pub use self::catalog::IcebergCatalog;
 pub use self::commit::Landed;
-pub use self::config::{CatalogConfig, CatalogKind, ColumnConfig, IcebergSinkConfig};
+pub use self::config::{
+    CatalogConfig, CatalogKind, ColumnConfig, ExpireSnapshotsConfig, IcebergSinkConfig,
+};
 pub use self::fence::Fence;
 pub use self::read::TableFiles;
 pub use self::storage::{S3Config, StorageKind};
