@@ -703,7 +703,7 @@ fn the_analytics_example_parses() {
     assert_eq!(
         (w.size, w.slide, &w.group_by[..]),
         (
-            Duration::from_secs(60),
+            Some(Duration::from_secs(60)),
             None,
             &["event_type".to_string()][..]
         )
