@@ -217,7 +217,9 @@ fn the_analytics_example_dedups_counts_windows_and_dead_letters_late_events() {
             "2026-07-29T10:00:30Z",
             "2026-07-29T10:01:30Z",
             "2026-07-29T10:01:30Z",
-            "2026-07-29T10:04:00Z"
+            // The flush moves it to the end of the last session (e6 at 10:03:30 plus
+            // the 30-minute gap), past the last tumbling window's end.
+            "2026-07-29T10:33:30Z"
         ]
     );
     let emitted: Vec<u64> = progress
@@ -263,7 +265,7 @@ fn the_analytics_example_dedups_counts_windows_and_dead_letters_late_events() {
     );
     assert_eq!(dead_letters(&shown), expected_dead_letters());
     let summary = &shown["snapshot_summary"];
-    assert_eq!(summary["sluice.watermark"], "2026-07-29T10:04:00Z");
+    assert_eq!(summary["sluice.watermark"], "2026-07-29T10:33:30Z");
     // The state file of batch 4 (a delta on batch 1's snapshot), named with the run of the
     // process that wrote it.
     let run = summary["sluice.run"].as_str().unwrap();
@@ -284,6 +286,44 @@ fn the_analytics_example_dedups_counts_windows_and_dead_letters_late_events() {
     // An independent reader sees the same window table.
     let read = pyiceberg::read_table(&s.warehouse, "analytics.event_type_counts");
     assert_eq!(sorted_f(read.iter().map(window_row)), expected_windows());
+    // Sessions per user, all closed by the flush: user_2's purchase at 10:00:50 (batch 1)
+    // and page view at 10:00:40 (batch 2, out of order) make one session from 10:00:40.
+    let sessions: Vec<(String, String, String, i64, i64, f64, i64)> = sorted_f7(
+        s.show_window("user-sessions")["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let time = |k: &str| r[k].as_str().unwrap()[11..19].to_string();
+                (
+                    r["user_id"].as_str().unwrap().to_string(),
+                    time("window_start"),
+                    time("window_end"),
+                    number(&r["pages"]) as i64,
+                    number(&r["distinct_pages"]) as i64,
+                    number(&r["max_funnel_step"]),
+                    number(&r["batch_id"]) as i64,
+                )
+            }),
+    );
+    let session = |user: &str, start: &str, end: &str, pages, distinct, step| {
+        let (user, start, end) = (user.to_string(), start.to_string(), end.to_string());
+        (user, start, end, pages, distinct, step, 4)
+    };
+    assert_eq!(
+        sessions,
+        [
+            session("user_1", "10:00:10", "10:33:30", 3, 3, 4.0),
+            session("user_2", "10:00:40", "10:30:50", 2, 2, 6.0),
+            session("user_4", "10:01:45", "10:31:45", 1, 1, 1.0),
+        ]
+    );
+}
+
+fn sorted_f7<T: PartialOrd>(rows: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut v: Vec<T> = rows.into_iter().collect();
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v
 }
 
 #[test]
@@ -444,7 +484,7 @@ fn a_commit_cadence_holds_event_time_triggers_and_a_crash_changes_no_output() {
         );
         assert_eq!(dead_letters(&shown), expected_dead_letters(), "{point:?}");
         let summary = &shown["snapshot_summary"];
-        assert_eq!(summary["sluice.watermark"], "2026-07-29T10:04:00Z");
+        assert_eq!(summary["sluice.watermark"], "2026-07-29T10:33:30Z");
         let state = summary["sluice.state"].as_str().unwrap();
         assert!(state.contains("/00000000000000000002-"), "{state}");
         let windows = show_window(&s);
@@ -881,6 +921,15 @@ fn the_analytics_example_parses() {
             Some(Duration::from_secs(60)),
             None,
             &["event_type".to_string()][..]
+        )
+    );
+    let sessions = &config.windows[1];
+    assert_eq!(
+        (sessions.size, sessions.gap, &sessions.group_by[..]),
+        (
+            None,
+            Some(Duration::from_secs(1800)),
+            &["user_id".to_string()][..]
         )
     );
     assert_eq!(config.stages.len(), 1);
