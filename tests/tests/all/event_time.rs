@@ -890,19 +890,26 @@ fn session_windows_merge_across_batches_and_a_crash_changes_no_output() {
         ]
     );
 
-    // A power cut after batch 3's window commit (the sessions emitted, the table not yet
-    // committed), then a run with a larger batch cap: the batch is replayed as planned
-    // from the saved sessions, and the outputs are the same.
-    s.renew("sessions-crash");
-    s.write_config("sessions.toml", SESSIONS);
-    let file = lines_file(&s, "sessions.jsonl", &events);
-    s.produce(&["--partitions", "1", "--input", file.to_str().unwrap()]);
-    let out = s.run(&[("SLUICE_CRASH_AT", "after-window-commit:3")]);
-    assert!(!out.status.success(), "{}", text(&out));
-    let out = s.run(&[("SLUICE_MAX_RECORDS", "100")]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("replaying it exactly"));
-    assert_eq!(closed(&s), want);
+    // A power cut in batch 3 (which emits the merged session) before anything is sent,
+    // or after the window commit (the sessions emitted, the table not yet committed),
+    // then a run with a larger batch cap: the batch is replayed as planned from the
+    // sessions saved by batch 2 (a delta with s1's merge), and the outputs are the same.
+    for (round, point) in ["after-state:3", "after-window-commit:3"]
+        .iter()
+        .enumerate()
+    {
+        s.renew(&format!("sessions-crash{round}"));
+        s.write_config("sessions.toml", SESSIONS);
+        let file = lines_file(&s, "sessions.jsonl", &events);
+        s.produce(&["--partitions", "1", "--input", file.to_str().unwrap()]);
+        let out = s.run(&[("SLUICE_CRASH_AT", point)]);
+        assert!(!out.status.success(), "{point}: {}", text(&out));
+        let out = s.run(&[("SLUICE_MAX_RECORDS", "100")]);
+        assert!(out.status.success(), "{point}: {}", text(&out));
+        let log = String::from_utf8_lossy(&out.stderr);
+        assert!(log.contains("replaying it exactly"), "{point}");
+        assert_eq!(closed(&s), want, "{point}");
+    }
 }
 
 #[test]
