@@ -159,7 +159,9 @@ pub enum EmitMode {
     /// Once, final, when the watermark passes the window's end (Spark's `append`).
     OnWindowClose,
     /// After every batch, each window that changed in it, with its running values
-    /// (Spark's `update`). The latest `batch_id` of a window is its current value.
+    /// (Spark's `update`). The latest `batch_id` of a window is its current value. A
+    /// session window emits the merged session (from the earliest start) when sessions
+    /// merge; the sessions merged into it are not emitted again.
     Update,
 }
 
