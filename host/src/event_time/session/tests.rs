@@ -371,3 +371,30 @@ proptest! {
         prop_assert_eq!(got, expected(&events, gap));
     }
 }
+
+/// Snapshots are postcard, which saves an enum variant by its index: the accumulators of
+/// older state files must read as they were written, so the session's last event time is
+/// a variant after all of theirs, and a saved group's layout is unchanged.
+#[test]
+fn the_last_event_time_leaves_older_state_files_readable() {
+    use crate::event_time::window::Accumulator;
+    let old = [
+        (Accumulator::Count(3), vec![0, 3]),
+        (Accumulator::Min(None), vec![2, 0]),
+        (
+            Accumulator::Distinct([7].into_iter().collect()),
+            vec![5, 1, 7],
+        ),
+    ];
+    for (acc, bytes) in old {
+        assert_eq!(postcard::to_allocvec(&acc).unwrap(), bytes, "{acc:?}");
+        assert_eq!(postcard::from_bytes::<Accumulator>(&bytes).unwrap(), acc);
+    }
+    assert_eq!(
+        postcard::to_allocvec(&Accumulator::Last(Micros(1))).unwrap(),
+        [6, 2]
+    );
+    let group: SavedGroup =
+        serde_json::from_str(r#"{"start":60000000,"key":["a"],"acc":[{"count":2}]}"#).unwrap();
+    assert_eq!(group.acc, [Accumulator::Count(2)]);
+}
