@@ -397,7 +397,8 @@ fn operators(threads: usize) -> EventTime {
     };
     let window = WindowConfig {
         name: "by-user".into(),
-        size: Duration::from_secs(60),
+        size: Some(Duration::from_secs(60)),
+        gap: None,
         slide: None,
         group_by: vec!["user_id".into()],
         aggregates: vec![

@@ -159,7 +159,9 @@ pub enum EmitMode {
     /// Once, final, when the watermark passes the window's end (Spark's `append`).
     OnWindowClose,
     /// After every batch, each window that changed in it, with its running values
-    /// (Spark's `update`). The latest `batch_id` of a window is its current value.
+    /// (Spark's `update`). The latest `batch_id` of a window is its current value. A
+    /// session window emits the merged session (from the earliest start) when sessions
+    /// merge; the sessions merged into it are not emitted again.
     Update,
 }
 
@@ -224,6 +226,8 @@ pub struct WindowIcebergConfig {
 }
 
 /// One `[[windows]]` entry: a windowed aggregate over the deduplicated, on-time events.
+/// A window has either a `size` (tumbling or sliding windows) or a `gap` (session
+/// windows), not both.
 ///
 /// ```toml
 /// [[windows]]
@@ -239,13 +243,21 @@ pub struct WindowIcebergConfig {
 pub struct WindowConfig {
     /// Name, unique in the pipeline; it keys the window's state and progress.
     pub name: String,
-    /// Window length, e.g. `"1m"`. Windows start at multiples of `slide` since 1970.
-    #[serde(with = "crate::units::duration")]
-    pub size: Duration,
+    /// Window length, e.g. `"1m"`, for tumbling and sliding windows. Windows start at
+    /// multiples of `slide` since 1970.
+    #[serde(default, with = "crate::units::optional_duration")]
+    pub size: Option<Duration>,
     /// Distance between window starts; default `size` (tumbling windows). A smaller
     /// slide makes sliding windows: each event counts in `size / slide` windows.
     #[serde(default, with = "crate::units::optional_duration")]
     pub slide: Option<Duration>,
+    /// Session windows, e.g. `"30m"`, instead of `size`: per group, an event at `t` opens
+    /// a session `[t, t + gap)`, an event within a session's span extends it, and an
+    /// event whose span overlaps two sessions merges them. A session starts at its first
+    /// event and ends at its last event plus the gap; it closes when the watermark
+    /// passes its end.
+    #[serde(default, with = "crate::units::optional_duration")]
+    pub gap: Option<Duration>,
     /// JSON fields to group by; their values become string columns.
     #[serde(default)]
     pub group_by: Vec<String>,
@@ -270,14 +282,19 @@ const fn default_emit() -> EmitMode {
 pub const RESERVED: [&str; 3] = ["window_start", "window_end", "batch_id"];
 
 impl WindowConfig {
-    /// The slide in microseconds.
+    /// The slide in microseconds (0 for session windows).
     pub fn slide_micros(&self) -> i64 {
-        self.slide.unwrap_or(self.size).as_micros() as i64
+        self.slide.or(self.size).unwrap_or_default().as_micros() as i64
     }
 
-    /// The size in microseconds.
+    /// The size in microseconds (0 for session windows).
     pub fn size_micros(&self) -> i64 {
-        self.size.as_micros() as i64
+        self.size.unwrap_or_default().as_micros() as i64
+    }
+
+    /// The session gap in microseconds, for session windows.
+    pub fn gap_micros(&self) -> Option<i64> {
+        self.gap.map(|gap| gap.as_micros() as i64)
     }
 
     /// Checks the entry on its own.
@@ -286,20 +303,7 @@ impl WindowConfig {
         if self.name.trim().is_empty() {
             return Err("a window's name must not be empty".into());
         }
-        if self.size.is_zero() {
-            return Err(format!("{at}: size must be positive"));
-        }
-        if let Some(slide) = self.slide {
-            if slide.is_zero() || slide > self.size {
-                return Err(format!(
-                    "{at}: slide must be positive and at most size ({:?})",
-                    self.size
-                ));
-            }
-            if self.size.as_micros() / slide.as_micros() > 1000 {
-                return Err(format!("{at}: size / slide is over 1000 windows per event"));
-            }
-        }
+        self.check_length(&at)?;
         if self.aggregates.is_empty() {
             return Err(format!("{at}: list at least one aggregate"));
         }
@@ -328,6 +332,46 @@ impl WindowConfig {
             return Err(format!(
                 "{at}: give an output, [windows.kafka] and/or [windows.iceberg]"
             ));
+        }
+        Ok(())
+    }
+
+    /// Checks `size` and `slide`, or `gap`.
+    fn check_length(&self, at: &str) -> Result<(), String> {
+        let size = match (self.size, self.gap) {
+            (Some(_), Some(_)) => {
+                return Err(format!(
+                    "{at}: give either size (tumbling or sliding windows) or gap (session windows), not both"
+                ));
+            }
+            (None, None) => {
+                return Err(format!(
+                    "{at}: give size (tumbling or sliding windows) or gap (session windows)"
+                ));
+            }
+            (None, Some(gap)) if gap.is_zero() => {
+                return Err(format!("{at}: gap must be positive"));
+            }
+            (None, Some(_)) if self.slide.is_some() => {
+                return Err(format!(
+                    "{at}: slide applies to size, not to session windows"
+                ));
+            }
+            (None, Some(_)) => return Ok(()),
+            (Some(size), None) => size,
+        };
+        if size.is_zero() {
+            return Err(format!("{at}: size must be positive"));
+        }
+        if let Some(slide) = self.slide {
+            if slide.is_zero() || slide > size {
+                return Err(format!(
+                    "{at}: slide must be positive and at most size ({size:?})"
+                ));
+            }
+            if size.as_micros() / slide.as_micros() > 1000 {
+                return Err(format!("{at}: size / slide is over 1000 windows per event"));
+            }
         }
         Ok(())
     }

@@ -112,9 +112,11 @@ pub fn batch_of(path: &str) -> Option<u64> {
 pub struct WindowDelta {
     /// Groups added or changed, with their accumulators.
     pub upserted: Vec<SavedGroup>,
-    /// Groups closed: window start and group-by values. Listed by older versions of
-    /// sluice; now always empty, as the groups closed are those of the windows behind the
-    /// delta's watermark.
+    /// Groups removed, applied before `upserted`: window start and group-by values.
+    /// Listed by older versions of sluice for the groups closed; now the groups closed
+    /// are those of the windows behind the delta's watermark, and this lists only the
+    /// sessions of session windows merged into another, or whose start moved back, under
+    /// their former start (see [`super::session`]).
     #[serde(default)]
     pub removed: Vec<(Micros, GroupKey)>,
 }
@@ -124,8 +126,8 @@ pub struct WindowDelta {
 pub struct WindowDeltaRef<'a> {
     /// Groups added or changed, with their accumulators.
     pub upserted: Vec<SavedGroupRef<'a>>,
-    /// Groups closed: always empty (see [`WindowDelta::removed`]), written for older
-    /// versions of sluice to read.
+    /// Sessions removed (see [`WindowDelta::removed`]); empty for tumbling and sliding
+    /// windows.
     pub removed: Vec<(Micros, &'a PackedKey)>,
 }
 

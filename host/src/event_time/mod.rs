@@ -23,6 +23,7 @@ pub mod config;
 pub mod dedup;
 pub mod delta;
 pub mod extract;
+pub mod session;
 pub mod shard;
 pub mod state;
 pub mod watermark;
@@ -513,7 +514,8 @@ mod tests {
         let config = config();
         let window = WindowConfig {
             name: "counts".into(),
-            size: Duration::from_secs(60),
+            size: Some(Duration::from_secs(60)),
+            gap: None,
             slide: None,
             group_by: vec!["type".into()],
             aggregates: vec![AggregateConfig {

@@ -1,5 +1,6 @@
-//! Windowed aggregates: tumbling and sliding windows grouped by key fields, with count,
-//! sum, min, max, avg and distinct count.
+//! Windowed aggregates: tumbling and sliding windows (and session windows, see
+//! [`super::session`]) grouped by key fields, with count, sum, min, max, avg and distinct
+//! count.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -9,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::config::{EmitMode, Function, WindowConfig};
 use super::extract::Scalar;
+use super::session::{Marks, SessionShard};
 use super::shard::{Keyed, hash_bytes, shard_of};
 use crate::units::Micros;
 
@@ -217,10 +219,13 @@ pub enum Accumulator {
     Avg(f64, u64),
     /// distinct count: 64-bit hashes of the distinct values
     Distinct(DistinctSet),
+    /// Not an aggregate: the time of a session's last event, saved after the
+    /// accumulators of a session window (see [`super::session`]).
+    Last(Micros),
 }
 
 impl Accumulator {
-    fn new(function: Function) -> Self {
+    pub(super) fn new(function: Function) -> Self {
         match function {
             Function::Count => Accumulator::Count(0),
             Function::Sum => Accumulator::Sum(0.0, 0),
@@ -231,7 +236,7 @@ impl Accumulator {
         }
     }
 
-    fn add(&mut self, input: Input) {
+    pub(super) fn add(&mut self, input: Input) {
         match (self, input) {
             (Accumulator::Count(n), Input::Present | Input::Number(_) | Input::Hash(_)) => *n += 1,
             (Accumulator::Sum(s, n) | Accumulator::Avg(s, n), Input::Number(x)) => {
@@ -247,6 +252,36 @@ impl Accumulator {
         }
     }
 
+    /// Merges in the partial state of the same aggregate over other events (sessions
+    /// merged): counts and sums added, extremes compared, distinct values united.
+    pub(super) fn merge(&mut self, other: &Accumulator) {
+        match (self, other) {
+            (Accumulator::Count(n), Accumulator::Count(m)) => *n += m,
+            (Accumulator::Sum(s, n), Accumulator::Sum(t, m))
+            | (Accumulator::Avg(s, n), Accumulator::Avg(t, m)) => {
+                *s += t;
+                *n += m;
+            }
+            (Accumulator::Min(a), Accumulator::Min(b)) => {
+                *a = match (*a, *b) {
+                    (Some(x), Some(y)) => Some(x.min(y)),
+                    (x, y) => x.or(y),
+                }
+            }
+            (Accumulator::Max(a), Accumulator::Max(b)) => {
+                *a = match (*a, *b) {
+                    (Some(x), Some(y)) => Some(x.max(y)),
+                    (x, y) => x.or(y),
+                }
+            }
+            (Accumulator::Distinct(a), Accumulator::Distinct(b)) => {
+                b.iter().for_each(|v| a.insert(v));
+            }
+            (Accumulator::Last(a), Accumulator::Last(b)) => *a = (*a).max(*b),
+            _ => {}
+        }
+    }
+
     /// The result as JSON.
     pub fn value(&self) -> serde_json::Value {
         use serde_json::Value;
@@ -258,11 +293,12 @@ impl Accumulator {
             Accumulator::Avg(s, n) if *n > 0 => float(*s / *n as f64),
             Accumulator::Sum(..) | Accumulator::Avg(..) => Value::Null,
             Accumulator::Distinct(set) => Value::from(set.len() as u64),
+            Accumulator::Last(_) => Value::Null,
         }
     }
 
     /// Bytes it holds beyond itself.
-    fn heap_bytes(&self) -> usize {
+    pub(super) fn heap_bytes(&self) -> usize {
         match self {
             Accumulator::Distinct(set) => set.heap_bytes(),
             _ => 0,
@@ -379,6 +415,8 @@ pub struct SavedGroup {
 pub struct Shape {
     size: Micros,
     slide: Micros,
+    /// The gap of session windows.
+    gap: Option<Micros>,
     emit: EmitMode,
     functions: Box<[Function]>,
 }
@@ -388,9 +426,15 @@ impl Shape {
         Shape {
             size: Micros(config.size_micros()),
             slide: Micros(config.slide_micros()),
+            gap: config.gap_micros().map(Micros),
             emit: config.emit,
             functions: config.aggregates.iter().map(|a| a.function).collect(),
         }
+    }
+
+    /// The aggregate functions, in order.
+    pub(super) fn functions(&self) -> &[Function] {
+        &self.functions
     }
 
     /// The starts of the windows that hold `t`, latest first.
@@ -434,6 +478,8 @@ impl Group {
 pub struct WindowShard {
     /// Open windows by start, each with a table of its groups.
     windows: BTreeMap<Micros, HashTable<Group>>,
+    /// Open sessions, for session windows.
+    sessions: SessionShard,
     tracking: bool,
     /// Counts saves: a group changed since the last save has `changed_in_save == save`.
     save: u32,
@@ -445,6 +491,13 @@ impl WindowShard {
     /// Adds one event at `t` to every window that holds it and is still open
     /// (`end > watermark`).
     pub fn add(&mut self, shape: &Shape, t: Micros, input: &WindowInput, w: Option<Micros>) {
+        if let Some(gap) = shape.gap {
+            if w.is_none_or(|w| t.saturating_add(gap) > w) {
+                let marks = self.marks();
+                self.sessions.add(shape, gap, t, input, marks);
+            }
+            return;
+        }
         for start in shape.starts(t) {
             if w.is_some_and(|w| shape.end(start) <= w) {
                 continue;
@@ -478,6 +531,9 @@ impl WindowShard {
     /// windows that the watermark closed. `on-window-close` emits the closed windows;
     /// `update` emits the windows that changed in the batch.
     pub fn finish_batch(&mut self, shape: &Shape, watermark: Option<Micros>) -> Vec<WindowRow> {
+        if let Some(gap) = shape.gap {
+            return self.finish_sessions(shape, gap, watermark);
+        }
         let mut rows = Vec::new();
         if shape.emit == EmitMode::Update {
             for (start, table) in &self.windows {
@@ -498,6 +554,32 @@ impl WindowShard {
             }
         }
         rows
+    }
+
+    /// [`WindowShard::finish_batch`] of session windows: `update` emits the sessions
+    /// that changed in the batch (a session merged into another is not emitted again:
+    /// the merged one is, from the earliest start); `on-window-close` emits the sessions
+    /// that the watermark closed.
+    fn finish_sessions(&mut self, shape: &Shape, gap: Micros, w: Option<Micros>) -> Vec<WindowRow> {
+        let mut rows = Vec::new();
+        let update = shape.emit == EmitMode::Update;
+        if update {
+            self.sessions.updated(gap, self.batch, &mut rows);
+        }
+        self.batch = self.batch.wrapping_add(1);
+        if let Some(w) = w {
+            let emit = (!update).then_some(&mut rows);
+            self.sessions.close_behind(gap, w, emit);
+        }
+        rows
+    }
+
+    fn marks(&self) -> Marks {
+        Marks {
+            save: self.save,
+            batch: self.batch,
+            tracking: self.tracking,
+        }
     }
 
     fn groups(&self) -> impl Iterator<Item = (Micros, &Group)> {
@@ -538,17 +620,25 @@ impl WindowShard {
     fn track(&mut self) {
         self.tracking = true;
         self.save = self.save.wrapping_add(1);
+        self.sessions.track();
     }
 
     fn changed(&self) -> usize {
+        if !self.tracking {
+            return 0;
+        }
         let open = self
             .groups()
             .filter(|(_, g)| g.changed_in_save == self.save);
-        if self.tracking { open.count() } else { 0 }
+        open.count() + self.sessions.changed(self.save)
     }
 
     /// Drops the windows that a watermark of `w` closed.
     fn close_behind(&mut self, shape: &Shape, w: Micros) {
+        if let Some(gap) = shape.gap {
+            self.sessions.close_behind(gap, w, None);
+            return;
+        }
         while let Some(entry) = self.windows.first_entry() {
             if shape.end(*entry.key()) > w {
                 break;
@@ -644,20 +734,32 @@ impl WindowOperator {
 
     /// The end of the last open window.
     pub fn last_end(&self) -> Option<Micros> {
+        if let Some(gap) = self.shape.gap {
+            let ends = self.shards.iter().filter_map(|s| s.sessions.ends(gap));
+            return ends.map(|(_, last)| last).max();
+        }
         let last = self.shards.iter().filter_map(|s| s.windows.keys().last());
         last.max().map(|s| self.shape.end(*s))
     }
 
     /// Whether a watermark of `w` would close a window.
     pub fn closes_any(&self, w: Micros) -> bool {
+        if let Some(gap) = self.shape.gap {
+            let ends = self.shards.iter().filter_map(|s| s.sessions.ends(gap));
+            return ends
+                .map(|(first, _)| first)
+                .min()
+                .is_some_and(|end| end <= w);
+        }
         let first = self.shards.iter().filter_map(|s| s.windows.keys().next());
         first.min().is_some_and(|s| self.shape.end(*s) <= w)
     }
 
-    /// Open (window, key) groups.
+    /// Open (window, key) groups, or open sessions.
     pub fn rows(&self) -> usize {
         let tables = self.shards.iter().flat_map(|s| s.windows.values());
-        tables.map(HashTable::len).sum()
+        let sessions = self.shards.iter().map(|s| s.sessions.len());
+        tables.map(HashTable::len).sum::<usize>() + sessions.sum::<usize>()
     }
 
     /// Groups added, changed or closed since [`WindowOperator::track`].
@@ -672,19 +774,22 @@ impl WindowOperator {
         let tables = self.shards.iter().flat_map(|s| s.windows.values());
         let groups =
             tables.map(|t| t.capacity() * slot + t.iter().map(Group::bytes).sum::<usize>());
-        groups.sum()
+        let sessions = self.shards.iter().map(|s| s.sessions.bytes());
+        groups.sum::<usize>() + sessions.sum::<usize>()
     }
 
     /// The state, borrowed for saving, in no order.
     pub fn save_ref(&self) -> Vec<super::state::SavedGroupRef<'_>> {
         let groups = self.shards.iter().flat_map(WindowShard::groups);
-        groups
-            .map(|(start, g)| super::state::SavedGroupRef {
-                start,
-                key: &g.key,
-                acc: &g.acc,
-            })
-            .collect()
+        let groups = groups.map(|(start, g)| super::state::SavedGroupRef {
+            start,
+            key: &g.key,
+            acc: &g.acc,
+        });
+        let sessions = self.shards.iter().flat_map(|s| s.sessions.saved());
+        let sessions =
+            sessions.map(|(start, key, acc, _)| super::state::SavedGroupRef { start, key, acc });
+        groups.chain(sessions).collect()
     }
 
     /// Starts (afresh) recording the groups that change, for [`WindowOperator::delta`]:
@@ -695,10 +800,22 @@ impl WindowOperator {
 
     /// The changes since [`WindowOperator::track`]: the groups added or changed, in no
     /// order. Groups closed are not listed: they are those of the windows behind the
-    /// watermark (see [`WindowOperator::apply`]).
+    /// watermark (see [`WindowOperator::apply`]). Sessions merged away, or whose start
+    /// moved, are listed as removed under their former start.
     pub fn delta(&self) -> super::delta::WindowDeltaRef<'_> {
         let mut delta = super::delta::WindowDeltaRef::default();
         for shard in self.shards.iter().filter(|s| s.tracking) {
+            let sessions = shard.sessions.saved().filter(|s| s.3 == shard.save);
+            let sessions = sessions.map(|(start, key, acc, _)| super::state::SavedGroupRef {
+                start,
+                key,
+                acc,
+            });
+            delta.upserted.extend(sessions);
+            let removed = shard.sessions.removed().iter();
+            delta
+                .removed
+                .extend(removed.map(|(start, key)| (*start, key)));
             let changed = shard
                 .groups()
                 .filter(|(_, g)| g.changed_in_save == shard.save);
@@ -713,18 +830,19 @@ impl WindowOperator {
         delta
     }
 
-    /// Applies saved changes: the groups `removed` (listed by older versions of sluice),
-    /// the groups upserted (see [`WindowOperator::delta`]), then closes the windows behind
-    /// the `watermark` the changes were saved with, as the batch that made them did.
+    /// Applies saved changes: the groups `removed` (listed by older versions of sluice,
+    /// and sessions merged away), the groups upserted (see [`WindowOperator::delta`]),
+    /// then closes the windows behind the `watermark` the changes were saved with, as the
+    /// batch that made them did.
     pub fn apply(&mut self, delta: super::delta::WindowDelta, watermark: Option<Micros>) {
         for (start, key) in delta.removed {
             let key = PackedKey::of(&key);
-            self.shard_mut(key_hash(&key)).remove(start, &key);
+            let shard = self.shard_mut(key_hash(&key));
+            shard.remove(start, &key);
+            shard.sessions.remove(start, &key);
         }
         for group in delta.upserted {
-            let key = PackedKey::of(&group.key);
-            self.shard_mut(key_hash(&key))
-                .insert(group.start, key, group.acc);
+            self.insert(group);
         }
         if let Some(w) = watermark {
             let shape = &self.shape;
@@ -740,9 +858,36 @@ impl WindowOperator {
             .map(|_| WindowShard::default())
             .collect();
         for group in saved {
-            let key = PackedKey::of(&group.key);
-            self.shard_mut(key_hash(&key))
-                .insert(group.start, key, group.acc);
+            self.insert(group);
+        }
+    }
+
+    /// Inserts (or replaces) a saved group or session. A saved group that does not fit
+    /// the window (a session saved for a window that has a size now, or the reverse) is
+    /// dropped.
+    fn insert(&mut self, group: SavedGroup) {
+        let key = PackedKey::of(&group.key);
+        let session = matches!(group.acc.last(), Some(Accumulator::Last(_)));
+        let gap = self.shape.gap;
+        let shard = self.shard_mut(key_hash(&key));
+        let kept = match gap {
+            None if session => false,
+            None => {
+                shard.insert(group.start, key, group.acc);
+                true
+            }
+            Some(gap) => {
+                let marks = shard.marks();
+                shard
+                    .sessions
+                    .insert(gap, group.start, key, group.acc, marks)
+            }
+        };
+        if !kept {
+            tracing::warn!(
+                window = %self.config.name,
+                "a saved window group that does not fit the window's configuration is dropped"
+            );
         }
     }
 }
@@ -767,7 +912,8 @@ mod tests {
         };
         WindowConfig {
             name: "w".into(),
-            size: std::time::Duration::from_secs(size),
+            size: Some(std::time::Duration::from_secs(size)),
+            gap: None,
             slide: slide.map(std::time::Duration::from_secs),
             group_by: vec!["k".into()],
             aggregates: vec![

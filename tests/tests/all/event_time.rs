@@ -219,7 +219,9 @@ fn the_analytics_example_dedups_counts_windows_and_dead_letters_late_events() {
             "2026-07-29T10:00:30Z",
             "2026-07-29T10:01:30Z",
             "2026-07-29T10:01:30Z",
-            "2026-07-29T10:04:00Z"
+            // The flush moves it to the end of the last session (e6 at 10:03:30 plus
+            // the 30-minute gap), past the last tumbling window's end.
+            "2026-07-29T10:33:30Z"
         ]
     );
     let emitted: Vec<u64> = progress
@@ -265,7 +267,7 @@ fn the_analytics_example_dedups_counts_windows_and_dead_letters_late_events() {
     );
     assert_eq!(dead_letters(&shown), expected_dead_letters());
     let summary = &shown["snapshot_summary"];
-    assert_eq!(summary["sluice.watermark"], "2026-07-29T10:04:00Z");
+    assert_eq!(summary["sluice.watermark"], "2026-07-29T10:33:30Z");
     // The state file of batch 4 (a delta on batch 1's snapshot), named with the run of the
     // process that wrote it.
     let run = summary["sluice.run"].as_str().unwrap();
@@ -286,6 +288,44 @@ fn the_analytics_example_dedups_counts_windows_and_dead_letters_late_events() {
     // An independent reader sees the same window table.
     let read = pyiceberg::read_table(&s.warehouse, "analytics.event_type_counts");
     assert_eq!(sorted_f(read.iter().map(window_row)), expected_windows());
+    // Sessions per user, all closed by the flush: user_2's purchase at 10:00:50 (batch 1)
+    // and page view at 10:00:40 (batch 2, out of order) make one session from 10:00:40.
+    let sessions: Vec<(String, String, String, i64, i64, f64, i64)> = sorted_f7(
+        s.show_window("user-sessions")["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let time = |k: &str| r[k].as_str().unwrap()[11..19].to_string();
+                (
+                    r["user_id"].as_str().unwrap().to_string(),
+                    time("window_start"),
+                    time("window_end"),
+                    number(&r["pages"]) as i64,
+                    number(&r["distinct_pages"]) as i64,
+                    number(&r["max_funnel_step"]),
+                    number(&r["batch_id"]) as i64,
+                )
+            }),
+    );
+    let session = |user: &str, start: &str, end: &str, pages, distinct, step| {
+        let (user, start, end) = (user.to_string(), start.to_string(), end.to_string());
+        (user, start, end, pages, distinct, step, 4)
+    };
+    assert_eq!(
+        sessions,
+        [
+            session("user_1", "10:00:10", "10:33:30", 3, 3, 4.0),
+            session("user_2", "10:00:40", "10:30:50", 2, 2, 6.0),
+            session("user_4", "10:01:45", "10:31:45", 1, 1, 1.0),
+        ]
+    );
+}
+
+fn sorted_f7<T: PartialOrd>(rows: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut v: Vec<T> = rows.into_iter().collect();
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v
 }
 
 #[test]
@@ -488,7 +528,7 @@ fn a_commit_cadence_holds_event_time_triggers_and_a_crash_changes_no_output() {
         );
         assert_eq!(dead_letters(&shown), expected_dead_letters(), "{point:?}");
         let summary = &shown["snapshot_summary"];
-        assert_eq!(summary["sluice.watermark"], "2026-07-29T10:04:00Z");
+        assert_eq!(summary["sluice.watermark"], "2026-07-29T10:33:30Z");
         let state = summary["sluice.state"].as_str().unwrap();
         assert!(state.contains("/00000000000000000002-"), "{state}");
         let windows = show_window(&s);
@@ -734,6 +774,188 @@ kafka = { topic = "${KAFKA_TOPIC}-updates" }
     assert!(late[0].value.as_deref().unwrap().contains("09:40:00"));
 }
 
+/// The pipeline of [`session_windows_merge_across_batches_and_a_crash_changes_no_output`].
+const SESSIONS: &str = r#"
+[pipeline]
+name = "sessions"
+on-invalid = "fail"
+[source]
+bootstrap-servers = "${KAFKA_BOOTSTRAP}"
+topics = ["${KAFKA_TOPIC}"]
+[trigger]
+mode = "available-now"
+max-records = ${SLUICE_MAX_RECORDS:-4}
+[sink]
+warehouse = "${SLUICE_WAREHOUSE}"
+namespace = "web"
+table = "events"
+columns = [{ name = "event_id", type = "string" }, { name = "event_type", type = "string" }, { name = "timestamp", type = "timestamptz" }]
+[event-time]
+field = "timestamp"
+max-delay = "30m"
+late = "drop"
+at-end = "flush"
+[[windows]]
+name = "sessions"
+gap = "10m"
+group-by = ["event_id"]
+aggregates = [{ name = "pages", fn = "count" }, { name = "types", fn = "distinct-count", field = "event_type" }]
+kafka = { topic = "${KAFKA_TOPIC}-sessions" }
+iceberg = { table = "sessions" }
+[[windows]]
+name = "session-updates"
+gap = "10m"
+group-by = ["event_id"]
+aggregates = [{ name = "pages", fn = "count" }]
+emit = "update"
+kafka = { topic = "${KAFKA_TOPIC}-session-updates" }
+"#;
+
+#[test]
+fn session_windows_merge_across_batches_and_a_crash_changes_no_output() {
+    // Sessions per `event_id` (a session id here), gap 10 minutes, delay 30 minutes, four
+    // events per batch (times 10:MM):
+    //   batch 1: s1 00, s1 15, s2 20, s2 21 → s1 [10:00, 10:10) and [10:15, 10:25)
+    //   batch 2: s1 08 bridges them, s1 16, s3 40, s3 41 → s1 [10:00, 10:26)
+    //   batch 3: s4 11:30 .. 11:33 → watermark 11:03 closes s1, s2, s3
+    //   batch 4: the flush closes s4
+    let mut s = Setup::new("sessions");
+    s.write_config("sessions.toml", SESSIONS);
+    let times = [
+        ("s1", "10:00"),
+        ("s1", "10:15"),
+        ("s2", "10:20"),
+        ("s2", "10:21"),
+        ("s1", "10:08"),
+        ("s1", "10:16"),
+        ("s3", "10:40"),
+        ("s3", "10:41"),
+        ("s4", "11:30"),
+        ("s4", "11:31"),
+        ("s4", "11:32"),
+        ("s4", "11:33"),
+    ];
+    let events: Vec<_> = times
+        .iter()
+        .enumerate()
+        .map(|(i, (id, t))| {
+            let ty = if i % 2 == 0 {
+                "page_view"
+            } else {
+                "add_to_cart"
+            };
+            (id.to_string(), ty, format!("2026-07-29T{t}:00Z"))
+        })
+        .collect();
+    let file = lines_file(&s, "sessions.jsonl", &events);
+    s.produce(&["--partitions", "1", "--input", file.to_str().unwrap()]);
+    let out = s.run(&[]);
+    assert!(out.status.success(), "{}", text(&out));
+    // (session, start, end, pages, distinct types, batch).
+    let closed = |s: &Setup| -> Vec<(String, String, String, i64, i64, i64)> {
+        let shown = s.show_window("sessions");
+        let row = |r: &Value| {
+            let time = |k: &str| r[k].as_str().unwrap()[11..16].to_string();
+            (
+                r["event_id"].as_str().unwrap().to_string(),
+                time("window_start"),
+                time("window_end"),
+                number(&r["pages"]) as i64,
+                number(&r["types"]) as i64,
+                number(&r["batch_id"]) as i64,
+            )
+        };
+        sorted(shown["rows"].as_array().unwrap().iter().map(row))
+    };
+    let row = |id: &str, start: &str, end: &str, pages, types, batch| {
+        (
+            id.to_string(),
+            start.to_string(),
+            end.to_string(),
+            pages,
+            types,
+            batch,
+        )
+    };
+    let want = [
+        row("s1", "10:00", "10:26", 4, 2, 3),
+        row("s2", "10:20", "10:31", 2, 2, 3),
+        row("s3", "10:40", "10:51", 2, 2, 3),
+        row("s4", "11:30", "11:43", 4, 2, 4),
+    ];
+    assert_eq!(closed(&s), want);
+    assert_eq!(
+        s.show_window("sessions")["messages"]
+            .as_array()
+            .unwrap()
+            .len(),
+        4,
+        "each session emitted once"
+    );
+    // Update mode: the sessions each batch changed; the merge is emitted once, from
+    // the earliest start, and the session merged away is not emitted again.
+    let updates: Vec<(i64, String, String, String, i64)> = sorted(
+        s.show_window("session-updates")["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                let v: Value = serde_json::from_str(m["value"].as_str().unwrap()).unwrap();
+                let time = |k: &str| v[k].as_str().unwrap()[11..16].to_string();
+                let id = v["event_id"].as_str().unwrap().to_string();
+                let pages = v["pages"].as_i64().unwrap();
+                (
+                    v["batch_id"].as_i64().unwrap(),
+                    id,
+                    time("window_start"),
+                    time("window_end"),
+                    pages,
+                )
+            }),
+    );
+    let u = |batch, id: &str, start: &str, end: &str, pages| {
+        (
+            batch,
+            id.to_string(),
+            start.to_string(),
+            end.to_string(),
+            pages,
+        )
+    };
+    assert_eq!(
+        updates,
+        [
+            u(1, "s1", "10:00", "10:10", 1),
+            u(1, "s1", "10:15", "10:25", 1),
+            u(1, "s2", "10:20", "10:31", 2),
+            u(2, "s1", "10:00", "10:26", 4),
+            u(2, "s3", "10:40", "10:51", 2),
+            u(3, "s4", "11:30", "11:43", 4),
+        ]
+    );
+
+    // A power cut in batch 3 (which emits the merged session) before anything is sent,
+    // or after the window commit (the sessions emitted, the table not yet committed),
+    // then a run with a larger batch cap: the batch is replayed as planned from the
+    // sessions saved by batch 2 (a delta with s1's merge), and the outputs are the same.
+    for (round, point) in ["after-state:3", "after-window-commit:3"]
+        .iter()
+        .enumerate()
+    {
+        s.renew(&format!("sessions-crash{round}"));
+        s.write_config("sessions.toml", SESSIONS);
+        let file = lines_file(&s, "sessions.jsonl", &events);
+        s.produce(&["--partitions", "1", "--input", file.to_str().unwrap()]);
+        let out = s.run(&[("SLUICE_CRASH_AT", point)]);
+        assert!(!out.status.success(), "{point}: {}", text(&out));
+        let out = s.run(&[("SLUICE_MAX_RECORDS", "100")]);
+        assert!(out.status.success(), "{point}: {}", text(&out));
+        let log = String::from_utf8_lossy(&out.stderr);
+        assert!(log.contains("replaying it exactly"), "{point}");
+        assert_eq!(closed(&s), want, "{point}");
+    }
+}
+
 #[test]
 fn the_analytics_example_parses() {
     let config = sluice::pipeline::config::PipelineConfig::load(&analytics_config()).unwrap();
@@ -747,9 +969,18 @@ fn the_analytics_example_parses() {
     assert_eq!(
         (w.size, w.slide, &w.group_by[..]),
         (
-            Duration::from_secs(60),
+            Some(Duration::from_secs(60)),
             None,
             &["event_type".to_string()][..]
+        )
+    );
+    let sessions = &config.windows[1];
+    assert_eq!(
+        (sessions.size, sessions.gap, &sessions.group_by[..]),
+        (
+            None,
+            Some(Duration::from_secs(1800)),
+            &["user_id".to_string()][..]
         )
     );
     assert_eq!(config.stages.len(), 1);

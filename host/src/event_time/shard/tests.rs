@@ -50,7 +50,8 @@ mod sharded {
         };
         WindowConfig {
             name: name.into(),
-            size: Duration::from_secs(60),
+            size: Some(Duration::from_secs(60)),
+            gap: None,
             slide: slide.map(Duration::from_secs),
             group_by: vec![group_by.into()],
             aggregates: vec![

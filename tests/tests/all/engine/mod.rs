@@ -10,6 +10,7 @@ mod event_time;
 mod fence;
 mod poison;
 mod probation;
+mod session;
 mod standby;
 
 use std::collections::{BTreeMap, BTreeSet};
