@@ -34,6 +34,13 @@ pub enum Shape {
     /// (page_view, add_to_cart, purchase), `timestamp` (RFC 3339 with milliseconds) and
     /// `page`. An invalid event has a `timestamp` that is not a time.
     Analytics,
+    /// Profile updates of the analytics tutorial's 50 users, keyed by `user_id` (the
+    /// other side of its stream-stream join, or a compacted lookup topic): `user_id`,
+    /// `tier` (bronze, silver, gold, platinum), `country` (two-letter code) and
+    /// `updated_at` (RFC 3339 with milliseconds, on the events' clock). The first 50 give
+    /// every user a profile, in order; later ones change a random user's tier or country.
+    /// An invalid update has an `updated_at` that is not a time.
+    Profiles,
 }
 
 impl Default for GeneratorConfig {
@@ -99,6 +106,10 @@ const QUERIES: [&str; 4] = ["trail mug", "kettle", "warm socks", "headlamp"];
 /// A cart quantity, by a draw in `0..3`.
 const QUANTITIES: [&str; 3] = ["1", "2", "3"];
 const ANALYTICS_TYPES: [&str; 3] = ["page_view", "add_to_cart", "purchase"];
+/// Users of the analytics events and profiles: `user_1` to `user_50`.
+const ANALYTICS_USERS: u64 = 50;
+const TIERS: [&str; 4] = ["bronze", "silver", "gold", "platinum"];
+const COUNTRIES: [&str; 7] = ["US", "DE", "FR", "GB", "JP", "BR", "IN"];
 const ANALYTICS_PAGES: [&str; 6] = [
     "/home",
     "/products",
@@ -160,6 +171,7 @@ impl Generator {
         match self.config.shape {
             Shape::Retail => retail_event(&mut self.rng, invalid_share, &common),
             Shape::Analytics => analytics_event(&mut self.rng, invalid_share, &common),
+            Shape::Profiles => profile_update(&mut self.rng, invalid_share, &common),
         }
     }
 }
@@ -237,7 +249,7 @@ fn analytics_event(
 ) -> (String, String, EventKind) {
     let invalid = r.chance(invalid_share);
     let n = c.n;
-    let user = 1 + c.user % 50;
+    let user = 1 + c.user % ANALYTICS_USERS;
     let ty = ANALYTICS_TYPES[r.below(3) as usize];
     let page = ANALYTICS_PAGES[r.below(6) as usize];
     let timestamp = if invalid {
@@ -247,6 +259,32 @@ fn analytics_event(
     };
     let json = format!(
         "{{\"event_id\":\"evt_{n:09}\",\"user_id\":\"user_{user}\",\"event_type\":\"{ty}\",\"timestamp\":\"{timestamp}\",\"page\":\"{page}\"}}"
+    );
+    (format!("user_{user}"), json, c.kind(invalid))
+}
+
+/// A profile update of one of the analytics tutorial's users, keyed by user.
+fn profile_update(
+    r: &mut SplitMix64,
+    invalid_share: f64,
+    c: &Common,
+) -> (String, String, EventKind) {
+    let invalid = r.chance(invalid_share);
+    // The first 50 updates create the users' profiles in order; later ones pick a user.
+    let user = if c.n < ANALYTICS_USERS {
+        1 + c.n
+    } else {
+        1 + c.user % ANALYTICS_USERS
+    };
+    let tier = TIERS[r.below(TIERS.len() as u64) as usize];
+    let country = COUNTRIES[r.below(COUNTRIES.len() as u64) as usize];
+    let updated_at = if invalid {
+        "not-a-time".to_string()
+    } else {
+        rfc3339(c.time).replace('Z', ".000Z")
+    };
+    let json = format!(
+        "{{\"user_id\":\"user_{user}\",\"tier\":\"{tier}\",\"country\":\"{country}\",\"updated_at\":\"{updated_at}\"}}"
     );
     (format!("user_{user}"), json, c.kind(invalid))
 }
@@ -461,6 +499,48 @@ mod tests {
                 v["user_id"].is_string() && v["event_time"].as_str().unwrap().ends_with('Z'),
                 "{e:?}"
             );
+        }
+    }
+
+    /// Profile updates: every user gets a profile first, in order, then updates of random
+    /// users on the events' clock; each is keyed by its user; invalid ones have no time.
+    #[test]
+    fn profiles_cover_every_user_first_then_update_them() {
+        let profiles = |invalid_share| {
+            Generator::new(GeneratorConfig {
+                shape: Shape::Profiles,
+                invalid_share,
+                ..GeneratorConfig::default()
+            })
+        };
+        let clean: Vec<GeneratedEvent> = profiles(0.0).take(400).collect();
+        let users: Vec<String> = clean.iter().map(|e| e.key.clone()).collect();
+        let first: Vec<String> = (1..=50).map(|u| format!("user_{u}")).collect();
+        assert_eq!(users[..50], first[..]);
+        let mut later = users[50..].to_vec();
+        later.sort();
+        later.dedup();
+        assert!(
+            later.len() > 30,
+            "later updates spread over users: {later:?}"
+        );
+        assert!(later.iter().all(|u| first.contains(u)), "{later:?}");
+        for e in &clean {
+            assert_eq!(e.kind, EventKind::Valid);
+            let v: serde_json::Value = serde_json::from_str(&e.value).unwrap();
+            assert_eq!(v["user_id"], e.key.as_str());
+            assert!(TIERS.contains(&v["tier"].as_str().unwrap()), "{e:?}");
+            assert!(COUNTRIES.contains(&v["country"].as_str().unwrap()), "{e:?}");
+            let at = v["updated_at"].as_str().unwrap();
+            assert!(
+                at.starts_with("2026-01-09T12:") && at.ends_with(".000Z"),
+                "{at}"
+            );
+        }
+        let invalid: Vec<GeneratedEvent> = profiles(1.0).take(5).collect();
+        for e in invalid {
+            assert_eq!(e.kind, EventKind::Invalid);
+            assert!(e.value.contains(r#""updated_at":"not-a-time""#), "{e:?}");
         }
     }
 
