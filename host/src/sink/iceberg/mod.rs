@@ -36,6 +36,7 @@ pub mod listing;
 pub mod maintain;
 pub mod marks;
 pub mod read;
+mod split;
 pub mod storage;
 pub mod writer;
 

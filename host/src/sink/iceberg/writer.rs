@@ -1,7 +1,6 @@
 //! Parquet data files for a batch, through the writer stack described in [`super`].
 
 use arrow_array::RecordBatch;
-use iceberg::arrow::RecordBatchPartitionSplitter;
 use iceberg::spec::{DataFile, DataFileFormat};
 use iceberg::writer::base_writer::data_file_writer::DataFileWriterBuilder;
 use iceberg::writer::file_writer::ParquetWriterBuilder;
@@ -15,6 +14,7 @@ use iceberg::writer::{IcebergWriter, IcebergWriterBuilder};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
+use super::split::Splitter;
 use super::{IcebergTable, SinkError, iceberg_err};
 
 /// A column chunk's dictionary page limit, past which its values are written plain.
@@ -48,8 +48,7 @@ impl IcebergTable {
             self.catalog.block_on(write_unpartitioned(builder, batches))
         } else {
             let schema = self.table.metadata().current_schema().clone();
-            let splitter = RecordBatchPartitionSplitter::try_new_with_computed_values(schema, spec)
-                .map_err(iceberg_err("partitioning"))?;
+            let splitter = Splitter::new(schema, spec).map_err(iceberg_err("partitioning"))?;
             self.catalog
                 .block_on(write_partitioned(builder, &splitter, batches))
         }?;
@@ -114,7 +113,7 @@ async fn write_unpartitioned(
 
 async fn write_partitioned(
     builder: Builder,
-    splitter: &RecordBatchPartitionSplitter,
+    splitter: &Splitter,
     batches: Vec<RecordBatch>,
 ) -> Result<Vec<DataFile>, SinkError> {
     let mut fanout = FanoutWriter::new(builder);
