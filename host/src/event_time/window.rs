@@ -893,7 +893,7 @@ impl WindowOperator {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::event_time::config::AggregateConfig;
 
@@ -904,7 +904,8 @@ mod tests {
         Micros(n * S)
     }
 
-    fn config(size: u64, slide: Option<u64>, emit: EmitMode) -> WindowConfig {
+    /// A window on `k` with every kind of aggregate (of `x`, distinct `u`).
+    pub(crate) fn config(size: u64, slide: Option<u64>, emit: EmitMode) -> WindowConfig {
         let agg = |name: &str, function, field: Option<&str>| AggregateConfig {
             name: name.into(),
             function,

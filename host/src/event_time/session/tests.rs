@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 
-use crate::event_time::config::{AggregateConfig, EmitMode, Function, WindowConfig};
+use crate::event_time::config::{EmitMode, WindowConfig};
+use crate::event_time::window::tests::config as window_config;
 use crate::event_time::window::{
     Input, PackedKey, SavedGroup, WindowInput, WindowOperator, key_hash, sort_rows, stable_hash,
 };
@@ -20,28 +21,11 @@ fn s(n: i64) -> Micros {
 }
 
 fn config(gap: u64, emit: EmitMode) -> WindowConfig {
-    let agg = |name: &str, function, field: Option<&str>| AggregateConfig {
-        name: name.into(),
-        function,
-        field: field.map(String::from),
-    };
     WindowConfig {
         name: "sessions".into(),
         size: None,
-        slide: None,
         gap: Some(Duration::from_secs(gap)),
-        group_by: vec!["k".into()],
-        aggregates: vec![
-            agg("n", Function::Count, None),
-            agg("sum", Function::Sum, Some("x")),
-            agg("min", Function::Min, Some("x")),
-            agg("max", Function::Max, Some("x")),
-            agg("avg", Function::Avg, Some("x")),
-            agg("users", Function::DistinctCount, Some("u")),
-        ],
-        emit,
-        kafka: None,
-        iceberg: None,
+        ..window_config(60, None, emit)
     }
 }
 
