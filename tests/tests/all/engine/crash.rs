@@ -168,16 +168,8 @@ fn held_event_time_triggers_commit_together_and_replay_after_a_crash_at_every_po
     for batch in [1, 2] {
         for point in CrashPoint::ALL {
             let at = format!("{} of batch {batch}", point.name());
-            let engine = Engine::new(&format!("cadence-{batch}-{}", point.name()), &cadence);
-            engine.append(&analytics_events());
-            let error = engine
-                .open(Crash::Fail(point, batch))
-                .unwrap()
-                .run(&Default::default());
-            assert!(
-                matches!(error, Err(PipelineError::Crashed { point: p, batch_id }) if p == point && batch_id == batch),
-                "{at}: {error:?}"
-            );
+            let name = format!("cadence-{batch}-{}", point.name());
+            let engine = Engine::crashed(&name, &cadence, &analytics_events(), point, batch);
             let committed = engine.table_batch(None);
             let before = point != CrashPoint::AfterCommit;
             assert_eq!(

@@ -97,6 +97,28 @@ impl Engine {
         }
     }
 
+    /// A new engine (`name`, `toml`) over `values`, run until it crashes at `point` of
+    /// batch `batch` (which the test asserts), for the test to run it again.
+    pub(crate) fn crashed<S: AsRef<str>>(
+        name: &str,
+        toml: &str,
+        values: &[S],
+        point: sluice::pipeline::crash::CrashPoint,
+        batch: u64,
+    ) -> Engine {
+        let engine = Engine::new(name, toml);
+        engine.append(values);
+        let error = engine
+            .open(Crash::Fail(point, batch))
+            .unwrap()
+            .run(&Default::default());
+        assert!(
+            matches!(error, Err(PipelineError::Crashed { point: p, batch_id }) if p == point && batch_id == batch),
+            "{name}: {error:?}"
+        );
+        engine
+    }
+
     /// Opens the pipeline over the log and topics, as a new process would.
     pub(crate) fn open(&self, crash: Crash) -> Result<Pipeline, PipelineError> {
         self.open_as(&self.config, crash)

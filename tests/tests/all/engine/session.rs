@@ -2,8 +2,7 @@
 //! two batches is merged by a bridging event and emitted once, and a crash at every point
 //! of the batches that merge and emit it replays to the same outputs.
 
-use sluice::pipeline::PipelineError;
-use sluice::pipeline::crash::{Crash, CrashPoint};
+use sluice::pipeline::crash::CrashPoint;
 
 use super::{Engine, pipeline_file};
 
@@ -137,16 +136,7 @@ fn a_crash_at_every_point_of_the_merging_and_emitting_batches_changes_no_output(
     for batch in [2, 3] {
         for point in CrashPoint::ALL {
             let name = format!("sessions-crash-{batch}-{}", point.name());
-            let engine = Engine::new(&name, SESSIONS);
-            engine.append(&events());
-            let error = engine
-                .open(Crash::Fail(point, batch))
-                .unwrap()
-                .run(&Default::default());
-            assert!(
-                matches!(error, Err(PipelineError::Crashed { point: p, batch_id }) if p == point && batch_id == batch),
-                "{name}: {error:?}"
-            );
+            let engine = Engine::crashed(&name, SESSIONS, &events(), point, batch);
             engine.run().unwrap();
             assert_eq!(engine.outputs(), want, "after a crash at {name}");
         }
