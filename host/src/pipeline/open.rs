@@ -16,6 +16,7 @@ use crate::commit::CommitMark;
 use crate::election::{Election, KafkaElection};
 use crate::encode::Encoder;
 use crate::event_time::EventTime;
+use crate::event_time::config::EventTimeConfig;
 use crate::event_time::state::{self, Plan, STATE, StateStore};
 use crate::kafka::{self, ClientKind, REACH_TIMEOUT};
 use crate::sink::deadletter::{DeadLetterOutput, Route};
@@ -131,10 +132,7 @@ impl Pipeline {
         let others = open_outputs(&config, parts.topics.as_ref(), &catalog)?;
         let config_mode = config.source.mode;
         let mut pipeline = Pipeline {
-            event_time: config.event_time.as_ref().map(|et| {
-                EventTime::new(et, config.dedup.as_ref(), &config.windows)
-                    .with_threads(config.threads())
-            }),
+            event_time: config.event_time.as_ref().map(|et| operators(et, &config)),
             outputs: Outputs::new(others, TableOutput::new(table)),
             config,
             stages,
@@ -295,8 +293,7 @@ impl Pipeline {
             return Ok(None);
         };
         let config = &self.config;
-        *et = EventTime::new(et.config(), config.dedup.as_ref(), &config.windows)
-            .with_threads(config.threads());
+        *et = operators(et.config(), config);
         et.set_session_start(Millis::now());
         let name = &self.config.pipeline.name;
         let table = self.outputs.table().table();
@@ -373,4 +370,10 @@ fn topic_error(topic: &str) -> impl FnOnce(crate::sink::topic::TopicError) -> Ou
         output,
         error: Box::new(error),
     }
+}
+
+/// Fresh event-time operators for `config`, sharded over its threads.
+fn operators(event_time: &EventTimeConfig, config: &PipelineConfig) -> EventTime {
+    EventTime::new(event_time, config.dedup.as_ref(), &config.windows)
+        .with_threads(config.threads())
 }
