@@ -9,6 +9,7 @@
 //! - [`batch`]: the trigger and the caps of a micro-batch;
 //! - [`udf`]: the plugin runtime (stages): sandboxed components that keep, rewrite or
 //!   reject events;
+//! - [`lookup`]: reference data plugins read by key, versioned per batch;
 //! - [`event_time`]: event time: watermarks, deduplication, windowed aggregates, late data;
 //! - [`encode`]: JSON values to Arrow against the table's schema;
 //! - [`sink`]: the Iceberg table and the dead-letter topic;
@@ -32,6 +33,7 @@ pub mod encode;
 pub mod event_time;
 pub mod generate;
 pub mod kafka;
+pub mod lookup;
 pub mod pipeline;
 pub mod record;
 pub mod sink;

@@ -1,0 +1,182 @@
+//! Lookup tables: reference data that plugins read by key (`[[lookups]]`), the Wasm way to
+//! enrich events.
+//!
+//! - [`Table`]: one table at one [`Version`]: key bytes → value bytes (a JSON object).
+//! - [`Lookups`]: the tables one batch sees, fixed for the whole batch. Cheap to clone.
+//! - [`Current`]: the slot the pipeline sets between batches and plugin calls read from.
+//!
+//! A batch's versions are recorded in its plan and its commit, so a replayed batch sees
+//! exactly the reference data the first attempt saw, and enrichment stays exactly once.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+
+use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
+
+/// Which state of its source a lookup table holds: what a batch used, recorded in the
+/// batch's plan and commit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum Version {
+    /// A compacted topic read up to (not including) these offsets, per partition.
+    Topic {
+        /// The next offset of every partition.
+        offsets: BTreeMap<i32, i64>,
+    },
+    /// An Iceberg table at this snapshot; `None` when the table had no snapshot.
+    Snapshot {
+        /// The snapshot id.
+        id: Option<i64>,
+    },
+    /// A file (`sluice try --lookup NAME=FILE.jsonl`), named by the sha256 of its bytes.
+    File {
+        /// The file's digest, in hex.
+        digest: String,
+    },
+}
+
+/// One lookup table at one version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Table {
+    version: Version,
+    entries: FxHashMap<Box<[u8]>, Box<[u8]>>,
+    /// Bytes of all keys and values.
+    bytes: usize,
+}
+
+impl Table {
+    /// An empty table at `version`.
+    pub fn new(version: Version) -> Self {
+        Table {
+            version,
+            entries: FxHashMap::default(),
+            bytes: 0,
+        }
+    }
+
+    /// Sets `key` to `value` (the latest value wins).
+    pub fn insert(&mut self, key: &[u8], value: &[u8]) {
+        self.bytes += key.len() + value.len();
+        if let Some(old) = self.entries.insert(key.into(), value.into()) {
+            self.bytes -= key.len() + old.len();
+        }
+    }
+
+    /// Deletes `key` (a tombstone).
+    pub fn remove(&mut self, key: &[u8]) {
+        if let Some(old) = self.entries.remove(key) {
+            self.bytes -= key.len() + old.len();
+        }
+    }
+
+    /// The value of `key`.
+    pub fn get(&self, key: &[u8]) -> Option<&[u8]> {
+        self.entries.get(key).map(|v| &**v)
+    }
+
+    /// The table's version.
+    pub fn version(&self) -> &Version {
+        &self.version
+    }
+
+    /// Moves the table to `version` (after applying what changed up to it).
+    pub fn set_version(&mut self, version: Version) {
+        self.version = version;
+    }
+
+    /// Number of keys.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the table has no key.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Bytes of all keys and values (not counting the map's own overhead).
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+/// The lookup tables one batch sees, by name.
+#[derive(Debug, Clone, Default)]
+pub struct Lookups {
+    tables: Arc<BTreeMap<String, Arc<Table>>>,
+}
+
+impl Lookups {
+    /// The given tables.
+    pub fn new(tables: BTreeMap<String, Arc<Table>>) -> Self {
+        Lookups {
+            tables: Arc::new(tables),
+        }
+    }
+
+    /// The table called `name`.
+    pub fn table(&self, name: &str) -> Option<&Table> {
+        self.tables.get(name).map(|t| &**t)
+    }
+
+    /// Every table, by name.
+    pub fn tables(&self) -> &BTreeMap<String, Arc<Table>> {
+        &self.tables
+    }
+
+    /// The version of every table: what a batch records in its plan and commit.
+    pub fn versions(&self) -> BTreeMap<String, Version> {
+        self.tables
+            .iter()
+            .map(|(name, t)| (name.clone(), t.version.clone()))
+            .collect()
+    }
+}
+
+/// The lookups plugin calls see: set by the pipeline between batches (never during one),
+/// read once per plugin call.
+#[derive(Debug, Clone, Default)]
+pub struct Current(Arc<RwLock<Lookups>>);
+
+impl Current {
+    /// Makes `lookups` what the next plugin calls see.
+    pub fn set(&self, lookups: Lookups) {
+        *self.0.write().unwrap_or_else(|e| e.into_inner()) = lookups;
+    }
+
+    /// What plugin calls see now.
+    pub fn get(&self) -> Lookups {
+        self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latest_value_wins_and_tombstones_delete() {
+        let mut t = Table::new(Version::Snapshot { id: Some(1) });
+        t.insert(b"u1", b"{\"tier\":\"gold\"}");
+        t.insert(b"u1", b"{}");
+        t.insert(b"u2", b"{}");
+        assert_eq!(t.get(b"u1"), Some(&b"{}"[..]));
+        assert_eq!(t.bytes(), 8);
+        t.remove(b"u1");
+        assert_eq!(t.get(b"u1"), None);
+        assert_eq!((t.len(), t.bytes()), (1, 4));
+    }
+
+    #[test]
+    fn a_batch_keeps_the_version_it_started_with() {
+        let current = Current::default();
+        let v1 = Table::new(Version::File { digest: "a".into() });
+        current.set(Lookups::new(BTreeMap::from([("p".into(), Arc::new(v1))])));
+        let seen = current.get();
+        current.set(Lookups::default());
+        assert!(seen.table("p").is_some());
+        assert!(current.get().table("p").is_none());
+        assert_eq!(seen.versions()["p"], Version::File { digest: "a".into() });
+    }
+}
