@@ -38,6 +38,7 @@ pub use self::chunk::{Chunk, Rejection, Verdict};
 use self::config::{Grants, Limits, RuntimeConfig};
 pub use self::error::{EventSpan, Failure, UdfError};
 use self::sandbox::{Sandbox, StoreState};
+use crate::lookup::Current;
 use crate::record::Record;
 use crate::units::ByteSize;
 
@@ -50,6 +51,8 @@ pub struct Runtime {
     engine: Engine,
     linker: Arc<Linker<StoreState>>,
     config: RuntimeConfig,
+    /// The lookup tables plugin calls see; the pipeline sets them between batches.
+    lookups: Current,
 }
 
 impl fmt::Debug for Runtime {
@@ -101,12 +104,18 @@ impl Runtime {
             engine,
             linker: Arc::new(linker),
             config,
+            lookups: Current::default(),
         })
     }
 
     /// The runtime's settings.
     pub fn config(&self) -> &RuntimeConfig {
         &self.config
+    }
+
+    /// The lookup tables plugin calls see: set between batches, never during one.
+    pub fn lookups(&self) -> &Current {
+        &self.lookups
     }
 
     /// Loads the plugin of a configured stage.
