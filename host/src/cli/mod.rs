@@ -1,6 +1,7 @@
 //! The `sluice` command line.
 
 pub mod maintain;
+pub mod plugin;
 pub mod produce;
 pub mod run;
 pub mod show;
@@ -56,6 +57,8 @@ pub enum Command {
     /// Expire old snapshots and delete orphan files of a pipeline's tables, keeping every
     /// pipeline's checkpoint.
     Maintain(maintain::MaintainArgs),
+    /// Tools for plugin authors: check a plugin against its samples.
+    Plugin(plugin::PluginArgs),
 }
 
 /// The folder that a pipeline file's relative paths are relative to: the file's own.
@@ -235,6 +238,17 @@ fn run(invocation: Invocation) -> anyhow::Result<ExitCode> {
             maintain::run(args, &mut std::io::stdout().lock())?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Plugin(args) => match &args.command {
+            plugin::PluginCommand::Test(args) => {
+                let outcome = plugin::test::run(args, &mut std::io::stdout().lock())
+                    .context("sluice plugin test failed")?;
+                Ok(if outcome.mismatches.is_empty() {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::FAILURE
+                })
+            }
+        },
     }
 }
 

@@ -84,9 +84,12 @@ struct Sample {
     code: Option<String>,
 }
 
-/// Sample events as records, each with the verdict (`kept`, `rewritten`, `rejected`) and
-/// rejection code it must get.
-pub type Samples = Vec<(Record, String, Option<String>)>;
+/// A sample event as a record (its offset is its line's index in the file), with the
+/// verdict (`kept`, `rewritten`, `rejected`) and rejection code it must get.
+pub type SampleCase = (Record, String, Option<String>);
+
+/// The sample events of a samples file.
+pub type Samples = Vec<SampleCase>;
 
 /// A stage to watch: its index, configuration, the digest of its active version and its
 /// samples.
@@ -117,37 +120,67 @@ pub fn read_samples(path: &Path) -> Result<Samples, String> {
         .collect()
 }
 
-/// Checks `plugin` against samples: `Err` names the first sample judged differently.
-pub fn check_samples(
-    plugin: &Plugin,
-    samples: &[(Record, String, Option<String>)],
-) -> Result<(), String> {
+/// A sample judged otherwise than its file says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    /// The sample's line in its file (from 1).
+    pub line: usize,
+    /// The verdict it must get, with the code when the file gives one.
+    pub expected: String,
+    /// The verdict it got, with the code and message of a rejection.
+    pub got: String,
+}
+
+impl std::fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "sample {} should be {} but is {}",
+            self.line, self.expected, self.got
+        )
+    }
+}
+
+/// Judges every sample with `plugin`: the samples judged otherwise than expected, in
+/// order. `Err` when the plugin fails on the samples.
+pub fn compare_samples(plugin: &Plugin, samples: &[SampleCase]) -> Result<Vec<Mismatch>, String> {
     if samples.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let records: Vec<&Record> = samples.iter().map(|(r, _, _)| r).collect();
     let verdicts = plugin
         .process_records(&records)
         .map_err(|e| format!("failed on the samples: {e}"))?;
+    let mut mismatches = Vec::new();
     for ((record, expected, code), verdict) in samples.iter().zip(verdicts) {
-        let (got, got_code) = match &verdict {
+        let (got, rejection) = match &verdict {
             Verdict::Keep => ("kept", None),
             Verdict::Rewrite(_) => ("rewritten", None),
-            Verdict::Reject(r) => ("rejected", Some(r.code.as_str())),
+            Verdict::Reject(r) => ("rejected", Some(r)),
         };
+        let got_code = rejection.map(|r| r.code.as_str());
         let code_differs = code.as_deref().is_some_and(|c| Some(c) != got_code);
         if got != expected || code_differs {
-            return Err(format!(
-                "sample {} should be {expected}{} but is {got}{}",
-                record.offset + 1,
-                code.as_deref()
-                    .map(|c| format!(" ({c})"))
-                    .unwrap_or_default(),
-                got_code.map(|c| format!(" ({c})")).unwrap_or_default(),
-            ));
+            let with_code = |c: Option<&str>| c.map(|c| format!(" ({c})")).unwrap_or_default();
+            mismatches.push(Mismatch {
+                line: record.offset as usize + 1,
+                expected: format!("{expected}{}", with_code(code.as_deref())),
+                got: match rejection {
+                    Some(r) => format!("{got} ({}: {})", r.code, r.message),
+                    None => got.to_string(),
+                },
+            });
         }
     }
-    Ok(())
+    Ok(mismatches)
+}
+
+/// Checks `plugin` against samples: `Err` names the first sample judged differently.
+pub fn check_samples(plugin: &Plugin, samples: &[SampleCase]) -> Result<(), String> {
+    match compare_samples(plugin, samples)?.into_iter().next() {
+        Some(mismatch) => Err(mismatch.to_string()),
+        None => Ok(()),
+    }
 }
 
 /// Loads `bytes` as a new version of `stage` and runs every check on it.
@@ -155,7 +188,7 @@ pub fn prepare(
     runtime: &Runtime,
     stage: &StageConfig,
     bytes: &[u8],
-    samples: &[(Record, String, Option<String>)],
+    samples: &[SampleCase],
 ) -> Result<Plugin, String> {
     let digest = digest_of(bytes);
     if !stage.allowed_digests.is_empty() && !stage.allowed_digests.contains(&digest) {

@@ -438,3 +438,64 @@ fn plugin_logs_are_rate_limited_and_cannot_forge_lines() {
     );
     assert!(stderr.contains("were dropped"), "{stderr}");
 }
+
+/// Runs `sluice plugin test ARGS…`; returns the outcome and standard output.
+fn plugin_test(args: &[&str]) -> anyhow::Result<(cli::plugin::test::Outcome, String)> {
+    let all = ["sluice", "plugin", "test"]
+        .into_iter()
+        .chain(args.iter().copied());
+    let invocation = cli::parse(all)?;
+    let Command::Plugin(plugin) = &invocation.cli.command else {
+        panic!("not plugin")
+    };
+    let cli::plugin::PluginCommand::Test(test_args) = &plugin.command;
+    let mut out = Vec::new();
+    let outcome = cli::plugin::test::run(test_args, &mut out)?;
+    Ok((outcome, String::from_utf8(out)?))
+}
+
+/// `sluice plugin test` passes the validator's own samples, and lists every sample a plugin
+/// judges otherwise (here the keep-all plugin, which rejects nothing), with its line, what
+/// was expected, what came, and the event.
+#[test]
+fn plugin_test_lists_every_sample_judged_otherwise() {
+    let samples = repo_root().join("udfs/clickstream-validator/samples.jsonl");
+    let samples = samples.to_str().unwrap();
+    let (outcome, out) =
+        plugin_test(&[plugins::CLICKSTREAM_VALIDATOR, "--samples", samples]).unwrap();
+    assert_eq!((outcome.samples, outcome.mismatches.len()), (6, 0), "{out}");
+    assert!(out.contains("6 samples, 6 as expected, 0 differ"), "{out}");
+
+    let (outcome, out) = plugin_test(&[plugins::KEEP_ALL, "--samples", samples]).unwrap();
+    let lines: Vec<usize> = outcome.mismatches.iter().map(|m| m.line).collect();
+    assert_eq!(lines, [3, 4, 5, 6], "{out}");
+    assert!(
+        out.contains(":3: expected rejected (invalid_event_type)\n")
+            && out.contains(":3:      got kept\n"),
+        "{out}"
+    );
+    assert!(out.contains("wishlist_add"), "the event is shown: {out}");
+    assert!(out.contains("6 samples, 2 as expected, 4 differ"), "{out}");
+
+    // A parameter changes the verdicts: with wishlist_add allowed, sample 3 is kept.
+    let (outcome, _) = plugin_test(&[
+        plugins::CLICKSTREAM_VALIDATOR,
+        "--samples",
+        samples,
+        "--param",
+        "allowed-event-types=page_view,add_to_cart,wishlist_add",
+    ])
+    .unwrap();
+    assert_eq!(outcome.mismatches.len(), 1);
+    assert!(outcome.mismatches[0].got.starts_with("kept"));
+
+    // A samples file that is not one is an error, not a pass.
+    let broken = std::env::temp_dir().join(format!("sluice-broken-samples-{}", std::process::id()));
+    std::fs::write(&broken, "{\"event\": {}, \"verdict\": \"fine\"}\n").unwrap();
+    let err = plugin_test(&[plugins::KEEP_ALL, "--samples", broken.to_str().unwrap()]).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("verdict must be kept, rewritten or rejected"),
+        "{err}"
+    );
+}

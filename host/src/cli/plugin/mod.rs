@@ -1,0 +1,25 @@
+//! `sluice plugin`: tools for plugin authors.
+//!
+//! - `sluice plugin test PLUGIN.wasm --samples FILE.jsonl`: the samples check that a stage
+//!   runs before it takes a new version ([`crate::udf::swap::check_samples`]), as a command
+//!   for an author's CI: every sample judged otherwise is listed, and the exit code says so.
+
+pub mod test;
+
+use clap::{Args, Subcommand};
+
+/// Arguments of `sluice plugin`.
+#[derive(Debug, Args)]
+pub struct PluginArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: PluginCommand,
+}
+
+/// The `sluice plugin` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum PluginCommand {
+    /// Run a plugin over a samples file (event, expected verdict, code) and list every
+    /// sample it judges otherwise; exits with 1 when one differs.
+    Test(test::TestArgs),
+}
