@@ -57,7 +57,7 @@ pub enum Command {
     /// Expire old snapshots and delete orphan files of a pipeline's tables, keeping every
     /// pipeline's checkpoint.
     Maintain(maintain::MaintainArgs),
-    /// Tools for plugin authors: check a plugin against its samples.
+    /// Tools for plugin authors: create a plugin crate, check a plugin against its samples.
     Plugin(plugin::PluginArgs),
 }
 
@@ -247,6 +247,11 @@ fn run(invocation: Invocation) -> anyhow::Result<ExitCode> {
                 } else {
                     ExitCode::FAILURE
                 })
+            }
+            plugin::PluginCommand::New(args) => {
+                plugin::new::run(args, &mut std::io::stdout().lock())
+                    .context("sluice plugin new failed")?;
+                Ok(ExitCode::SUCCESS)
             }
         },
     }

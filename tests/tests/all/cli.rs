@@ -448,7 +448,9 @@ fn plugin_test(args: &[&str]) -> anyhow::Result<(cli::plugin::test::Outcome, Str
     let Command::Plugin(plugin) = &invocation.cli.command else {
         panic!("not plugin")
     };
-    let cli::plugin::PluginCommand::Test(test_args) = &plugin.command;
+    let cli::plugin::PluginCommand::Test(test_args) = &plugin.command else {
+        panic!("not plugin test")
+    };
     let mut out = Vec::new();
     let outcome = cli::plugin::test::run(test_args, &mut out)?;
     Ok((outcome, String::from_utf8(out)?))

@@ -17,6 +17,7 @@ mod group;
 mod hardening;
 mod hot_swap;
 mod pipeline;
+mod plugin_author;
 mod produce;
 mod readme;
 mod secure_kafka;

@@ -1,9 +1,12 @@
 //! `sluice plugin`: tools for plugin authors.
 //!
+//! - `sluice plugin new NAME [--kind validator|enricher]`: a crate that builds as it is,
+//!   with one rule, its unit tests and samples;
 //! - `sluice plugin test PLUGIN.wasm --samples FILE.jsonl`: the samples check that a stage
 //!   runs before it takes a new version ([`crate::udf::swap::check_samples`]), as a command
 //!   for an author's CI: every sample judged otherwise is listed, and the exit code says so.
 
+pub mod new;
 pub mod test;
 
 use clap::{Args, Subcommand};
@@ -22,4 +25,7 @@ pub enum PluginCommand {
     /// Run a plugin over a samples file (event, expected verdict, code) and list every
     /// sample it judges otherwise; exits with 1 when one differs.
     Test(test::TestArgs),
+    /// Create a plugin crate: one rule with its unit tests, samples and a README, ready to
+    /// build for `wasm32-wasip2`.
+    New(new::NewArgs),
 }

@@ -1,0 +1,167 @@
+//! A plugin author's path outside this repository: `sluice plugin new` creates a crate that
+//! builds for `wasm32-wasip2` as it is, passes its own unit tests and, with `sluice plugin
+//! test`, its samples.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use sluice::cli::{self, Command as Sluice};
+use sluice_tests::{plugins, repo_root};
+
+/// Runs `sluice ARGS…` (a `plugin` subcommand) in process; returns standard output.
+fn sluice_plugin(args: &[&str]) -> anyhow::Result<(Option<cli::plugin::test::Outcome>, String)> {
+    let invocation = cli::parse(["sluice", "plugin"].into_iter().chain(args.iter().copied()))?;
+    let Sluice::Plugin(plugin) = &invocation.cli.command else {
+        panic!("not plugin")
+    };
+    let mut out = Vec::new();
+    let outcome = match &plugin.command {
+        cli::plugin::PluginCommand::New(args) => {
+            cli::plugin::new::run(args, &mut out)?;
+            None
+        }
+        cli::plugin::PluginCommand::Test(args) => Some(cli::plugin::test::run(args, &mut out)?),
+    };
+    Ok((outcome, String::from_utf8(out)?))
+}
+
+/// `cargo ARGS…` in `dir` with `target_dir`, without the flags of the host's own build.
+fn cargo(dir: &Path, target_dir: &Path, args: &[&str]) -> String {
+    let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    command
+        .current_dir(dir)
+        .args(args)
+        .arg("--target-dir")
+        .arg(target_dir);
+    for var in [
+        "RUSTFLAGS",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET",
+    ] {
+        command.env_remove(var);
+    }
+    let output = command.output().expect("cannot run cargo");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        output.status.success(),
+        "cargo {args:?} in {}: {text}",
+        dir.display()
+    );
+    text
+}
+
+/// Where the plugins in udfs/ are built (shared, so the SDK's dependencies are built once).
+fn udfs_target() -> PathBuf {
+    Path::new(plugins::KEEP_ALL)
+        .ancestors()
+        .nth(3)
+        .unwrap()
+        .to_path_buf()
+}
+
+fn host_triple() -> String {
+    let out = Command::new("rustc").arg("-vV").output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .unwrap()
+        .to_string()
+}
+
+/// Creates, tests natively, builds and checks one plugin of `kind` in `parent`; returns its
+/// folder and component.
+fn new_plugin(parent: &Path, name: &str, kind: &str) -> (PathBuf, PathBuf) {
+    let sdk = repo_root().join("guest-sdk");
+    let (_, out) = sluice_plugin(&[
+        "new",
+        name,
+        "--kind",
+        kind,
+        "--dir",
+        parent.to_str().unwrap(),
+        "--sdk-path",
+        sdk.to_str().unwrap(),
+    ])
+    .unwrap();
+    let root = parent.join(name);
+    assert!(out.contains("cargo build --release"), "{out}");
+    // The lock file of udfs/ pins the same dependency versions, so nothing is rebuilt.
+    std::fs::copy(repo_root().join("udfs/Cargo.lock"), root.join("Cargo.lock")).unwrap();
+    let native = udfs_target().with_file_name("udfs-native");
+    let tests = cargo(&root, &native, &["test", "--target", &host_triple()]);
+    assert!(tests.contains("test result: ok. 2 passed"), "{tests}");
+    cargo(&root, &udfs_target(), &["build", "--release"]);
+    let wasm = udfs_target()
+        .join("wasm32-wasip2/release")
+        .join(format!("{}.wasm", name.replace('-', "_")));
+    (root, wasm)
+}
+
+#[test]
+fn a_new_plugin_builds_and_passes_its_samples() {
+    let parent = std::env::temp_dir().join(format!("sluice-plugin-new-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&parent);
+    std::fs::create_dir_all(&parent).unwrap();
+    for (name, kind, samples) in [
+        ("author-rule", "validator", 3),
+        ("author-enricher", "enricher", 2),
+    ] {
+        let (root, wasm) = new_plugin(&parent, name, kind);
+        let samples_file = root.join("samples.jsonl");
+        let (outcome, out) = sluice_plugin(&[
+            "test",
+            wasm.to_str().unwrap(),
+            "--samples",
+            samples_file.to_str().unwrap(),
+        ])
+        .unwrap();
+        let outcome = outcome.unwrap();
+        assert_eq!(
+            (outcome.samples, outcome.mismatches.len()),
+            (samples, 0),
+            "{out}"
+        );
+        for file in ["README.md", "src/lib.rs", ".cargo/config.toml"] {
+            assert!(root.join(file).exists(), "{file}");
+        }
+    }
+    // The same name twice is refused, and nothing is overwritten.
+    let sdk = repo_root().join("guest-sdk");
+    let again = sluice_plugin(&[
+        "new",
+        "author-rule",
+        "--dir",
+        parent.to_str().unwrap(),
+        "--sdk-path",
+        sdk.to_str().unwrap(),
+    ]);
+    assert!(again.unwrap_err().to_string().contains("already exists"));
+    let _ = std::fs::remove_dir_all(&parent);
+}
+
+/// Without `--sdk-path` the crate asks for the published SDK by version, and shows how to
+/// point it at a local checkout.
+#[test]
+fn the_sdk_is_a_version_requirement_with_a_documented_override() {
+    let parent = std::env::temp_dir().join(format!("sluice-plugin-dep-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&parent);
+    sluice_plugin(&["new", "dep-rule", "--dir", parent.to_str().unwrap()]).unwrap();
+    let manifest = std::fs::read_to_string(parent.join("dep-rule/Cargo.toml")).unwrap();
+    let parsed: toml::Value = toml::from_str(&manifest).unwrap();
+    let requirement = parsed["dependencies"]["sluice-guest"].as_str().unwrap();
+    assert!(
+        env!("CARGO_PKG_VERSION").starts_with(requirement),
+        "{requirement}"
+    );
+    assert!(parsed.get("patch").is_none(), "{manifest}");
+    assert!(
+        manifest.contains("# sluice-guest = { path = "),
+        "{manifest}"
+    );
+    let _ = std::fs::remove_dir_all(&parent);
+}
