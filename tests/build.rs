@@ -10,11 +10,14 @@ use std::process::Command;
 const PLUGINS: &[(&str, &str)] = &[
     ("CLICKSTREAM_VALIDATOR", "clickstream_validator"),
     ("CLICKSTREAM_ENRICHER", "clickstream_enricher"),
+    ("RETAIL_ENRICHER", "retail_enricher"),
     ("KEEP_ALL", "keep_all"),
     ("MISBEHAVE", "misbehave"),
     ("FUTURE_VERSION", "future_version"),
     ("TRAP_ALWAYS", "trap_always"),
     ("FAIL_INIT", "fail_init"),
+    ("OLD_VERSION", "old_version"),
+    ("LOOKUP_PROBE", "lookup_probe"),
 ];
 
 fn main() {
@@ -36,6 +39,7 @@ fn main() {
     for member in [
         "clickstream-validator",
         "clickstream-enricher",
+        "retail-enricher",
         "keep-all",
         "test-guests",
     ] {

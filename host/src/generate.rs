@@ -41,6 +41,16 @@ pub enum Shape {
     /// every user a profile, in order; later ones change a random user's tier or country.
     /// An invalid update has an `updated_at` that is not a time.
     Profiles,
+    /// The retail shape's product catalog, keyed by `product_id` (a compacted lookup
+    /// topic): `product_id`, `product_name`, `category` and `list_price` (a JSON number),
+    /// one product after another, round and round. An invalid entry has a negative
+    /// `list_price`.
+    Products,
+    /// Profiles of the retail shape's 50,000 users (`user_0` to `user_49999`), keyed by
+    /// `user_id` (a compacted lookup topic): `user_id`, `tier`, `country` and `updated_at`,
+    /// as in `profiles`. The first 50,000 give every user a profile, in order; later ones
+    /// change a random user's tier or country.
+    Customers,
 }
 
 impl Default for GeneratorConfig {
@@ -108,6 +118,8 @@ const QUANTITIES: [&str; 3] = ["1", "2", "3"];
 const ANALYTICS_TYPES: [&str; 3] = ["page_view", "add_to_cart", "purchase"];
 /// Users of the analytics events and profiles: `user_1` to `user_50`.
 const ANALYTICS_USERS: u64 = 50;
+/// Users of the retail events and customers: `user_0` to `user_49999`.
+const RETAIL_USERS: u64 = 50_000;
 const TIERS: [&str; 4] = ["bronze", "silver", "gold", "platinum"];
 const COUNTRIES: [&str; 7] = ["US", "DE", "FR", "GB", "JP", "BR", "IN"];
 const ANALYTICS_PAGES: [&str; 6] = [
@@ -171,7 +183,9 @@ impl Generator {
         match self.config.shape {
             Shape::Retail => retail_event(&mut self.rng, invalid_share, &common),
             Shape::Analytics => analytics_event(&mut self.rng, invalid_share, &common),
-            Shape::Profiles => profile_update(&mut self.rng, invalid_share, &common),
+            Shape::Profiles => profile_update(&mut self.rng, invalid_share, &common, 1),
+            Shape::Products => product_entry(&mut self.rng, invalid_share, &common),
+            Shape::Customers => profile_update(&mut self.rng, invalid_share, &common, 0),
         }
     }
 }
@@ -200,7 +214,7 @@ struct Common {
 
 impl Common {
     fn draw(r: &mut SplitMix64, config: &GeneratorConfig, n: u64) -> Self {
-        let user = r.below(50_000);
+        let user = r.below(RETAIL_USERS);
         let session = user * 16 + r.below(16);
         let event_type = weighted_event_type(r.below(1000));
         let product = PRODUCTS[r.below(PRODUCTS.len() as u64) as usize];
@@ -263,19 +277,22 @@ fn analytics_event(
     (format!("user_{user}"), json, c.kind(invalid))
 }
 
-/// A profile update of one of the analytics tutorial's users, keyed by user.
+/// A profile update of one of the users of the analytics tutorial (`first_user` 1: users
+/// 1 to 50) or of the retail shape (`first_user` 0: users 0 to 49,999), keyed by user.
 fn profile_update(
     r: &mut SplitMix64,
     invalid_share: f64,
     c: &Common,
+    first_user: u64,
 ) -> (String, String, EventKind) {
     let invalid = r.chance(invalid_share);
-    // The first 50 updates create the users' profiles in order; later ones pick a user.
-    let user = if c.n < ANALYTICS_USERS {
-        1 + c.n
+    let users = if first_user == 0 {
+        RETAIL_USERS
     } else {
-        1 + c.user % ANALYTICS_USERS
+        ANALYTICS_USERS
     };
+    // The first updates create the users' profiles in order; later ones pick a user.
+    let user = first_user + if c.n < users { c.n } else { c.user % users };
     let tier = TIERS[r.below(TIERS.len() as u64) as usize];
     let country = COUNTRIES[r.below(COUNTRIES.len() as u64) as usize];
     let updated_at = if invalid {
@@ -287,6 +304,21 @@ fn profile_update(
         "{{\"user_id\":\"user_{user}\",\"tier\":\"{tier}\",\"country\":\"{country}\",\"updated_at\":\"{updated_at}\"}}"
     );
     (format!("user_{user}"), json, c.kind(invalid))
+}
+
+/// An entry of the retail shape's product catalog, keyed by product.
+fn product_entry(
+    r: &mut SplitMix64,
+    invalid_share: f64,
+    c: &Common,
+) -> (String, String, EventKind) {
+    let invalid = r.chance(invalid_share);
+    let (id, name, category, price) = PRODUCTS[(c.n % PRODUCTS.len() as u64) as usize];
+    let sign = if invalid { "-" } else { "" };
+    let json = format!(
+        "{{\"product_id\":\"{id}\",\"product_name\":\"{name}\",\"category\":\"{category}\",\"list_price\":{sign}{price}}}"
+    );
+    (id.to_string(), json, c.kind(invalid))
 }
 
 /// The texts of a retail event that an invalid event may break.
@@ -541,6 +573,49 @@ mod tests {
         for e in invalid {
             assert_eq!(e.kind, EventKind::Invalid);
             assert!(e.value.contains(r#""updated_at":"not-a-time""#), "{e:?}");
+        }
+    }
+
+    /// The catalog goes round by product id; customers cover every retail user first, and
+    /// every retail event's user and product are keys of those tables.
+    #[test]
+    fn products_and_customers_are_keyed_by_the_retail_shapes_ids() {
+        let shape = |shape, invalid_share| {
+            Generator::new(GeneratorConfig {
+                shape,
+                invalid_share,
+                ..GeneratorConfig::default()
+            })
+        };
+        let products: Vec<GeneratedEvent> = shape(Shape::Products, 0.0).take(8).collect();
+        let ids: Vec<&str> = products.iter().map(|e| e.key.as_str()).collect();
+        assert_eq!(ids, ["P100", "P200", "P300", "P400"].repeat(2));
+        let v: serde_json::Value = serde_json::from_str(&products[1].value).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"product_id": "P200", "product_name": "Camp Kettle",
+                "category": "cookware", "list_price": 42.5})
+        );
+        let bad = shape(Shape::Products, 1.0).next_event();
+        assert_eq!(bad.kind, EventKind::Invalid);
+        assert!(bad.value.ends_with(r#""list_price":-18.00}"#), "{bad:?}");
+
+        let customers: Vec<GeneratedEvent> = shape(Shape::Customers, 0.0).take(50_010).collect();
+        for (u, e) in customers[..50_000].iter().enumerate() {
+            assert_eq!(e.key, format!("user_{u}"));
+        }
+        let last: serde_json::Value = serde_json::from_str(&customers[50_009].value).unwrap();
+        assert_eq!(last["user_id"], customers[50_009].key.as_str());
+        assert!(TIERS.contains(&last["tier"].as_str().unwrap()));
+        assert!(COUNTRIES.contains(&last["country"].as_str().unwrap()));
+        let keys: std::collections::HashSet<&str> =
+            customers.iter().map(|e| e.key.as_str()).collect();
+        for e in shape(Shape::Retail, 0.0).take(500) {
+            let v: serde_json::Value = serde_json::from_str(&e.value).unwrap();
+            assert!(keys.contains(v["user_id"].as_str().unwrap()), "{e:?}");
+            if let Some(p) = v["product_id"].as_str() {
+                assert!(ids.contains(&p), "{e:?}");
+            }
         }
     }
 
