@@ -77,13 +77,19 @@ pub use verdict::{IntoVerdict, Rejection, Verdict};
 #[allow(missing_docs, unsafe_code, clippy::all)]
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../wit",
+        // `wit` links to the repository's `wit/` folder; `cargo package` copies the file.
+        path: "wit/plugin.wit",
         world: "event-processor",
         pub_export_macro: true,
         export_macro_name: "__export_event_processor",
         default_bindings_module: "::sluice_guest::bindings",
     });
 }
+
+/// The version of the `sluice:plugin` WIT package this SDK speaks. A host loads a plugin
+/// built against any `0.1.x` version up to its own; a plugin of a newer minor version
+/// (`0.2`) is refused at load with a message naming both versions.
+pub const WIT_VERSION: &str = "0.1.1";
 
 /// Rejection codes that the SDK itself produces.
 pub mod codes {
@@ -246,5 +252,16 @@ pub mod log {
     /// Logs at error level.
     pub fn error(message: impl AsRef<str>) {
         emit(Level::Error, message.as_ref());
+    }
+}
+
+#[cfg(test)]
+mod version_tests {
+    /// The constant says what the bindings were generated from.
+    #[test]
+    fn wit_version_is_the_package_version() {
+        let wit = include_str!("../wit/plugin.wit");
+        let line = format!("package sluice:plugin@{};", super::WIT_VERSION);
+        assert!(wit.lines().any(|l| l.trim() == line), "no `{line}` in wit/plugin.wit");
     }
 }
