@@ -95,7 +95,7 @@ fn main() {
             path.display().to_string()
         ));
     }
-    code.push_str(&build_js_plugins(&root, &target_dir));
+    code.push_str(&build_js_plugins(&root));
     std::fs::write(
         PathBuf::from(env::var("OUT_DIR").unwrap()).join("plugins.rs"),
         code,
@@ -119,7 +119,9 @@ const NPM_UNREACHABLE: i32 = 75;
 /// Builds the JavaScript plugins with `udfs/js/build`; their constants are
 /// `Result<&str, &str>`: the component's path, or why it could not be built here (npm
 /// unreachable; the tests skip then, except in CI). Any other failure fails the build.
-fn build_js_plugins(root: &Path, target_dir: &Path) -> String {
+/// The components go to `OUT_DIR` (one per profile): componentize-js has no build cache to
+/// share, and a test build then never overwrites the components a benchmark is reading.
+fn build_js_plugins(root: &Path) -> String {
     let js = root.join("udfs/js");
     for watched in [
         "build",
@@ -133,7 +135,7 @@ fn build_js_plugins(root: &Path, target_dir: &Path) -> String {
     let mut code = String::new();
     for (constant, folder, file) in JS_PLUGINS {
         println!("cargo:rerun-if-changed={}", js.join(folder).display());
-        let out = target_dir.join("js").join(file);
+        let out = PathBuf::from(env::var("OUT_DIR").unwrap()).join(file);
         let status = Command::new(js.join("build"))
             .arg(js.join(folder))
             .arg(&out)

@@ -14,11 +14,14 @@ use std::time::Instant;
 
 use sluice::generate::{Generator, GeneratorConfig};
 use sluice::record::Record;
-use sluice::udf::config::RuntimeConfig;
+use sluice::udf::config::{Grants, Limits, RuntimeConfig};
 use sluice::udf::{Chunk, Plugin, Verdict};
-use sluice_tests::{load, plugins, records};
+use sluice::units::ByteSize;
+use sluice_tests::{load_with, plugins, records};
 
 const WARM_UP_ROUNDS: usize = 3;
+/// The JavaScript plugins' memory limit.
+const JS_MEMORY_MIB: u64 = 512;
 
 fn main() {
     let (validator_js, guest_js) = match (plugins::CLICKSTREAM_VALIDATOR_JS, plugins::JS_TEST_GUEST)
@@ -48,9 +51,21 @@ fn main() {
         .map(|c| Chunk::from_records(c.iter().copied()))
         .collect();
 
+    // The JavaScript engine's heap grows past the default 64 MiB over a few hundred chunks
+    // before its collector gives memory back (see the README); the JavaScript plugins get
+    // more.
+    let js_limits = Limits {
+        memory: ByteSize::mib(JS_MEMORY_MIB),
+        ..Limits::default()
+    };
     let timed_load = |path: &str, params: &[(&str, &str)]| {
         let start = Instant::now();
-        let plugin = load(path, params).expect("plugin loads");
+        let limits = if path == plugins::CLICKSTREAM_VALIDATOR {
+            Limits::default()
+        } else {
+            js_limits.clone()
+        };
+        let plugin = load_with(path, params, limits, Grants::default()).expect("plugin loads");
         (plugin, start.elapsed().as_secs_f64())
     };
     let (rust, rust_load) = timed_load(plugins::CLICKSTREAM_VALIDATOR, &[]);
