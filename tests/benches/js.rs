@@ -51,9 +51,8 @@ fn main() {
         .map(|c| Chunk::from_records(c.iter().copied()))
         .collect();
 
-    // The JavaScript engine's heap grows past the default 64 MiB over a few hundred chunks
-    // before its collector gives memory back (see the README); the JavaScript plugins get
-    // more.
+    // The JavaScript engine's heap settles above the default 64 MiB (see the README); the
+    // JavaScript plugins get more.
     let js_limits = Limits {
         memory: ByteSize::mib(JS_MEMORY_MIB),
         ..Limits::default()
