@@ -1,7 +1,6 @@
 //! Builds the plugins in `udfs/` from source for `wasm32-wasip2` (those in `udfs/js/` with
 //! `udfs/js/build`), and exposes the path of each component as a constant in `plugins.rs`
-//! (see `src/lib.rs`). No prebuilt `.wasm` is
-//! ever checked in or used.
+//! (see `src/lib.rs`). No prebuilt `.wasm` is ever checked in or used.
 
 use std::env;
 use std::path::{Path, PathBuf};
