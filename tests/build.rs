@@ -1,6 +1,6 @@
-//! Builds the plugins in `udfs/` from source for `wasm32-wasip2`, and exposes the path of
-//! each component as a constant in `plugins.rs` (see `src/lib.rs`). No prebuilt `.wasm` is
-//! ever checked in or used.
+//! Builds the plugins in `udfs/` from source for `wasm32-wasip2` (those in `udfs/js/` with
+//! `udfs/js/build`), and exposes the path of each component as a constant in `plugins.rs`
+//! (see `src/lib.rs`). No prebuilt `.wasm` is ever checked in or used.
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -99,9 +99,65 @@ fn main() {
             path.display().to_string()
         ));
     }
+    code.push_str(&build_js_plugins(&root));
     std::fs::write(
         PathBuf::from(env::var("OUT_DIR").unwrap()).join("plugins.rs"),
         code,
     )
     .unwrap();
+}
+
+/// (constant name, folder in `udfs/js/`, file name) of every JavaScript plugin.
+const JS_PLUGINS: &[(&str, &str, &str)] = &[
+    (
+        "CLICKSTREAM_VALIDATOR_JS",
+        "clickstream-validator",
+        "clickstream_validator_js.wasm",
+    ),
+    ("JS_TEST_GUEST", "test-guest", "js_test_guest.wasm"),
+];
+
+/// Exit status of `udfs/js/build` when npm or its registry is unreachable.
+const NPM_UNREACHABLE: i32 = 75;
+
+/// Builds the JavaScript plugins with `udfs/js/build`; their constants are
+/// `Result<&str, &str>`: the component's path, or why it could not be built here (npm
+/// unreachable; the tests skip then, except in CI). Any other failure fails the build.
+/// The components go to `OUT_DIR` (one per profile): componentize-js has no build cache to
+/// share, and a test build then never overwrites the components a benchmark is reading.
+fn build_js_plugins(root: &Path) -> String {
+    let js = root.join("udfs/js");
+    for watched in [
+        "build",
+        "componentize.mjs",
+        "sluice.js",
+        "package.json",
+        "package-lock.json",
+    ] {
+        println!("cargo:rerun-if-changed={}", js.join(watched).display());
+    }
+    let mut code = String::new();
+    for (constant, folder, file) in JS_PLUGINS {
+        println!("cargo:rerun-if-changed={}", js.join(folder).display());
+        let out = PathBuf::from(env::var("OUT_DIR").unwrap()).join(file);
+        let status = Command::new(js.join("build"))
+            .arg(js.join(folder))
+            .arg(&out)
+            .status()
+            .expect("cannot run udfs/js/build (is bash installed?)");
+        let value = if status.success() {
+            format!("Ok({:?})", out.display().to_string())
+        } else if status.code() == Some(NPM_UNREACHABLE) {
+            let why = format!("udfs/js/{folder} was not built: npm or its registry is unreachable");
+            println!("cargo:warning={why}");
+            format!("Err({why:?})")
+        } else {
+            panic!("building the JavaScript plugin udfs/js/{folder} failed ({status})");
+        };
+        code.push_str(&format!(
+            "/// The JavaScript `{folder}` component, built from source by `build.rs`, or why it \
+             could not be built here.\npub const {constant}: Result<&str, &str> = {value};\n"
+        ));
+    }
+    code
 }

@@ -16,6 +16,7 @@ mod generator;
 mod group;
 mod hardening;
 mod hot_swap;
+mod js;
 mod lookups;
 mod pipeline;
 mod plugin_author;

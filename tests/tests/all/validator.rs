@@ -1,8 +1,10 @@
 //! Every rule of the clickstream validator, accepted and rejected, through the real Wasm
 //! runtime. Expected verdicts are written out by hand from the rules of the retail tutorial.
+//! The same table is checked against the Rust plugin here and the JavaScript one in `js.rs`:
+//! the `check_*` functions take the plugin's path.
 
 use serde_json::{Value, json};
-use sluice::udf::{UdfError, Verdict};
+use sluice::udf::{Plugin, UdfError, Verdict};
 use sluice_tests::{load, plugins, records, seed_events};
 
 fn page_view() -> Value {
@@ -34,9 +36,13 @@ fn unset(k: &'static str) -> (&'static str, Option<Value>) {
     (k, None)
 }
 
-/// Runs the validator (with `params`) over `values` in one chunk.
-fn judge(values: &[String], params: &[(&str, &str)]) -> Vec<Verdict> {
-    let plugin = load(plugins::CLICKSTREAM_VALIDATOR, params).expect("validator loads");
+/// Loads the validator at `path` (with `params`) and runs it over `values` in one chunk.
+fn judge(path: &str, values: &[String], params: &[(&str, &str)]) -> Vec<Verdict> {
+    judge_with(&load(path, params).expect("validator loads"), values)
+}
+
+/// Runs a loaded validator over `values` in one chunk.
+fn judge_with(plugin: &Plugin, values: &[String]) -> Vec<Verdict> {
     let records = records(values);
     plugin
         .process_records(&records.iter().collect::<Vec<_>>())
@@ -90,8 +96,12 @@ fn accepted() -> Vec<String> {
 
 #[test]
 fn valid_events_are_kept() {
+    check_valid_events_are_kept(&load(plugins::CLICKSTREAM_VALIDATOR, &[]).unwrap());
+}
+
+pub(crate) fn check_valid_events_are_kept(plugin: &Plugin) {
     let events = accepted();
-    let verdicts = judge(&events, &[]);
+    let verdicts = judge_with(plugin, &events);
     assert_eq!(verdicts.len(), events.len());
     for (event, verdict) in events.iter().zip(verdicts) {
         assert_eq!(verdict, Verdict::Keep, "{event}");
@@ -248,9 +258,16 @@ fn rejected() -> Vec<(String, &'static str, Option<&'static str>)> {
 
 #[test]
 fn each_violation_has_its_code_and_field() {
+    check_each_violation_has_its_code_and_field(
+        &load(plugins::CLICKSTREAM_VALIDATOR, &[]).unwrap(),
+    );
+}
+
+pub(crate) fn check_each_violation_has_its_code_and_field(plugin: &Plugin) {
     let cases = rejected();
     let values: Vec<String> = cases.iter().map(|(v, _, _)| v.clone()).collect();
-    let verdicts = judge(&values, &[]);
+    let verdicts = judge_with(plugin, &values);
+    assert_eq!(verdicts.len(), cases.len());
     for ((value, code, field), verdict) in cases.iter().zip(verdicts) {
         let Verdict::Reject(rejection) = verdict else {
             panic!("{value} was not rejected: {verdict:?}");
@@ -263,7 +280,10 @@ fn each_violation_has_its_code_and_field() {
 
 #[test]
 fn a_null_value_is_rejected() {
-    let plugin = load(plugins::CLICKSTREAM_VALIDATOR, &[]).unwrap();
+    check_a_null_value_is_rejected(&load(plugins::CLICKSTREAM_VALIDATOR, &[]).unwrap());
+}
+
+pub(crate) fn check_a_null_value_is_rejected(plugin: &Plugin) {
     // The plugin names itself, and its identity is the sha256 of its bytes.
     assert_eq!(
         plugin.declared(),
@@ -281,11 +301,19 @@ fn a_null_value_is_rejected() {
 
 #[test]
 fn allowed_event_types_can_be_overridden() {
+    check_allowed_event_types_can_be_overridden(plugins::CLICKSTREAM_VALIDATOR);
+}
+
+pub(crate) fn check_allowed_event_types_can_be_overridden(path: &str) {
     let values = [
         event(&[]),
         event(&[set("event_type", json!("wishlist_add"))]),
     ];
-    let verdicts = judge(&values, &[("allowed-event-types", "wishlist_add, search")]);
+    let verdicts = judge(
+        path,
+        &values,
+        &[("allowed-event-types", "wishlist_add, search")],
+    );
     assert!(
         matches!(&verdicts[0], Verdict::Reject(r) if r.code == "invalid_event_type"),
         "{verdicts:?}"
@@ -295,11 +323,11 @@ fn allowed_event_types_can_be_overridden() {
 
 #[test]
 fn unknown_parameters_refuse_the_plugin_at_load() {
-    let error = load(
-        plugins::CLICKSTREAM_VALIDATOR,
-        &[("allowed-event-type", "search")],
-    )
-    .unwrap_err();
+    check_unknown_parameters_refuse_the_plugin_at_load(plugins::CLICKSTREAM_VALIDATOR);
+}
+
+pub(crate) fn check_unknown_parameters_refuse_the_plugin_at_load(path: &str) {
+    let error = load(path, &[("allowed-event-type", "search")]).unwrap_err();
     assert!(matches!(error, UdfError::Init { .. }), "{error}");
     assert!(
         error
@@ -350,7 +378,7 @@ fn plugin_and_native_rules_agree_on_damaged_events() {
         }
     }
 
-    let verdicts = judge(&values, &[]);
+    let verdicts = judge(plugins::CLICKSTREAM_VALIDATOR, &values, &[]);
     let rules = clickstream_validator::Rules::default();
     let (mut kept, mut rejected) = (0, 0);
     for (value, verdict) in values.iter().zip(&verdicts) {

@@ -1,0 +1,145 @@
+//! Plugins written in JavaScript (`udfs/js/`), componentized from source by `build.rs` with
+//! the pinned componentize-js: the clickstream validator's rules in JavaScript give the
+//! verdicts of the Rust plugin on the same table (the `check_*` functions of `validator.rs`).
+
+use sluice::udf::{Failure, Plugin, UdfError, Verdict};
+use sluice_tests::{load, plugins, records};
+
+use crate::validator;
+
+/// The JavaScript validator's component; `None`, after saying why, when `build.rs` could not
+/// build it because npm or its registry was unreachable. In CI (`CI` set) that fails the test.
+fn js_validator() -> Option<&'static str> {
+    match plugins::CLICKSTREAM_VALIDATOR_JS {
+        Ok(path) => Some(path),
+        Err(why) if std::env::var_os("CI").is_some() => {
+            panic!("{why}; CI must build and test the JavaScript plugins")
+        }
+        Err(why) => {
+            eprintln!("SKIPPED: {why}");
+            None
+        }
+    }
+}
+
+/// The table of `validator.rs` on one instance of the plugin (compiling the 12 MB
+/// component is most of a JavaScript test's time): the valid events, each violation, a
+/// null value.
+#[test]
+fn js_validator_gives_the_verdicts_of_the_table() {
+    let Some(path) = js_validator() else { return };
+    let plugin = load(path, &[]).expect("the JavaScript validator loads");
+    validator::check_valid_events_are_kept(&plugin);
+    validator::check_each_violation_has_its_code_and_field(&plugin);
+    validator::check_a_null_value_is_rejected(&plugin);
+}
+
+#[test]
+fn js_validator_takes_allowed_event_types() {
+    if let Some(path) = js_validator() {
+        validator::check_allowed_event_types_can_be_overridden(path);
+    }
+}
+
+#[test]
+fn js_validator_refuses_unknown_parameters_at_load() {
+    if let Some(path) = js_validator() {
+        validator::check_unknown_parameters_refuse_the_plugin_at_load(path);
+    }
+}
+
+/// The JavaScript test guest (`udfs/js/test-guest`) in `mode`, or `None` as for
+/// [`js_validator`].
+fn js_test_guest(mode: &str) -> Option<Result<Plugin, UdfError>> {
+    match plugins::JS_TEST_GUEST {
+        Ok(path) => Some(load(path, &[("mode", mode)])),
+        Err(why) if std::env::var_os("CI").is_some() => {
+            panic!("{why}; CI must build and test the JavaScript plugins")
+        }
+        Err(why) => {
+            eprintln!("SKIPPED: {why}");
+            None
+        }
+    }
+}
+
+/// What the helper makes of an author's answers: `rewrite(value)` (a value written as
+/// JSON), `reject(code, message, field)`, and the `Rejection` that `event.json()` throws.
+#[test]
+fn js_helper_turns_answers_into_verdicts() {
+    let Some(plugin) = js_test_guest("rewrite") else {
+        return;
+    };
+    let plugin = plugin.expect("the test guest loads");
+    let verdicts = plugin
+        .process_records(
+            &records(&[r#"{"n": 1}"#, r#"{"m": 2}"#, "not json"])
+                .iter()
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
+    assert_eq!(verdicts[0], Verdict::Rewrite(br#"{"n":2}"#.to_vec()));
+    let Verdict::Reject(wrong) = &verdicts[1] else {
+        panic!("{verdicts:?}")
+    };
+    assert_eq!(
+        (
+            wrong.code.as_str(),
+            wrong.field.as_deref(),
+            wrong.message.as_str()
+        ),
+        ("not_a_count", Some("n"), "n must be a number")
+    );
+    let Verdict::Reject(malformed) = &verdicts[2] else {
+        panic!("{verdicts:?}")
+    };
+    assert_eq!(
+        (malformed.code.as_str(), malformed.field.as_deref()),
+        ("malformed_json", None)
+    );
+    assert!(
+        malformed.message.starts_with("malformed JSON value: "),
+        "{malformed:?}"
+    );
+}
+
+/// An exception other than a rejection fails the whole chunk (the host then isolates the
+/// event), with a message that names the event and the exception.
+#[test]
+fn a_js_exception_fails_the_chunk_naming_the_event() {
+    let Some(plugin) = js_test_guest("throw") else {
+        return;
+    };
+    let plugin = plugin.expect("the test guest loads");
+    let error = plugin
+        .process_records(&records(&["1", r#""boom""#, "2"]).iter().collect::<Vec<_>>())
+        .unwrap_err();
+    let Some(Failure::Plugin { message }) = error.failure() else {
+        panic!("{error}")
+    };
+    assert_eq!(
+        message,
+        "event 1 (offset 1): TypeError: boom is not an event"
+    );
+    // The instance is not broken: the next chunk is judged.
+    let verdicts = plugin
+        .process_records(&records(&["3"]).iter().collect::<Vec<_>>())
+        .unwrap();
+    assert_eq!(verdicts, [Verdict::Keep]);
+}
+
+/// `init` throwing refuses the plugin at load, with its message.
+#[test]
+fn a_js_init_error_refuses_the_plugin() {
+    let Some(result) = js_test_guest("sideways") else {
+        return;
+    };
+    let error = result.unwrap_err();
+    assert!(matches!(error, UdfError::Init { .. }), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("unknown mode sideways; modes: keep, parse, rewrite, throw"),
+        "{error}"
+    );
+}
