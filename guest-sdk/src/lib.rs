@@ -262,6 +262,9 @@ mod version_tests {
     fn wit_version_is_the_package_version() {
         let wit = include_str!("../wit/plugin.wit");
         let line = format!("package sluice:plugin@{};", super::WIT_VERSION);
-        assert!(wit.lines().any(|l| l.trim() == line), "no `{line}` in wit/plugin.wit");
+        assert!(
+            wit.lines().any(|l| l.trim() == line),
+            "no `{line}` in wit/plugin.wit"
+        );
     }
 }

@@ -165,3 +165,39 @@ fn the_sdk_is_a_version_requirement_with_a_documented_override() {
     );
     let _ = std::fs::remove_dir_all(&parent);
 }
+
+/// A plugin created with `sluice plugin new` outside the repository is swapped into a
+/// running pipeline like any other version: activated between two batches, named in the
+/// commit.
+#[test]
+fn a_new_plugin_swaps_into_a_running_pipeline() {
+    use crate::hot_swap::{CONFIG, batch_after, digest_of, install, load_continuously};
+
+    let parent = std::env::temp_dir().join(format!("sluice-plugin-swap-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&parent);
+    std::fs::create_dir_all(&parent).unwrap();
+    let (_, wasm) = new_plugin(&parent, "swap-enricher", "enricher");
+    let wasm = wasm.to_str().unwrap();
+    let digest = sluice_tests::load(wasm, &[]).unwrap().digest().to_string();
+
+    let mut s = sluice_tests::fixture::Setup::new("author-swap");
+    s.write_config("swap.toml", CONFIG);
+    let rules = s.warehouse.join("rules.wasm");
+    install(plugins::KEEP_ALL, &rules);
+    let producer = load_continuously(&s, 4000);
+    let running = s.start(&["run"], &[]);
+    let mut progress = Vec::new();
+    let wait = std::time::Duration::from_secs(60);
+    running.follow(&mut progress, "\"input_rows\":", wait);
+
+    install(wasm, &rules);
+    let first = batch_after(&running, &mut progress, "activated a new plugin version");
+    assert_eq!(digest_of(&first), digest, "{first}");
+    producer.join().unwrap();
+    let (status, _, log) = running.terminate();
+    assert!(status.success(), "{log}");
+    let summary = &s.show()["snapshot_summary"];
+    assert_eq!(summary["sluice.stage.rules.digest"], digest.as_str());
+    assert_eq!(summary["sluice.stage.rules.plugin"], "swap-enricher");
+    let _ = std::fs::remove_dir_all(&parent);
+}
