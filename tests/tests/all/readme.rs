@@ -1,5 +1,6 @@
-//! The README's "Writing a plugin" section works as written: its Cargo.toml and src/lib.rs
-//! build into a component, and `sluice try` prints the verdicts the README shows.
+//! The README's "Writing a plugin" section works as written: `sluice plugin new`, then its
+//! src/lib.rs and samples build into a component that passes `sluice plugin test`, and
+//! `sluice try` prints the verdicts the README shows.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -24,14 +25,32 @@ fn block(readme: &str, name: &str) -> String {
 fn the_readme_plugin_builds_and_gives_the_readme_verdicts() {
     let root = repo_root();
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
-    let dir = std::env::temp_dir().join(format!("sluice-readme-{}", std::process::id()));
-    std::fs::create_dir_all(dir.join("src")).unwrap();
-    let manifest = block(&readme, "Cargo.toml").replace("SLUICE", &root.display().to_string());
-    std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
+    let parent = std::env::temp_dir().join(format!("sluice-readme-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&parent);
+    // `sluice plugin new no-bots --sdk-path SLUICE/guest-sdk`, then the README's rule.
+    let sdk = root.join("guest-sdk");
+    let new = [
+        "sluice",
+        "plugin",
+        "new",
+        "no-bots",
+        "--dir",
+        parent.to_str().unwrap(),
+        "--sdk-path",
+        sdk.to_str().unwrap(),
+    ];
+    let invocation = cli::parse(new).unwrap();
+    let cli::Command::Plugin(plugin) = &invocation.cli.command else {
+        panic!("not plugin")
+    };
+    let cli::plugin::PluginCommand::New(new_args) = &plugin.command else {
+        panic!("not plugin new")
+    };
+    let dir = cli::plugin::new::run(new_args, &mut Vec::new()).unwrap();
     std::fs::write(dir.join("src/lib.rs"), block(&readme, "src/lib.rs")).unwrap();
+    std::fs::write(dir.join("samples.jsonl"), block(&readme, "samples.jsonl")).unwrap();
     // Start from the udfs lock file so the build uses the versions already downloaded.
     std::fs::copy(root.join("udfs/Cargo.lock"), dir.join("Cargo.lock")).unwrap();
-
     // Share the build cache of the plugins built by build.rs.
     let udfs_target: PathBuf = Path::new(plugins::KEEP_ALL)
         .ancestors()
@@ -40,19 +59,39 @@ fn the_readme_plugin_builds_and_gives_the_readme_verdicts() {
         .to_path_buf();
     let status = Command::new(option_env!("CARGO").unwrap_or("cargo"))
         .current_dir(&dir)
-        .args([
-            "build",
-            "--release",
-            "--offline",
-            "--target",
-            "wasm32-wasip2",
-            "--target-dir",
-        ])
+        .args(["build", "--release", "--offline", "--target-dir"])
         .arg(&udfs_target)
+        .env_remove("CARGO_BUILD_TARGET")
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .status()
         .unwrap();
     assert!(status.success(), "the README plugin does not build");
     let wasm = udfs_target.join("wasm32-wasip2/release/no_bots.wasm");
+    let samples = dir.join("samples.jsonl");
+    let test = [
+        "sluice",
+        "plugin",
+        "test",
+        wasm.to_str().unwrap(),
+        "--samples",
+        samples.to_str().unwrap(),
+    ];
+    let invocation = cli::parse(test).unwrap();
+    let cli::Command::Plugin(plugin) = &invocation.cli.command else {
+        panic!("not plugin")
+    };
+    let cli::plugin::PluginCommand::Test(test_args) = &plugin.command else {
+        panic!("not plugin test")
+    };
+    let mut out = Vec::new();
+    let outcome = cli::plugin::test::run(test_args, &mut out).unwrap();
+    let out = String::from_utf8(out).unwrap();
+    assert!(outcome.mismatches.is_empty(), "{out}");
+    assert!(
+        out.starts_with(block(&readme, "plugin test").trim()),
+        "{out}"
+    );
 
     // The input is the README's printf line.
     let printf = readme
@@ -90,5 +129,5 @@ fn the_readme_plugin_builds_and_gives_the_readme_verdicts() {
     )
     .unwrap();
     assert_eq!(String::from_utf8(out).unwrap(), block(&readme, "output"));
-    std::fs::remove_dir_all(dir).unwrap();
+    std::fs::remove_dir_all(parent).unwrap();
 }
