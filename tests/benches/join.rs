@@ -67,7 +67,12 @@ fn main() {
             .collect();
         let now = Millis(START_MS + (i as i64 + 1) * 600_000 / batches as i64);
         let t = Instant::now();
-        let out = op.process_joined(chunk.iter().map(|f| ("clicks/0", f)), &[records], now, false);
+        let out = op.process_joined(
+            chunk.iter().map(|f| ("clicks/0", f)),
+            &[records],
+            now,
+            false,
+        );
         process += t.elapsed();
         joined += out.joined[0].len();
         let size = op.state_sizes()["join:j"];
@@ -84,7 +89,9 @@ fn main() {
             held: Vec::new(),
         };
         let t = Instant::now();
-        let (path, bytes) = op.save(&Discard, "mem://wh/t", "bench", "run", &plan).unwrap();
+        let (path, bytes) = op
+            .save(&Discard, "mem://wh/t", "bench", "run", &plan)
+            .unwrap();
         save_time += t.elapsed();
         saved_bytes += bytes;
         if path.ends_with(DELTA_SUFFIX) {
@@ -96,7 +103,10 @@ fn main() {
     let flushed = op.process_joined([], &[], Millis(START_MS + 1_200_000), true);
     joined += flushed.joined[0].len();
     let inputs = left.len() + right.len();
-    assert!(joined >= left.len(), "every event is emitted at least once (left-outer)");
+    assert!(
+        joined >= left.len(),
+        "every event is emitted at least once (left-outer)"
+    );
     println!(
         "join of {} events with {} profile records ({users} users), batches of {batch}:",
         left.len(),

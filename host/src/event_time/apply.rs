@@ -136,7 +136,10 @@ impl EventTime {
     fn read_right(
         &self,
         right: Vec<Record>,
-    ) -> (Vec<Vec<(String, Record, RightFields)>>, Vec<(Record, Reason)>) {
+    ) -> (
+        Vec<Vec<(String, Record, RightFields)>>,
+        Vec<(Record, Reason)>,
+    ) {
         let mut per_join: Vec<Vec<_>> = self.joins.iter().map(|_| Vec::new()).collect();
         let mut unreadable = Vec::new();
         for record in right {

@@ -359,7 +359,11 @@ impl JoinOperator {
     pub fn new(config: &JoinConfig, event_time: &EventTimeConfig) -> Self {
         let mut extractor = Extractor::new([config.right_time_field.as_str()]);
         let time_slot = extractor.position(&config.right_time_field);
-        let key_slots = config.right_on().iter().map(|f| extractor.position(f)).collect();
+        let key_slots = config
+            .right_on()
+            .iter()
+            .map(|f| extractor.position(f))
+            .collect();
         let value_slots = config
             .right_fields
             .iter()
@@ -549,7 +553,12 @@ impl JoinOperator {
     /// Ends a batch: the right watermark moves on (with `flush`, past every left row held),
     /// and the rows the other side's watermark is past leave the state; in a left-outer
     /// join the left rows that matched nothing are returned, right columns null.
-    pub fn finish(&mut self, left_watermark: Option<Micros>, now: Millis, flush: bool) -> Vec<JoinRow> {
+    pub fn finish(
+        &mut self,
+        left_watermark: Option<Micros>,
+        now: Millis,
+        flush: bool,
+    ) -> Vec<JoinRow> {
         let after = Micros(self.config.after_micros());
         let to = if flush {
             self.left
@@ -587,7 +596,8 @@ impl JoinOperator {
         );
         // A left row at tl goes once the right watermark is past tl + after: tl < w - after.
         if let Some(w) = right_watermark {
-            self.left.expire(w.saturating_sub(after), |_, row| left_gone(row));
+            self.left
+                .expire(w.saturating_sub(after), |_, row| left_gone(row));
         }
         // A right row at tr goes once the left watermark is past tr + before.
         if let Some(w) = left_watermark {

@@ -230,7 +230,11 @@ impl EventTime {
     }
 
     /// Reads what join `join` needs from a right record. Safe to call from many threads.
-    pub fn right_fields(&self, join: usize, value: Option<&[u8]>) -> Result<RightFields, ExtractError> {
+    pub fn right_fields(
+        &self,
+        join: usize,
+        value: Option<&[u8]>,
+    ) -> Result<RightFields, ExtractError> {
         self.joins[join].1.right_fields(value)
     }
 

@@ -24,10 +24,10 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 
 use super::EventTime;
-use super::join::{SavedJoin, SavedJoinRef};
 use super::delta::{
     Chain, ChainPaths, DELTA_SUFFIX, DELTA_VERSION, DeltaFile, DeltaFileRef, SNAPSHOT_SUFFIX,
 };
+use super::join::{SavedJoin, SavedJoinRef};
 use super::watermark::Watermark;
 use super::window::{Accumulator, PackedKey, SavedGroup};
 use crate::units::{Micros, Millis};

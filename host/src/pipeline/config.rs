@@ -374,7 +374,11 @@ impl PipelineConfig {
                 self.dead_letter.as_ref().map(|d| &d.topic),
                 self.event_time.as_ref().and_then(|e| e.late_topic.as_ref()),
             ];
-            if outputs.into_iter().flatten().any(|t| t == &join.right_topic) {
+            if outputs
+                .into_iter()
+                .flatten()
+                .any(|t| t == &join.right_topic)
+            {
                 return Err(format!(
                     "{at}: right-topic `{}` is an output topic of the pipeline",
                     join.right_topic
@@ -516,6 +520,93 @@ columns = [{ name = "a", type = "string" }]
         let text = MINIMAL.replace("\"a\", type = \"string\"", "\"a\", type = \"varchar\"");
         let err = PipelineConfig::parse(&text, Path::new("p.toml")).unwrap_err();
         assert!(err.to_string().contains("varchar"), "{err}");
+    }
+
+    const JOINS: &str = r#"
+[event-time]
+field = "ts"
+max-delay = "2m"
+late = "drop"
+
+[[joins]]
+name = "j"
+right-topic = "profiles"
+right-time-field = "updated_at"
+right-max-delay = "1m"
+on = ["user"]
+kind = "left-outer"
+before = "1h"
+left-fields = ["a", "user"]
+right-fields = ["tier", { field = "updated_at", name = "profile_time", type = "timestamptz" }]
+iceberg = { table = "joined" }
+"#;
+
+    #[test]
+    fn joins_parse_read_their_right_topic_and_are_checked() {
+        use crate::event_time::join::config::JoinKind;
+        let c = PipelineConfig::parse(&format!("{MINIMAL}{JOINS}"), Path::new("p.toml")).unwrap();
+        let j = &c.joins[0];
+        assert_eq!(
+            (j.kind, j.after, j.right_on()),
+            (
+                JoinKind::LeftOuter,
+                Duration::ZERO,
+                &["user".to_string()][..]
+            )
+        );
+        assert_eq!(c.source.topics, ["t", "profiles"]);
+        let columns = j.columns(&c.sink.columns);
+        let names: Vec<(&str, &str)> = columns
+            .iter()
+            .map(|c| (c.name.as_str(), c.ty.as_str()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("a", "string"),
+                ("user", "string"),
+                ("tier", "string"),
+                ("profile_time", "timestamptz"),
+                ("batch_id", "long")
+            ]
+        );
+        let refused = |text: String, needle: &str| {
+            let err = PipelineConfig::parse(&format!("{MINIMAL}{text}"), Path::new("p.toml"))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(needle), "{err}");
+        };
+        refused(
+            JOINS.replace("right-topic = \"profiles\"", "right-topic = \"t\""),
+            "also in source.topics",
+        );
+        refused(
+            JOINS.replace("name = \"profile_time\"", "name = \"tier\""),
+            "two output columns",
+        );
+        refused(
+            JOINS.replace(
+                "[event-time]\nfield = \"ts\"\nmax-delay = \"2m\"\nlate = \"drop\"",
+                "",
+            ),
+            "need an [event-time]",
+        );
+        refused(
+            JOINS.replace("iceberg = { table = \"joined\" }", ""),
+            "give an output",
+        );
+        refused(
+            JOINS.replace("table = \"joined\"", "table = \"t\""),
+            "another output",
+        );
+        refused(
+            JOINS.replace("kind = \"left-outer\"", "kind = \"full\""),
+            "full",
+        );
+        refused(
+            JOINS.replace("before = \"1h\"", "before = \"1h\"\nbefor = 1"),
+            "befor",
+        );
     }
 
     const WINDOWS: &str = r#"

@@ -95,12 +95,16 @@ impl JoinOutput {
     ) -> Result<Self, OutputError> {
         let output = format!("join `{}`", config.name);
         let topic = match &config.kafka {
-            Some(k) => Some(topics.open(&k.target(source)).map_err(|error| {
-                OutputError::Topic {
-                    output: output.clone(),
-                    error: Box::new(error),
-                }
-            })?),
+            Some(k) => {
+                Some(
+                    topics
+                        .open(&k.target(source))
+                        .map_err(|error| OutputError::Topic {
+                            output: output.clone(),
+                            error: Box::new(error),
+                        })?,
+                )
+            }
             None => None,
         };
         let table = match table_config(config, sink) {

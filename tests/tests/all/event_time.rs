@@ -986,7 +986,12 @@ fn the_analytics_example_parses() {
     assert_eq!(config.stages.len(), 1);
     let join = &config.joins[0];
     assert_eq!(
-        (join.right_topic.as_str(), &join.on[..], join.before, join.after),
+        (
+            join.right_topic.as_str(),
+            &join.on[..],
+            join.before,
+            join.after
+        ),
         (
             "user-profiles",
             &["user_id".to_string()][..],
@@ -994,7 +999,10 @@ fn the_analytics_example_parses() {
             Duration::ZERO
         )
     );
-    assert_eq!(join.kind, sluice::event_time::join::config::JoinKind::LeftOuter);
+    assert_eq!(
+        join.kind,
+        sluice::event_time::join::config::JoinKind::LeftOuter
+    );
     // The profiles topic is read by the source, for the join alone.
     assert!(config.source.topics.contains(&"user-profiles".to_string()));
 }
@@ -1092,7 +1100,13 @@ fn joined_rows(s: &Setup) -> Vec<(String, Option<String>)> {
     sorted(table.read_rows().unwrap().iter().map(|r| {
         let tier = r["tier"].as_str().map(String::from);
         assert_eq!(r["profile_updated_at"].is_null(), tier.is_none(), "{r:?}");
-        assert!(r["timestamp"].as_str().unwrap().starts_with("2026-07-29T10:0"), "{r:?}");
+        assert!(
+            r["timestamp"]
+                .as_str()
+                .unwrap()
+                .starts_with("2026-07-29T10:0"),
+            "{r:?}"
+        );
         (r["event_id"].as_str().unwrap().to_string(), tier)
     }))
 }
@@ -1164,20 +1178,31 @@ fn the_analytics_example_joins_events_with_profiles_through_crashes() {
     let progress = progress_lines(&String::from_utf8_lossy(&out.stderr));
     // Batches 4 (four profiles) and 5 (the late one), then the flush.
     assert_eq!(
-        progress.iter().map(|p| p["input_rows"].as_u64().unwrap()).collect::<Vec<_>>(),
+        progress
+            .iter()
+            .map(|p| p["input_rows"].as_u64().unwrap())
+            .collect::<Vec<_>>(),
         [4, 1, 0]
     );
     assert_eq!(sum(&progress, "rows_late"), 1);
     assert_eq!(joined_rows(&s), expected_joined());
     assert_eq!(event_ids(&s.show()), ["e1", "e2", "e3", "e5", "e6", "e7"]);
-    assert_eq!(profile_dead_letters(&s), [("4".to_string(), "late_event".to_string())]);
+    assert_eq!(
+        profile_dead_letters(&s),
+        [("4".to_string(), "late_event".to_string())]
+    );
     // The state is bounded: the flush let every event go; a profile goes once the events'
     // watermark (10:33:30 after the flush) is an hour past it: 09:30 went, three stay.
     let state = &progress[2]["event_time"]["state"]["join:events-with-profiles"];
     assert_eq!(state["rows"], 3, "{state}");
-    for (round, point) in ["after-state:4", "after-window-commit:4", "after-commit:4", "after-window-commit:6"]
-        .into_iter()
-        .enumerate()
+    for (round, point) in [
+        "after-state:4",
+        "after-window-commit:4",
+        "after-commit:4",
+        "after-window-commit:6",
+    ]
+    .into_iter()
+    .enumerate()
     {
         s.renew(&format!("join-crash{round}"));
         both(&s, Some(point));

@@ -206,7 +206,9 @@ impl JoinConfig {
             return Err("a join's name must not be empty".into());
         }
         if self.right_topic.trim().is_empty() || self.right_time_field.trim().is_empty() {
-            return Err(format!("{at}: right-topic and right-time-field must not be empty"));
+            return Err(format!(
+                "{at}: right-topic and right-time-field must not be empty"
+            ));
         }
         if self.on.is_empty() {
             return Err(format!("{at}: `on` must name at least one key field"));
@@ -215,7 +217,9 @@ impl JoinConfig {
             return Err(format!("{at}: right-on must name as many fields as on"));
         }
         if self.left_fields.is_empty() && self.right_fields.is_empty() {
-            return Err(format!("{at}: list the output columns in left-fields and right-fields"));
+            return Err(format!(
+                "{at}: list the output columns in left-fields and right-fields"
+            ));
         }
         let mut names = HashSet::new();
         for f in self.left_fields.iter().chain(&self.right_fields) {
@@ -230,7 +234,9 @@ impl JoinConfig {
             }
         }
         if self.kafka.is_none() && self.iceberg.is_none() {
-            return Err(format!("{at}: give an output, [joins.kafka] and/or [joins.iceberg]"));
+            return Err(format!(
+                "{at}: give an output, [joins.kafka] and/or [joins.iceberg]"
+            ));
         }
         Ok(())
     }

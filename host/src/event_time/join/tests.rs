@@ -8,11 +8,11 @@ use proptest::prelude::*;
 
 use super::config::{JoinColumn, JoinConfig, JoinField, JoinKind};
 use super::*;
-use crate::event_time::{EventTime, Fields};
 use crate::event_time::config::WindowKafkaConfig;
 use crate::event_time::delta::tests::plan;
 use crate::event_time::state::{MemoryStore, SavedState, StateStore, forget_old};
 use crate::event_time::tests::config;
+use crate::event_time::{EventTime, Fields};
 
 const S: i64 = 1_000_000;
 
@@ -53,8 +53,10 @@ fn operators(join: &JoinConfig) -> EventTime {
 
 fn left(et: &EventTime, id: u32, secs: i64, user: Option<u32>) -> Fields {
     let user = user.map_or(String::new(), |u| format!(r#","user":"u{u}""#));
-    et.fields(Some(format!(r#"{{"id":"e{id}","ts":{}{user}}}"#, secs * 1000).as_bytes()))
-        .unwrap()
+    et.fields(Some(
+        format!(r#"{{"id":"e{id}","ts":{}{user}}}"#, secs * 1000).as_bytes(),
+    ))
+    .unwrap()
 }
 
 fn right(et: &EventTime, id: u32, secs: i64, user: u32) -> RightFields {
@@ -67,9 +69,7 @@ fn right(et: &EventTime, id: u32, secs: i64, user: u32) -> RightFields {
 
 /// A joined row as (left event id, right record id).
 fn ids(row: &JoinRow) -> (String, Option<String>) {
-    let text = |v: Option<&str>| {
-        serde_json::from_str::<String>(v.unwrap()).unwrap()
-    };
+    let text = |v: Option<&str>| serde_json::from_str::<String>(v.unwrap()).unwrap();
     let l = text(row.left.values().next().unwrap());
     let r = row.right.as_ref().map(|r| text(r.values().next().unwrap()));
     (l, r)
@@ -161,12 +161,20 @@ fn an_inner_join_emits_pairs_only_and_its_state_drops_with_the_watermarks() {
     let join = join_config(JoinKind::Inner, 60, 10, 0);
     let mut et = operators(&join);
     let r = [right(&et, 1, 100, 1), right(&et, 2, 115, 1)];
-    let e = [left(&et, 1, 105, Some(1)), left(&et, 2, 170, Some(1)), left(&et, 3, 50, Some(2))];
+    let e = [
+        left(&et, 1, 105, Some(1)),
+        left(&et, 2, 170, Some(1)),
+        left(&et, 3, 50, Some(2)),
+    ];
     let rows = run(&mut et, &e, &r, false);
     // e1 at 105 s: [45, 115] holds both; e2 at 170: [110, 180] holds r2; e3 matches none.
     assert_eq!(
         rows,
-        [pair("e1", Some("r1")), pair("e1", Some("r2")), pair("e2", Some("r2"))]
+        [
+            pair("e1", Some("r1")),
+            pair("e1", Some("r2")),
+            pair("e2", Some("r2"))
+        ]
     );
     // Right watermark 115 s: left rows before 105 s leave (e3). Left watermark 160 s:
     // right rows before 100 s leave (none: r1 is at 100).
@@ -268,9 +276,8 @@ fn naive(batches: &[Batch], join: &JoinConfig, left_delay: i64) -> Expected {
             }
         }
         if outer && !matched {
-            let gone = (bl..watermarks.len()).find(|&b| {
-                user.is_none() || watermarks[b].1.is_some_and(|w| tl + after < w)
-            });
+            let gone = (bl..watermarks.len())
+                .find(|&b| user.is_none() || watermarks[b].1.is_some_and(|w| tl + after < w));
             if let Some(b) = gone {
                 expected[b].0.push((format!("e{l}"), None));
             }
@@ -373,12 +380,16 @@ fn snapshots_with_and_without_joins_read_back() {
     run(&mut et, &e, &r, false);
     let (path, _) = et.save(&store, "m", "q", "r", &plan(1)).unwrap();
     let mut again = operators(&join);
-    again.recover(&store, Some(&path), true, "none", "").unwrap();
+    again
+        .recover(&store, Some(&path), true, "none", "")
+        .unwrap();
     assert_eq!(state(&again), state(&et));
     assert_eq!(join_op(&again).side_rows(), (2, 1));
     // An older snapshot (no joins) restores a join empty.
     let mut from_plain = operators(&join);
     let plain_path = crate::event_time::state::run_path("m", "p", 1, "r");
-    from_plain.recover(&store, Some(&plain_path), true, "none", "").unwrap();
+    from_plain
+        .recover(&store, Some(&plain_path), true, "none", "")
+        .unwrap();
     assert_eq!(join_op(&from_plain).side_rows(), (0, 0));
 }

@@ -155,9 +155,18 @@ fn clicks_are_joined_with_profiles_and_unmatched_clicks_come_once_the_profiles_p
     let rows = join_table(&engine).read_rows().unwrap();
     let e1 = rows.iter().find(|r| r["event_id"] == "e1").unwrap();
     assert_eq!(e1["user_id"], "u1");
-    assert!(e1["timestamp"].as_str().unwrap().starts_with("2026-07-29T10:00:00"), "{e1:?}");
     assert!(
-        e1["profile_updated_at"].as_str().unwrap().starts_with("2026-07-29T09:30:00"),
+        e1["timestamp"]
+            .as_str()
+            .unwrap()
+            .starts_with("2026-07-29T10:00:00"),
+        "{e1:?}"
+    );
+    assert!(
+        e1["profile_updated_at"]
+            .as_str()
+            .unwrap()
+            .starts_with("2026-07-29T09:30:00"),
         "{e1:?}"
     );
     let e4 = rows.iter().find(|r| r["event_id"] == "e4").unwrap();
