@@ -162,7 +162,7 @@ impl EventTime {
                 Err(e) => {
                     let name = &self.joins[j].1.config().name;
                     let reason = Reason {
-                        stage: format!("join `{name}`").into(),
+                        stage: format!("join `{name}`"),
                         digest: None,
                         code: e.code.into(),
                         message: e.message.into(),
