@@ -179,6 +179,7 @@ impl Setup {
     /// `sluice ARGS…` with this setup's environment (see [`Setup`]), standard input closed
     /// and `RUST_LOG` unset; not started.
     pub fn command(&self, args: &[&str]) -> Command {
+        self.ensure_profiles_topic();
         let plugins_dir = Path::new(plugins::CLICKSTREAM_VALIDATOR).parent().unwrap();
         let mut c = Command::new(sluice_binary());
         c.args(args)
@@ -187,6 +188,7 @@ impl Setup {
             .env("SLUICE_WAREHOUSE", &self.warehouse)
             .env("SLUICE_PLUGINS", plugins_dir)
             .env("SLUICE_DEAD_LETTER_TOPIC", &self.dead_letter)
+            .env("SLUICE_PROFILES_TOPIC", self.profiles_topic())
             .env("SLUICE_CONFIG", &self.config)
             .env_remove("RUST_LOG")
             .stdin(Stdio::null());
@@ -194,6 +196,25 @@ impl Setup {
             c.env(k, v);
         }
         c
+    }
+
+    /// The topic of profile updates that the analytics example joins the events with,
+    /// `NAME-profiles` (`SLUICE_PROFILES_TOPIC` of every command).
+    pub fn profiles_topic(&self) -> String {
+        let name = self.topic.strip_suffix("-events").unwrap_or(&self.topic);
+        format!("{name}-profiles")
+    }
+
+    /// Creates the profiles topic (one partition) if the pipeline file reads it and it does
+    /// not exist yet: the source refuses a topic that does not exist.
+    pub fn ensure_profiles_topic(&self) {
+        let reads = std::fs::read_to_string(&self.config)
+            .is_ok_and(|text| text.contains("SLUICE_PROFILES_TOPIC"));
+        if reads {
+            let config = self.connection().client_config(&[]);
+            let timeout = std::time::Duration::from_secs(30);
+            sluice::kafka::ensure_topic(&config, &self.profiles_topic(), 1, timeout).unwrap();
+        }
     }
 
     /// Runs `sluice produce … EXTRA…` to this setup's topic ([`crate::produce`]), with a

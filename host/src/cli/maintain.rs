@@ -52,7 +52,13 @@ pub fn run(args: &MaintainArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         config
             .windows
             .iter()
-            .filter_map(|w| window::table_config(w, &config.sink)),
+            .filter_map(|w| window::table_config(w, &config.sink))
+            .chain(
+                config
+                    .joins
+                    .iter()
+                    .filter_map(|j| crate::sink::join::table_config(j, &config.sink)),
+            ),
     );
     for table in tables {
         maintain(&catalog, table, args, out)?;

@@ -6,6 +6,7 @@
 use arrow_array::RecordBatch;
 
 use super::extract::format_micros;
+use super::join::RightFields;
 use super::{Arrival, EventTime, EventTimeOutcome, Fields};
 use crate::encode::{SchemaError, keep_rows};
 use crate::record::{Reason, Record};
@@ -31,29 +32,72 @@ pub struct Applied {
     pub late: Vec<(Record, Reason)>,
     /// Events too far in the future, with their reason (always dead letters).
     pub future: Vec<(Record, Reason)>,
+    /// Records of a join's right topic whose fields cannot be read, with their reason
+    /// (always dead letters).
+    pub unreadable: Vec<(Record, Reason)>,
     /// What the operators did.
     pub outcome: EventTimeOutcome,
 }
 
 impl EventTime {
-    /// Runs the operators over a batch's slices, in order. `assigned` are the partitions
-    /// the batch read (each holds the watermark back from its assignment on).
+    /// Runs the operators over a batch's slices, in order, and the joins over the records
+    /// of their right topics (`right`, in batch order). `assigned` are the partitions the
+    /// batch read (each holds its side's watermark back from its assignment on).
     pub fn apply<'a>(
         &mut self,
         slices: Vec<Timed>,
+        right: Vec<Record>,
         assigned: impl IntoIterator<Item = &'a TopicPartition>,
         now: Millis,
         flush: bool,
     ) -> Result<Applied, SchemaError> {
-        let assigned: Vec<String> = assigned.into_iter().map(ToString::to_string).collect();
-        self.register(assigned.iter().map(String::as_str), now);
+        let mut main = Vec::new();
+        for tp in assigned {
+            match self.join_of_topic(&tp.topic) {
+                Some(j) => self.joins[j].1.register(&tp.to_string(), now),
+                None => main.push(tp.to_string()),
+            }
+        }
+        self.register(main.iter().map(String::as_str), now);
+        let (per_join, mut unreadable) = self.read_right(right);
+        let right_refs: Vec<Vec<(&str, &RightFields)>> = per_join
+            .iter()
+            .map(|records| records.iter().map(|(p, _, f)| (p.as_str(), f)).collect())
+            .collect();
         let (names, which) = partition_keys(&slices);
         let keys = which.iter().map(|&i| names[i].as_str());
         let fields = slices.iter().flat_map(|s| s.records.iter().map(|(_, f)| f));
-        let outcome = self.process(keys.zip(fields), now, flush);
+        let outcome = self.process_joined(keys.zip(fields), &right_refs, now, flush);
+        drop(right_refs);
         let mut arrivals = outcome.verdicts.iter();
         let (mut batches, mut late, mut future) = (Vec::new(), Vec::new(), Vec::new());
         let horizon = now.as_micros().saturating_add(self.clock.max_future);
+        for (j, records) in per_join.into_iter().enumerate() {
+            let join = self.joins[j].1.config();
+            let verdicts = &outcome.right_verdicts[j];
+            let before = outcome.right_watermarks_before[j];
+            for ((_, record, fields), verdict) in records.into_iter().zip(verdicts) {
+                let field = &join.right_time_field;
+                match verdict {
+                    Arrival::Late => {
+                        let mut reason = late_reason(field, fields.time, before);
+                        reason.message = format!(
+                            "{} (the right side of join `{}`)",
+                            reason.message, join.name
+                        )
+                        .into();
+                        late.push((record, reason));
+                    }
+                    Arrival::Future => {
+                        future.push((record, future_reason(field, fields.time, horizon)))
+                    }
+                    Arrival::OnTime | Arrival::Duplicate => {}
+                }
+            }
+        }
+        unreadable.sort_by(|a, b| {
+            (&a.0.topic, a.0.partition, a.0.offset).cmp(&(&b.0.topic, b.0.partition, b.0.offset))
+        });
         for slice in slices {
             let mut on_time = Vec::with_capacity(slice.records.len());
             for (record, fields) in slice.records {
@@ -81,8 +125,54 @@ impl EventTime {
             batches,
             late,
             future,
+            unreadable,
             outcome,
         })
+    }
+
+    /// The fields of the right records, per join, with their partition key; the records
+    /// that cannot be read, with their reason.
+    #[allow(clippy::type_complexity)]
+    fn read_right(
+        &self,
+        right: Vec<Record>,
+    ) -> (
+        Vec<Vec<(String, Record, RightFields)>>,
+        Vec<(Record, Reason)>,
+    ) {
+        let mut per_join: Vec<Vec<_>> = self.joins.iter().map(|_| Vec::new()).collect();
+        let mut unreadable = Vec::new();
+        for record in right {
+            let Some(j) = self.join_of_topic(&record.topic) else {
+                let reason = Reason {
+                    stage: "event-time".into(),
+                    digest: None,
+                    code: "no_join".into(),
+                    message: format!("no join reads topic `{}`", record.topic).into(),
+                    field: None,
+                };
+                unreadable.push((record, reason));
+                continue;
+            };
+            match self.right_fields(j, record.value.as_deref()) {
+                Ok(fields) => {
+                    let partition = format!("{}/{}", record.topic, record.partition);
+                    per_join[j].push((partition, record, fields));
+                }
+                Err(e) => {
+                    let name = &self.joins[j].1.config().name;
+                    let reason = Reason {
+                        stage: format!("join `{name}`"),
+                        digest: None,
+                        code: e.code.into(),
+                        message: e.message.into(),
+                        field: e.field,
+                    };
+                    unreadable.push((record, reason));
+                }
+            }
+        }
+        (per_join, unreadable)
     }
 }
 

@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::EventTime;
+use super::join::{SavedJoin, SavedJoinRef};
 use super::state::{Plan, SavedGroupRef};
 use super::watermark::Watermark;
 use super::window::{GroupKey, PackedKey, SavedGroup};
@@ -144,6 +145,10 @@ pub struct StateDelta {
     pub dedup_removed: Vec<String>,
     /// Changes per window, by window name.
     pub windows: BTreeMap<String, WindowDelta>,
+    /// Changes per join, by join name: its right watermark and row counter, and the rows
+    /// added or changed (those gone are the ones the watermarks are past).
+    #[serde(default)]
+    pub joins: BTreeMap<String, SavedJoin>,
 }
 
 /// What changed, borrowed: serialised like [`StateDelta`].
@@ -157,6 +162,9 @@ pub struct StateDeltaRef<'a> {
     pub dedup_removed: Vec<&'a str>,
     /// Changes per window, by window name.
     pub windows: BTreeMap<&'a str, WindowDeltaRef<'a>>,
+    /// Changes per join, by join name; not written when there is none.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub joins: BTreeMap<&'a str, SavedJoinRef<'a>>,
 }
 
 /// A delta file.
@@ -204,20 +212,27 @@ impl EventTime {
                 .iter()
                 .map(|(_, op)| (op.config().name.as_str(), op.delta()))
                 .collect(),
+            joins: self
+                .joins
+                .iter()
+                .map(|(_, op)| (op.config().name.as_str(), op.delta_ref()))
+                .collect(),
         }
     }
 
-    /// The rows of the state: dedup keys and open window groups.
+    /// The rows of the state: dedup keys, open window groups and join rows.
     pub fn state_rows(&self) -> u64 {
         let groups: usize = self.windows.iter().map(|(_, op)| op.rows()).sum();
-        (self.dedup.len() + groups) as u64
+        let joined: usize = self.joins.iter().map(|(_, op)| op.rows()).sum();
+        (self.dedup.len() + groups + joined) as u64
     }
 
     /// The rows changed since the last save: dedup keys added or forgotten, window groups
-    /// changed or closed.
+    /// changed or closed, join rows added or changed.
     pub fn changed_rows(&self) -> u64 {
         let groups: usize = self.windows.iter().map(|(_, op)| op.changed()).sum();
-        (self.dedup.changed() + groups) as u64
+        let joined: usize = self.joins.iter().map(|(_, op)| op.changed()).sum();
+        (self.dedup.changed() + groups + joined) as u64
     }
 
     /// Applies saved changes to the state (windows no longer configured are skipped).
@@ -230,6 +245,12 @@ impl EventTime {
             let changes = windows.remove(&op.config().name).unwrap_or_default();
             op.apply(changes, w);
         }
+        let mut joins = delta.joins;
+        for (_, op) in &mut self.joins {
+            if let Some(changes) = joins.remove(&op.config().name) {
+                op.apply(changes, w);
+            }
+        }
     }
 
     /// Starts recording changes afresh for the next delta, which extends `chain`.
@@ -237,6 +258,9 @@ impl EventTime {
         self.chain = Some(chain);
         self.dedup.track();
         for (_, op) in &mut self.windows {
+            op.track();
+        }
+        for (_, op) in &mut self.joins {
             op.track();
         }
     }

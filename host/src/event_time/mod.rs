@@ -23,6 +23,7 @@ pub mod config;
 pub mod dedup;
 pub mod delta;
 pub mod extract;
+pub mod join;
 pub mod session;
 pub mod shard;
 pub mod state;
@@ -36,6 +37,8 @@ use serde::Serialize;
 use self::config::{DedupConfig, EmitMode, EventTimeConfig, WindowConfig};
 use self::dedup::Dedup;
 use self::extract::{ExtractError, Extractor, event_time};
+use self::join::config::JoinConfig;
+use self::join::{JoinInput, JoinOperator, JoinRow, LeftSlots, RightFields};
 use self::state::{SavedState, SavedStateRef};
 use self::watermark::{Clock, Watermark};
 use self::window::{Shape, Slots, WindowInput, WindowOperator, WindowRow, WindowShard};
@@ -52,6 +55,8 @@ pub struct Fields {
     pub dedup_hash: u64,
     /// One input per window.
     pub windows: Vec<WindowInput>,
+    /// One input per join.
+    pub joins: Vec<JoinInput>,
 }
 
 /// What became of one event.
@@ -84,6 +89,12 @@ pub struct EventTimeOutcome {
     pub duplicates: u64,
     /// Events too far in the future.
     pub future: u64,
+    /// Rows joined, per join (in configured order).
+    pub joined: Vec<Vec<JoinRow>>,
+    /// Per join, one verdict per right record, in input order.
+    pub right_verdicts: Vec<Vec<Arrival>>,
+    /// Per join, the right watermark its records were judged against.
+    pub right_watermarks_before: Vec<Option<Micros>>,
 }
 
 /// Per shard, that shard of every window operator.
@@ -127,6 +138,7 @@ pub struct EventTime {
     time_slot: usize,
     dedup_slots: Option<Vec<usize>>,
     windows: Vec<(Slots, WindowOperator)>,
+    joins: Vec<(LeftSlots, JoinOperator)>,
     watermark: Watermark,
     dedup: Dedup,
     /// Shards of the keyed state, each run on a thread of its own (see [`shard`]).
@@ -169,6 +181,7 @@ impl EventTime {
             time_slot,
             dedup_slots,
             windows,
+            joins: Vec::new(),
             watermark: Watermark::default(),
             dedup: Dedup::default(),
             shards: 1,
@@ -187,6 +200,42 @@ impl EventTime {
             *op = WindowOperator::with_shards(op.config().clone(), shards);
         }
         self
+    }
+
+    /// The same operators with stream-stream joins of the events (see [`join`]), empty.
+    pub fn with_joins(mut self, joins: &[JoinConfig]) -> Self {
+        let extractor = &mut self.extractor;
+        self.joins = joins
+            .iter()
+            .map(|j| {
+                (
+                    LeftSlots::new(j, |f| extractor.position(f)),
+                    JoinOperator::new(j, &self.config),
+                )
+            })
+            .collect();
+        self
+    }
+
+    /// The joins.
+    pub fn joins(&self) -> impl Iterator<Item = &JoinOperator> {
+        self.joins.iter().map(|(_, op)| op)
+    }
+
+    /// The join reading `topic` as its right side, by index.
+    pub fn join_of_topic(&self, topic: &str) -> Option<usize> {
+        self.joins
+            .iter()
+            .position(|(_, op)| op.config().right_topic == topic)
+    }
+
+    /// Reads what join `join` needs from a right record. Safe to call from many threads.
+    pub fn right_fields(
+        &self,
+        join: usize,
+        value: Option<&[u8]>,
+    ) -> Result<RightFields, ExtractError> {
+        self.joins[join].1.right_fields(value)
     }
 
     /// Runs shards on threads of their own for every batch, however small (for tests).
@@ -221,6 +270,7 @@ impl EventTime {
             dedup_hash: dedup_key.as_deref().map_or(0, shard::hash_str),
             dedup_key,
             windows: self.windows.iter().map(|(s, _)| s.input(&values)).collect(),
+            joins: self.joins.iter().map(|(s, _)| s.input(&values)).collect(),
         })
     }
 
@@ -237,6 +287,9 @@ impl EventTime {
     /// Sets when this run started (or, to replay a batch, when its run started).
     pub fn set_session_start(&mut self, start: Millis) {
         self.clock.session_start = start;
+        for (_, op) in &mut self.joins {
+            op.set_session_start(start);
+        }
     }
 
     /// Adds the assigned partitions (`topic/partition`) not known yet: each holds the
@@ -251,6 +304,9 @@ impl EventTime {
     /// while input was idle), or, with `flush`, whether any window is open.
     pub fn due(&self, now: Millis, flush: bool) -> bool {
         let on_close = |op: &&WindowOperator| op.config().emit == EmitMode::OnWindowClose;
+        if self.joins.iter().any(|(_, op)| op.due(now, flush)) {
+            return true;
+        }
         if flush {
             return self.windows.iter().any(|(_, op)| op.rows() > 0);
         }
@@ -269,6 +325,18 @@ impl EventTime {
     pub fn process<'a>(
         &mut self,
         events: impl IntoIterator<Item = (&'a str, &'a Fields)>,
+        now: Millis,
+        flush: bool,
+    ) -> EventTimeOutcome {
+        self.process_joined(events, &[], now, flush)
+    }
+
+    /// Runs one batch with the records of the joins' right sides: `right` holds, per join
+    /// (missing ones: none), its records as `(partition, fields)` in batch order.
+    pub fn process_joined<'a>(
+        &mut self,
+        events: impl IntoIterator<Item = (&'a str, &'a Fields)>,
+        right: &[Vec<(&str, &RightFields)>],
         now: Millis,
         flush: bool,
     ) -> EventTimeOutcome {
@@ -291,7 +359,7 @@ impl EventTime {
         };
         let watermark = self.watermark.advance(now, self.clock, to);
         let emitted = self.finish_batch(watermark, parallel);
-        EventTimeOutcome {
+        let mut outcome = EventTimeOutcome {
             verdicts,
             watermark_before: before,
             watermark,
@@ -299,6 +367,45 @@ impl EventTime {
             late,
             duplicates,
             future,
+            joined: Vec::new(),
+            right_verdicts: Vec::new(),
+            right_watermarks_before: Vec::new(),
+        };
+        self.run_joins(&fields, right, now, flush, &mut outcome);
+        outcome
+    }
+
+    /// Runs every join over the batch's on-time events and its right records.
+    fn run_joins(
+        &mut self,
+        fields: &[&Fields],
+        right: &[Vec<(&str, &RightFields)>],
+        now: Millis,
+        flush: bool,
+        outcome: &mut EventTimeOutcome,
+    ) {
+        for (j, (_, op)) in self.joins.iter_mut().enumerate() {
+            let records = right.get(j).map_or(&[][..], Vec::as_slice);
+            let (verdicts, right_before) = op.judge(records, now);
+            let left: Vec<(&JoinInput, Micros)> = fields
+                .iter()
+                .zip(&outcome.verdicts)
+                .filter(|(_, v)| **v == Arrival::OnTime)
+                .map(|(f, _)| (&f.joins[j], f.time))
+                .collect();
+            let on_time: Vec<&RightFields> = records
+                .iter()
+                .zip(&verdicts)
+                .filter(|(_, v)| **v == Arrival::OnTime)
+                .map(|((_, r), _)| *r)
+                .collect();
+            let mut rows = op.join(&left, &on_time);
+            rows.extend(op.finish(outcome.watermark, now, flush));
+            outcome.late += verdicts.iter().filter(|v| **v == Arrival::Late).count() as u64;
+            outcome.future += verdicts.iter().filter(|v| **v == Arrival::Future).count() as u64;
+            outcome.joined.push(rows);
+            outcome.right_verdicts.push(verdicts);
+            outcome.right_watermarks_before.push(right_before);
         }
     }
 
@@ -446,6 +553,9 @@ impl EventTime {
         if self.dedup_slots.is_some() {
             sizes.insert("dedup".to_string(), self.dedup.size());
         }
+        for (_, op) in &self.joins {
+            sizes.insert(format!("join:{}", op.config().name), op.size());
+        }
         for (_, op) in &self.windows {
             sizes.insert(
                 format!("window:{}", op.config().name),
@@ -468,6 +578,11 @@ impl EventTime {
                 .iter()
                 .map(|(_, op)| (op.config().name.as_str(), op.save_ref()))
                 .collect(),
+            joins: self
+                .joins
+                .iter()
+                .map(|(_, op)| (op.config().name.as_str(), op.save_ref()))
+                .collect(),
         }
     }
 
@@ -483,6 +598,13 @@ impl EventTime {
         }
         for name in windows.keys() {
             tracing::warn!(window = %name, "saved state of a window that is no longer configured is dropped");
+        }
+        let mut joins = saved.joins;
+        for (_, op) in &mut self.joins {
+            op.restore(joins.remove(&op.config().name).unwrap_or_default());
+        }
+        for name in joins.keys() {
+            tracing::warn!(join = %name, "saved state of a join that is no longer configured is dropped");
         }
     }
 }

@@ -27,6 +27,7 @@ use super::EventTime;
 use super::delta::{
     Chain, ChainPaths, DELTA_SUFFIX, DELTA_VERSION, DeltaFile, DeltaFileRef, SNAPSHOT_SUFFIX,
 };
+use super::join::{SavedJoin, SavedJoinRef};
 use super::watermark::Watermark;
 use super::window::{Accumulator, PackedKey, SavedGroup};
 use crate::units::{Micros, Millis};
@@ -45,16 +46,25 @@ pub struct SavedState {
     pub dedup: Vec<(String, Micros)>,
     /// Open window groups, by window name, in no order.
     pub windows: BTreeMap<String, Vec<SavedGroup>>,
+    /// The state of each join, by join name. Absent from the files of older versions, and
+    /// of pipelines without joins (a binary snapshot carries it after the rest: see
+    /// [`read_snapshot`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub joins: BTreeMap<String, SavedJoin>,
 }
 
 impl SavedState {
-    /// The same state in one order (dedup keys, then groups by window start and key), to
-    /// compare states.
+    /// The same state in one order (dedup keys, then groups by window start and key, join
+    /// rows by id), to compare states.
     pub fn sorted(mut self) -> Self {
         self.dedup.sort_unstable();
         for groups in self.windows.values_mut() {
             groups.sort_unstable_by(|a, b| (a.start, &a.key).cmp(&(b.start, &b.key)));
         }
+        self.joins = std::mem::take(&mut self.joins)
+            .into_iter()
+            .map(|(name, join)| (name, join.sorted()))
+            .collect();
         self
     }
 }
@@ -69,6 +79,9 @@ pub struct SavedStateRef<'a> {
     pub dedup: Vec<(&'a str, Micros)>,
     /// Open window groups, by window name.
     pub windows: BTreeMap<&'a str, Vec<SavedGroupRef<'a>>>,
+    /// The state of each join, by join name; not written when there is none.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub joins: BTreeMap<&'a str, SavedJoinRef<'a>>,
 }
 
 /// A window group, borrowed (see [`SavedGroup`]).
@@ -293,8 +306,42 @@ fn read_snapshot(
     let body = bytes
         .strip_prefix(SNAPSHOT_MAGIC)
         .ok_or(undecodable(postcard::Error::DeserializeBadEncoding))?;
-    let file = postcard::from_bytes(body).map_err(undecodable)?;
+    let (core, rest) = postcard::take_from_bytes::<CoreFile>(body).map_err(undecodable)?;
+    let joins = if rest.is_empty() {
+        BTreeMap::new()
+    } else {
+        postcard::from_bytes(rest).map_err(undecodable)?
+    };
+    let file = StateFile {
+        version: core.version,
+        pipeline: core.pipeline,
+        plan: core.plan,
+        state: SavedState {
+            watermark: core.state.watermark,
+            dedup: core.state.dedup,
+            windows: core.state.windows,
+            joins,
+        },
+    };
     Ok(Some((file, bytes.len() as u64)))
+}
+
+/// A binary snapshot as older versions wrote it whole, and as it starts now: the joins'
+/// state, when there is any, follows it (postcard has no optional trailing fields).
+#[derive(Deserialize)]
+struct CoreFile {
+    version: u32,
+    pipeline: String,
+    plan: Plan,
+    state: CoreState,
+}
+
+/// See [`CoreFile`].
+#[derive(Deserialize)]
+struct CoreState {
+    watermark: Watermark,
+    dedup: Vec<(String, Micros)>,
+    windows: BTreeMap<String, Vec<SavedGroup>>,
 }
 
 /// Reads a JSON file and its size; `None` if it does not exist.
@@ -741,6 +788,7 @@ mod tests {
             },
             dedup: vec![("k\u{1f}1".into(), Micros(-5))],
             windows: BTreeMap::from([("w".into(), vec![group.clone()])]),
+            joins: BTreeMap::new(),
         };
         let key = PackedKey::of(&group.key);
         let written = StateFileRef {
@@ -758,6 +806,7 @@ mod tests {
                         acc: &group.acc,
                     }],
                 )]),
+                joins: BTreeMap::new(),
             },
         };
         let store = MemoryStore::default();

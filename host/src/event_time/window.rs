@@ -20,7 +20,7 @@ pub type GroupKey = Vec<Option<String>>;
 /// Group-by values packed in one allocation: per value, 0 for none, or 1, the length of
 /// its text (4 bytes, little-endian) and the text. Compared and hashed as bytes; saved
 /// like a [`GroupKey`].
-#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PackedKey(Box<[u8]>);
 
 impl PackedKey {

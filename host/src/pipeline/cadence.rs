@@ -85,6 +85,12 @@ fn absorb_results(held: &mut Results, later: Results) {
     for (rows, more) in held.windows.iter_mut().zip(later.windows) {
         rows.extend(more);
     }
+    if held.joins.len() < later.joins.len() {
+        held.joins.resize_with(later.joins.len(), Vec::new);
+    }
+    for (rows, more) in held.joins.iter_mut().zip(later.joins) {
+        rows.extend(more);
+    }
 }
 
 /// Whether a processed trigger commits now.

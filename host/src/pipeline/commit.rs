@@ -107,11 +107,13 @@ impl Pipeline {
     }
 
     /// Whether a batch passes `point`: the state point only with a state file, the window
-    /// point only with windows.
+    /// point only with windows or joins.
     fn passes(&self, point: CrashPoint, committed: &Committed) -> bool {
         match point {
             CrashPoint::AfterState => committed.state_file.is_some(),
-            CrashPoint::AfterWindowCommit => !self.config.windows.is_empty(),
+            CrashPoint::AfterWindowCommit => {
+                !self.config.windows.is_empty() || !self.config.joins.is_empty()
+            }
             _ => true,
         }
     }

@@ -10,6 +10,7 @@ use super::env::{SubstError, substitute_env};
 use crate::admin::AdminConfig;
 use crate::batch::TriggerConfig;
 use crate::event_time::config::{DedupConfig, EventTimeConfig, LateData, WindowConfig};
+use crate::event_time::join::config::JoinConfig;
 use crate::sink::deadletter::DeadLetterConfig;
 use crate::sink::iceberg::IcebergSinkConfig;
 use crate::source::kafka::{KafkaSourceConfig, SourceMode};
@@ -93,6 +94,11 @@ pub struct PipelineConfig {
     /// Windowed aggregates of the on-time, deduplicated events.
     #[serde(default)]
     pub windows: Vec<WindowConfig>,
+    /// Stream-stream joins of the on-time, deduplicated events with the records of other
+    /// topics. Each join's `right-topic` is added to the topics the source reads (after
+    /// parsing: `source.topics` then lists it), its records going to the join alone.
+    #[serde(default)]
+    pub joins: Vec<JoinConfig>,
     /// The admin HTTP API (status, metrics, plugin uploads and swaps); off by default.
     #[serde(default)]
     pub admin: Option<AdminConfig>,
@@ -210,7 +216,16 @@ impl PipelineConfig {
                 path: path.to_owned(),
                 message: substituted.redact(&message),
             })?;
+        let mut config = config;
+        for join in &config.joins {
+            config.source.topics.push(join.right_topic.clone());
+        }
         Ok(config)
+    }
+
+    /// The topics read for the joins' right sides: their records go to the joins alone.
+    pub fn right_topics(&self) -> impl Iterator<Item = &str> {
+        self.joins.iter().map(|j| j.right_topic.as_str())
     }
 
     fn check(&self) -> Result<(), String> {
@@ -264,9 +279,9 @@ impl PipelineConfig {
 
     fn check_event_time(&self) -> Result<(), String> {
         let Some(et) = &self.event_time else {
-            if self.dedup.is_some() || !self.windows.is_empty() {
+            if self.dedup.is_some() || !self.windows.is_empty() || !self.joins.is_empty() {
                 return Err(
-                    "[dedup] and [[windows]] need an [event-time] section (its watermark bounds their state)"
+                    "[dedup], [[windows]] and [[joins]] need an [event-time] section (its watermark bounds their state)"
                         .into(),
                 );
             }
@@ -327,6 +342,66 @@ impl PipelineConfig {
                     return Err(format!(
                         "windows `{}`: table `{}` is written by another output",
                         window.name, table.table
+                    ));
+                }
+            }
+        }
+        self.check_joins(&mut tables)
+    }
+
+    fn check_joins(&self, tables: &mut HashSet<(String, String)>) -> Result<(), String> {
+        let mut names = HashSet::new();
+        let mut right_topics = HashSet::new();
+        for join in &self.joins {
+            join.check()?;
+            let at = format!("joins `{}`", join.name);
+            if !names.insert(&join.name) {
+                return Err(format!("two joins are named `{}`", join.name));
+            }
+            if self.source.topics.contains(&join.right_topic) {
+                return Err(format!(
+                    "{at}: right-topic `{}` is also in source.topics; a join's right topic is read for the join alone (it is added to the topics read), do not list it",
+                    join.right_topic
+                ));
+            }
+            if !right_topics.insert(&join.right_topic) {
+                return Err(format!(
+                    "{at}: right-topic `{}` is the right topic of another join",
+                    join.right_topic
+                ));
+            }
+            let outputs = [
+                self.dead_letter.as_ref().map(|d| &d.topic),
+                self.event_time.as_ref().and_then(|e| e.late_topic.as_ref()),
+            ];
+            if outputs
+                .into_iter()
+                .flatten()
+                .any(|t| t == &join.right_topic)
+            {
+                return Err(format!(
+                    "{at}: right-topic `{}` is an output topic of the pipeline",
+                    join.right_topic
+                ));
+            }
+            if let Some(kafka) = &join.kafka
+                && (self.source.topics.contains(&kafka.topic)
+                    || self.right_topics().any(|t| t == kafka.topic))
+            {
+                return Err(format!(
+                    "{at}: topic `{}` is also a source topic",
+                    kafka.topic
+                ));
+            }
+            if let Some(table) = &join.iceberg {
+                let namespace = table
+                    .namespace
+                    .clone()
+                    .unwrap_or(self.sink.namespace.clone());
+                if !tables.insert((namespace, table.table.clone())) {
+                    return Err(format!(
+                        "{at}: table `{}` is written by another output",
+                        table.table
                     ));
                 }
             }
@@ -445,6 +520,93 @@ columns = [{ name = "a", type = "string" }]
         let text = MINIMAL.replace("\"a\", type = \"string\"", "\"a\", type = \"varchar\"");
         let err = PipelineConfig::parse(&text, Path::new("p.toml")).unwrap_err();
         assert!(err.to_string().contains("varchar"), "{err}");
+    }
+
+    const JOINS: &str = r#"
+[event-time]
+field = "ts"
+max-delay = "2m"
+late = "drop"
+
+[[joins]]
+name = "j"
+right-topic = "profiles"
+right-time-field = "updated_at"
+right-max-delay = "1m"
+on = ["user"]
+kind = "left-outer"
+before = "1h"
+left-fields = ["a", "user"]
+right-fields = ["tier", { field = "updated_at", name = "profile_time", type = "timestamptz" }]
+iceberg = { table = "joined" }
+"#;
+
+    #[test]
+    fn joins_parse_read_their_right_topic_and_are_checked() {
+        use crate::event_time::join::config::JoinKind;
+        let c = PipelineConfig::parse(&format!("{MINIMAL}{JOINS}"), Path::new("p.toml")).unwrap();
+        let j = &c.joins[0];
+        assert_eq!(
+            (j.kind, j.after, j.right_on()),
+            (
+                JoinKind::LeftOuter,
+                Duration::ZERO,
+                &["user".to_string()][..]
+            )
+        );
+        assert_eq!(c.source.topics, ["t", "profiles"]);
+        let columns = j.columns(&c.sink.columns);
+        let names: Vec<(&str, &str)> = columns
+            .iter()
+            .map(|c| (c.name.as_str(), c.ty.as_str()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("a", "string"),
+                ("user", "string"),
+                ("tier", "string"),
+                ("profile_time", "timestamptz"),
+                ("batch_id", "long")
+            ]
+        );
+        let refused = |text: String, needle: &str| {
+            let err = PipelineConfig::parse(&format!("{MINIMAL}{text}"), Path::new("p.toml"))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(needle), "{err}");
+        };
+        refused(
+            JOINS.replace("right-topic = \"profiles\"", "right-topic = \"t\""),
+            "also in source.topics",
+        );
+        refused(
+            JOINS.replace("name = \"profile_time\"", "name = \"tier\""),
+            "two output columns",
+        );
+        refused(
+            JOINS.replace(
+                "[event-time]\nfield = \"ts\"\nmax-delay = \"2m\"\nlate = \"drop\"",
+                "",
+            ),
+            "need an [event-time]",
+        );
+        refused(
+            JOINS.replace("iceberg = { table = \"joined\" }", ""),
+            "give an output",
+        );
+        refused(
+            JOINS.replace("table = \"joined\"", "table = \"t\""),
+            "another output",
+        );
+        refused(
+            JOINS.replace("kind = \"left-outer\"", "kind = \"full\""),
+            "full",
+        );
+        refused(
+            JOINS.replace("before = \"1h\"", "before = \"1h\"\nbefor = 1"),
+            "befor",
+        );
     }
 
     const WINDOWS: &str = r#"

@@ -62,6 +62,7 @@ use crate::encode::{Encoder, SchemaError};
 use crate::event_time::EventTime;
 use crate::event_time::config::AtEnd;
 use crate::event_time::state::{Plan, StateError, StateStore};
+use crate::record::Record;
 use crate::sink::iceberg::SinkError;
 use crate::sink::{OutputError, Outputs};
 use crate::source::identity::Fingerprints;
@@ -373,16 +374,29 @@ impl Pipeline {
         };
         self.batch_records = before.updated(&records);
         self.losses.extend(self.source.take_losses());
+        let (records, right) = self.split_right(records);
         let Processed {
             slices,
             dead,
             stats,
         } = self.process(records, input.now)?;
-        let prepared = self.route(&input, slices, dead)?;
+        let prepared = self.route(&input, slices, dead, right)?;
         match self.hold(input, stats, prepared, when) {
             Some((input, stats, prepared)) => self.commit_batch(input, stats, prepared),
             None => Ok(()),
         }
+    }
+
+    /// Splits off the records of the joins' right topics: they go to the joins alone, not
+    /// through the stages nor into the table.
+    fn split_right(&self, records: Vec<Record>) -> (Vec<Record>, Vec<Record>) {
+        if self.config.joins.is_empty() {
+            return (records, Vec::new());
+        }
+        let right: Vec<&str> = self.config.right_topics().collect();
+        records
+            .into_iter()
+            .partition(|r| !right.contains(&&*r.topic))
     }
 
     /// Commits a batch (one trigger, or held triggers together) and reports it.

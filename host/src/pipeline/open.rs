@@ -21,6 +21,7 @@ use crate::event_time::state::{self, Plan, STATE, StateStore};
 use crate::kafka::{self, ClientKind, REACH_TIMEOUT};
 use crate::sink::deadletter::{DeadLetterOutput, Route};
 use crate::sink::iceberg::{IcebergCatalog, IcebergTable};
+use crate::sink::join::JoinOutput;
 use crate::sink::table::TableOutput;
 use crate::sink::topic::{KafkaTopics, Topics};
 use crate::sink::window::WindowOutput;
@@ -335,7 +336,7 @@ fn run_id() -> String {
 }
 
 /// The outputs other than the table, in the order of [`crate::sink`]: dead letters, late
-/// topic, windows; each topic where [`clients`] says.
+/// topic, windows, joins; each topic where [`clients`] says.
 fn open_outputs(
     config: &PipelineConfig,
     topics: &dyn Topics,
@@ -361,6 +362,10 @@ fn open_outputs(
         let output = WindowOutput::open(window, i, topics, &source, catalog, &config.sink)?;
         outputs.push(Box::new(output));
     }
+    for (i, join) in config.joins.iter().enumerate() {
+        let output = JoinOutput::open(join, i, topics, &source, catalog, &config.sink)?;
+        outputs.push(Box::new(output));
+    }
     Ok(outputs)
 }
 
@@ -376,4 +381,5 @@ fn topic_error(topic: &str) -> impl FnOnce(crate::sink::topic::TopicError) -> Ou
 fn operators(event_time: &EventTimeConfig, config: &PipelineConfig) -> EventTime {
     EventTime::new(event_time, config.dedup.as_ref(), &config.windows)
         .with_threads(config.threads())
+        .with_joins(&config.joins)
 }

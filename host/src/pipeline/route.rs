@@ -66,6 +66,7 @@ impl Pipeline {
         input: &Input,
         slices: Vec<Timed>,
         dead: Vec<(Record, Reason)>,
+        right: Vec<Record>,
     ) -> Result<Prepared, PipelineError> {
         let cpu_start = cpu::process();
         let name = self.config.pipeline.name.clone();
@@ -81,21 +82,25 @@ impl Pipeline {
                 results.rows = slices.into_iter().filter_map(|s| s.batch).collect();
             }
             Some(et) => {
-                let applied = et.apply(slices, input.start.0.keys(), input.now, input.flush)?;
+                let applied =
+                    et.apply(slices, right, input.start.0.keys(), input.now, input.flush)?;
                 results.rows = applied.batches;
                 results.windows = applied.outcome.emitted;
+                results.joins = applied.outcome.joined;
                 counts = Some(EventTimeCounts {
                     watermark: applied.outcome.watermark,
                     late: applied.late.len() as u64,
                     duplicates: applied.outcome.duplicates,
                 });
                 route_late(et, applied.late, &mut results, input.batch_id);
-                if let Some((record, reason)) = applied.future.first()
+                let refused = applied.future.iter().chain(&applied.unreadable);
+                if let Some((record, reason)) = refused.min_by_key(|(r, _)| r.position())
                     && self.config.pipeline.on_invalid == OnInvalid::Fail
                 {
                     return Err(PipelineError::invalid(record, reason));
                 }
                 results.dead.extend(applied.future);
+                results.dead.extend(applied.unreadable);
             }
         }
         Ok(Prepared {

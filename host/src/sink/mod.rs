@@ -18,11 +18,11 @@
 //! 1. **stage**: the event-time state file (with the batch's plan) and the table's data
 //!    files, side by side. Nothing is visible yet; from here on a crash replays exactly this
 //!    batch;
-//! 2. **send**: the dead letters, then the late topic, then each window's topic, in
-//!    configured order, each acknowledged before the next. At least once: a replay sends
-//!    the same records again;
-//! 3. **commit the other outputs**: each window's table, in configured order, each one
-//!    skipping a batch it already holds;
+//! 2. **send**: the dead letters, then the late topic, then each window's topic, then each
+//!    join's topic, in configured order, each acknowledged before the next. At least once:
+//!    a replay sends the same records again;
+//! 3. **commit the other outputs**: each window's table, then each join's table, in
+//!    configured order, each one skipping a batch it already holds;
 //! 4. **commit the table**: data, offsets and the state's name in one snapshot. This is the
 //!    checkpoint, so it is always last: a crash before it replays the batch, a crash after
 //!    it does not;
@@ -32,10 +32,12 @@
 //!
 //! Modules: [`iceberg`] (tables), [`topic`] (Kafka topics) and its in-memory twin
 //! [`memory`], [`deadletter`] (dead letters and late data), [`window`] (window results),
+//! [`join`] (joined rows),
 //! [`table`] (the main table as an output).
 
 pub mod deadletter;
 pub mod iceberg;
+pub mod join;
 pub mod memory;
 pub mod table;
 pub mod topic;
@@ -49,6 +51,7 @@ use self::iceberg::{Fence, SinkError};
 use self::table::TableOutput;
 use self::topic::TopicError;
 use crate::commit::CommitMark;
+use crate::event_time::join::JoinRow;
 use crate::event_time::window::WindowRow;
 use crate::record::{Reason, Record};
 
@@ -67,6 +70,8 @@ pub struct Results {
     pub late: Vec<(Record, Reason)>,
     /// Window results, one list per window, in configured order.
     pub windows: Vec<Vec<WindowRow>>,
+    /// Joined rows, one list per join, in configured order.
+    pub joins: Vec<Vec<JoinRow>>,
 }
 
 /// What a hook delivered.

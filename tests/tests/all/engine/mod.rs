@@ -8,6 +8,7 @@ mod connections;
 mod crash;
 mod event_time;
 mod fence;
+mod join;
 mod poison;
 mod probation;
 mod session;
@@ -253,7 +254,7 @@ pub(crate) struct Outputs {
 /// A window's table rows and topic records by key.
 pub(crate) type WindowOutputs = (Option<Vec<String>>, Option<BTreeMap<String, String>>);
 
-fn sorted_json(rows: Vec<Map<String, Value>>) -> Vec<String> {
+pub(crate) fn sorted_json(rows: Vec<Map<String, Value>>) -> Vec<String> {
     let mut rows: Vec<String> = rows
         .into_iter()
         .map(|r| Value::Object(r).to_string())
@@ -263,7 +264,7 @@ fn sorted_json(rows: Vec<Map<String, Value>>) -> Vec<String> {
 }
 
 /// The records of a keyed topic by key; a key sent twice must carry the same value.
-fn by_key(records: &[TopicRecord]) -> BTreeMap<String, String> {
+pub(crate) fn by_key(records: &[TopicRecord]) -> BTreeMap<String, String> {
     let mut map = BTreeMap::new();
     for r in records {
         let (key, value) = (r.key.clone().unwrap(), r.value.clone().unwrap());

@@ -1,0 +1,709 @@
+//! Stream-stream joins (`[[joins]]`): the pipeline's on-time, deduplicated events (the
+//! left side) joined with the records of a second topic (the right side) on equal keys,
+//! within a time bound: a right record at `tr` matches a left event at `tl` when
+//! `tl - before <= tr <= tl + after`.
+//!
+//! Both sides are kept in the state, by key. Per batch, each on-time right record is
+//! matched against the left rows held, then held itself; then each on-time left event is
+//! matched against the right rows held (those of this batch included), then held. Every
+//! pair is so emitted once, in the batch where its second record arrives.
+//!
+//! Each side has its own watermark: the left one is the pipeline's (`[event-time]`), the
+//! right one is the join's, over the right topic's partitions, moved like the left one
+//! (the minimum over partitions that are not idle, `right-max-delay` behind). At the end
+//! of a batch, a left row leaves the state once the right watermark is past `tl + after`
+//! (no right record that could match it can still come: it would be late), and a right
+//! row once the left watermark is past `tr + before`. A left-outer join emits a left row
+//! that matched nothing, with the right columns null, when it leaves. Late right records
+//! (behind the right watermark before the batch) are late data, handled as
+//! `[event-time] late` says.
+//!
+//! Rows are numbered in arrival order (a per-join counter in the state), so a replayed
+//! batch numbers them the same: the ids key the rows on a topic, and tell the saved rows
+//! a delta changes (a left row of a left-outer join changes when it first matches).
+
+pub mod config;
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+
+use self::config::{JoinConfig, JoinKind};
+use super::config::EventTimeConfig;
+use super::extract::{ExtractError, Extractor, Scalar, event_time};
+use super::watermark::{Clock, Watermark};
+use super::window::{GroupKey, PackedKey};
+use super::{Arrival, StateSize};
+use crate::units::{Micros, Millis};
+
+/// What a join reads from a left event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JoinInput {
+    /// The key values; `None` when one is missing or null (it matches nothing).
+    pub key: Option<PackedKey>,
+    /// The JSON text of each left field, in order.
+    pub values: PackedKey,
+}
+
+/// What a join reads from a right record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RightFields {
+    /// Its event time.
+    pub time: Micros,
+    /// The key values.
+    pub key: PackedKey,
+    /// The JSON text of each right field, in order.
+    pub values: PackedKey,
+}
+
+/// One joined row.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct JoinRow {
+    /// The left event's id.
+    pub left_id: u64,
+    /// The right record's id; `None` in a left-outer row.
+    pub right_id: Option<u64>,
+    /// The left fields' JSON texts.
+    pub left: PackedKey,
+    /// The right fields' JSON texts; `None` in a left-outer row.
+    pub right: Option<PackedKey>,
+}
+
+/// The JSON text of a value read.
+fn json_text(value: &Scalar) -> String {
+    match value {
+        Scalar::Str(s) => serde_json::Value::String(s.clone()).to_string(),
+        Scalar::Num(_, text) | Scalar::Other(text) => text.clone(),
+    }
+}
+
+/// The slots (in the event-time extractor) of the fields a join reads from left events.
+#[derive(Debug, Clone)]
+pub struct LeftSlots {
+    on: Vec<usize>,
+    fields: Vec<usize>,
+}
+
+impl LeftSlots {
+    /// Slots for `config`, assigned by `slot`.
+    pub fn new(config: &JoinConfig, mut slot: impl FnMut(&str) -> usize) -> Self {
+        LeftSlots {
+            on: config.on.iter().map(|f| slot(f)).collect(),
+            fields: config.left_fields.iter().map(|f| slot(f.field())).collect(),
+        }
+    }
+
+    /// The join input of an event whose fields are `values`.
+    pub fn input(&self, values: &[Option<Scalar>]) -> JoinInput {
+        let key = read_key(&self.on, values);
+        let texts: Vec<Option<String>> = self
+            .fields
+            .iter()
+            .map(|&i| values[i].as_ref().map(json_text))
+            .collect();
+        JoinInput {
+            key,
+            values: PackedKey::pack(texts.iter().map(Option::as_deref)),
+        }
+    }
+}
+
+fn read_key(slots: &[usize], values: &[Option<Scalar>]) -> Option<PackedKey> {
+    let mut key = Vec::with_capacity(slots.len());
+    for &i in slots {
+        key.push(values[i].as_ref()?.text());
+    }
+    Some(PackedKey::pack(key.into_iter().map(Some)))
+}
+
+/// One row held in a side's state.
+#[derive(Debug, Clone)]
+struct Row {
+    id: u64,
+    time: Micros,
+    values: PackedKey,
+    /// A left row of a left-outer join that matched a right record.
+    matched: bool,
+    /// The save it last changed in (see [`Side::save`]).
+    changed_in: u64,
+}
+
+/// The rows of one side, by key, with an index by time for leaving the state.
+#[derive(Debug, Clone, Default)]
+struct Side {
+    rows: HashMap<PackedKey, Vec<Row>>,
+    /// `(time, key)` of every row held (some may have left: see [`Side::expire`]).
+    by_time: BTreeSet<(Micros, PackedKey)>,
+    len: usize,
+    /// Keys with rows changed since the last save.
+    changed: HashSet<PackedKey>,
+    /// The saves so far: a row with `changed_in == save` changed since the last one.
+    save: u64,
+    /// The bytes of the keys and values held (for [`Side::bytes`]).
+    heap: usize,
+}
+
+impl Side {
+    fn insert(&mut self, key: PackedKey, mut row: Row) {
+        row.changed_in = self.save;
+        self.changed.insert(key.clone());
+        self.by_time.insert((row.time, key.clone()));
+        self.heap += row.values.as_bytes().len();
+        let rows = self.rows.entry(key).or_default();
+        match rows.iter_mut().find(|r| r.id == row.id) {
+            Some(held) => {
+                self.heap -= held.values.as_bytes().len();
+                *held = row;
+            }
+            None => {
+                rows.push(row);
+                self.len += 1;
+            }
+        }
+    }
+
+    /// Removes the rows with a time before `until`, oldest first, handing each to `gone`.
+    fn expire(&mut self, until: Micros, mut gone: impl FnMut(&PackedKey, Row)) {
+        while let Some((time, _)) = self.by_time.first()
+            && *time < until
+        {
+            let Some((_, key)) = self.by_time.pop_first() else {
+                break;
+            };
+            let Some(rows) = self.rows.get_mut(&key) else {
+                continue;
+            };
+            let mut kept = Vec::with_capacity(rows.len());
+            for row in rows.drain(..) {
+                if row.time < until {
+                    self.len -= 1;
+                    self.heap -= row.values.as_bytes().len();
+                    gone(&key, row);
+                } else {
+                    kept.push(row);
+                }
+            }
+            if kept.is_empty() {
+                self.rows.remove(&key);
+                self.changed.remove(&key);
+            } else {
+                *rows = kept;
+            }
+        }
+    }
+
+    /// The earliest time held.
+    fn first_time(&self) -> Option<Micros> {
+        self.by_time.first().map(|(t, _)| *t)
+    }
+
+    /// The latest time held.
+    fn last_time(&self) -> Option<Micros> {
+        self.by_time.last().map(|(t, _)| *t)
+    }
+
+    /// Starts recording changes afresh.
+    fn track(&mut self) {
+        self.save += 1;
+        self.changed.clear();
+    }
+
+    /// Estimated bytes in memory: per key a map slot and its text (twice with the time
+    /// index), per row the row and its values, per index entry a B-tree slot.
+    fn bytes(&self) -> usize {
+        let slot = std::mem::size_of::<(PackedKey, Vec<Row>)>() + 1;
+        let keys: usize = self.rows.keys().map(|k| k.as_bytes().len()).sum();
+        let index_entry = std::mem::size_of::<(Micros, PackedKey)>() + 8;
+        let index_keys: usize = self.by_time.iter().map(|(_, k)| k.as_bytes().len()).sum();
+        self.rows.capacity() * slot
+            + keys
+            + self.len * std::mem::size_of::<Row>()
+            + self.heap
+            + self.by_time.len() * index_entry
+            + index_keys
+    }
+
+    fn saved(&self) -> impl Iterator<Item = SavedJoinRowRef<'_>> {
+        self.rows.iter().flat_map(|(key, rows)| {
+            rows.iter().map(move |r| SavedJoinRowRef {
+                id: r.id,
+                time: r.time,
+                key,
+                values: &r.values,
+                matched: r.matched,
+            })
+        })
+    }
+
+    fn delta(&self) -> impl Iterator<Item = SavedJoinRowRef<'_>> {
+        self.changed.iter().flat_map(|key| {
+            let rows = self.rows.get_key_value(key);
+            rows.into_iter().flat_map(|(key, rows)| {
+                rows.iter()
+                    .filter(|r| r.changed_in == self.save)
+                    .map(move |r| SavedJoinRowRef {
+                        id: r.id,
+                        time: r.time,
+                        key,
+                        values: &r.values,
+                        matched: r.matched,
+                    })
+            })
+        })
+    }
+
+    fn changed_rows(&self) -> usize {
+        self.delta().count()
+    }
+
+    fn restore(&mut self, rows: Vec<SavedJoinRow>) {
+        for row in rows {
+            self.insert(
+                PackedKey::of(&row.key),
+                Row {
+                    id: row.id,
+                    time: row.time,
+                    values: PackedKey::of(&row.values),
+                    matched: row.matched,
+                    changed_in: 0,
+                },
+            );
+        }
+    }
+}
+
+/// A saved row of a join side.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct SavedJoinRow {
+    /// Its id.
+    pub id: u64,
+    /// Its event time.
+    pub time: Micros,
+    /// The key values.
+    pub key: GroupKey,
+    /// The output fields' JSON texts.
+    pub values: GroupKey,
+    /// A left row of a left-outer join that matched.
+    pub matched: bool,
+}
+
+/// A saved row, borrowed: serialised like [`SavedJoinRow`].
+#[derive(Debug, Serialize)]
+pub struct SavedJoinRowRef<'a> {
+    /// Its id.
+    pub id: u64,
+    /// Its event time.
+    pub time: Micros,
+    /// The key values.
+    pub key: &'a PackedKey,
+    /// The output fields' JSON texts.
+    pub values: &'a PackedKey,
+    /// A left row of a left-outer join that matched.
+    pub matched: bool,
+}
+
+/// The saved state of a join (in a snapshot: all of it; in a delta: the rows added or
+/// changed since the previous file, the rows gone being those the watermarks are past).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SavedJoin {
+    /// The right side's watermark and its partitions.
+    pub right_watermark: Watermark,
+    /// The next row id.
+    pub next_id: u64,
+    /// Left rows, in no order.
+    pub left: Vec<SavedJoinRow>,
+    /// Right rows, in no order.
+    pub right: Vec<SavedJoinRow>,
+}
+
+impl SavedJoin {
+    /// The same state in one order, to compare states.
+    pub fn sorted(mut self) -> Self {
+        self.left.sort_unstable();
+        self.right.sort_unstable();
+        self
+    }
+}
+
+/// The saved state of a join, borrowed: serialised like [`SavedJoin`].
+#[derive(Debug, Serialize)]
+pub struct SavedJoinRef<'a> {
+    /// The right side's watermark.
+    pub right_watermark: &'a Watermark,
+    /// The next row id.
+    pub next_id: u64,
+    /// Left rows.
+    pub left: Vec<SavedJoinRowRef<'a>>,
+    /// Right rows.
+    pub right: Vec<SavedJoinRowRef<'a>>,
+}
+
+/// One join and its state.
+#[derive(Debug, Clone)]
+pub struct JoinOperator {
+    config: JoinConfig,
+    extractor: Extractor,
+    time_slot: usize,
+    key_slots: Vec<usize>,
+    value_slots: Vec<usize>,
+    clock: Clock,
+    watermark: Watermark,
+    next_id: u64,
+    left: Side,
+    right: Side,
+}
+
+impl JoinOperator {
+    /// A join with empty state; its right watermark moves like `event_time`'s, with the
+    /// join's own delay.
+    pub fn new(config: &JoinConfig, event_time: &EventTimeConfig) -> Self {
+        let mut extractor = Extractor::new([config.right_time_field.as_str()]);
+        let time_slot = extractor.position(&config.right_time_field);
+        let key_slots = config
+            .right_on()
+            .iter()
+            .map(|f| extractor.position(f))
+            .collect();
+        let value_slots = config
+            .right_fields
+            .iter()
+            .map(|f| extractor.position(f.field()))
+            .collect();
+        JoinOperator {
+            config: config.clone(),
+            extractor,
+            time_slot,
+            key_slots,
+            value_slots,
+            clock: Clock {
+                delay: Micros::from_duration(config.right_max_delay),
+                idle: Millis::from_duration(event_time.idle_timeout),
+                max_future: Micros::from_duration(event_time.max_future),
+                session_start: Millis(0),
+            },
+            watermark: Watermark::default(),
+            next_id: 0,
+            left: Side::default(),
+            right: Side::default(),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &JoinConfig {
+        &self.config
+    }
+
+    /// Reads what the join needs from a right record. Safe to call from many threads.
+    pub fn right_fields(&self, value: Option<&[u8]>) -> Result<RightFields, ExtractError> {
+        let values = self.extractor.read(value)?;
+        let time = event_time(
+            &self.config.right_time_field,
+            values[self.time_slot].as_ref(),
+        )?;
+        let key = read_key(&self.key_slots, &values).ok_or_else(|| ExtractError {
+            code: "missing_join_key",
+            message: format!(
+                "the record has no value for every key field of join `{}` ({})",
+                self.config.name,
+                self.config.right_on().join(", ")
+            ),
+            field: None,
+        })?;
+        let texts: Vec<Option<String>> = self
+            .value_slots
+            .iter()
+            .map(|&i| values[i].as_ref().map(json_text))
+            .collect();
+        Ok(RightFields {
+            time,
+            key,
+            values: PackedKey::pack(texts.iter().map(Option::as_deref)),
+        })
+    }
+
+    /// Sets when this run started (see [`Clock::session_start`]).
+    pub fn set_session_start(&mut self, start: Millis) {
+        self.clock.session_start = start;
+    }
+
+    /// The right watermark at processing time `now`.
+    pub fn watermark_at(&self, now: Millis) -> Option<Micros> {
+        self.watermark.at(now, self.clock)
+    }
+
+    /// The right watermark reached.
+    pub fn watermark(&self) -> Option<Micros> {
+        self.watermark.current
+    }
+
+    /// Adds an assigned right partition (`topic/partition`) not known yet.
+    pub fn register(&mut self, partition: &str, now: Millis) {
+        self.watermark.register(partition, now);
+    }
+
+    /// Judges right records (`(partition, fields)` in batch order) against the right
+    /// watermark at `now`: too far in the future, late, or on time; the on-time ones move
+    /// the partitions' clocks. Returns the verdicts and the watermark they were judged by.
+    pub fn judge(
+        &mut self,
+        records: &[(&str, &RightFields)],
+        now: Millis,
+    ) -> (Vec<Arrival>, Option<Micros>) {
+        let before = self.watermark_at(now);
+        let horizon = now.as_micros().saturating_add(self.clock.max_future);
+        let mut verdicts = Vec::with_capacity(records.len());
+        for &(partition, fields) in records {
+            if fields.time > horizon {
+                verdicts.push(Arrival::Future);
+                continue;
+            }
+            self.watermark.observe(partition, fields.time, now);
+            verdicts.push(if before.is_some_and(|w| fields.time < w) {
+                Arrival::Late
+            } else {
+                Arrival::OnTime
+            });
+        }
+        (verdicts, before)
+    }
+
+    /// Matches a batch's on-time right records, then its on-time left events (with their
+    /// times), in order, and holds them; returns the pairs (and, in a left-outer join, the
+    /// left events without a key, which match nothing).
+    pub fn join(&mut self, left: &[(&JoinInput, Micros)], right: &[&RightFields]) -> Vec<JoinRow> {
+        let (before, after) = (
+            Micros(self.config.before_micros()),
+            Micros(self.config.after_micros()),
+        );
+        let outer = self.config.kind == JoinKind::LeftOuter;
+        let mut out = Vec::new();
+        for r in right {
+            let id = self.next_id;
+            self.next_id += 1;
+            // A left row at `tl` matches when tl - after <= tr <= tl + before.
+            let (from, to) = (r.time.saturating_sub(after), r.time.saturating_add(before));
+            let save = self.left.save;
+            if let Some(rows) = self.left.rows.get_mut(&r.key) {
+                let mut changed = false;
+                for l in rows.iter_mut().filter(|l| l.time >= from && l.time <= to) {
+                    out.push(JoinRow {
+                        left_id: l.id,
+                        right_id: Some(id),
+                        left: l.values.clone(),
+                        right: Some(r.values.clone()),
+                    });
+                    if outer && !l.matched {
+                        l.matched = true;
+                        l.changed_in = save;
+                        changed = true;
+                    }
+                }
+                if changed {
+                    self.left.changed.insert(r.key.clone());
+                }
+            }
+            let row = Row {
+                id,
+                time: r.time,
+                values: r.values.clone(),
+                matched: false,
+                changed_in: 0,
+            };
+            self.right.insert(r.key.clone(), row);
+        }
+        for &(l, time) in left {
+            let id = self.next_id;
+            self.next_id += 1;
+            let Some(key) = &l.key else {
+                if outer {
+                    out.push(JoinRow {
+                        left_id: id,
+                        right_id: None,
+                        left: l.values.clone(),
+                        right: None,
+                    });
+                }
+                continue;
+            };
+            let (from, to) = (time.saturating_sub(before), time.saturating_add(after));
+            let mut matched = false;
+            if let Some(rows) = self.right.rows.get(key) {
+                for r in rows.iter().filter(|r| r.time >= from && r.time <= to) {
+                    matched = true;
+                    out.push(JoinRow {
+                        left_id: id,
+                        right_id: Some(r.id),
+                        left: l.values.clone(),
+                        right: Some(r.values.clone()),
+                    });
+                }
+            }
+            let row = Row {
+                id,
+                time,
+                values: l.values.clone(),
+                matched: outer && matched,
+                changed_in: 0,
+            };
+            self.left.insert(key.clone(), row);
+        }
+        out
+    }
+
+    /// Ends a batch: the right watermark moves on (with `flush`, past every left row held),
+    /// and the rows the other side's watermark is past leave the state; in a left-outer
+    /// join the left rows that matched nothing are returned, right columns null.
+    pub fn finish(
+        &mut self,
+        left_watermark: Option<Micros>,
+        now: Millis,
+        flush: bool,
+    ) -> Vec<JoinRow> {
+        let after = Micros(self.config.after_micros());
+        let to = if flush {
+            self.left
+                .last_time()
+                .map(|t| t.saturating_add(after).saturating_add(Micros(1)))
+        } else {
+            None
+        };
+        let right_watermark = self.watermark.advance(now, self.clock, to);
+        let outer = self.config.kind == JoinKind::LeftOuter;
+        let mut out = Vec::new();
+        self.expire(left_watermark, right_watermark, |row| {
+            if outer && !row.matched {
+                out.push(JoinRow {
+                    left_id: row.id,
+                    right_id: None,
+                    left: row.values,
+                    right: None,
+                });
+            }
+        });
+        out
+    }
+
+    /// Removes the rows the watermarks are past, handing the left ones to `left_gone`.
+    fn expire(
+        &mut self,
+        left_watermark: Option<Micros>,
+        right_watermark: Option<Micros>,
+        mut left_gone: impl FnMut(Row),
+    ) {
+        let (before, after) = (
+            Micros(self.config.before_micros()),
+            Micros(self.config.after_micros()),
+        );
+        // A left row at tl goes once the right watermark is past tl + after: tl < w - after.
+        if let Some(w) = right_watermark {
+            self.left
+                .expire(w.saturating_sub(after), |_, row| left_gone(row));
+        }
+        // A right row at tr goes once the left watermark is past tr + before.
+        if let Some(w) = left_watermark {
+            self.right.expire(w.saturating_sub(before), |_, _| {});
+        }
+    }
+
+    /// Whether a batch without events at `now` would emit left-outer rows (the right
+    /// watermark moved on), or, with `flush`, whether any left row waits.
+    pub fn due(&self, now: Millis, flush: bool) -> bool {
+        if self.config.kind != JoinKind::LeftOuter {
+            return false;
+        }
+        let Some(first) = self.left.first_time() else {
+            return false;
+        };
+        if flush {
+            return true;
+        }
+        let after = Micros(self.config.after_micros());
+        self.watermark_at(now)
+            .is_some_and(|w| first < w.saturating_sub(after))
+    }
+
+    /// Rows held, both sides.
+    pub fn rows(&self) -> usize {
+        self.left.len + self.right.len
+    }
+
+    /// Rows held on each side: (left, right).
+    pub fn side_rows(&self) -> (usize, usize) {
+        (self.left.len, self.right.len)
+    }
+
+    /// The size of the state.
+    pub fn size(&self) -> StateSize {
+        StateSize {
+            rows: self.rows() as u64,
+            bytes: (self.left.bytes() + self.right.bytes()) as u64,
+        }
+    }
+
+    /// Distinct keys held, both sides together.
+    pub fn keys(&self) -> usize {
+        let right_only = self
+            .right
+            .rows
+            .keys()
+            .filter(|k| !self.left.rows.contains_key(*k))
+            .count();
+        self.left.rows.len() + right_only
+    }
+
+    /// Rows added or changed since [`JoinOperator::track`].
+    pub fn changed(&self) -> usize {
+        self.left.changed_rows() + self.right.changed_rows()
+    }
+
+    /// The state, borrowed for saving.
+    pub fn save_ref(&self) -> SavedJoinRef<'_> {
+        SavedJoinRef {
+            right_watermark: &self.watermark,
+            next_id: self.next_id,
+            left: self.left.saved().collect(),
+            right: self.right.saved().collect(),
+        }
+    }
+
+    /// The changes since [`JoinOperator::track`]: rows added or changed; rows gone are
+    /// those the watermarks are past (see [`JoinOperator::apply`]).
+    pub fn delta_ref(&self) -> SavedJoinRef<'_> {
+        SavedJoinRef {
+            right_watermark: &self.watermark,
+            next_id: self.next_id,
+            left: self.left.delta().collect(),
+            right: self.right.delta().collect(),
+        }
+    }
+
+    /// Starts recording changes afresh: called after each save.
+    pub fn track(&mut self) {
+        self.left.track();
+        self.right.track();
+    }
+
+    /// Restores saved state; changes are not recorded until [`JoinOperator::track`].
+    pub fn restore(&mut self, saved: SavedJoin) {
+        self.watermark = saved.right_watermark;
+        self.next_id = saved.next_id;
+        self.left = Side::default();
+        self.right = Side::default();
+        self.left.restore(saved.left);
+        self.right.restore(saved.right);
+    }
+
+    /// Applies saved changes: the rows upserted, then the rows the watermarks (the
+    /// delta's left one, and its right one) are past leave, as in the batch that made them.
+    pub fn apply(&mut self, delta: SavedJoin, left_watermark: Option<Micros>) {
+        self.watermark = delta.right_watermark;
+        self.next_id = delta.next_id;
+        self.left.restore(delta.left);
+        self.right.restore(delta.right);
+        let right_watermark = self.watermark.current;
+        self.expire(left_watermark, right_watermark, |_| {});
+    }
+}
+
+#[cfg(test)]
+mod tests;
