@@ -10,6 +10,7 @@ use super::env::{SubstError, substitute_env};
 use crate::admin::AdminConfig;
 use crate::batch::TriggerConfig;
 use crate::event_time::config::{DedupConfig, EventTimeConfig, LateData, WindowConfig};
+use crate::lookup::config::LookupConfig;
 use crate::sink::deadletter::DeadLetterConfig;
 use crate::sink::iceberg::IcebergSinkConfig;
 use crate::source::kafka::{KafkaSourceConfig, SourceMode};
@@ -96,6 +97,10 @@ pub struct PipelineConfig {
     /// The admin HTTP API (status, metrics, plugin uploads and swaps); off by default.
     #[serde(default)]
     pub admin: Option<AdminConfig>,
+    /// Lookup tables plugins read by key, refreshed between batches (see
+    /// [`crate::lookup`]).
+    #[serde(default)]
+    pub lookups: Vec<LookupConfig>,
 }
 
 /// A pipeline file could not be used.
@@ -240,6 +245,7 @@ impl PipelineConfig {
             ));
         }
         self.check_event_time()?;
+        crate::lookup::config::check(&self.lookups, &self.source.topics)?;
         if self.sink.columns.is_empty() {
             return Ok(()); // the table must exist already
         }

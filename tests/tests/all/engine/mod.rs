@@ -153,6 +153,7 @@ impl Engine {
             runtime: Some(sluice_tests::runtime().clone()),
             crash,
             election,
+            lookups: None,
         };
         Pipeline::build(config.clone(), &self.dir, parts)
     }
