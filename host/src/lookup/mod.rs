@@ -31,6 +31,7 @@ pub enum Version {
     /// A compacted topic read up to (not including) these offsets, per partition.
     Topic {
         /// The next offset of every partition.
+        #[serde(with = "partition_keys")]
         offsets: BTreeMap<i32, i64>,
     },
     /// An Iceberg table at this snapshot; `None` when the table had no snapshot.
@@ -74,6 +75,25 @@ pub fn loaders(
         all.push((lookup.name.clone(), lookup.refresh_interval, loader));
     }
     Ok(refresh::LookupTables::new(all))
+}
+
+/// Partition numbers as JSON object keys, read back as text: serde cannot read integer
+/// keys inside an internally tagged enum such as [`Version`].
+mod partition_keys {
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer, de::Error};
+
+    pub fn serialize<S: Serializer>(map: &BTreeMap<i32, i64>, s: S) -> Result<S::Ok, S::Error> {
+        let text: BTreeMap<String, i64> = map.iter().map(|(p, o)| (p.to_string(), *o)).collect();
+        text.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<i32, i64>, D::Error> {
+        let text = BTreeMap::<String, i64>::deserialize(d)?;
+        let parsed = text.into_iter().map(|(p, o)| Ok((p.parse().map_err(D::Error::custom)?, o)));
+        parsed.collect()
+    }
 }
 
 /// One lookup table at one version.

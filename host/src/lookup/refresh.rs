@@ -159,3 +159,92 @@ impl LookupTables {
         self.failures
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lookup::load::MemoryLookup;
+
+    fn tables(log: &MemoryLookup, interval: Duration, max: u64) -> LookupTables {
+        let loader: Box<dyn Loader> = Box::new(log.loader("profiles", max));
+        LookupTables::new(vec![("profiles".into(), interval, loader)])
+    }
+
+    fn value(lookups: &Lookups, key: &str) -> Option<String> {
+        let table = lookups.table("profiles")?;
+        table
+            .get(key.as_bytes())
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+    }
+
+    fn at(offset: i64) -> Version {
+        Version::Topic {
+            offsets: BTreeMap::from([(0, offset)]),
+        }
+    }
+
+    #[test]
+    fn a_refresh_brings_what_is_new_and_a_batch_keeps_what_it_saw() {
+        let log = MemoryLookup::default();
+        log.append("u1", Some(r#"{"tier":"gold"}"#));
+        let mut tables = tables(&log, Duration::ZERO, 1 << 20);
+        let first = tables.refresh().unwrap();
+        assert_eq!(first.versions()["profiles"], at(1));
+        log.append("u1", Some(r#"{"tier":"silver"}"#));
+        log.append("u2", Some("{}"));
+        log.append("u2", None);
+        let second = tables.refresh().unwrap();
+        assert_eq!(second.versions()["profiles"], at(4));
+        assert_eq!(value(&second, "u1").as_deref(), Some(r#"{"tier":"silver"}"#));
+        assert_eq!(value(&second, "u2"), None, "a tombstone deletes");
+        // The first batch's tables were not changed under it.
+        assert_eq!(value(&first, "u1").as_deref(), Some(r#"{"tier":"gold"}"#));
+        assert_eq!(tables.sizes()["profiles"].0, 1);
+    }
+
+    #[test]
+    fn a_table_is_kept_for_its_refresh_interval() {
+        let log = MemoryLookup::default();
+        log.append("u1", Some("{}"));
+        let mut tables = tables(&log, Duration::from_secs(3600), 1 << 20);
+        assert_eq!(tables.refresh().unwrap().versions()["profiles"], at(1));
+        log.append("u2", Some("{}"));
+        assert_eq!(tables.refresh().unwrap().versions()["profiles"], at(1));
+    }
+
+    #[test]
+    fn a_replay_sees_the_recorded_version_and_the_next_batch_the_newest() {
+        let log = MemoryLookup::default();
+        log.append("u1", Some(r#"{"v":1}"#));
+        log.append("u1", Some(r#"{"v":2}"#));
+        let mut tables = tables(&log, Duration::from_secs(3600), 1 << 20);
+        let versions = BTreeMap::from([("profiles".to_string(), at(1))]);
+        let replayed = tables.at(&versions).unwrap();
+        assert_eq!(value(&replayed, "u1").as_deref(), Some(r#"{"v":1}"#));
+        assert_eq!(replayed.versions(), versions);
+        // A table the plan did not record is at its newest.
+        let newest = tables.at(&BTreeMap::new()).unwrap();
+        assert_eq!(value(&newest, "u1").as_deref(), Some(r#"{"v":2}"#));
+        // After a replay the next batch refreshes, whatever the interval.
+        tables.at(&versions).unwrap();
+        assert_eq!(tables.refresh().unwrap().versions()["profiles"], at(2));
+    }
+
+    #[test]
+    fn a_table_over_max_bytes_fails_and_is_counted() {
+        let log = MemoryLookup::default();
+        log.append("u1", Some(r#"{"tier":"gold"}"#));
+        let mut tables = tables(&log, Duration::ZERO, 10);
+        let error = tables.refresh().unwrap_err();
+        assert!(
+            matches!(&error, LookupError::TooLarge { table, max: 10, .. } if table == "profiles"),
+            "{error}"
+        );
+        assert!(error.to_string().contains("max-bytes"), "{error}");
+        assert!(!error.is_transient());
+        assert_eq!(tables.failures(), 1);
+        let beyond = BTreeMap::from([("profiles".to_string(), at(5))]);
+        assert!(tables.at(&beyond).is_err());
+        assert_eq!(tables.failures(), 2);
+    }
+}

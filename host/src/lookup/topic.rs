@@ -253,3 +253,16 @@ impl Loader for TopicLoader {
         Ok(table)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_json_objects_are_values() {
+        assert!(is_json_object(br#" {"tier":"gold"}"#));
+        assert!(!is_json_object(b"[1]"));
+        assert!(!is_json_object(b"{\"open\":"));
+        assert!(!is_json_object(b"gold"));
+    }
+}
