@@ -755,13 +755,19 @@ mod tests {
         write_plan(&store, "mem://t", "p", &planned_batch, None).unwrap();
         let next = path("mem://t", "p", 4);
         let pointer = String::from_utf8(store.get(&next).unwrap().unwrap()).unwrap();
-        assert!(pointer.contains(r#""lookups":{"profiles":{"kind":"topic""#), "{pointer}");
+        assert!(
+            pointer.contains(r#""lookups":{"profiles":{"kind":"topic""#),
+            "{pointer}"
+        );
         assert!(!pointer.contains("state_file"), "{pointer}");
         assert_eq!(planned(&store, &next, "a"), Some(planned_batch));
         assert_eq!(planned(&store, &next, "b"), None);
         let old = r#"{"plan":{"batch_id":5,"start":"a","end":"{}","now_ms":7,"session_start_ms":1,"flush":false},"state_file":"s"}"#;
         store.put(&path("mem://t", "p", 5), old.into()).unwrap();
-        assert_eq!(planned(&store, &path("mem://t", "p", 5), "a"), Some(plan(5, "a")));
+        assert_eq!(
+            planned(&store, &path("mem://t", "p", 5), "a"),
+            Some(plan(5, "a"))
+        );
     }
 
     /// A binary snapshot written from the borrowed state reads back as the owned one, with

@@ -188,9 +188,18 @@ mod tests {
     #[test]
     fn numbers_and_booleans_stay_themselves_and_the_rest_is_text() {
         assert_eq!(json_value(&DataType::Int64, "42".into()), Value::from(42));
-        assert_eq!(json_value(&DataType::Float64, "1.5".into()), Value::from(1.5));
-        assert_eq!(json_value(&DataType::Float64, "NaN".into()), Value::from("NaN"));
-        assert_eq!(json_value(&DataType::Boolean, "true".into()), Value::from(true));
+        assert_eq!(
+            json_value(&DataType::Float64, "1.5".into()),
+            Value::from(1.5)
+        );
+        assert_eq!(
+            json_value(&DataType::Float64, "NaN".into()),
+            Value::from("NaN")
+        );
+        assert_eq!(
+            json_value(&DataType::Boolean, "true".into()),
+            Value::from(true)
+        );
         let decimal = DataType::Decimal128(10, 2);
         assert_eq!(json_value(&decimal, "12.50".into()), Value::from("12.50"));
         assert_eq!(json_value(&DataType::Utf8, "7".into()), Value::from("7"));

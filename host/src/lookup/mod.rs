@@ -91,7 +91,9 @@ mod partition_keys {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<i32, i64>, D::Error> {
         let text = BTreeMap::<String, i64>::deserialize(d)?;
-        let parsed = text.into_iter().map(|(p, o)| Ok((p.parse().map_err(D::Error::custom)?, o)));
+        let parsed = text
+            .into_iter()
+            .map(|(p, o)| Ok((p.parse().map_err(D::Error::custom)?, o)));
         parsed.collect()
     }
 }

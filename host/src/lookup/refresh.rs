@@ -195,7 +195,10 @@ mod tests {
         log.append("u2", None);
         let second = tables.refresh().unwrap();
         assert_eq!(second.versions()["profiles"], at(4));
-        assert_eq!(value(&second, "u1").as_deref(), Some(r#"{"tier":"silver"}"#));
+        assert_eq!(
+            value(&second, "u1").as_deref(),
+            Some(r#"{"tier":"silver"}"#)
+        );
         assert_eq!(value(&second, "u2"), None, "a tombstone deletes");
         // The first batch's tables were not changed under it.
         assert_eq!(value(&first, "u1").as_deref(), Some(r#"{"tier":"gold"}"#));
