@@ -15,6 +15,8 @@ const PLUGINS: &[(&str, &str)] = &[
     ("FUTURE_VERSION", "future_version"),
     ("TRAP_ALWAYS", "trap_always"),
     ("FAIL_INIT", "fail_init"),
+    ("OLD_VERSION", "old_version"),
+    ("LOOKUP_PROBE", "lookup_probe"),
 ];
 
 fn main() {

@@ -45,17 +45,29 @@
 //!
 //! A plugin that needs parameters from the pipeline configuration implements
 //! [`Processor`] instead and is exported with `export!(processor MyType)`.
+//!
+//! # Lookups
+//!
+//! A plugin enriches events from the pipeline's lookup tables with [`lookup`] (one key,
+//! parsed), [`lookup_many`] (many keys, one host call) or [`lookup_raw`] (bytes). The stage
+//! must be granted each table (`[stages.grants] lookups = ["profiles"]`); in unit tests,
+//! [`testing::lookups`] sets the tables natively.
 #![deny(missing_docs)]
 
 mod event;
 mod json;
+mod lookup;
 mod params;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod testing;
 mod verdict;
 
 #[doc(hidden)]
 pub mod __private;
 
 pub use event::{Event, Header};
+pub use lookup::codes as lookup_codes;
+pub use lookup::{LOOKUP_FAILED, LookupError, lookup, lookup_many, lookup_many_raw, lookup_raw};
 pub use params::Params;
 pub use verdict::{IntoVerdict, Rejection, Verdict};
 

@@ -9,7 +9,10 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Args;
+use serde::Deserialize;
 use serde_json::{Value, json};
+
+use crate::lookup::{Lookups, Table, Version};
 
 use crate::record::Record;
 use crate::udf::chain::{self, Fate, Judged};
@@ -51,6 +54,12 @@ pub struct TryArgs {
     /// Topic name the events appear to come from.
     #[arg(long, value_name = "NAME", default_value = "try")]
     pub topic: String,
+    /// A lookup table plugins may read, `NAME=FILE.jsonl`: one `{"key": "...", "value":
+    /// {...}}` per line, as a compacted topic's records (a later line wins; `"value": null`
+    /// deletes the key). Its version is the file's sha256. Repeatable. Every `--plugin` is
+    /// granted every table; with `--stages`, the stages' `grants.lookups` apply.
+    #[arg(long, value_name = "NAME=FILE.jsonl", value_parser = super::parse_key_value)]
+    pub lookup: Vec<(String, String)>,
 }
 
 /// Assigns each `--param` to the `--plugin` before it.
@@ -119,7 +128,11 @@ pub fn run(
         Some(file) => read_stages(file)?,
         None => stages_from_args(args, plugin_params),
     };
+    let lookups = read_lookups(&args.lookup)?;
+    let declared = lookups.tables().keys().map(String::as_str).collect();
+    crate::udf::lookup::check(&stages, &declared)?;
     let runtime = Runtime::new(runtime_config.clone())?;
+    runtime.lookups().set(lookups);
     let plugins = stages
         .iter()
         .map(|s| runtime.load_stage(s))
@@ -164,7 +177,10 @@ fn stages_from_args(
                 .into_iter()
                 .collect(),
             limits: limits.clone(),
-            grants: Grants::default(),
+            grants: Grants {
+                lookups: args.lookup.iter().map(|(name, _)| name.clone()).collect(),
+                ..Grants::default()
+            },
             watch: false,
             samples: None,
             allowed_digests: Vec::new(),
@@ -225,6 +241,54 @@ fn read_stages(file: &Path) -> anyhow::Result<(RuntimeConfig, Vec<StageConfig>)>
         })
         .collect();
     Ok((parsed.runtime, stages))
+}
+
+/// Reads the `--lookup NAME=FILE.jsonl` tables.
+fn read_lookups(given: &[(String, String)]) -> anyhow::Result<Lookups> {
+    let mut tables = BTreeMap::new();
+    for (name, file) in given {
+        let table = read_lookup(Path::new(file))
+            .with_context(|| format!("cannot read lookup table {name} from {file}"))?;
+        tracing::info!(table = %name, keys = table.len(), version = ?table.version(), "Loaded lookup table.");
+        if tables.insert(name.clone(), Arc::new(table)).is_some() {
+            bail!("--lookup {name} is given twice");
+        }
+    }
+    Ok(Lookups::new(tables))
+}
+
+/// One line of a `--lookup` file: a compacted topic's record.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LookupLine {
+    /// The key.
+    key: String,
+    /// The value, a JSON object; `null` deletes the key.
+    value: Option<serde_json::Map<String, Value>>,
+}
+
+/// A table from a JSON-lines file, at the version of the file's digest.
+fn read_lookup(file: &Path) -> anyhow::Result<Table> {
+    let bytes = std::fs::read(file)?;
+    let mut table = Table::new(Version::File {
+        digest: crate::udf::digest_of(&bytes),
+    });
+    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let entry: LookupLine = serde_json::from_slice(line).with_context(|| {
+            format!(
+                "line {}: expected {{\"key\": \"...\", \"value\": {{...}} or null}}",
+                i + 1
+            )
+        })?;
+        match entry.value {
+            Some(value) => table.insert(entry.key.as_bytes(), &serde_json::to_vec(&value)?),
+            None => table.remove(entry.key.as_bytes()),
+        }
+    }
+    Ok(table)
 }
 
 /// Reads non-blank lines as event values; returns their 1-based line numbers and records.
@@ -351,4 +415,62 @@ fn summary_text(s: &Summary) -> String {
         }
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    /// A file in the system's temporary folder, removed when dropped.
+    struct TempFile(PathBuf);
+
+    impl TempFile {
+        fn new(text: &str) -> Self {
+            use std::sync::atomic::{AtomicU32, Ordering};
+            static N: AtomicU32 = AtomicU32::new(0);
+            let n = N.fetch_add(1, Ordering::Relaxed);
+            let name = format!("sluice-try-lookup-{}-{n}.jsonl", std::process::id());
+            let path = std::env::temp_dir().join(name);
+            std::fs::write(&path, text).unwrap();
+            TempFile(path)
+        }
+    }
+
+    impl Drop for TempFile {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+
+    #[test]
+    fn lookup_files_are_compacted_topics_versioned_by_digest() {
+        let text = "{\"key\":\"u1\",\"value\":{\"tier\":\"gold\"}}\n\n\
+                    {\"key\":\"u2\",\"value\":{\"tier\":\"silver\"}}\n\
+                    {\"key\":\"u1\",\"value\":null}\n\
+                    {\"key\":\"u2\",\"value\":{\"tier\": \"bronze\"}}\n";
+        let f = TempFile::new(text);
+        let table = read_lookup(&f.0).unwrap();
+        assert_eq!(table.get(b"u1"), None, "a null value deletes the key");
+        assert_eq!(table.get(b"u2"), Some(&br#"{"tier":"bronze"}"#[..]));
+        assert_eq!(
+            table.version(),
+            &Version::File {
+                digest: crate::udf::digest_of(text.as_bytes())
+            }
+        );
+    }
+
+    #[test]
+    fn bad_lookup_lines_and_repeated_names_are_refused() {
+        let bad = TempFile::new("{\"key\":\"u1\",\"value\":{}}\n{\"key\":\"u2\",\"value\":[1]}\n");
+        let error = format!("{:#}", read_lookup(&bad.0).unwrap_err());
+        assert!(error.starts_with("line 2: expected"), "{error}");
+        let good = TempFile::new("{\"key\":\"u1\",\"value\":{}}\n");
+        let path = good.0.display().to_string();
+        let twice = [("p".to_string(), path.clone()), ("p".to_string(), path)];
+        let error = read_lookups(&twice).unwrap_err().to_string();
+        assert_eq!(error, "--lookup p is given twice");
+    }
 }

@@ -165,6 +165,12 @@ pub struct Grants {
     /// sandbox (for example reference data).
     #[serde(default)]
     pub read_only_dirs: Vec<PathBuf>,
+    /// Lookup tables (`[[lookups]]` names) the plugin may read by key. A lookup of any
+    /// other table gets a `not_granted` error naming the table and the stage. A stage
+    /// granted a table that no `[[lookups]]` declares is refused at load
+    /// ([`crate::udf::lookup::check`]).
+    #[serde(default)]
+    pub lookups: Vec<String>,
 }
 
 /// Engine-wide settings shared by every plugin of a process.

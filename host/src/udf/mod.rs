@@ -6,6 +6,8 @@
 //!   initialised once at load to refuse a plugin whose `init` fails. It is `Send + Sync`
 //!   and cheap to clone; calls from several threads each get their own instance from a
 //!   pool, so a stage runs on all cores.
+//! - [`lookup`]: the `lookup` import: a plugin reads the batch's lookup tables it is
+//!   granted, by key; and the load-time check of those grants.
 //! - [`chain`]: runs several plugins in order over records, isolating the events that make
 //!   a plugin fail.
 //!
@@ -19,6 +21,7 @@ pub mod chain;
 pub mod chunk;
 pub mod config;
 mod error;
+pub mod lookup;
 mod sandbox;
 pub mod shadow;
 pub mod swap;
@@ -186,6 +189,7 @@ impl Runtime {
             params,
             limits,
             grants,
+            lookups: self.lookups.clone(),
             max_stack: self.config.max_stack,
             idle: Mutex::new(Vec::new()),
         });
@@ -214,6 +218,8 @@ struct Shared {
     params: Vec<(String, String)>,
     limits: Limits,
     grants: Grants,
+    /// Where each `process` call reads the batch's lookup tables from.
+    lookups: Current,
     max_stack: ByteSize,
     /// Initialised instances waiting for a call.
     idle: Mutex<Vec<Instance>>,
@@ -287,10 +293,14 @@ impl Plugin {
         instance
             .store
             .set_epoch_deadline(deadline_ticks(limits.call_timeout));
+        // The tables are read once per call: every lookup of the call sees one version.
+        let lookups = self.shared.lookups.get();
+        instance.store.data_mut().lookups.begin(lookups);
         let result = instance
             .bindings
             .sluice_plugin_processor()
             .call_process(&mut instance.store, &chunk.wire);
+        instance.store.data_mut().lookups.end();
         let failure = match result {
             Ok(Ok(verdicts)) => match chunk::decode(verdicts, chunk.len(), limits.max_output) {
                 Ok(verdicts) => {

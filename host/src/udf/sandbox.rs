@@ -13,6 +13,7 @@ use wasmtime_wasi::{FsPerms, HostMonotonicClock, HostWallClock, WasiCtx, WasiCtx
 
 use super::bindings::sluice::plugin::host::{Host, Level};
 use super::config::Grants;
+use super::lookup::Reader;
 use crate::units::ByteSize;
 
 /// Longest log message a plugin may write through `host.log`; longer ones are truncated.
@@ -36,6 +37,8 @@ pub struct StoreState {
     pub(crate) plugin: Arc<str>,
     /// Longest one sleep may last; `None`: sleeps return at once.
     pub(crate) sleep_cap: Option<Duration>,
+    /// The lookup tables this instance may read, and the batch's.
+    pub(crate) lookups: Reader,
     log: LogBudget,
 }
 
@@ -91,6 +94,7 @@ impl StoreState {
             },
             stderr,
             log: LogBudget::new(plugin.clone()),
+            lookups: Reader::new(plugin.clone(), grants.lookups.clone().into()),
             plugin,
             sleep_cap: grants.clocks.then_some(call_timeout),
         })

@@ -6,7 +6,7 @@ use std::time::Duration;
 use sluice::record::Record;
 use sluice::udf::chain::{self, Fate};
 use sluice::udf::config::{Grants, Limits};
-use sluice::udf::{Failure, Plugin, UdfError, Verdict};
+use sluice::udf::{Failure, Plugin, UdfError, Verdict, WIT_VERSION};
 use sluice::units::ByteSize;
 use sluice_tests::{load, load_with, plugins, records, runtime, seed_events};
 
@@ -171,21 +171,45 @@ fn failing_init_refuses_the_plugin_at_load() {
     assert_host_still_serves();
 }
 
+/// A plugin built against `sluice:plugin@0.1.0` (before lookups were added) loads unchanged
+/// on this host and runs: its imports (`host@0.1.0`) and its export (`processor@0.1.0`)
+/// match the host's compatible `0.1.x`.
+#[test]
+fn a_plugin_built_against_an_earlier_compatible_version_loads_and_runs() {
+    let guest = std::fs::read(plugins::OLD_VERSION).unwrap();
+    for name in ["sluice:plugin/processor@0.1.0", "sluice:plugin/host@0.1.0"] {
+        assert!(
+            guest.windows(name.len()).any(|w| w == name.as_bytes()),
+            "{} does not use {name}",
+            plugins::OLD_VERSION
+        );
+    }
+    assert_ne!(WIT_VERSION, "0.1.0", "the host speaks a later version");
+    let plugin = load(plugins::OLD_VERSION, &[]).unwrap();
+    assert_eq!(plugin.declared(), ("old-version".into(), "0.1.0".into()));
+    let verdicts = plugin
+        .process_records(&refs(&records(&["{}", "{\"a\":1}"])))
+        .unwrap();
+    assert_eq!(
+        verdicts,
+        vec![
+            Verdict::Rewrite(b"{\"old-version\":2}".to_vec()),
+            Verdict::Rewrite(b"{\"old-version\":7}".to_vec())
+        ]
+    );
+}
+
 #[test]
 fn another_wit_version_is_refused_at_load() {
     let error = load(plugins::FUTURE_VERSION, &[]).unwrap_err();
     assert!(
-        matches!(
-            error,
-            UdfError::Incompatible {
-                version: "0.1.0",
-                ..
-            }
-        ),
+        matches!(error, UdfError::Incompatible { version, .. } if version == WIT_VERSION),
         "{error}"
     );
     assert!(
-        error.to_string().contains("sluice:plugin/processor@0.1.0"),
+        error
+            .to_string()
+            .contains(&format!("sluice:plugin/processor@{WIT_VERSION}")),
         "{error}"
     );
     // The guest is refused for its version alone: it exports the processor of the next

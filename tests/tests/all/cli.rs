@@ -438,3 +438,77 @@ fn plugin_logs_are_rate_limited_and_cannot_forge_lines() {
     );
     assert!(stderr.contains("were dropped"), "{stderr}");
 }
+
+/// A lookup file written to a temporary folder, and its path.
+fn lookup_file(dir: &std::path::Path, name: &str, lines: &[serde_json::Value]) -> String {
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let path = dir.join(format!("{name}.jsonl"));
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("sluice-cli-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `--lookup NAME=FILE.jsonl` loads a table (later lines win, `null` deletes) that every
+/// `--plugin` may read; with `--stages`, the stages' grants apply and a grant of a table no
+/// `--lookup` gives is refused before anything runs.
+#[test]
+fn lookup_tables_from_files() {
+    use serde_json::json;
+    let dir = temp_dir("lookup");
+    let profiles = lookup_file(
+        &dir,
+        "profiles",
+        &[
+            json!({"key": "u1", "value": {"tier": "gold"}}),
+            json!({"key": "u2", "value": {"tier": "silver"}}),
+            json!({"key": "u2", "value": null}),
+        ],
+    );
+    let input = lookup_file(
+        &dir,
+        "events",
+        &[json!({"table": "profiles", "keys": ["u1", "u2"]})],
+    );
+    let lookup = format!("profiles={profiles}");
+    let (summary, out, _) = sluice_try(&[
+        "try",
+        "--json",
+        "--plugin",
+        plugins::LOOKUP_PROBE,
+        "--lookup",
+        &lookup,
+        "--input",
+        &input,
+    ])
+    .unwrap();
+    assert_eq!(summary.rewritten, 1, "{out}");
+    let verdict: Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        verdict["value"],
+        json!({"values": [{"tier": "gold"}, null]})
+    );
+
+    let stages = dir.join("stages.toml");
+    std::fs::write(
+        &stages,
+        format!(
+            "[[stages]]\nname = \"probe\"\nplugin = {:?}\ngrants = {{ lookups = [\"profiles\", \"products\"] }}\n",
+            plugins::LOOKUP_PROBE
+        ),
+    )
+    .unwrap();
+    let stages = stages.display().to_string();
+    let error = sluice_try(&[
+        "try", "--stages", &stages, "--lookup", &lookup, "--input", &input,
+    ])
+    .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "lookup tables granted but not declared in [[lookups]]: stage `probe` is granted `products`"
+    );
+}

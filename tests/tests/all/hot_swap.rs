@@ -148,7 +148,10 @@ fn plugins_swap_while_running_and_bad_versions_are_refused_or_rolled_back() {
     assert!(line.contains("not a valid WebAssembly component"), "{line}");
     install(plugins::FUTURE_VERSION, &rules);
     let line = refused(&running, &mut progress);
-    assert!(line.contains("0.1.0"), "names the WIT version: {line}");
+    assert!(
+        line.contains(sluice::udf::WIT_VERSION),
+        "names the WIT version: {line}"
+    );
     install(plugins::FAIL_INIT, &rules);
     let line = refused(&running, &mut progress);
     assert!(line.contains("deliberately refusing to start"), "{line}");

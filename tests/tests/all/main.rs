@@ -16,6 +16,7 @@ mod generator;
 mod group;
 mod hardening;
 mod hot_swap;
+mod lookups;
 mod pipeline;
 mod produce;
 mod readme;

@@ -1,0 +1,177 @@
+//! Lookups: reading the pipeline's reference tables (`[[lookups]]`) by key, to enrich
+//! events.
+//!
+//! A table maps a key to a JSON object. The host answers from one version of every table
+//! for a whole batch, so the same key gives the same answer throughout a batch, and again
+//! when the batch is replayed. A stage reads only the tables it is granted
+//! (`[stages.grants] lookups = ["profiles"]`).
+//!
+//! Natively (unit tests), lookups read the tables set for the current thread with
+//! [`crate::testing::lookups`].
+
+use std::fmt;
+
+use serde::de::DeserializeOwned;
+
+use crate::verdict::Rejection;
+
+/// Codes of a [`LookupError`].
+pub mod codes {
+    /// The stage was not granted the table (`[stages.grants] lookups`).
+    pub const NOT_GRANTED: &str = "not_granted";
+    /// The stage was granted the table, but no table of that name is loaded.
+    pub const UNKNOWN_TABLE: &str = "unknown_table";
+    /// Lookups are not answered here: in `init`, outside a batch.
+    pub const UNAVAILABLE: &str = "unavailable";
+    /// The value is not the JSON the plugin asked for (see [`crate::lookup`]).
+    pub const MALFORMED_VALUE: &str = "malformed_value";
+}
+
+/// The rejection code of an event whose lookup failed (`?` on a [`LookupError`] in a
+/// function returning `Result<_, Rejection>`).
+pub const LOOKUP_FAILED: &str = "lookup_failed";
+
+/// Why a lookup was not answered. An absent key is not an error: it is `Ok(None)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LookupError {
+    code: String,
+    table: String,
+    message: String,
+}
+
+impl LookupError {
+    pub(crate) fn new(code: &str, table: &str, message: String) -> Self {
+        LookupError {
+            code: code.into(),
+            table: table.into(),
+            message,
+        }
+    }
+
+    /// Machine-readable reason: one of [`codes`] (later hosts may add others).
+    pub fn code(&self) -> &str {
+        &self.code
+    }
+
+    /// The table asked for.
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// Human-readable explanation, naming the table and the stage.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for LookupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for LookupError {}
+
+/// A failed lookup rejects the event with code [`LOOKUP_FAILED`] and the host's message.
+impl From<LookupError> for Rejection {
+    fn from(error: LookupError) -> Self {
+        Rejection::new(LOOKUP_FAILED, error.to_string())
+    }
+}
+
+/// The value of `key` in `table`, parsed from JSON as a `T`: `Ok(None)` when the table has
+/// no such key.
+///
+/// ```
+/// use serde::Deserialize;
+/// use sluice_guest::testing::{self, Table};
+///
+/// #[derive(Deserialize)]
+/// struct Profile {
+///     tier: String,
+/// }
+///
+/// testing::lookups([("profiles", Table::new().json("u1", &serde_json::json!({"tier": "gold"})))]);
+/// let profile: Option<Profile> = sluice_guest::lookup("profiles", "u1").unwrap();
+/// assert_eq!(profile.unwrap().tier, "gold");
+/// assert!(sluice_guest::lookup::<Profile>("profiles", "u2").unwrap().is_none());
+/// ```
+pub fn lookup<T: DeserializeOwned>(
+    table: &str,
+    key: impl AsRef<[u8]>,
+) -> Result<Option<T>, LookupError> {
+    let key = key.as_ref();
+    lookup_raw(table, key)?
+        .map(|value| parse(table, key, &value))
+        .transpose()
+}
+
+/// The values of `keys` in `table`, in order, each parsed from JSON as a `T`: one host
+/// call for all of them, cheaper per key than [`lookup`] from a few keys on.
+pub fn lookup_many<T: DeserializeOwned, K: AsRef<[u8]>>(
+    table: &str,
+    keys: &[K],
+) -> Result<Vec<Option<T>>, LookupError> {
+    let values = lookup_many_raw(table, keys)?;
+    keys.iter()
+        .zip(values)
+        .map(|(key, value)| value.map(|v| parse(table, key.as_ref(), &v)).transpose())
+        .collect()
+}
+
+/// The value of `key` in `table` as bytes (a JSON object), unparsed.
+pub fn lookup_raw(table: &str, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>, LookupError> {
+    imp::lookup(table, key.as_ref())
+}
+
+/// The values of `keys` in `table` as bytes, in order, unparsed: one host call.
+pub fn lookup_many_raw<K: AsRef<[u8]>>(
+    table: &str,
+    keys: &[K],
+) -> Result<Vec<Option<Vec<u8>>>, LookupError> {
+    let keys: Vec<Vec<u8>> = keys.iter().map(|k| k.as_ref().to_vec()).collect();
+    imp::lookup_many(table, &keys)
+}
+
+fn parse<T: DeserializeOwned>(table: &str, key: &[u8], value: &[u8]) -> Result<T, LookupError> {
+    serde_json::from_slice(value).map_err(|e| {
+        LookupError::new(
+            codes::MALFORMED_VALUE,
+            table,
+            format!(
+                "the value of key {:?} in lookup table `{table}` is not the expected JSON: {e}",
+                String::from_utf8_lossy(key)
+            ),
+        )
+    })
+}
+
+#[cfg(target_arch = "wasm32")]
+mod imp {
+    use super::LookupError;
+    use crate::bindings::sluice::plugin::lookup as wit;
+
+    fn error(e: wit::LookupError) -> LookupError {
+        LookupError {
+            code: e.code,
+            table: e.table,
+            message: e.message,
+        }
+    }
+
+    pub(super) fn lookup(table: &str, key: &[u8]) -> Result<Option<Vec<u8>>, LookupError> {
+        wit::lookup(table, key).map_err(error)
+    }
+
+    pub(super) fn lookup_many(
+        table: &str,
+        keys: &[Vec<u8>],
+    ) -> Result<Vec<Option<Vec<u8>>>, LookupError> {
+        wit::lookup_many(table, keys).map_err(error)
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+mod imp {
+    pub(super) use crate::testing::{lookup, lookup_many};
+}
