@@ -246,6 +246,8 @@ impl PipelineConfig {
         }
         self.check_event_time()?;
         crate::lookup::config::check(&self.lookups, &self.source.topics)?;
+        let declared = self.lookups.iter().map(|l| l.name.as_str()).collect();
+        crate::udf::lookup::check(&self.stages, &declared).map_err(|e| e.to_string())?;
         if self.sink.columns.is_empty() {
             return Ok(()); // the table must exist already
         }
@@ -451,6 +453,22 @@ columns = [{ name = "a", type = "string" }]
         let text = MINIMAL.replace("\"a\", type = \"string\"", "\"a\", type = \"varchar\"");
         let err = PipelineConfig::parse(&text, Path::new("p.toml")).unwrap_err();
         assert!(err.to_string().contains("varchar"), "{err}");
+    }
+
+    #[test]
+    fn lookups_parse_and_grants_must_name_one() {
+        let stage = "\n[[stages]]\nname = \"enrich\"\nplugin = \"e.wasm\"\n[stages.grants]\nlookups = [\"profiles\"]\n";
+        let lookups = "\n[[lookups]]\nname = \"profiles\"\ntopic = \"user-profiles\"\n";
+        let c = PipelineConfig::parse(&format!("{MINIMAL}{stage}{lookups}"), Path::new("p.toml"))
+            .unwrap();
+        assert_eq!(c.lookups[0].name, "profiles");
+        let err = PipelineConfig::parse(&format!("{MINIMAL}{stage}"), Path::new("p.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("granted but not declared"), "{err}");
+        let twice = format!("{MINIMAL}{lookups}{lookups}");
+        let err = PipelineConfig::parse(&twice, Path::new("p.toml")).unwrap_err();
+        assert!(err.to_string().contains("two lookups"), "{err}");
     }
 
     const WINDOWS: &str = r#"
