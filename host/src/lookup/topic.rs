@@ -1,7 +1,7 @@
 //! A lookup table from a compacted topic: each record's key maps to its value (a JSON
 //! object), a null value deletes the key, a record without a key is skipped and counted.
 //!
-//! The consumer has no group: it assigns every partition itself, from the beginning, and
+//! The consumer joins no group: it assigns every partition itself, from the beginning, and
 //! reads to the high watermarks; a refresh reads only what is new since the table's
 //! version (the next offset of every partition), assigning the partitions there again. A
 //! replay reads from the beginning up to
@@ -54,7 +54,11 @@ impl TopicLoader {
         connection: &Connection,
         max: u64,
     ) -> Result<Self, LookupError> {
+        // librdkafka refuses `assign` without a group id; the group is never joined (the
+        // partitions are assigned, not subscribed) and nothing is committed to it.
+        let group = format!("sluice-lookup-{name}");
         let config = connection.client_config(&[
+            ("group.id", &group),
             ("enable.auto.commit", "false"),
             ("enable.auto.offset.store", "false"),
             ("enable.partition.eof", "true"),

@@ -16,6 +16,7 @@ mod generator;
 mod group;
 mod hardening;
 mod hot_swap;
+mod lookup_sources;
 mod lookups;
 mod pipeline;
 mod produce;
