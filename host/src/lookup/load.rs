@@ -90,7 +90,10 @@ pub trait Loader: Send {
 /// A compacted topic of one partition, in memory: what tests append to while a pipeline
 /// runs. Clones share the records.
 #[derive(Debug, Clone, Default)]
-pub struct MemoryLookup(Arc<Mutex<Vec<(Vec<u8>, Option<Vec<u8>>)>>>);
+pub struct MemoryLookup(Arc<Mutex<Vec<Record>>>);
+
+/// A key and its value (`None`: a tombstone).
+type Record = (Vec<u8>, Option<Vec<u8>>);
 
 impl MemoryLookup {
     /// Appends `key` → `value` (`None`: a tombstone).
@@ -111,7 +114,7 @@ impl MemoryLookup {
         }
     }
 
-    fn records(&self) -> std::sync::MutexGuard<'_, Vec<(Vec<u8>, Option<Vec<u8>>)>> {
+    fn records(&self) -> std::sync::MutexGuard<'_, Vec<Record>> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
