@@ -87,6 +87,7 @@ fn main() {
             session_start_ms: Millis(0),
             flush: false,
             held: Vec::new(),
+            lookups: Default::default(),
         };
         let t = Instant::now();
         let (path, bytes) = op

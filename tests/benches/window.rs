@@ -262,6 +262,7 @@ impl Saved {
             session_start_ms: Millis(0),
             flush: false,
             held: Vec::new(),
+            lookups: Default::default(),
         };
         let t = Instant::now();
         let (path, size) = operators

@@ -135,6 +135,11 @@ struct VerdictLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LookupLabel {
+    lookup: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct WindowLabel {
     window: String,
 }
@@ -185,6 +190,7 @@ pub(super) struct Metrics {
     time: TimeMetrics,
     plugins: PluginMetrics,
     event_time: EventTimeMetrics,
+    lookups: LookupMetrics,
 }
 
 impl Metrics {
@@ -200,6 +206,7 @@ impl Metrics {
             plugins.touch(stage);
         }
         let event_time = EventTimeMetrics::register(&mut families);
+        let lookups = LookupMetrics::register(&mut families);
         Metrics {
             registry,
             rows,
@@ -207,6 +214,7 @@ impl Metrics {
             time,
             plugins,
             event_time,
+            lookups,
         }
     }
 
@@ -231,6 +239,7 @@ impl Metrics {
         if let Some(et) = &progress.event_time {
             self.event_time.record(et);
         }
+        self.lookups.record(progress);
     }
 
     /// Shows whether the process runs the pipeline (`sluice_active`).
@@ -605,6 +614,47 @@ impl EventTimeMetrics {
     }
 }
 
+/// The lookup tables (`[[lookups]]`).
+struct LookupMetrics {
+    keys: Family<LookupLabel, Gauge>,
+    bytes: Family<LookupLabel, Gauge>,
+    refresh_failures: Counter,
+}
+
+impl LookupMetrics {
+    fn register(f: &mut Families) -> Self {
+        LookupMetrics {
+            keys: f.add(
+                "lookup_keys",
+                "Keys of each lookup table the last batch saw",
+                Family::default(),
+            ),
+            bytes: f.with_unit(
+                "lookup",
+                Unit::Bytes,
+                "Bytes of keys and values of each lookup table the last batch saw",
+                Family::default(),
+            ),
+            refresh_failures: f.add(
+                "lookup_refresh_failures",
+                "Lookup-table refreshes that failed (each a transient fault, retried)",
+                Counter::default(),
+            ),
+        }
+    }
+
+    fn record(&self, p: &Progress) {
+        for (lookup, size) in &p.lookups {
+            let label = LookupLabel {
+                lookup: lookup.clone(),
+            };
+            self.keys.get_or_create(&label).set(gauge_of(size.keys));
+            self.bytes.get_or_create(&label).set(gauge_of(size.bytes));
+        }
+        raise_to(&self.refresh_failures, p.lookup_refresh_failures);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
@@ -613,7 +663,7 @@ mod tests {
     use crate::admin::tests::progress;
 
     /// Every family served, with its type: the README's list.
-    const FAMILIES: [(&str, &str); 37] = [
+    const FAMILIES: [(&str, &str); 40] = [
         ("sluice_batches", "counter"),
         ("sluice_input_rows", "counter"),
         ("sluice_rows_written", "counter"),
@@ -651,11 +701,14 @@ mod tests {
         ("sluice_state_rows", "gauge"),
         ("sluice_state_bytes", "gauge"),
         ("sluice_state_file_bytes", "gauge"),
+        ("sluice_lookup_keys", "gauge"),
+        ("sluice_lookup_bytes", "gauge"),
+        ("sluice_lookup_refresh_failures", "counter"),
     ];
 
     /// The families whose series are labelled by what a batch reports: they appear with
     /// their first series.
-    const LABELLED_LATER: [&str; 12] = [
+    const LABELLED_LATER: [&str; 14] = [
         "sluice_dead_lettered",
         "sluice_plugin_events",
         "sluice_plugin_kept",
@@ -668,6 +721,8 @@ mod tests {
         "sluice_windows_emitted",
         "sluice_state_rows",
         "sluice_state_bytes",
+        "sluice_lookup_keys",
+        "sluice_lookup_bytes",
     ];
 
     fn has(text: &str, line: &str) {
@@ -731,6 +786,9 @@ mod tests {
         has(&text, "sluice_commit_retries_total 2");
         has(&text, "sluice_snapshots_expired_total 6");
         has(&text, "sluice_snapshot_expiry_failures_total 0");
+        has(&text, "sluice_lookup_keys{lookup=\"profiles\"} 3");
+        has(&text, "sluice_lookup_bytes{lookup=\"profiles\"} 120");
+        has(&text, "sluice_lookup_refresh_failures_total 2");
         has(&text, "sluice_written_bytes_total 2000");
         has(&text, "sluice_rows_late_total 2");
         has(

@@ -43,6 +43,14 @@ pub(super) fn progress(batch_id: u64) -> Progress {
         commit_retries: 1,
         snapshots_expired: 3,
         snapshot_expiry_failures: 0,
+        lookups: BTreeMap::from([(
+            "profiles".to_string(),
+            crate::pipeline::progress::LookupProgress {
+                keys: 3,
+                bytes: 120,
+            },
+        )]),
+        lookup_refresh_failures: batch_id,
         durations_ms: Durations {
             poll: 100,
             plugins: 500,

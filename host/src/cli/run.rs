@@ -136,6 +136,7 @@ pub fn run(args: &RunArgs, stop: &AtomicBool) -> anyhow::Result<RunSummary> {
         window_rows = summary.window_rows,
         snapshots_expired = summary.snapshots_expired,
         snapshot_expiry_failures = summary.snapshot_expiry_failures,
+        lookup_refresh_failures = summary.lookup_refresh_failures,
         stopped = summary.stopped,
         "pipeline finished"
     );

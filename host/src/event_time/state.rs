@@ -30,6 +30,7 @@ use super::delta::{
 use super::join::{SavedJoin, SavedJoinRef};
 use super::watermark::Watermark;
 use super::window::{Accumulator, PackedKey, SavedGroup};
+use crate::lookup::Version;
 use crate::units::{Micros, Millis};
 
 /// Snapshot summary key: the path of the state file after this commit.
@@ -130,6 +131,10 @@ pub struct Plan {
     /// is binary) does not change.
     #[serde(skip)]
     pub held: Vec<TriggerPlan>,
+    /// The version of every lookup table the batch saw (see [`crate::lookup`]): a replay
+    /// rebuilds them there. Kept in the plan's pointer alone, as [`Plan::held`] is.
+    #[serde(skip)]
+    pub lookups: BTreeMap<String, Version>,
 }
 
 /// One trigger of a batch that held several (see [`Plan::held`]).
@@ -372,6 +377,52 @@ pub struct PlanFile {
     /// The triggers held before the plan's last (see [`Plan::held`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub held: Vec<TriggerPlan>,
+    /// The lookup tables' versions (see [`Plan::lookups`]); absent in files of older
+    /// versions and of batches without lookups.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub lookups: BTreeMap<String, Version>,
+}
+
+/// Writes the pointer to a batch's plan (and its state file, if any) at [`path`]: a
+/// restart finds the plan there ([`planned`]). Without event time, a pipeline with lookup
+/// tables writes one with no state file, so that a crash replays the batch with the same
+/// reference data.
+pub fn write_plan(
+    store: &dyn StateStore,
+    location: &str,
+    pipeline: &str,
+    plan: &Plan,
+    state_file: Option<String>,
+) -> Result<(), StateError> {
+    let pointer = PlanFile {
+        plan: plan.clone(),
+        state_file,
+        held: plan.held.clone(),
+        lookups: plan.lookups.clone(),
+    };
+    let pointer = serde_json::to_vec(&pointer).map_err(StateError::Serialise)?;
+    store.put(&path(location, pipeline, plan.batch_id), pointer)
+}
+
+/// The plan of the next batch (its pointer at `next`) if it was planned from `positions`
+/// but not committed: that batch is to be replayed first, exactly.
+pub fn planned(store: &dyn StateStore, next: &str, positions: &str) -> Option<Plan> {
+    match read::<PlanFile>(store, next) {
+        Ok(Some(file)) if file.plan.start == positions => Some(Plan {
+            held: file.held,
+            lookups: file.lookups,
+            ..file.plan
+        }),
+        Ok(Some(_)) => {
+            tracing::warn!(state = %next, "ignoring a state file planned from other offsets");
+            None
+        }
+        Ok(None) => None,
+        Err(error) => {
+            tracing::warn!(state = %next, %error, "ignoring an unreadable state file");
+            None
+        }
+    }
 }
 
 impl EventTime {
@@ -398,13 +449,7 @@ impl EventTime {
         };
         let size = bytes.len() as u64;
         store.put(&state_file, bytes)?;
-        let pointer = PlanFile {
-            plan: plan.clone(),
-            state_file: Some(state_file.clone()),
-            held: plan.held.clone(),
-        };
-        let pointer = serde_json::to_vec(&pointer).map_err(StateError::Serialise)?;
-        store.put(&path(location, pipeline, plan.batch_id), pointer)?;
+        write_plan(store, location, pipeline, plan, Some(state_file.clone()))?;
         self.track(chain);
         Ok((state_file, size))
     }
@@ -487,21 +532,7 @@ impl EventTime {
             ),
             None => {}
         }
-        match read::<PlanFile>(store, next) {
-            Ok(Some(file)) if file.plan.start == positions => Ok(Some(Plan {
-                held: file.held,
-                ..file.plan
-            })),
-            Ok(Some(_)) => {
-                tracing::warn!(state = %next, "ignoring a state file planned from other offsets");
-                Ok(None)
-            }
-            Ok(None) => Ok(None),
-            Err(error) => {
-                tracing::warn!(state = %next, %error, "ignoring an unreadable state file");
-                Ok(None)
-            }
-        }
+        Ok(planned(store, next, positions))
     }
 
     /// Restores the state saved at `path` (a snapshot, or a delta and its chain); returns
@@ -650,6 +681,7 @@ mod tests {
             session_start_ms: Millis(1),
             flush: false,
             held: Vec::new(),
+            lookups: BTreeMap::new(),
         }
     }
 
@@ -754,6 +786,35 @@ mod tests {
             .recover(&store, None, false, &next, "a")
             .unwrap();
         assert_eq!(replay, Some(held));
+    }
+
+    /// Without event time, a batch that saw lookup tables writes its plan alone, with the
+    /// tables' versions; a restart gets them back. A pointer of an older version (no
+    /// lookups) still reads.
+    #[test]
+    fn a_plan_alone_keeps_the_lookup_versions_and_old_pointers_still_read() {
+        let store = MemoryStore::default();
+        let mut planned_batch = plan(4, "a");
+        let version = Version::Topic {
+            offsets: BTreeMap::from([(0, 7), (1, 3)]),
+        };
+        planned_batch.lookups = BTreeMap::from([("profiles".into(), version)]);
+        write_plan(&store, "mem://t", "p", &planned_batch, None).unwrap();
+        let next = path("mem://t", "p", 4);
+        let pointer = String::from_utf8(store.get(&next).unwrap().unwrap()).unwrap();
+        assert!(
+            pointer.contains(r#""lookups":{"profiles":{"kind":"topic""#),
+            "{pointer}"
+        );
+        assert!(!pointer.contains("state_file"), "{pointer}");
+        assert_eq!(planned(&store, &next, "a"), Some(planned_batch));
+        assert_eq!(planned(&store, &next, "b"), None);
+        let old = r#"{"plan":{"batch_id":5,"start":"a","end":"{}","now_ms":7,"session_start_ms":1,"flush":false},"state_file":"s"}"#;
+        store.put(&path("mem://t", "p", 5), old.into()).unwrap();
+        assert_eq!(
+            planned(&store, &path("mem://t", "p", 5), "a"),
+            Some(plan(5, "a"))
+        );
     }
 
     /// A binary snapshot written from the borrowed state reads back as the owned one, with

@@ -4,9 +4,18 @@
 //! - [`Table`]: one table at one [`Version`]: key bytes → value bytes (a JSON object).
 //! - [`Lookups`]: the tables one batch sees, fixed for the whole batch. Cheap to clone.
 //! - [`Current`]: the slot the pipeline sets between batches and plugin calls read from.
+//! - [`config`]: the `[[lookups]]` sections; [`load`]: the [`load::Loader`] seam and its
+//!   in-memory twin; [`topic`] and [`iceberg`]: the loaders from a compacted topic and an
+//!   Iceberg table; [`refresh`]: the tables of a pipeline, refreshed between batches.
 //!
 //! A batch's versions are recorded in its plan and its commit, so a replayed batch sees
 //! exactly the reference data the first attempt saw, and enrichment stays exactly once.
+
+pub mod config;
+pub mod iceberg;
+pub mod load;
+pub mod refresh;
+pub mod topic;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
@@ -22,6 +31,7 @@ pub enum Version {
     /// A compacted topic read up to (not including) these offsets, per partition.
     Topic {
         /// The next offset of every partition.
+        #[serde(with = "partition_keys")]
         offsets: BTreeMap<i32, i64>,
     },
     /// An Iceberg table at this snapshot; `None` when the table had no snapshot.
@@ -34,6 +44,58 @@ pub enum Version {
         /// The file's digest, in hex.
         digest: String,
     },
+}
+
+/// Snapshot summary key: the version of every lookup table the batch saw, JSON (see
+/// [`Lookups::versions`]).
+pub const LOOKUPS: &str = "sluice.lookups";
+
+/// The loaders of `lookups`: topics on `connection` (the source's cluster), tables in
+/// `catalog` (the sink's).
+pub fn loaders(
+    lookups: &[config::LookupConfig],
+    connection: &crate::kafka::Connection,
+    catalog: &crate::sink::iceberg::IcebergCatalog,
+) -> Result<refresh::LookupTables, load::LookupError> {
+    let mut all = Vec::new();
+    for lookup in lookups {
+        let (name, max) = (lookup.name.as_str(), lookup.max_bytes.0);
+        let invalid = |message| load::LookupError::Invalid {
+            table: name.to_string(),
+            message,
+        };
+        let loader: Box<dyn load::Loader> = match lookup.source().map_err(invalid)? {
+            config::SourceKind::Topic(topic) => {
+                Box::new(topic::TopicLoader::new(name, topic, connection, max)?)
+            }
+            config::SourceKind::Table(table, key) => {
+                Box::new(iceberg::IcebergLoader::new(name, table, key, catalog, max)?)
+            }
+        };
+        all.push((lookup.name.clone(), lookup.refresh_interval, loader));
+    }
+    Ok(refresh::LookupTables::new(all))
+}
+
+/// Partition numbers as JSON object keys, read back as text: serde cannot read integer
+/// keys inside an internally tagged enum such as [`Version`].
+mod partition_keys {
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer, de::Error};
+
+    pub fn serialize<S: Serializer>(map: &BTreeMap<i32, i64>, s: S) -> Result<S::Ok, S::Error> {
+        let text: BTreeMap<String, i64> = map.iter().map(|(p, o)| (p.to_string(), *o)).collect();
+        text.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<i32, i64>, D::Error> {
+        let text = BTreeMap::<String, i64>::deserialize(d)?;
+        let parsed = text
+            .into_iter()
+            .map(|(p, o)| Ok((p.parse().map_err(D::Error::custom)?, o)));
+        parsed.collect()
+    }
 }
 
 /// One lookup table at one version.

@@ -10,10 +10,10 @@ use super::crash::CrashPoint;
 use super::route::Prepared;
 use super::{Pipeline, PipelineError};
 use crate::commit::{CommitMark, DATA_LOSS, DEAD_LETTERED, RECORDS_LOST, RUN};
-use crate::event_time::EventTime;
 use crate::event_time::delta::Chain;
 use crate::event_time::extract::format_micros;
 use crate::event_time::state::{self, STATE, WATERMARK};
+use crate::lookup::LOOKUPS;
 use crate::sink::iceberg::maintain::cutoff_ms;
 use crate::sink::{Commit, Delivered, Expired};
 use crate::source::identity::LAST_RECORDS;
@@ -22,7 +22,8 @@ use crate::source::identity::LAST_RECORDS;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CommitStep {
     /// The state file (with the batch's plan) beside the outputs' invisible writes (the
-    /// table's data files). From here on a crash replays exactly this batch.
+    /// table's data files); without event time, the plan alone when the batch saw lookup
+    /// tables. From here on a crash replays exactly this batch.
     Stage,
     /// At-least-once deliveries, acknowledged: dead letters, late topic, window topics.
     /// After the state file, so that a replay sends the very same records.
@@ -56,6 +57,9 @@ pub(super) struct Committed {
     pub(super) table: Delivered,
     /// The state file's path and size, with event time.
     pub(super) state_file: Option<(String, u64)>,
+    /// Whether the batch's plan was written (with event time or lookup tables): from then
+    /// on a crash replays it exactly.
+    pub(super) planned: bool,
     /// Time writing the data files and the state file (side by side).
     pub(super) write: Duration,
     /// Time writing the state file.
@@ -106,11 +110,11 @@ impl Pipeline {
         Ok(committed)
     }
 
-    /// Whether a batch passes `point`: the state point only with a state file, the window
-    /// point only with windows or joins.
+    /// Whether a batch passes `point`: the state point only with a plan (and a state file
+    /// with event time), the window point only with windows or joins.
     fn passes(&self, point: CrashPoint, committed: &Committed) -> bool {
         match point {
-            CrashPoint::AfterState => committed.state_file.is_some(),
+            CrashPoint::AfterState => committed.planned,
             CrashPoint::AfterWindowCommit => {
                 !self.config.windows.is_empty() || !self.config.joins.is_empty()
             }
@@ -151,11 +155,13 @@ impl Pipeline {
             CommitStep::AfterCommit => {
                 self.source.acknowledge(&prepared.mark.offsets);
                 self.outputs.after_commit(&prepared.mark);
-                if committed.state_file.is_some() {
+                if committed.planned {
                     let location = self.outputs.table().table().location();
                     let name = &prepared.mark.pipeline;
-                    let chain = self.event_time.as_ref().and_then(EventTime::chain);
-                    let chain_start = chain.map_or(0, Chain::first_batch);
+                    let chain_start = match &self.event_time {
+                        Some(et) => et.chain().map_or(0, Chain::first_batch),
+                        None => u64::MAX, // plans alone: no state chain to keep
+                    };
                     let batch_id = prepared.mark.batch_id;
                     state::forget_old(self.state.as_ref(), location, name, batch_id, chain_start);
                 }
@@ -195,6 +201,13 @@ impl Pipeline {
         committed: &mut Committed,
     ) -> Result<(), PipelineError> {
         let location = self.outputs.table().table().location().to_string();
+        if self.event_time.is_none() && !self.lookups.is_empty() {
+            let name = &prepared.mark.pipeline;
+            let t = Instant::now();
+            state::write_plan(self.state.as_ref(), &location, name, &prepared.plan, None)?;
+            committed.state = t.elapsed();
+            committed.planned = true;
+        }
         let (store, event_time, run) = (self.state.as_ref(), self.event_time.as_mut(), &self.run);
         let outputs = &mut self.outputs;
         let (saved, staged) = std::thread::scope(|scope| {
@@ -214,8 +227,9 @@ impl Pipeline {
         });
         let (state_file, state_time) = saved?;
         committed.table = staged?;
+        committed.planned |= state_file.is_some();
         committed.state_file = state_file;
-        committed.state = state_time;
+        committed.state += state_time;
         Ok(())
     }
 
@@ -236,6 +250,11 @@ impl Pipeline {
         properties.extend(self.stages.summary_properties());
         if let Some((path, _)) = &committed.state_file {
             properties.insert(STATE.to_string(), path.clone());
+        }
+        if !prepared.plan.lookups.is_empty()
+            && let Ok(versions) = serde_json::to_string(&prepared.plan.lookups)
+        {
+            properties.insert(LOOKUPS.to_string(), versions);
         }
         if let Some(w) = prepared.event_time.and_then(|e| e.watermark) {
             properties.insert(WATERMARK.to_string(), format_micros(w));

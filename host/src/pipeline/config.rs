@@ -11,6 +11,7 @@ use crate::admin::AdminConfig;
 use crate::batch::TriggerConfig;
 use crate::event_time::config::{DedupConfig, EventTimeConfig, LateData, WindowConfig};
 use crate::event_time::join::config::JoinConfig;
+use crate::lookup::config::LookupConfig;
 use crate::sink::deadletter::DeadLetterConfig;
 use crate::sink::iceberg::IcebergSinkConfig;
 use crate::source::kafka::{KafkaSourceConfig, SourceMode};
@@ -102,6 +103,10 @@ pub struct PipelineConfig {
     /// The admin HTTP API (status, metrics, plugin uploads and swaps); off by default.
     #[serde(default)]
     pub admin: Option<AdminConfig>,
+    /// Lookup tables plugins read by key, refreshed between batches (see
+    /// [`crate::lookup`]).
+    #[serde(default)]
+    pub lookups: Vec<LookupConfig>,
 }
 
 /// A pipeline file could not be used.
@@ -255,6 +260,9 @@ impl PipelineConfig {
             ));
         }
         self.check_event_time()?;
+        crate::lookup::config::check(&self.lookups, &self.source.topics)?;
+        let declared = self.lookups.iter().map(|l| l.name.as_str()).collect();
+        crate::udf::lookup::check(&self.stages, &declared).map_err(|e| e.to_string())?;
         if self.sink.columns.is_empty() {
             return Ok(()); // the table must exist already
         }
@@ -607,6 +615,22 @@ iceberg = { table = "joined" }
             JOINS.replace("before = \"1h\"", "before = \"1h\"\nbefor = 1"),
             "befor",
         );
+    }
+
+    #[test]
+    fn lookups_parse_and_grants_must_name_one() {
+        let stage = "\n[[stages]]\nname = \"enrich\"\nplugin = \"e.wasm\"\n[stages.grants]\nlookups = [\"profiles\"]\n";
+        let lookups = "\n[[lookups]]\nname = \"profiles\"\ntopic = \"user-profiles\"\n";
+        let c = PipelineConfig::parse(&format!("{MINIMAL}{stage}{lookups}"), Path::new("p.toml"))
+            .unwrap();
+        assert_eq!(c.lookups[0].name, "profiles");
+        let err = PipelineConfig::parse(&format!("{MINIMAL}{stage}"), Path::new("p.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("granted but not declared"), "{err}");
+        let twice = format!("{MINIMAL}{lookups}{lookups}");
+        let err = PipelineConfig::parse(&twice, Path::new("p.toml")).unwrap_err();
+        assert!(err.to_string().contains("two lookups"), "{err}");
     }
 
     const WINDOWS: &str = r#"

@@ -1,5 +1,5 @@
 //! Transient faults: a broker that does not answer, an acknowledgement that times out, a
-//! busy catalog, a full disk. Each is retried in the process, with capped exponential
+//! busy catalog, a full disk, a lookup table whose source cannot be read. Each is retried in the process, with capped exponential
 //! backoff and the cause logged, by abandoning the batch and resuming from the table as a
 //! restart would (so nothing is lost or doubled: the batch is replayed, exactly, from its
 //! plan if it had one). A fault that persists past `[pipeline] fault-budget` (time since
@@ -30,6 +30,7 @@ impl PipelineError {
             PipelineError::Sink(e) => sink_transient(e),
             PipelineError::Output(OutputError::Topic { .. }) => true,
             PipelineError::Output(OutputError::Table { error, .. }) => sink_transient(error),
+            PipelineError::Lookup(e) => e.is_transient(),
             PipelineError::StateFile(e) => {
                 matches!(e, crate::event_time::state::StateError::Store(_))
             }

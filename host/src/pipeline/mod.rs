@@ -62,6 +62,9 @@ use crate::encode::{Encoder, SchemaError};
 use crate::event_time::EventTime;
 use crate::event_time::config::AtEnd;
 use crate::event_time::state::{Plan, StateError, StateStore};
+use crate::lookup::Current;
+use crate::lookup::load::LookupError;
+use crate::lookup::refresh::LookupTables;
 use crate::record::Record;
 use crate::sink::iceberg::SinkError;
 use crate::sink::{OutputError, Outputs};
@@ -108,6 +111,9 @@ pub enum PipelineError {
     /// A commit mark in the table cannot be read.
     #[error(transparent)]
     Mark(#[from] MarkError),
+    /// A lookup table cannot be loaded.
+    #[error("{0}")]
+    Lookup(#[from] LookupError),
     /// An event was refused and `on-invalid = "fail"`.
     #[error(
         "event {position} refused by {stage} ({code}): {message}; nothing of this batch was committed (on-invalid = \"fail\")"
@@ -171,6 +177,8 @@ pub struct RunSummary {
     pub snapshots_expired: u64,
     /// Snapshot expiries that failed (logged; the pipeline went on).
     pub snapshot_expiry_failures: u64,
+    /// Lookup-table refreshes that failed (each a transient fault, retried).
+    pub lookup_refresh_failures: u64,
     /// Whether a stop signal ended the run.
     pub stopped: bool,
 }
@@ -218,6 +226,10 @@ pub struct Pipeline {
     /// Table commits of this process since its last snapshot expiry
     /// (`[sink.expire-snapshots]`).
     commits_since_expiry: u64,
+    /// The lookup tables (`[[lookups]]`), refreshed between batches.
+    lookups: LookupTables,
+    /// Where plugin calls read the lookup tables from (the runtime's).
+    current: Current,
 }
 
 impl std::fmt::Debug for Pipeline {
@@ -319,6 +331,7 @@ impl Pipeline {
             et.set_session_start(plan.session_start_ms);
             this_run
         });
+        self.lookups_at(plan)?;
         let triggers = plan.triggers();
         let last = triggers.len() - 1;
         let mut replayed = true;
@@ -366,6 +379,9 @@ impl Pipeline {
 
     /// One batch (a trigger), through its phases; it commits when `when` says.
     fn run_batch(&mut self, mut input: Input, when: When) -> Result<(), PipelineError> {
+        if when == When::Cadence && self.held.is_none() {
+            self.refresh_lookups()?;
+        }
         let records = std::mem::take(&mut input.records);
         // Held triggers (commit cadence) already moved the last records read.
         let before = match self.held {
@@ -417,6 +433,31 @@ impl Pipeline {
         self.losses.clear();
         self.stages.committed(&stats.stage_counts);
         self.report(&input, stats, &prepared, &committed);
+        Ok(())
+    }
+}
+
+impl Pipeline {
+    /// At a batch boundary (never during a batch, nor between the triggers a commit
+    /// cadence holds): brings the lookup tables to their newest versions, for the stages.
+    fn refresh_lookups(&mut self) -> Result<(), PipelineError> {
+        if self.lookups.is_empty() {
+            return Ok(());
+        }
+        let refreshed = self.lookups.refresh();
+        let refreshed = refreshed.inspect_err(|_| self.summary.lookup_refresh_failures += 1)?;
+        self.current.set(refreshed);
+        Ok(())
+    }
+
+    /// Before a replay: the lookup tables at exactly the versions the plan recorded.
+    fn lookups_at(&mut self, plan: &Plan) -> Result<(), PipelineError> {
+        if self.lookups.is_empty() {
+            return Ok(());
+        }
+        let rebuilt = self.lookups.at(&plan.lookups);
+        let rebuilt = rebuilt.inspect_err(|_| self.summary.lookup_refresh_failures += 1)?;
+        self.current.set(rebuilt);
         Ok(())
     }
 }

@@ -19,6 +19,7 @@ use crate::event_time::EventTime;
 use crate::event_time::config::EventTimeConfig;
 use crate::event_time::state::{self, Plan, STATE, StateStore};
 use crate::kafka::{self, ClientKind, REACH_TIMEOUT};
+use crate::lookup::refresh::LookupTables;
 use crate::sink::deadletter::{DeadLetterOutput, Route};
 use crate::sink::iceberg::{IcebergCatalog, IcebergTable};
 use crate::sink::join::JoinOutput;
@@ -50,6 +51,9 @@ pub struct Parts {
     /// Who runs the pipeline when processes share it as active and standbys (`None`: this
     /// process does).
     pub election: Option<Box<dyn Election>>,
+    /// The lookup tables' loaders; `None`: from `[[lookups]]` (topics on the source's
+    /// cluster, tables in the sink's catalog).
+    pub lookups: Option<LookupTables>,
 }
 
 impl std::fmt::Debug for Parts {
@@ -82,6 +86,7 @@ impl Parts {
             runtime: None,
             crash: Crash::from_env(),
             election,
+            lookups: None,
         })
     }
 }
@@ -130,6 +135,10 @@ impl Pipeline {
             .collect();
         let encoder = Encoder::new(table.schema(), &generated)?;
         let state = parts.state.unwrap_or_else(|| Box::new(table.files()));
+        let lookups = match parts.lookups {
+            Some(lookups) => lookups,
+            None => crate::lookup::loaders(&config.lookups, &config.source.connection(), &catalog)?,
+        };
         let others = open_outputs(&config, parts.topics.as_ref(), &catalog)?;
         let config_mode = config.source.mode;
         let mut pipeline = Pipeline {
@@ -162,6 +171,8 @@ impl Pipeline {
             committed: Offsets::default(),
             held: None,
             commits_since_expiry: 0,
+            lookups,
+            current: runtime.lookups().clone(),
         };
         if let Some(admin) = &pipeline.admin {
             admin.set_role(pipeline.role);
@@ -288,10 +299,16 @@ impl Pipeline {
     }
 
     /// Restores the event-time state named by the table's last commit; returns the plan of
-    /// a batch that was planned but not committed.
+    /// a batch that was planned but not committed (with event time or lookup tables).
     fn recover_state(&mut self, resumed: bool) -> Result<Option<Plan>, PipelineError> {
         let Some(et) = &mut self.event_time else {
-            return Ok(None);
+            if self.lookups.is_empty() {
+                return Ok(None);
+            }
+            let location = self.outputs.table().table().location();
+            let next = state::path(location, &self.config.pipeline.name, self.last_batch + 1);
+            let positions = self.positions.to_json();
+            return Ok(state::planned(self.state.as_ref(), &next, &positions));
         };
         let config = &self.config;
         *et = operators(et.config(), config);

@@ -144,6 +144,12 @@ pub struct Progress {
     pub snapshots_expired: u64,
     /// Tables whose snapshot expiry failed after this batch's commit (logged).
     pub snapshot_expiry_failures: u64,
+    /// The lookup tables the batch saw, by name (`[[lookups]]`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub lookups: BTreeMap<String, LookupProgress>,
+    /// Lookup-table refreshes that failed since the process started (each a transient
+    /// fault, retried).
+    pub lookup_refresh_failures: u64,
     /// Time per phase.
     pub durations_ms: Durations,
     /// CPU time per phase.
@@ -159,6 +165,15 @@ pub struct Progress {
     /// Event-time operators, when configured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub event_time: Option<EventTimeProgress>,
+}
+
+/// One lookup table a batch saw.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LookupProgress {
+    /// Its keys.
+    pub keys: u64,
+    /// Bytes of its keys and values.
+    pub bytes: u64,
 }
 
 /// What the event-time operators did in one batch (Spark's `eventTime` and

@@ -7,7 +7,7 @@ use std::time::Instant;
 use super::commit::Committed;
 use super::cpu;
 use super::process::ProcessStats;
-use super::progress::{CpuTimes, Durations, EventTimeProgress, Progress};
+use super::progress::{CpuTimes, Durations, EventTimeProgress, LookupProgress, Progress};
 use super::read::Input;
 use super::route::Prepared;
 use super::{Pipeline, RunSummary};
@@ -65,6 +65,8 @@ impl Pipeline {
             commit_retries: committed.retries,
             snapshots_expired: committed.expired.snapshots,
             snapshot_expiry_failures: committed.expired.failures,
+            lookups: self.lookup_progress(),
+            lookup_refresh_failures: self.lookups.failures(),
             durations_ms: Durations {
                 poll: ms(input.poll),
                 plugins: ms(stats.plugins),
@@ -84,6 +86,16 @@ impl Pipeline {
                 .progress(&stats.stage_counts, stats.stage_verdicts, stats.shadows),
             event_time: self.event_time_progress(prepared, committed),
         }
+    }
+
+    fn lookup_progress(&self) -> BTreeMap<String, LookupProgress> {
+        let sizes = self.lookups.sizes().into_iter();
+        sizes
+            .map(|(name, (keys, bytes))| {
+                let (keys, bytes) = (keys as u64, bytes as u64);
+                (name, LookupProgress { keys, bytes })
+            })
+            .collect()
     }
 
     fn event_time_progress(

@@ -115,6 +115,7 @@ impl Pipeline {
                     .map_or(Millis(0), EventTime::session_start),
                 flush: input.flush,
                 held: Vec::new(),
+                lookups: self.lookups.lookups().versions(),
             },
             fence: match self.config.source.mode {
                 SourceMode::Assign => Fence::Follows(self.fence_start(&input.start)),

@@ -17,6 +17,7 @@ mod group;
 mod hardening;
 mod hot_swap;
 mod js;
+mod lookup_sources;
 mod lookups;
 mod pipeline;
 mod plugin_author;

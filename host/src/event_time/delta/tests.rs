@@ -23,6 +23,7 @@ pub(crate) fn plan(batch_id: u64) -> Plan {
         session_start_ms: Millis(1),
         flush: false,
         held: Vec::new(),
+        lookups: Default::default(),
     }
 }
 

@@ -9,6 +9,7 @@ mod crash;
 mod event_time;
 mod fence;
 mod join;
+mod lookups;
 mod poison;
 mod probation;
 mod session;
@@ -20,6 +21,8 @@ use std::sync::atomic::AtomicBool;
 
 use serde_json::{Map, Value};
 use sluice::election::Election;
+use sluice::lookup::load::{Loader, MemoryLookup};
+use sluice::lookup::refresh::LookupTables;
 use sluice::pipeline::config::PipelineConfig;
 use sluice::pipeline::crash::Crash;
 use sluice::pipeline::{Parts, Pipeline, PipelineError, RunSummary};
@@ -72,6 +75,8 @@ pub(crate) struct Engine {
     pub(crate) log: MemoryLog,
     pub(crate) topics: MemoryTopics,
     pub(crate) config: PipelineConfig,
+    /// The compacted topic of each lookup table (`[[lookups]]`), in memory.
+    pub(crate) lookups: BTreeMap<String, MemoryLookup>,
 }
 
 impl Engine {
@@ -83,11 +88,17 @@ impl Engine {
         let config = PipelineConfig::parse(toml, Path::new("engine.toml")).unwrap();
         let log = MemoryLog::default();
         log.create(TOPIC, 1);
+        let lookups = config
+            .lookups
+            .iter()
+            .map(|l| (l.name.clone(), MemoryLookup::default()))
+            .collect();
         Engine {
             dir,
             log,
             topics: MemoryTopics::default(),
             config,
+            lookups,
         }
     }
 
@@ -142,6 +153,19 @@ impl Engine {
         crash: Crash,
         election: Option<Box<dyn Election>>,
     ) -> Result<Pipeline, PipelineError> {
+        let lookups = self.lookup_tables(config);
+        self.open_with(config, crash, election, lookups)
+    }
+
+    /// Opens another pipeline (`config`) over the same warehouse, log and topics, run as
+    /// `election` says, with `lookups`.
+    pub(crate) fn open_with(
+        &self,
+        config: &PipelineConfig,
+        crash: Crash,
+        election: Option<Box<dyn Election>>,
+        lookups: Option<LookupTables>,
+    ) -> Result<Pipeline, PipelineError> {
         let topics: Vec<&str> = config.source.topics.iter().map(String::as_str).collect();
         let parts = Parts {
             source: Box::new(MemorySource::new(
@@ -151,11 +175,26 @@ impl Engine {
             )),
             topics: Box::new(self.topics.clone()),
             state: None,
-            runtime: Some(sluice_tests::runtime().clone()),
+            // Lookup tables are set on the runtime: a pipeline with some gets its own.
+            runtime: config
+                .lookups
+                .is_empty()
+                .then(|| sluice_tests::runtime().clone()),
             crash,
             election,
+            lookups,
         };
         Pipeline::build(config.clone(), &self.dir, parts)
+    }
+
+    /// The loaders of `config`'s lookup tables, over [`Engine::lookups`].
+    pub(crate) fn lookup_tables(&self, config: &PipelineConfig) -> Option<LookupTables> {
+        let loaders = config.lookups.iter().map(|l| {
+            let log = &self.lookups[&l.name];
+            let loader: Box<dyn Loader> = Box::new(log.loader(&l.name, l.max_bytes.0));
+            (l.name.clone(), l.refresh_interval, loader)
+        });
+        Some(LookupTables::new(loaders.collect()))
     }
 
     /// Opens the pipeline and runs it to its end.
