@@ -42,9 +42,9 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/udfs/target \
     set -eux; \
     cd udfs; \
-    cargo build --release --locked -p clickstream-validator -p clickstream-enricher -p keep-all; \
+    cargo build --release --locked -p clickstream-validator -p clickstream-enricher -p retail-enricher -p keep-all; \
     mkdir -p /out/plugins; \
-    for plugin in clickstream_validator clickstream_enricher keep_all; do \
+    for plugin in clickstream_validator clickstream_enricher retail_enricher keep_all; do \
         cp "target/wasm32-wasip2/release/$plugin.wasm" /out/plugins/; \
     done; \
     ls -l /out/plugins

@@ -179,7 +179,9 @@ impl Setup {
     /// `sluice ARGS…` with this setup's environment (see [`Setup`]), standard input closed
     /// and `RUST_LOG` unset; not started.
     pub fn command(&self, args: &[&str]) -> Command {
-        self.ensure_profiles_topic();
+        if !args.contains(&"--check") {
+            self.ensure_side_topics();
+        }
         let plugins_dir = Path::new(plugins::CLICKSTREAM_VALIDATOR).parent().unwrap();
         let mut c = Command::new(sluice_binary());
         c.args(args)
@@ -189,6 +191,8 @@ impl Setup {
             .env("SLUICE_PLUGINS", plugins_dir)
             .env("SLUICE_DEAD_LETTER_TOPIC", &self.dead_letter)
             .env("SLUICE_PROFILES_TOPIC", self.profiles_topic())
+            .env("SLUICE_CUSTOMERS_TOPIC", self.side_topic("customers"))
+            .env("SLUICE_PRODUCTS_TOPIC", self.side_topic("products"))
             .env("SLUICE_CONFIG", &self.config)
             .env_remove("RUST_LOG")
             .stdin(Stdio::null());
@@ -201,19 +205,31 @@ impl Setup {
     /// The topic of profile updates that the analytics example joins the events with,
     /// `NAME-profiles` (`SLUICE_PROFILES_TOPIC` of every command).
     pub fn profiles_topic(&self) -> String {
-        let name = self.topic.strip_suffix("-events").unwrap_or(&self.topic);
-        format!("{name}-profiles")
+        self.side_topic("profiles")
     }
 
-    /// Creates the profiles topic (one partition) if the pipeline file reads it and it does
-    /// not exist yet: the source refuses a topic that does not exist.
-    pub fn ensure_profiles_topic(&self) {
-        let reads = std::fs::read_to_string(&self.config)
-            .is_ok_and(|text| text.contains("SLUICE_PROFILES_TOPIC"));
-        if reads {
-            let config = self.connection().client_config(&[]);
-            let timeout = std::time::Duration::from_secs(30);
-            sluice::kafka::ensure_topic(&config, &self.profiles_topic(), 1, timeout).unwrap();
+    /// A topic beside the events', `NAME-SUFFIX`: the analytics example's profiles
+    /// (`SLUICE_PROFILES_TOPIC`), the retail example's lookup tables
+    /// (`SLUICE_CUSTOMERS_TOPIC`, `SLUICE_PRODUCTS_TOPIC`).
+    pub fn side_topic(&self, suffix: &str) -> String {
+        let name = self.topic.strip_suffix("-events").unwrap_or(&self.topic);
+        format!("{name}-{suffix}")
+    }
+
+    /// Creates each side topic (one partition) that the pipeline file reads and that does
+    /// not exist yet: the source and the lookup tables refuse a topic that does not exist.
+    pub fn ensure_side_topics(&self) {
+        let text = std::fs::read_to_string(&self.config).unwrap_or_default();
+        for (var, suffix) in [
+            ("SLUICE_PROFILES_TOPIC", "profiles"),
+            ("SLUICE_CUSTOMERS_TOPIC", "customers"),
+            ("SLUICE_PRODUCTS_TOPIC", "products"),
+        ] {
+            if text.contains(var) {
+                let config = self.connection().client_config(&[]);
+                let timeout = std::time::Duration::from_secs(30);
+                sluice::kafka::ensure_topic(&config, &self.side_topic(suffix), 1, timeout).unwrap();
+            }
         }
     }
 

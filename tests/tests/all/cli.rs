@@ -336,7 +336,7 @@ fn run_check_loads_and_checks_the_plugins() {
     let out = sluice_with_env(&["run", "--check", "--config", config], &[]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{out:?}");
-    assert!(stdout.contains("1 stage loaded and checked"), "{stdout}");
+    assert!(stdout.contains("2 stages loaded and checked"), "{stdout}");
 
     let dir = std::env::temp_dir().join(format!("sluice-cli-check-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

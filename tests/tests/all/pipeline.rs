@@ -152,7 +152,8 @@ fn seed_events_land_and_invalid_ones_are_dead_lettered() {
     assert_eq!(five["quantity"], 1);
     assert_eq!(five["cart_id"], "cart_stream_005");
     assert_eq!(by_id["evt_stream_000003"]["search_query"], "trail mug");
-    // Columns in the table's (the tutorial's) order, ingestion_time set by the host.
+    // Columns in the table's (the tutorial's) order, ingestion_time set by the host, then
+    // the enrich stage's.
     let columns: Vec<&str> = shown["columns"]
         .as_array()
         .unwrap()
@@ -180,10 +181,13 @@ fn seed_events_land_and_invalid_ones_are_dead_lettered() {
             "price",
             "device_type",
             "browser",
-            "traffic_source"
+            "traffic_source",
+            "tier",
+            "country",
+            "list_price"
         ]
     );
-    assert!(rows.iter().all(|r| r.as_object().unwrap().len() == 19));
+    assert!(rows.iter().all(|r| r.as_object().unwrap().len() == 22));
     for row in rows {
         let t = parse_rfc3339_micros(row["ingestion_time"].as_str().unwrap());
         assert!(
@@ -564,9 +568,12 @@ fn the_fixtures_run_the_binary_cargo_built() {
 #[test]
 fn the_example_pipeline_parses() {
     let config = sluice::pipeline::config::PipelineConfig::load(&example_config()).unwrap();
-    assert_eq!(config.sink.columns.len(), 19);
+    // The tutorial's 19 columns and the enrich stage's 3.
+    assert_eq!(config.sink.columns.len(), 22);
     assert_eq!(config.sink.partition_by, ["day(event_time)"]);
-    assert_eq!(config.stages.len(), 1);
+    assert_eq!(config.stages.len(), 2);
+    let lookups: Vec<&str> = config.lookups.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(lookups, ["profiles", "products"]);
 }
 
 #[test]
@@ -574,7 +581,8 @@ fn without_plugins_the_table_schema_dead_letters_misfits() {
     let mut s = Setup::new("schema");
     s.edit_example_config(|text| {
         let start = text.find("[[stages]]").unwrap();
-        let end = text.find("# An enrichment stage").unwrap();
+        // (the stages and the lookup tables they read)
+        let end = text.find("[sink]\n").unwrap();
         // And an unpartitioned table, for the writer without fanout.
         format!("{}{}", &text[..start], &text[end..])
             .replace("partition-by = [\"day(event_time)\"]", "partition-by = []")
@@ -991,4 +999,57 @@ fn a_running_pipeline_expires_old_snapshots_and_keeps_its_checkpoint() {
         invalid: expected.invalid + more.invalid,
     };
     all.landed_exactly_once(&s, 3);
+}
+
+/// The retail example's enrich stage: a customer's tier and country from the `profiles`
+/// lookup table, a product's list price from `products` (both fed from their topics), the
+/// tables' versions in the commit; an event whose customer the table lacks keeps those
+/// columns empty, and nothing is dead-lettered for it.
+#[test]
+fn the_retail_example_enriches_events_from_its_lookup_tables() {
+    let s = Setup::new("enrich");
+    s.ensure_side_topics();
+    let produce_to = |topic: &str, shape: &str, count: &str| {
+        let args = ["--shape", shape, "--count", count, "--invalid-share", "0"];
+        sluice_tests::produce(&s.broker.bootstrap, topic, &args);
+    };
+    // Profiles of half the generated events' 50 000 users: user_0 to user_24999.
+    produce_to(&s.side_topic("customers"), "customers", "25000");
+    produce_to(&s.side_topic("products"), "products", "4");
+    s.produce(&["--count", "1000", "--invalid-share", "0"]);
+    let out = s.run(&[]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    let shown = s.show();
+    let rows = shown["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1000, "{}", text(&out));
+    let (mut with, mut without) = (0, 0);
+    for row in rows {
+        let user: u32 = row["user_id"].as_str().unwrap()[5..].parse().unwrap();
+        if user < 25_000 {
+            assert!(
+                row["tier"].is_string() && row["country"].is_string(),
+                "{row}"
+            );
+            with += 1;
+        } else {
+            assert!(row["tier"].is_null() && row["country"].is_null(), "{row}");
+            without += 1;
+        }
+        assert_eq!(
+            row["product_id"].is_null(),
+            row["list_price"].is_null(),
+            "{row}"
+        );
+    }
+    assert!(with > 0 && without > 0, "{with} enriched, {without} not");
+    assert!(dead_letters(&shown).is_empty(), "{shown}");
+    let versions: Value = serde_json::from_str(
+        shown["snapshot_summary"]["sluice.lookups"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(versions["profiles"]["offsets"]["0"], 25_000, "{versions}");
+    assert_eq!(versions["products"]["offsets"]["0"], 4, "{versions}");
 }

@@ -179,7 +179,8 @@ fn kill_the_active_process(s: &Setup, valid: u64) -> String {
     let first = s.start(&["run"], &SMALL);
     let batch = first.progress(Duration::from_secs(90)).expect("a batch");
     assert_eq!(batch["role"], "active", "{batch}");
-    assert_eq!(batch["partitions"].as_array().unwrap().len(), 6, "{batch}");
+    // The events' six partitions and the profiles topic the example joins them with.
+    assert_eq!(batch["partitions"].as_array().unwrap().len(), 7, "{batch}");
     let second = s.start(&["run"], &SMALL);
     assert!(
         second
