@@ -69,7 +69,7 @@ pub(crate) fn load_continuously(
 }
 
 /// Follows the log until the batches seen have committed `records` input records.
-fn wait_until_committed(running: &Running, progress: &mut Vec<Value>, records: u64) {
+pub(crate) fn wait_until_committed(running: &Running, progress: &mut Vec<Value>, records: u64) {
     let deadline = Instant::now() + Duration::from_secs(120);
     let committed = |progress: &[Value]| -> u64 {
         progress
