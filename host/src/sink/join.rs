@@ -7,19 +7,20 @@
 //! batch's rows are one commit carrying the pipeline's commit mark, and a batch the table
 //! already holds is not written again.
 
-use std::collections::HashMap;
-
 use arrow_array::RecordBatch;
 use serde_json::Value;
 
-use super::iceberg::{Fence, IcebergCatalog, IcebergSinkConfig, IcebergTable, Landed, SinkError};
-use super::topic::{Outgoing, Topic, Topics};
-use super::{Commit, Delivered, Output, OutputError, Results, send_to};
-use crate::commit::CommitMark;
+use super::derived::{self, DerivedTable};
+use super::iceberg::{IcebergCatalog, IcebergSinkConfig, IcebergTable};
+use super::topic::{Topic, Topics};
+use super::{Commit, Delivered, Output, OutputError, Results};
 use crate::encode::Encoder;
 use crate::event_time::join::JoinRow;
 use crate::event_time::join::config::JoinConfig;
 use crate::kafka::Connection;
+
+/// What the join's table holds, in logs and errors.
+const KIND: &str = "join";
 
 /// The configuration of a join's table, if it has one: in the catalog and warehouse of
 /// the pipeline's `sink`, left-field types taken from the sink's columns.
@@ -136,23 +137,11 @@ impl JoinOutput {
         results.joins.get(self.index).map_or(&[], Vec::as_slice)
     }
 
-    fn table_error(&self, error: SinkError) -> OutputError {
-        OutputError::Table {
-            output: self.name(),
-            error: Box::new(error),
-        }
-    }
-
     fn schema_error(&self, message: String) -> OutputError {
         OutputError::Schema {
             output: self.name(),
             message,
         }
-    }
-
-    fn held(&self, batch_id: u64) -> Delivered {
-        tracing::info!(join = %self.config.name, batch_id, "the join table holds this batch already");
-        Delivered::default()
     }
 
     /// The rows as a table batch.
@@ -189,24 +178,8 @@ impl Output for JoinOutput {
             .iter()
             .map(|row| (row_key(row), row_json(&self.config, row, results.batch_id)))
             .collect();
-        let batch = results.batch_id.to_string();
-        let headers = [
-            ("sluice.pipeline", results.pipeline.as_str()),
-            ("sluice.batch-id", batch.as_str()),
-            ("sluice.join", self.config.name.as_str()),
-        ];
-        let outgoing = encoded
-            .iter()
-            .map(|(key, value)| Outgoing {
-                key: Some(key.as_bytes()),
-                value: Some(value.as_bytes()),
-                headers: headers
-                    .iter()
-                    .map(|(k, v)| (*k, Some(v.as_bytes())))
-                    .collect(),
-            })
-            .collect();
-        send_to(topic.as_ref(), self.name(), outgoing)
+        let tag = ("sluice.join", self.config.name.as_str());
+        derived::send_json(topic.as_ref(), self.name(), results, tag, &encoded)
     }
 
     /// Appends the batch's rows to the table, if any, in one commit carrying the mark,
@@ -218,48 +191,36 @@ impl Output for JoinOutput {
             return Ok(Delivered::default());
         }
         let mark = commit.mark;
-        if self
-            .held_batch(&mark.pipeline)?
-            .is_some_and(|b| b >= mark.batch_id)
-        {
-            return Ok(self.held(mark.batch_id));
+        let name = &self.config.name;
+        if let Some(held) = derived::holds(self.table.as_ref().map(|t| &t.0), KIND, name, mark)? {
+            return Ok(held);
         }
         let batch = self.encode(rows, mark.batch_id)?;
         let (table, _) = self.table.as_mut().expect("checked above");
-        let written = table.write(vec![batch], mark.batch_id);
-        let written = written.map_err(|e| self.table_error(e))?;
-        let delivered = Delivered {
-            records: written.rows,
-            files: written.files.len() as u64,
-            bytes: written.bytes,
-            retries: 0,
-        };
-        let (table, _) = self.table.as_mut().expect("checked above");
-        let landed = table.commit(written.files, mark, HashMap::new(), &Fence::NotHeld);
-        Ok(match landed.map_err(|e| self.table_error(e))? {
-            Landed::Committed { retries, .. } => Delivered {
-                retries: u64::from(retries),
-                ..delivered
-            },
-            Landed::AlreadyHeld => self.held(mark.batch_id),
-        })
+        let name = &self.config.name;
+        DerivedTable {
+            kind: KIND,
+            name,
+            table,
+        }
+        .commit(batch, mark)
     }
 
     fn expire_snapshots(&mut self, cutoff_ms: i64, retain_last: usize) -> Result<u64, OutputError> {
         let Some((table, _)) = self.table.as_mut() else {
             return Ok(0);
         };
-        let expiry = table.expire_snapshots(cutoff_ms, retain_last, false);
-        Ok(expiry.map_err(|e| self.table_error(e))?.removed.len() as u64)
+        let name = &self.config.name;
+        DerivedTable {
+            kind: KIND,
+            name,
+            table,
+        }
+        .expire(cutoff_ms, retain_last)
     }
 
     fn held_batch(&self, pipeline: &str) -> Result<Option<u64>, OutputError> {
-        match &self.table {
-            Some((table, _)) => table
-                .last_mark(pipeline)
-                .map(|m| m.map(|m: CommitMark| m.batch_id))
-                .map_err(|error| self.table_error(error)),
-            None => Ok(None),
-        }
+        let table = self.table.as_ref().map(|t| &t.0);
+        derived::held_batch(table, KIND, &self.config.name, pipeline)
     }
 }

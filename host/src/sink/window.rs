@@ -7,22 +7,21 @@
 //! once: each batch's rows are one commit carrying the pipeline's commit mark, and a batch
 //! the table already holds is not written again.
 
-use std::collections::HashMap;
-
 use arrow_array::RecordBatch;
 use serde_json::{Map, Value};
 
-use super::iceberg::{
-    ColumnConfig, Fence, IcebergCatalog, IcebergSinkConfig, IcebergTable, Landed, SinkError,
-};
-use super::topic::{Outgoing, Topic, Topics};
-use super::{Commit, Delivered, Output, OutputError, Results, send_to};
-use crate::commit::CommitMark;
+use super::derived::{self, DerivedTable};
+use super::iceberg::{ColumnConfig, IcebergCatalog, IcebergSinkConfig, IcebergTable};
+use super::topic::{Topic, Topics};
+use super::{Commit, Delivered, Output, OutputError, Results};
 use crate::encode::Encoder;
 use crate::event_time::config::WindowConfig;
 use crate::event_time::extract::format_micros;
 use crate::event_time::window::WindowRow;
 use crate::kafka::Connection;
+
+/// What a window's table holds, in logs and errors.
+const KIND: &str = "window";
 
 /// The columns of a window table.
 pub fn table_columns(config: &WindowConfig) -> Vec<ColumnConfig> {
@@ -144,16 +143,6 @@ impl WindowOutput {
         results.windows.get(self.index).map_or(&[], Vec::as_slice)
     }
 
-    fn table_error(&self, error: SinkError) -> OutputError {
-        table_error(&self.config.name, error)
-    }
-
-    /// A batch the table holds already (its files, if written, stay unreferenced).
-    fn held(&self, batch_id: u64) -> Delivered {
-        tracing::info!(window = %self.config.name, batch_id, "the window table holds this batch already");
-        Delivered::default()
-    }
-
     fn schema_error(&self, message: String) -> OutputError {
         OutputError::Schema {
             output: self.name(),
@@ -181,13 +170,6 @@ impl WindowOutput {
             }
             None => Ok(encoded.batch),
         }
-    }
-}
-
-fn table_error(window: &str, error: SinkError) -> OutputError {
-    OutputError::Table {
-        output: format!("window `{window}`"),
-        error: Box::new(error),
     }
 }
 
@@ -228,24 +210,8 @@ impl Output for WindowOutput {
                 )
             })
             .collect();
-        let batch = results.batch_id.to_string();
-        let headers = [
-            ("sluice.pipeline", results.pipeline.as_str()),
-            ("sluice.batch-id", batch.as_str()),
-            ("sluice.window", self.config.name.as_str()),
-        ];
-        let outgoing = encoded
-            .iter()
-            .map(|(key, value)| Outgoing {
-                key: Some(key.as_bytes()),
-                value: Some(value.as_bytes()),
-                headers: headers
-                    .iter()
-                    .map(|(k, v)| (*k, Some(v.as_bytes())))
-                    .collect(),
-            })
-            .collect();
-        send_to(topic.as_ref(), self.name(), outgoing)
+        let tag = ("sluice.window", self.config.name.as_str());
+        derived::send_json(topic.as_ref(), self.name(), results, tag, &encoded)
     }
 
     /// Appends the batch's rows to the table, if any, in one commit carrying the mark,
@@ -257,52 +223,36 @@ impl Output for WindowOutput {
             return Ok(Delivered::default());
         }
         let mark = commit.mark;
-        if self
-            .held_batch(&mark.pipeline)?
-            .is_some_and(|b| b >= mark.batch_id)
-        {
-            return Ok(self.held(mark.batch_id));
+        let name = &self.config.name;
+        if let Some(held) = derived::holds(self.table.as_ref().map(|t| &t.0), KIND, name, mark)? {
+            return Ok(held);
         }
         let batch = self.encode(rows, mark.batch_id)?;
         let (table, _) = self.table.as_mut().expect("checked above");
-        let written = table
-            .write(vec![batch], mark.batch_id)
-            .map_err(|e| table_error(&self.config.name, e))?;
-        let delivered = Delivered {
-            records: written.rows,
-            files: written.files.len() as u64,
-            bytes: written.bytes,
-            retries: 0,
-        };
-        let landed = table
-            .commit(written.files, mark, HashMap::new(), &Fence::NotHeld)
-            .map_err(|e| table_error(&self.config.name, e))?;
-        Ok(match landed {
-            Landed::Committed { retries, .. } => Delivered {
-                retries: u64::from(retries),
-                ..delivered
-            },
-            Landed::AlreadyHeld => self.held(mark.batch_id),
-        })
+        let name = &self.config.name;
+        DerivedTable {
+            kind: KIND,
+            name,
+            table,
+        }
+        .commit(batch, mark)
     }
 
     fn expire_snapshots(&mut self, cutoff_ms: i64, retain_last: usize) -> Result<u64, OutputError> {
         let Some((table, _)) = self.table.as_mut() else {
             return Ok(0);
         };
-        let expiry = table
-            .expire_snapshots(cutoff_ms, retain_last, false)
-            .map_err(|e| table_error(&self.config.name, e))?;
-        Ok(expiry.removed.len() as u64)
+        let name = &self.config.name;
+        DerivedTable {
+            kind: KIND,
+            name,
+            table,
+        }
+        .expire(cutoff_ms, retain_last)
     }
 
     fn held_batch(&self, pipeline: &str) -> Result<Option<u64>, OutputError> {
-        match &self.table {
-            Some((table, _)) => table
-                .last_mark(pipeline)
-                .map(|m| m.map(|m: CommitMark| m.batch_id))
-                .map_err(|error| self.table_error(error)),
-            None => Ok(None),
-        }
+        let table = self.table.as_ref().map(|t| &t.0);
+        derived::held_batch(table, KIND, &self.config.name, pipeline)
     }
 }
