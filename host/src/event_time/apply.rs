@@ -23,6 +23,13 @@ pub struct Timed {
     pub records: Vec<(Record, Fields)>,
 }
 
+/// The records that leave the stream, with their reasons.
+#[derive(Debug, Default)]
+struct Sorted {
+    late: Vec<(Record, Reason)>,
+    future: Vec<(Record, Reason)>,
+}
+
 /// What the operators leave of a batch.
 #[derive(Debug)]
 pub struct Applied {
@@ -51,14 +58,7 @@ impl EventTime {
         now: Millis,
         flush: bool,
     ) -> Result<Applied, SchemaError> {
-        let mut main = Vec::new();
-        for tp in assigned {
-            match self.join_of_topic(&tp.topic) {
-                Some(j) => self.joins[j].1.register(&tp.to_string(), now),
-                None => main.push(tp.to_string()),
-            }
-        }
-        self.register(main.iter().map(String::as_str), now);
+        self.register_assigned(assigned, now);
         let (per_join, mut unreadable) = self.read_right(right);
         let right_refs: Vec<Vec<(&str, &RightFields)>> = per_join
             .iter()
@@ -69,15 +69,53 @@ impl EventTime {
         let fields = slices.iter().flat_map(|s| s.records.iter().map(|(_, f)| f));
         let outcome = self.process_joined(keys.zip(fields), &right_refs, now, flush);
         drop(right_refs);
-        let mut arrivals = outcome.verdicts.iter();
-        let (mut batches, mut late, mut future) = (Vec::new(), Vec::new(), Vec::new());
         let horizon = now.as_micros().saturating_add(self.clock.max_future);
+        let mut sorted = Sorted::default();
+        self.sort_right(per_join, &outcome, horizon, &mut sorted);
+        unreadable.sort_by(|a, b| {
+            (&a.0.topic, a.0.partition, a.0.offset).cmp(&(&b.0.topic, b.0.partition, b.0.offset))
+        });
+        let batches = self.sort_main(slices, &outcome, horizon, &mut sorted)?;
+        Ok(Applied {
+            batches,
+            late: sorted.late,
+            future: sorted.future,
+            unreadable,
+            outcome,
+        })
+    }
+
+    /// Registers the partitions a batch read, each with the side it feeds: a join's right
+    /// topic, or the main stream.
+    fn register_assigned<'a>(
+        &mut self,
+        assigned: impl IntoIterator<Item = &'a TopicPartition>,
+        now: Millis,
+    ) {
+        let mut main = Vec::new();
+        for tp in assigned {
+            match self.join_of_topic(&tp.topic) {
+                Some(j) => self.joins[j].1.register(&tp.to_string(), now),
+                None => main.push(tp.to_string()),
+            }
+        }
+        self.register(main.iter().map(String::as_str), now);
+    }
+
+    /// Moves the late and future records of the joins' right topics out, with their reasons.
+    fn sort_right(
+        &self,
+        per_join: Vec<Vec<(String, Record, RightFields)>>,
+        outcome: &EventTimeOutcome,
+        horizon: Micros,
+        sorted: &mut Sorted,
+    ) {
         for (j, records) in per_join.into_iter().enumerate() {
             let join = self.joins[j].1.config();
             let verdicts = &outcome.right_verdicts[j];
             let before = outcome.right_watermarks_before[j];
+            let field = &join.right_time_field;
             for ((_, record, fields), verdict) in records.into_iter().zip(verdicts) {
-                let field = &join.right_time_field;
                 match verdict {
                     Arrival::Late => {
                         let mut reason = late_reason(field, fields.time, before);
@@ -86,18 +124,30 @@ impl EventTime {
                             reason.message, join.name
                         )
                         .into();
-                        late.push((record, reason));
+                        sorted.late.push((record, reason));
                     }
                     Arrival::Future => {
-                        future.push((record, future_reason(field, fields.time, horizon)))
+                        let reason = future_reason(field, fields.time, horizon);
+                        sorted.future.push((record, reason));
                     }
                     Arrival::OnTime | Arrival::Duplicate => {}
                 }
             }
         }
-        unreadable.sort_by(|a, b| {
-            (&a.0.topic, a.0.partition, a.0.offset).cmp(&(&b.0.topic, b.0.partition, b.0.offset))
-        });
+    }
+
+    /// Keeps the main stream's on-time rows of every slice; moves its late and future
+    /// records out, with their reasons.
+    fn sort_main(
+        &self,
+        slices: Vec<Timed>,
+        outcome: &EventTimeOutcome,
+        horizon: Micros,
+        sorted: &mut Sorted,
+    ) -> Result<Vec<RecordBatch>, SchemaError> {
+        let mut arrivals = outcome.verdicts.iter();
+        let mut batches = Vec::new();
+        let field = &self.config.field;
         for slice in slices {
             let mut on_time = Vec::with_capacity(slice.records.len());
             for (record, fields) in slice.records {
@@ -105,12 +155,12 @@ impl EventTime {
                 on_time.push(arrival == Arrival::OnTime);
                 match arrival {
                     Arrival::Late => {
-                        let before = outcome.watermark_before;
-                        late.push((record, late_reason(&self.config.field, fields.time, before)));
+                        let reason = late_reason(field, fields.time, outcome.watermark_before);
+                        sorted.late.push((record, reason));
                     }
                     Arrival::Future => {
-                        let reason = future_reason(&self.config.field, fields.time, horizon);
-                        future.push((record, reason));
+                        let reason = future_reason(field, fields.time, horizon);
+                        sorted.future.push((record, reason));
                     }
                     Arrival::OnTime | Arrival::Duplicate => {}
                 }
@@ -121,13 +171,7 @@ impl EventTime {
                 batches.push(kept);
             }
         }
-        Ok(Applied {
-            batches,
-            late,
-            future,
-            unreadable,
-            outcome,
-        })
+        Ok(batches)
     }
 
     /// The fields of the right records, per join, with their partition key; the records
