@@ -1,5 +1,5 @@
 //! Ingestion cost: `sluice run --available-now` with the retail example (the Wasm validator
-//! on) over a topic of generated retail events, on librdkafka's mock cluster (a helper
+//! and the enricher, with its customer and product tables) over a topic of generated retail events, on librdkafka's mock cluster (a helper
 //! process, loaded before the clock starts: see `sluice_tests::mock`), beside the raw
 //! consume rate of the same topic with the same client library.
 //!
@@ -30,6 +30,12 @@ use sluice_tests::{plugins, repo_root};
 const BIN: &str = env!("CARGO_BIN_EXE_sluice-under-test");
 const MOCK: &str = env!("CARGO_BIN_EXE_mock-kafka");
 const TOPIC: &str = "bench-events";
+/// The enricher's lookup tables, as `mock-kafka` loads them: 50 000 customers (the
+/// generator's users) and the product catalog, as in `scripts/demo`.
+const TABLES: [(&str, &str); 2] = [
+    ("SLUICE_CUSTOMERS_TOPIC", "bench-customers=customers:50000"),
+    ("SLUICE_PRODUCTS_TOPIC", "bench-products=products:4"),
+];
 /// Bytes a generated event takes in the broker (value, key, record overhead), to size the
 /// partitions.
 const EVENT_BYTES: u64 = 420;
@@ -60,7 +66,11 @@ fn main() {
         .unwrap_or(RUNS.len());
     let partitions = MockKafka::partitions_for(events, EVENT_BYTES);
     let dead_letters: Vec<String> = (0..RUNS.len()).map(dead_letter_topic).collect();
-    let others: Vec<&str> = dead_letters.iter().map(String::as_str).collect();
+    let others: Vec<&str> = dead_letters
+        .iter()
+        .map(String::as_str)
+        .chain(TABLES.iter().map(|(_, topic)| *topic))
+        .collect();
     let t = Instant::now();
     let mock = MockKafka::start(MOCK, 3, TOPIC, partitions, events, &others);
     println!(
@@ -210,6 +220,7 @@ fn sluice_run(
         .env("SLUICE_PLUGINS", plugins_dir)
         .env("SLUICE_DEAD_LETTER_TOPIC", dead_letter_topic(run))
         .env("SLUICE_MAX_RECORDS", max_records.to_string())
+        .envs(TABLES.map(|(var, topic)| (var, topic.split_once('=').unwrap().0)))
         .env_remove("RUST_LOG")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -3,6 +3,8 @@
 //! is null are skipped and counted). A refresh scans again when the table's current
 //! snapshot changed; a replay scans at the recorded snapshot.
 
+use std::sync::Arc;
+
 use arrow_array::RecordBatch;
 use arrow_cast::display::{ArrayFormatter, FormatOptions};
 use arrow_schema::DataType;
@@ -156,13 +158,13 @@ impl Loader for IcebergLoader {
         Table::new(Version::Snapshot { id: None })
     }
 
-    fn refresh(&mut self, table: &mut Table) -> Result<bool, LookupError> {
+    fn refresh(&mut self, table: &mut Arc<Table>) -> Result<bool, LookupError> {
         let source = self.load()?;
         let current = source.metadata().current_snapshot_id();
         if *table.version() == (Version::Snapshot { id: current }) {
             return Ok(false);
         }
-        *table = self.scan(&source, current)?;
+        *table = Arc::new(self.scan(&source, current)?);
         Ok(true)
     }
 

@@ -80,9 +80,11 @@ pub fn check_size(name: &str, table: &Table, max: u64) -> Result<(), LookupError
 pub trait Loader: Send {
     /// The table before anything was read, at the version that says so.
     fn empty(&self) -> Table;
-    /// Brings `table` to the source's newest version, in place (a topic applies only what
-    /// is new); returns whether it changed.
-    fn refresh(&mut self, table: &mut Table) -> Result<bool, LookupError>;
+    /// Brings `table` to the source's newest version (a topic applies only what is new);
+    /// returns whether it changed. A table earlier batches still hold is shared: it is
+    /// copied (`Arc::make_mut`) only when there is something to change, never to find out
+    /// that nothing changed.
+    fn refresh(&mut self, table: &mut Arc<Table>) -> Result<bool, LookupError>;
     /// The table at exactly `version`, as a batch recorded it (a replay).
     fn at(&mut self, version: &Version) -> Result<Table, LookupError>;
 }
@@ -164,13 +166,13 @@ impl Loader for MemoryLoader {
         Table::new(version_at(0))
     }
 
-    fn refresh(&mut self, table: &mut Table) -> Result<bool, LookupError> {
+    fn refresh(&mut self, table: &mut Arc<Table>) -> Result<bool, LookupError> {
         let from = self.offset(table.version())?;
         let to = self.log.records().len() as i64;
         if from >= to {
             return Ok(false);
         }
-        self.apply(table, from, to)?;
+        self.apply(Arc::make_mut(table), from, to)?;
         Ok(true)
     }
 

@@ -27,8 +27,9 @@ impl Entry {
         let table = self
             .table
             .get_or_insert_with(|| Arc::new(self.loader.empty()));
-        // Batches that saw the old version keep it: a shared table is copied first.
-        match self.loader.refresh(Arc::make_mut(table)) {
+        // Batches that saw the old version keep it: the loader copies a shared table
+        // before changing it.
+        match self.loader.refresh(table) {
             Ok(changed) => {
                 if changed {
                     let t = &**table;
@@ -203,6 +204,23 @@ mod tests {
         // The first batch's tables were not changed under it.
         assert_eq!(value(&first, "u1").as_deref(), Some(r#"{"tier":"gold"}"#));
         assert_eq!(tables.sizes()["profiles"].0, 1);
+    }
+
+    #[test]
+    fn a_refresh_with_nothing_new_shares_the_table_the_last_batch_holds() {
+        let log = MemoryLookup::default();
+        log.append("u1", Some(r#"{"tier":"gold"}"#));
+        let mut tables = tables(&log, Duration::ZERO, 1 << 20);
+        let first = tables.refresh().unwrap();
+        let second = tables.refresh().unwrap();
+        let shared = |a: &Lookups, b: &Lookups| {
+            Arc::ptr_eq(&a.tables()["profiles"], &b.tables()["profiles"])
+        };
+        assert!(shared(&first, &second), "nothing new: not copied");
+        log.append("u2", Some("{}"));
+        let third = tables.refresh().unwrap();
+        assert!(!shared(&second, &third), "a change copies the held table");
+        assert_eq!(value(&second, "u2"), None);
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! and replaced later: that key then shows its later value.)
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -229,7 +230,7 @@ impl Loader for TopicLoader {
         })
     }
 
-    fn refresh(&mut self, table: &mut Table) -> Result<bool, LookupError> {
+    fn refresh(&mut self, table: &mut Arc<Table>) -> Result<bool, LookupError> {
         let from = self.offsets(table.version())?.clone();
         let mut ends = self.ends()?;
         for (p, end) in &mut ends {
@@ -241,11 +242,13 @@ impl Loader for TopicLoader {
             .all(|(p, end)| from.get(p).copied().unwrap_or(0) >= *end)
         {
             let changed = ends != from;
-            table.set_version(Version::Topic { offsets: ends });
+            if changed {
+                Arc::make_mut(table).set_version(Version::Topic { offsets: ends });
+            }
             return Ok(changed);
         }
         self.assign(&from, &ends)?;
-        self.read_to(table, &from, &ends)?;
+        self.read_to(Arc::make_mut(table), &from, &ends)?;
         Ok(true)
     }
 

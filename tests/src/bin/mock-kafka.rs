@@ -5,7 +5,9 @@
 //! `mock-kafka BROKERS TOPIC PARTITIONS EVENTS [OTHER_TOPIC...]`: creates TOPIC and the
 //! other topics (one partition each: the mock cluster does not answer CreateTopics),
 //! produces EVENTS generated retail events (5% invalid) to TOPIC, prints `ready BOOTSTRAP`,
-//! and serves until its standard input closes.
+//! and serves until its standard input closes. An other topic written `NAME=SHAPE:COUNT` is
+//! loaded with COUNT records of `sluice produce --shape SHAPE` (the lookup tables'
+//! `customers` and `products`).
 
 use std::io::Read;
 
@@ -21,10 +23,23 @@ fn main() {
     let number = |s: &str| -> i32 { s.parse().expect("a number") };
     let mock = MockCluster::<DefaultProducerContext>::new(number(brokers)).unwrap();
     mock.create_topic(topic, number(partitions), 1).unwrap();
+    let mut tables = Vec::new();
     for other in others {
-        mock.create_topic(other, 1, 1).unwrap();
+        let name = match other.split_once('=') {
+            Some((name, table)) => {
+                tables.push((name, table.split_once(':').expect("NAME=SHAPE:COUNT")));
+                name
+            }
+            None => other.as_str(),
+        };
+        mock.create_topic(name, 1, 1).unwrap();
     }
     let bootstrap = mock.bootstrap_servers();
+    for (name, (shape, count)) in tables {
+        let args = ["--shape", shape, "--count", count, "--invalid-share", "0"];
+        let produced = sluice_tests::produce(&bootstrap, name, &args);
+        assert_eq!(produced.delivered.to_string(), count);
+    }
     if events != "0" {
         let produced = sluice_tests::produce(
             &bootstrap,

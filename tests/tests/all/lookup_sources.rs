@@ -3,6 +3,7 @@
 //! table rebuilt at a recorded version holds what it held then.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
@@ -59,13 +60,18 @@ fn a_compacted_topic_is_read_then_refreshed_and_rebuilt_at_a_version() {
     send(&producer, 1, &[(Some("u3"), Some(r#"{"tier":"silver"}"#))]);
 
     let mut loader = TopicLoader::new("profiles", TOPIC, &connection, 1 << 20).unwrap();
-    let mut table = loader.empty();
+    let mut table = Arc::new(loader.empty());
     assert!(loader.refresh(&mut table).unwrap());
     assert_eq!(*table.version(), at(&[(0, 3), (1, 1)]));
     assert_eq!(value(&table, "u1").as_deref(), Some(r#"{"tier":"gold"}"#));
     assert_eq!(value(&table, "u2"), None, "not a JSON object: skipped");
     assert_eq!(table.len(), 2);
+    let held = Arc::clone(&table);
     assert!(!loader.refresh(&mut table).unwrap(), "nothing new");
+    assert!(
+        Arc::ptr_eq(&held, &table),
+        "nothing new: the held table is not copied"
+    );
 
     send(
         &producer,
@@ -92,7 +98,7 @@ fn a_compacted_topic_is_read_then_refreshed_and_rebuilt_at_a_version() {
 
     // Over max-bytes: a clear error naming the table.
     let mut small = TopicLoader::new("profiles", TOPIC, &connection, 8).unwrap();
-    let mut table = small.empty();
+    let mut table = Arc::new(small.empty());
     let error = small.refresh(&mut table).unwrap_err().to_string();
     assert!(
         error.contains("lookup `profiles`") && error.contains("max-bytes"),
@@ -164,7 +170,7 @@ fn an_iceberg_table_is_read_then_refreshed_and_rebuilt_at_a_snapshot() {
     )
     .unwrap();
 
-    let mut table = loader.empty();
+    let mut table = Arc::new(loader.empty());
     assert!(loader.refresh(&mut table).unwrap());
     let first = table.version().clone();
     assert!(

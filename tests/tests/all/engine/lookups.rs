@@ -3,6 +3,7 @@
 //! when the tables changed before the restart.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sluice::lookup::load::{Loader, LookupError, MemoryLoader, MemoryLookup};
@@ -113,7 +114,7 @@ impl Loader for Changing {
         self.loader.empty()
     }
 
-    fn refresh(&mut self, table: &mut Table) -> Result<bool, LookupError> {
+    fn refresh(&mut self, table: &mut Arc<Table>) -> Result<bool, LookupError> {
         self.refreshes += 1;
         let n = self.refreshes;
         self.log
@@ -155,7 +156,7 @@ fn a_failed_refresh_is_retried_like_a_broker_outage() {
         fn empty(&self) -> Table {
             self.0.empty()
         }
-        fn refresh(&mut self, table: &mut Table) -> Result<bool, LookupError> {
+        fn refresh(&mut self, table: &mut Arc<Table>) -> Result<bool, LookupError> {
             if !std::mem::replace(&mut self.1, true) {
                 let down = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "down");
                 return Err(LookupError::source("profiles", "reading `profiles`", down));
