@@ -139,6 +139,14 @@ impl TopicLoader {
     /// `table`; `from` says where each partition starts. Records past `targets` are left
     /// (the next read assigns the partitions again, which also drops any end-of-partition
     /// event of this one).
+    /// Stops fetching between refreshes: an assigned partition keeps librdkafka's threads
+    /// fetching (and the process's CPU busy) while the pipeline runs its batches.
+    fn unassign(&self) {
+        if let Err(error) = self.consumer.unassign() {
+            tracing::debug!(lookup = %self.name, %error, "could not unassign the lookup topic");
+        }
+    }
+
     fn read_to(
         &mut self,
         table: &mut Table,
@@ -248,16 +256,18 @@ impl Loader for TopicLoader {
             return Ok(changed);
         }
         self.assign(&from, &ends)?;
-        self.read_to(Arc::make_mut(table), &from, &ends)?;
-        Ok(true)
+        let read = self.read_to(Arc::make_mut(table), &from, &ends);
+        self.unassign();
+        read.map(|()| true)
     }
 
     fn at(&mut self, version: &Version) -> Result<Table, LookupError> {
         let targets = self.offsets(version)?.clone();
         let mut table = self.empty();
         self.assign(&BTreeMap::new(), &targets)?;
-        self.read_to(&mut table, &BTreeMap::new(), &targets)?;
-        Ok(table)
+        let read = self.read_to(&mut table, &BTreeMap::new(), &targets);
+        self.unassign();
+        read.map(|()| table)
     }
 }
 

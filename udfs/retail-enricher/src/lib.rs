@@ -17,9 +17,56 @@
 //! Each event makes at most two single lookups: the SDK judges one event at a time, so a
 //! batched `lookup_many` per chunk is not available to a `Processor`.
 
-use serde::Deserialize;
-use serde_json::{Map, Value};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use serde_json::value::RawValue;
 use sluice_guest::{Event, IntoVerdict, Params, Processor, Rejection, Verdict};
+
+/// A field name, borrowed from the event unless it has escapes.
+#[derive(Deserialize, Serialize, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(transparent)]
+struct Name<'a>(#[serde(borrow)] Cow<'a, str>);
+
+/// A field's value: the event's own JSON text, written back as it came, or a value added
+/// from a table.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Field<'a> {
+    Raw(&'a RawValue),
+    Added(Value),
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Field<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        <&RawValue>::deserialize(d).map(Field::Raw)
+    }
+}
+
+impl Field<'_> {
+    /// The value as a string, when it is one without escapes (as ids are).
+    fn as_str(&self) -> Option<Cow<'_, str>> {
+        match self {
+            Field::Raw(raw) => serde_json::from_str::<Cow<'_, str>>(raw.get()).ok(),
+            Field::Added(value) => value.as_str().map(Cow::Borrowed),
+        }
+    }
+
+    /// Whether it is the same JSON value as `value`.
+    fn is(&self, value: &Value) -> bool {
+        match self {
+            Field::Raw(raw) => serde_json::from_str::<Value>(raw.get()).is_ok_and(|v| &v == value),
+            Field::Added(added) => added == value,
+        }
+    }
+}
+
+/// The event's fields, sorted by name (as serde_json's own map writes them). Only the two
+/// keys are decoded: the rest stays the event's text, so a rewrite copies it rather than
+/// parsing and printing every value.
+type Fields<'a> = BTreeMap<Name<'a>, Field<'a>>;
 
 /// The fields of a profile this plugin copies.
 #[derive(Deserialize)]
@@ -44,24 +91,29 @@ pub struct RetailEnricher {
 impl RetailEnricher {
     /// Adds what the tables know about the event's user and product.
     pub fn enrich(&self, event: &Event<'_>) -> Result<Verdict, Rejection> {
-        let mut fields: Map<String, Value> = event.json()?;
+        let mut fields: Fields<'_> = event.json()?;
+        let field = |fields: &Fields<'_>, name: &'static str| {
+            let value = fields.get(&Name(Cow::Borrowed(name)))?.as_str()?;
+            Some(value.into_owned())
+        };
         let mut added = Vec::with_capacity(4);
-        if let Some(user) = fields.get("user_id").and_then(Value::as_str)
-            && let Some(p) = sluice_guest::lookup::<Profile>(&self.profiles, user)?
+        if let Some(user) = field(&fields, "user_id")
+            && let Some(p) = sluice_guest::lookup::<Profile>(&self.profiles, &user)?
         {
             added.extend([("tier", p.tier), ("country", p.country)]);
         }
-        if let Some(product) = fields.get("product_id").and_then(Value::as_str)
-            && let Some(p) = sluice_guest::lookup::<Product>(&self.products, product)?
+        if let Some(product) = field(&fields, "product_id")
+            && let Some(p) = sluice_guest::lookup::<Product>(&self.products, &product)?
         {
             added.extend([("category", p.category), ("list_price", p.list_price)]);
         }
         let mut changed = false;
         for (name, value) in added {
+            let name = Name(Cow::Borrowed(name));
             if let Some(value) = value.filter(|v| !v.is_null())
-                && fields.get(name) != Some(&value)
+                && !fields.get(&name).is_some_and(|f| f.is(&value))
             {
-                fields.insert(name.into(), value);
+                fields.insert(name, Field::Added(value));
                 changed = true;
             }
         }
@@ -147,6 +199,27 @@ mod tests {
         assert_eq!(
             enriched(anonymous).unwrap(),
             json!({"product_id": "P100", "category": "drinkware", "list_price": 18.0})
+        );
+    }
+
+    #[test]
+    fn escaped_names_and_values_are_read_and_written_back() {
+        tables();
+        let text = r#"{"user_id":"user_\u0031","say \"hi\"":"a\nb","n":2.50,"product_id":"P100"}"#;
+        let Verdict::Rewrite(bytes) = enricher().enrich(&Event::new(text.as_bytes())).unwrap()
+        else {
+            panic!("not rewritten")
+        };
+        let out = String::from_utf8(bytes).unwrap();
+        assert!(
+            out.contains(r#""n":2.50"#),
+            "values are copied as they came: {out}"
+        );
+        let value: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(
+            value,
+            json!({"user_id": "user_1", "say \"hi\"": "a\nb", "n": 2.5, "product_id": "P100",
+                "tier": "gold", "country": "DE", "category": "drinkware", "list_price": 18.0})
         );
     }
 
