@@ -1,24 +1,29 @@
 // Builds one JavaScript plugin into a WebAssembly component: `node componentize.mjs
-// PLUGIN_DIR OUT.wasm WIT_DIR`. Run by `build`, from the folder where the pinned
-// componentize-js is installed.
+// PLUGIN_DIR OUT.wasm WIT_DIR [HELPER]`, from a folder where the pinned componentize-js is
+// installed: run by `build` in this repository, and by `npm run build` in a project of
+// `sluice plugin new --lang js` (which writes this file, the helper and the WIT there).
 //
 // The plugin folder holds a `package.json` (its name and version are what `describe`
 // answers) and the module its `main` names, which exports `process(event, config)` and
-// optionally `init(params)`. The plugin folder and `sluice.js` are copied into a work folder
-// next to a generated entry module that exports the WIT `processor` interface.
+// optionally `init(params)`. The plugin folder (without `node_modules`, dot files and
+// components) is copied into a work folder next to a generated entry module that exports
+// the WIT `processor` interface. The helper (HELPER, by default the `sluice.js` beside this
+// file) is put where the plugin imports it from, relative to the plugin's folder
+// (`../sluice.js` in udfs/js, `sluice/sluice.js` in a generated project), and the entry
+// imports that same module: the plugin's `log` and `Rejection` are the entry's.
 
 import { componentize } from "@bytecodealliance/componentize-js";
 import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { basename, dirname, join, resolve } from "node:path";
+import { basename, dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 
-const [pluginDir, out, witDir] = process.argv.slice(2).map((p) => resolve(p));
+const [pluginDir, out, witDir, helperArg] = process.argv.slice(2).map((p) => resolve(p));
 if (!witDir) {
-  console.error("usage: node componentize.mjs PLUGIN_DIR OUT.wasm WIT_DIR");
+  console.error("usage: node componentize.mjs PLUGIN_DIR OUT.wasm WIT_DIR [HELPER]");
   process.exit(2);
 }
-const helper = join(dirname(fileURLToPath(import.meta.url)), "sluice.js");
+const helper = helperArg ?? join(dirname(fileURLToPath(import.meta.url)), "sluice.js");
 const manifest = JSON.parse(await readFile(join(pluginDir, "package.json"), "utf8"));
 const name = basename(pluginDir);
 // The host interface is imported by its versioned name, that of the WIT package built against.
@@ -28,15 +33,23 @@ if (!witPackage) throw new Error(`no \`package sluice:plugin@VERSION;\` in ${wit
 
 const work = await mkdtemp(join(tmpdir(), "sluice-js-"));
 try {
-  await cp(helper, join(work, "sluice.js"));
-  await cp(pluginDir, join(work, name), { recursive: true });
+  const copy = join(work, name);
+  const helperAt = join(copy, relative(pluginDir, helper));
+  if (!helperAt.startsWith(work + sep)) {
+    throw new Error(`the helper ${helper} is neither in ${pluginDir} nor beside it`);
+  }
+  const skipped = (path) =>
+    path !== pluginDir && (/^(node_modules$|\.)/.test(basename(path)) || path.endsWith(".wasm"));
+  await cp(pluginDir, copy, { recursive: true, filter: (path) => !skipped(path) });
+  await cp(helper, helperAt);
+  const helperImport = `./${relative(work, helperAt).split(sep).join("/")}`;
   const main = `./${name}/${manifest.main ?? "index.js"}`;
   const entry = join(work, "entry.js");
   await writeFile(
     entry,
     `import * as plugin from ${JSON.stringify(main)};\n` +
       `import * as host from ${JSON.stringify(witPackage.replace("@", "/host@"))};\n` +
-      `import { processorOf } from "./sluice.js";\n` +
+      `import { processorOf } from ${JSON.stringify(helperImport)};\n` +
       `export const processor = processorOf(plugin, ${JSON.stringify(manifest.name)}, ` +
       `${JSON.stringify(manifest.version)}, host);\n`,
   );

@@ -19,6 +19,9 @@
 // `build` (next to this file) turns such a module into a WebAssembly component of the
 // `event-processor` world of `wit/plugin.wit`: it wraps the module with `processorOf`,
 // which implements the WIT `processor` interface over the columnar chunk of events.
+//
+// This file imports nothing, so a plugin's unit tests run in Node.js as they are:
+// `judge(plugin, values, params)` gives the verdicts the component would give.
 
 /** Rejection codes the helper itself produces (the same as the Rust SDK's). */
 export const codes = Object.freeze({
@@ -275,5 +278,53 @@ export function processorOf(plugin, name, version, host) {
       }
       return { actions, rewrites, rejections };
     },
+  };
+}
+
+/**
+ * Judges `values` with a plugin module `{ process, init? }` as its component does, but in
+ * Node.js, for unit tests (`node --test`): the same `processorOf`, over a chunk of one
+ * event per value. A value is a `Uint8Array`, a string (its UTF-8 text), `null` (a
+ * tombstone) or any other value (written as JSON); `params` is an object of the plugin's
+ * parameters. Returns one verdict per value: `{ action: "keep" }`, `{ action: "rewrite",
+ * value }` (a `Uint8Array`) or `{ action: "reject", code, message, field }`. What fails
+ * the component's `init` or a chunk is thrown (a string), and `log` calls go to `logs`.
+ */
+export function judge(plugin, values, params = {}, logs = []) {
+  const processor = processorOf(plugin, "test", "0", {
+    log: (level, message) => logs.push({ level, message }),
+  });
+  processor.init(Object.entries(params).map(([k, v]) => [k, String(v)]));
+  const { actions, rewrites, rejections } = processor.process(chunkOf(values));
+  const verdicts = actions.map(() => KEEP);
+  for (const { event, value } of rewrites) verdicts[event] = { action: "rewrite", value };
+  for (const { event, code, message, field } of rejections) {
+    verdicts[event] = { action: "reject", code, message, field };
+  }
+  return verdicts;
+}
+
+/** The WIT `event-chunk` of one event per value, on topic `test`, partition 0, from offset 0. */
+function chunkOf(values) {
+  const encoded = values.map((v) => (v === null ? null : encodeValue(v)));
+  const n = values.length;
+  const bytes = new Uint8Array(encoded.reduce((sum, b) => sum + (b?.length ?? 0), 0));
+  let at = 0;
+  for (const b of encoded) {
+    if (b === null) continue;
+    bytes.set(b, at);
+    at += b.length;
+  }
+  return {
+    topics: ["test"],
+    topicIndex: new Uint16Array(n),
+    partitions: new Int32Array(n),
+    offsets: BigInt64Array.from(encoded, (_, i) => BigInt(i)),
+    timestamps: new BigInt64Array(n).fill(-1n),
+    keyLengths: new Int32Array(n).fill(-1),
+    keys: new Uint8Array(0),
+    valueLengths: Int32Array.from(encoded, (b) => (b === null ? -1 : b.length)),
+    values: bytes,
+    headers: [],
   };
 }

@@ -9,7 +9,7 @@ use crate::validator;
 
 /// The JavaScript validator's component; `None`, after saying why, when `build.rs` could not
 /// build it because npm or its registry was unreachable. In CI (`CI` set) that fails the test.
-fn js_validator() -> Option<&'static str> {
+pub(crate) fn js_validator() -> Option<&'static str> {
     match plugins::CLICKSTREAM_VALIDATOR_JS {
         Ok(path) => Some(path),
         Err(why) if std::env::var_os("CI").is_some() => {

@@ -131,3 +131,95 @@ fn the_readme_plugin_builds_and_gives_the_readme_verdicts() {
     assert_eq!(String::from_utf8(out).unwrap(), block(&readme, "output"));
     std::fs::remove_dir_all(parent).unwrap();
 }
+
+/// The README's "Plugins in JavaScript" steps as written: `sluice plugin new` with the
+/// README's arguments, npm scripts by the names the README runs, a build that writes the
+/// component the README's `sluice plugin test` reads; and the README's rule in JavaScript,
+/// judged in Node.js by the project's helper, gives the verdicts of the README's samples
+/// (those of the Rust rule). Building the component is `plugin_author.rs`'s part.
+#[test]
+fn the_readme_js_steps_work_and_its_rule_gives_the_samples_verdicts() {
+    if crate::js::js_validator().is_none() {
+        return;
+    }
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let steps = block(&readme, "js steps");
+    let commands: Vec<Vec<&str>> = steps
+        .lines()
+        .map(|l| l.split('#').next().unwrap().split_whitespace().collect())
+        .collect();
+    let parent = std::env::temp_dir().join(format!("sluice-readme-js-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&parent);
+    let mut new = commands[0].clone();
+    new.extend(["--dir", parent.to_str().unwrap()]);
+    let invocation = cli::parse(new).unwrap();
+    let cli::Command::Plugin(plugin) = &invocation.cli.command else {
+        panic!("not plugin")
+    };
+    let cli::plugin::PluginCommand::New(new_args) = &plugin.command else {
+        panic!("not plugin new")
+    };
+    let dir = cli::plugin::new::run(new_args, &mut Vec::new()).unwrap();
+    assert_eq!(
+        commands[1],
+        ["cd", dir.file_name().unwrap().to_str().unwrap()]
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("package.json")).unwrap()).unwrap();
+    assert_eq!(commands[2], ["npm", "install"]);
+    assert_eq!(commands[3], ["npm", "test"]);
+    assert!(manifest["scripts"]["test"].is_string(), "{manifest}");
+    assert_eq!(commands[4], ["npm", "run", "build"]);
+    let build = manifest["scripts"]["build"].as_str().unwrap();
+    let test = cli::parse(commands[5].clone()).unwrap();
+    let cli::Command::Plugin(plugin) = &test.cli.command else {
+        panic!("not plugin")
+    };
+    let cli::plugin::PluginCommand::Test(test_args) = &plugin.command else {
+        panic!("not plugin test")
+    };
+    let wasm = test_args.plugin.to_str().unwrap();
+    assert!(
+        build.split(' ').any(|word| word == wasm),
+        "{build} does not write {wasm}"
+    );
+    assert!(dir.join(&test_args.samples).exists());
+
+    std::fs::write(dir.join("index.js"), block(&readme, "index.js")).unwrap();
+    let samples = block(&readme, "samples.jsonl");
+    std::fs::write(dir.join("samples.jsonl"), &samples).unwrap();
+    let expected: Vec<serde_json::Value> = samples
+        .lines()
+        .map(|line| {
+            let sample: serde_json::Value = serde_json::from_str(line).unwrap();
+            serde_json::json!([sample["verdict"], sample["code"]])
+        })
+        .collect();
+    assert_eq!(judge_samples(&dir), serde_json::Value::Array(expected));
+    std::fs::remove_dir_all(parent).unwrap();
+}
+
+/// The verdicts (`[verdict, code]`) the project in `dir` gives its `samples.jsonl`, judged
+/// in Node.js by the helper's `judge`.
+fn judge_samples(dir: &Path) -> serde_json::Value {
+    const SCRIPT: &str = r#"
+        import { readFileSync } from "node:fs";
+        import * as plugin from "./index.js";
+        import { judge } from "./sluice/sluice.js";
+        const samples = readFileSync("samples.jsonl", "utf8").split("\n").filter((l) => l.trim());
+        const verdicts = judge(plugin, samples.map((l) => JSON.parse(l).event));
+        const names = { keep: "kept", rewrite: "rewritten", reject: "rejected" };
+        console.log(JSON.stringify(verdicts.map((v) => [names[v.action], v.code ?? null])));
+    "#;
+    let output = Command::new("node")
+        .current_dir(dir)
+        .args(["--input-type=module", "--eval", SCRIPT])
+        .output()
+        .expect("cannot run node");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}

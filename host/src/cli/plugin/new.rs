@@ -1,5 +1,9 @@
-//! `sluice plugin new`: a plugin crate that builds for `wasm32-wasip2` as it is, with one
-//! rule, its native unit tests, a samples file for `sluice plugin test` and a README.
+//! `sluice plugin new`: a plugin project that builds as it is, with one rule, its native
+//! unit tests, a samples file for `sluice plugin test` and a README: a Rust crate for
+//! `wasm32-wasip2` ([`rust`]) or a JavaScript package built with componentize-js ([`js`]).
+
+mod js;
+mod rust;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -16,100 +20,95 @@ pub enum Kind {
     Enricher,
 }
 
+impl Kind {
+    /// The rule, as the README and the manifest describe it.
+    fn what(self) -> &'static str {
+        match self {
+            Kind::Validator => "rejects events without a user_id",
+            Kind::Enricher => "adds event_date to events",
+        }
+    }
+
+    /// The samples the rule passes, the same in every language.
+    fn samples(self) -> &'static str {
+        match self {
+            Kind::Validator => include_str!("template/validator-samples.jsonl"),
+            Kind::Enricher => include_str!("template/enricher-samples.jsonl"),
+        }
+    }
+}
+
+/// The language the plugin is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Lang {
+    /// A Rust crate on the `sluice-guest` SDK, built by cargo for `wasm32-wasip2`.
+    Rust,
+    /// A JavaScript module on the `sluice.js` helper, built by componentize-js (npm).
+    Js,
+}
+
 /// Arguments of `sluice plugin new`.
 #[derive(Debug, Args)]
 pub struct NewArgs {
-    /// The crate's name (lower-case letters, digits, `-` and `_`); also its folder's.
+    /// The plugin's name (lower-case letters, digits, `-` and `_`); also its folder's.
     #[arg(value_name = "NAME")]
     pub name: String,
     /// What the plugin does.
     #[arg(long, value_enum, default_value = "validator")]
     pub kind: Kind,
-    /// The folder to create the crate's folder in.
+    /// The language it is written in.
+    #[arg(long, value_enum, default_value = "rust")]
+    pub lang: Lang,
+    /// The folder to create the plugin's folder in.
     #[arg(long, value_name = "DIR", default_value = ".")]
     pub dir: PathBuf,
     /// Build against the SDK of a local sluice checkout (its `guest-sdk` folder) instead of
-    /// the published one: written as a `[patch.crates-io]` entry in `Cargo.toml`.
+    /// the published one: written as a `[patch.crates-io]` entry in `Cargo.toml` (Rust only).
     #[arg(long, value_name = "PATH")]
     pub sdk_path: Option<PathBuf>,
 }
 
-const CARGO_TOML: &str = include_str!("template/Cargo.toml.in");
-const CARGO_CONFIG: &str = include_str!("template/cargo-config.toml.in");
-const README: &str = include_str!("template/README.md.in");
-const VALIDATOR: &str = include_str!("template/validator.rs.in");
-const ENRICHER: &str = include_str!("template/enricher.rs.in");
-const VALIDATOR_SAMPLES: &str = include_str!("template/validator-samples.jsonl");
-const ENRICHER_SAMPLES: &str = include_str!("template/enricher-samples.jsonl");
+/// A project to write: its files (path in the project, text) and the commands that test
+/// and build it, in its folder.
+struct Project {
+    files: Vec<(&'static str, String)>,
+    steps: Vec<String>,
+}
 
-/// Creates the crate; returns its folder.
+/// Creates the project; returns its folder.
 pub fn run(args: &NewArgs, out: &mut dyn Write) -> anyhow::Result<PathBuf> {
     check_name(&args.name)?;
     let root = args.dir.join(&args.name);
     if root.exists() {
         bail!("{} already exists", root.display());
     }
-    let (what, lib, samples) = match args.kind {
-        Kind::Validator => (
-            "rejects events without a user_id",
-            VALIDATOR,
-            VALIDATOR_SAMPLES,
-        ),
-        Kind::Enricher => ("adds event_date to events", ENRICHER, ENRICHER_SAMPLES),
-    };
-    let patch = match &args.sdk_path {
-        Some(path) => {
-            let path = std::path::absolute(path)
-                .with_context(|| format!("cannot resolve {}", path.display()))?;
-            format!(
-                "[patch.crates-io]\nsluice-guest = {{ path = {:?} }}",
-                path.display().to_string()
-            )
-        }
-        None => {
-            "# [patch.crates-io]\n# sluice-guest = { path = \"/path/to/sluice/guest-sdk\" }".into()
+    let project = match args.lang {
+        Lang::Rust => rust::project(args)?,
+        Lang::Js => {
+            if args.sdk_path.is_some() {
+                bail!("--sdk-path is for Rust plugins: a JavaScript plugin carries its helper");
+            }
+            js::project(args)?
         }
     };
-    let fill = |template: &str| {
-        template
-            .replace("{{name}}", &args.name)
-            .replace("{{crate}}", &args.name.replace('-', "_"))
-            .replace("{{what}}", what)
-            .replace("{{sdk_version}}", sdk_requirement())
-            .replace("{{patch}}", &patch)
-    };
-    let files: [(&str, String); 5] = [
-        ("Cargo.toml", fill(CARGO_TOML)),
-        (".cargo/config.toml", CARGO_CONFIG.to_string()),
-        ("README.md", fill(README)),
-        ("src/lib.rs", fill(lib)),
-        ("samples.jsonl", samples.to_string()),
-    ];
-    for (path, text) in &files {
+    for (path, text) in &project.files {
         write(&root.join(path), text)?;
     }
-    writeln!(out, "created {} ({:?}): ", root.display(), args.kind)?;
-    writeln!(out, "  cd {} && cargo build --release", root.display())?;
     writeln!(
         out,
-        "  sluice plugin test target/wasm32-wasip2/release/{}.wasm --samples samples.jsonl",
-        args.name.replace('-', "_")
+        "created {} ({:?}, {:?}):",
+        root.display(),
+        args.kind,
+        args.lang
     )?;
+    writeln!(out, "  cd {}", root.display())?;
+    for step in &project.steps {
+        writeln!(out, "  {step}")?;
+    }
     Ok(root)
 }
 
-/// The SDK version this host's plugins are written against, as a Cargo requirement
-/// (`major.minor`: the host loads every plugin of the same WIT minor version).
-fn sdk_requirement() -> &'static str {
-    let version = env!("CARGO_PKG_VERSION");
-    let end = version
-        .match_indices('.')
-        .nth(1)
-        .map_or(version.len(), |(i, _)| i);
-    &version[..end]
-}
-
-/// Refuses a name Cargo would refuse, before anything is written.
+/// Refuses a name Cargo or npm would refuse, before anything is written.
 fn check_name(name: &str) -> anyhow::Result<()> {
     let valid = name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
         && name
@@ -144,11 +143,5 @@ mod tests {
         for good in ["rule", "user-rule", "rule_2"] {
             assert!(check_name(good).is_ok(), "{good:?}");
         }
-    }
-
-    #[test]
-    fn the_sdk_requirement_is_major_and_minor() {
-        assert_eq!(sdk_requirement().matches('.').count(), 1);
-        assert!(env!("CARGO_PKG_VERSION").starts_with(sdk_requirement()));
     }
 }
