@@ -230,7 +230,7 @@ impl CompileCacheDir {
             CompileCacheDir::Default(false) => None,
             CompileCacheDir::At(dir) => Some(dir.clone()),
             CompileCacheDir::Default(true) => {
-                let absolute = |var| std::env::var_os(var).map(PathBuf::from).filter(|p| p.is_absolute());
+                let absolute = |var: &str| std::env::var_os(var).map(PathBuf::from).filter(|p| p.is_absolute());
                 let cache_home = absolute("XDG_CACHE_HOME")
                     .or_else(|| absolute("HOME").map(|home| home.join(".cache")))?;
                 Some(cache_home.join("sluice").join("compiled"))

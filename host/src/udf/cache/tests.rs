@@ -45,7 +45,7 @@ fn component(n: i32) -> Vec<u8> {
     types.ty().function([], [ValType::I32]);
     let mut functions = FunctionSection::new();
     functions.function(0);
-    let mut body = Function::new([]);
+    let mut body = Function::new(Vec::<(u32, ValType)>::new());
     body.instruction(&Instruction::I32Const(n));
     body.instruction(&Instruction::End);
     let mut code = CodeSection::new();

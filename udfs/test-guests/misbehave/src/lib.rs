@@ -164,18 +164,21 @@ impl Guest for Misbehave {
                 }
                 Ok(keep_all())
             }
-            "reserve" => {
-                let mut at = 0;
-                for &length in &chunk.value_lengths {
-                    let length = usize::try_from(length).unwrap_or(0);
-                    reserve(&chunk.values[at..at + length])?;
-                    at += length;
-                }
-                Ok(keep_all())
-            }
+            "reserve" => reserve_each(&chunk).map(|()| keep_all()),
             other => Err(format!("unknown mode {other}")),
         })
     }
+}
+
+/// Mode `reserve`, over the chunk's values in order.
+fn reserve_each(chunk: &EventChunk) -> Result<(), String> {
+    let mut at = 0;
+    for &length in &chunk.value_lengths {
+        let length = usize::try_from(length).unwrap_or(0);
+        reserve(&chunk.values[at..at + length])?;
+        at += length;
+    }
+    Ok(())
 }
 
 /// What mode `reserve` does with one event's value: `N` reserves N bytes or fails with
