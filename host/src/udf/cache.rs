@@ -236,7 +236,10 @@ fn check_not_world_writable(dir: &Path) -> io::Result<()> {
     if mode & 0o002 != 0 {
         return Err(io::Error::new(
             io::ErrorKind::PermissionDenied,
-            format!("the folder is writable by every user (mode {:o})", mode & 0o7777),
+            format!(
+                "the folder is writable by every user (mode {:o})",
+                mode & 0o7777
+            ),
         ));
     }
     Ok(())

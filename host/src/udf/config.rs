@@ -230,7 +230,11 @@ impl CompileCacheDir {
             CompileCacheDir::Default(false) => None,
             CompileCacheDir::At(dir) => Some(dir.clone()),
             CompileCacheDir::Default(true) => {
-                let absolute = |var: &str| std::env::var_os(var).map(PathBuf::from).filter(|p| p.is_absolute());
+                let absolute = |var: &str| {
+                    std::env::var_os(var)
+                        .map(PathBuf::from)
+                        .filter(|p| p.is_absolute())
+                };
                 let cache_home = absolute("XDG_CACHE_HOME")
                     .or_else(|| absolute("HOME").map(|home| home.join(".cache")))?;
                 Some(cache_home.join("sluice").join("compiled"))
@@ -319,7 +323,13 @@ mod tests {
             parse("").unwrap().compile_cache,
             CompileCacheDir::Default(true)
         );
-        assert_eq!(parse("compile-cache = false").unwrap().compile_cache.folder(), None);
+        assert_eq!(
+            parse("compile-cache = false")
+                .unwrap()
+                .compile_cache
+                .folder(),
+            None
+        );
         let mut config = parse("compile-cache = \"cache\"").unwrap();
         config.resolve_paths(Path::new("/etc/sluice"));
         assert_eq!(

@@ -38,8 +38,8 @@ use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Config, Engine, Store, Trap};
 
 pub use self::bindings::WIT_VERSION;
-pub use self::cache::{CompileCache, Origin};
 use self::bindings::{EventProcessor, EventProcessorPre};
+pub use self::cache::{CompileCache, Origin};
 pub use self::chunk::{Chunk, Rejection, Verdict};
 use self::config::{Grants, Limits, RuntimeConfig};
 pub use self::error::{EventSpan, Failure, UdfError};

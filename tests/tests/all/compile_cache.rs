@@ -52,7 +52,11 @@ fn load(runtime: &Runtime, path: &str) -> Plugin {
 /// The verdicts on the tutorial's five events and three invalid ones.
 fn verdicts(plugin: &Plugin) -> Vec<Verdict> {
     let mut values = seed_events();
-    values.extend(["not json".into(), "{}".into(), r#"{"event_type": 7}"#.into()]);
+    values.extend([
+        "not json".into(),
+        "{}".into(),
+        r#"{"event_type": 7}"#.into(),
+    ]);
     let records = records(&values);
     plugin
         .process_records(&records.iter().collect::<Vec<_>>())
@@ -106,7 +110,11 @@ fn a_damaged_entry_is_compiled_again_and_the_plugin_still_judges() {
         let plugin = load(&runtime, plugins::CLICKSTREAM_VALIDATOR);
         assert_eq!(plugin.origin(), Origin::Compiled);
         assert_eq!(verdicts(&plugin), expected);
-        assert_eq!(std::fs::read(&entry).unwrap(), whole, "the entry is rewritten");
+        assert_eq!(
+            std::fs::read(&entry).unwrap(),
+            whole,
+            "the entry is rewritten"
+        );
         let plugin = load(&runtime, plugins::CLICKSTREAM_VALIDATOR);
         assert_eq!(plugin.origin(), Origin::Cache);
         assert_eq!(verdicts(&plugin), expected);

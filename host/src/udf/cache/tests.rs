@@ -38,8 +38,8 @@ fn engine(epochs: bool) -> Engine {
 /// code, and a digest of its own for each `n`.
 fn component(n: i32) -> Vec<u8> {
     use wasm_encoder::{
-        CodeSection, Function, FunctionSection, Instruction, Module,
-        ModuleSection, TypeSection, ValType,
+        CodeSection, Function, FunctionSection, Instruction, Module, ModuleSection, TypeSection,
+        ValType,
     };
     let mut types = TypeSection::new();
     types.ty().function([], [ValType::I32]);
@@ -93,7 +93,11 @@ fn a_second_load_comes_from_the_cache() {
     // Another cache (a restart) on the same folder finds it too.
     let restarted = CompileCache::new(&engine, Some(dir.path().join("compiled")));
     assert_eq!(load(&restarted, &engine, &wasm), Origin::Cache);
-    assert_eq!(entries(cache.dir().unwrap()).len(), 1, "no temporary file left");
+    assert_eq!(
+        entries(cache.dir().unwrap()).len(),
+        1,
+        "no temporary file left"
+    );
 }
 
 #[test]
@@ -127,7 +131,12 @@ fn a_damaged_entry_is_compiled_again_and_rewritten() {
     let mut bogus = super::MAGIC.to_vec();
     bogus.extend_from_slice(&sha2::Sha256::digest(b"not code"));
     bogus.extend_from_slice(b"not code");
-    for damaged in [whole[..whole.len() / 2].to_vec(), flipped, bogus, Vec::new()] {
+    for damaged in [
+        whole[..whole.len() / 2].to_vec(),
+        flipped,
+        bogus,
+        Vec::new(),
+    ] {
         std::fs::write(&entry, &damaged).unwrap();
         assert_eq!(load(&cache, &engine, &wasm), Origin::Compiled);
         assert_eq!(std::fs::read(&entry).unwrap(), whole, "rewritten");

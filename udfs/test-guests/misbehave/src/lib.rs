@@ -192,7 +192,9 @@ fn reserve(value: &[u8]) -> Result<(), String> {
         Some(bytes) => (bytes, true),
         None => (value.as_ref(), false),
     };
-    let bytes: usize = bytes.parse().map_err(|e| format!("reserve `{value}`: {e}"))?;
+    let bytes: usize = bytes
+        .parse()
+        .map_err(|e| format!("reserve `{value}`: {e}"))?;
     let mut buffer: Vec<u8> = Vec::new();
     match buffer.try_reserve_exact(bytes) {
         Ok(()) => Ok(()),
