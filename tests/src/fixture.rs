@@ -51,7 +51,8 @@ pub fn sluice_binary() -> &'static Path {
 ///
 /// Every command it runs gets the environment the example pipelines read: `KAFKA_BOOTSTRAP`,
 /// `KAFKA_TOPIC`, `SLUICE_WAREHOUSE`, `SLUICE_PLUGINS` (the folder of the plugins built from
-/// `udfs/`), `SLUICE_DEAD_LETTER_TOPIC`, `SLUICE_CONFIG`, and [`Setup::extra_env`]. The
+/// `udfs/`), `SLUICE_DEAD_LETTER_TOPIC`, `SLUICE_CONFIG`, and [`Setup::extra_env`]; and
+/// `XDG_CACHE_HOME` (the suite's compile cache, [`crate::cache_home`]). The
 /// warehouse folder, and every file written into it, is removed when the setup is dropped.
 pub struct Setup {
     /// The broker, started for this setup.
@@ -194,6 +195,7 @@ impl Setup {
             .env("SLUICE_CUSTOMERS_TOPIC", self.side_topic("customers"))
             .env("SLUICE_PRODUCTS_TOPIC", self.side_topic("products"))
             .env("SLUICE_CONFIG", &self.config)
+            .env("XDG_CACHE_HOME", crate::cache_home())
             .env_remove("RUST_LOG")
             .stdin(Stdio::null());
         for (k, v) in &self.extra_env {

@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 use sluice::cli::produce::ProduceSummary;
 use sluice::cli::{self, Command};
 use sluice::record::Record;
-use sluice::udf::config::{Grants, Limits, RuntimeConfig};
+use sluice::udf::config::{CompileCacheDir, Grants, Limits, RuntimeConfig};
 use sluice::udf::{Plugin, Runtime, UdfError};
 
 pub mod broker;
@@ -45,10 +45,34 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// One runtime shared by a test binary (the engine and its compiled code are shared).
+/// One runtime shared by a test binary (the engine and its compiled code are shared), on
+/// the suite's compile cache ([`compile_cache`]).
 pub fn runtime() -> &'static Runtime {
     static RUNTIME: OnceLock<Runtime> = OnceLock::new();
-    RUNTIME.get_or_init(|| Runtime::new(RuntimeConfig::default()).expect("runtime"))
+    RUNTIME.get_or_init(|| {
+        Runtime::new(RuntimeConfig {
+            compile_cache: CompileCacheDir::At(compile_cache()),
+            ..RuntimeConfig::default()
+        })
+        .expect("runtime")
+    })
+}
+
+/// The `XDG_CACHE_HOME` of the `sluice` processes the tests start:
+/// `target/<profile>/test-cache`, beside the binary under test, so that `cargo clean`
+/// clears it and nothing is written to the home folder.
+pub fn cache_home() -> PathBuf {
+    fixture::sluice_binary()
+        .parent()
+        .expect("the binary's folder")
+        .join("test-cache")
+}
+
+/// The compile cache the suite shares, in-process runtimes and `sluice` processes alike
+/// (the default folder under [`cache_home`]): each plugin is compiled once per build of
+/// it, not once per test (a JavaScript plugin takes a minute).
+pub fn compile_cache() -> PathBuf {
+    cache_home().join("sluice").join("compiled")
 }
 
 /// Loads a plugin with default limits and no grants.

@@ -232,6 +232,8 @@ fn read_stages(file: &Path) -> anyhow::Result<(RuntimeConfig, Vec<StageConfig>)>
         bail!("{} has no [[stages]]", file.display());
     }
     let base = file.parent().unwrap_or(Path::new("."));
+    let mut runtime = parsed.runtime;
+    runtime.resolve_paths(base);
     let stages = parsed
         .stages
         .into_iter()
@@ -240,7 +242,7 @@ fn read_stages(file: &Path) -> anyhow::Result<(RuntimeConfig, Vec<StageConfig>)>
             s
         })
         .collect();
-    Ok((parsed.runtime, stages))
+    Ok((runtime, stages))
 }
 
 /// Reads the `--lookup NAME=FILE.jsonl` tables.

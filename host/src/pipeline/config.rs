@@ -171,6 +171,7 @@ impl PipelineConfig {
         })?;
         let mut config = Self::parse(&text, path)?;
         let base = path.parent().unwrap_or(Path::new("."));
+        config.runtime.resolve_paths(base);
         for stage in &mut config.stages {
             if stage.plugin.is_relative() {
                 stage.plugin = base.join(&stage.plugin);

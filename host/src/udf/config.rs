@@ -2,7 +2,7 @@
 //! reach.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -193,6 +193,66 @@ pub struct RuntimeConfig {
     /// plugin is trusted: a plugin stuck in a loop then stops the pipeline.
     #[serde(default = "default_enforce_call_timeout")]
     pub enforce_call_timeout: bool,
+    /// Where compiled plugins are kept, so that a restart or a swap back to a version
+    /// loads its machine code in milliseconds instead of compiling it again (seconds; a
+    /// minute for a JavaScript plugin). A folder (relative to the configuration file), or
+    /// `true` (the default: `$XDG_CACHE_HOME/sluice/compiled`, else
+    /// `~/.cache/sluice/compiled`), or `false` (compile at every load). A folder that
+    /// cannot be written only costs the compile time, with a warning.
+    #[serde(default)]
+    pub compile_cache: CompileCacheDir,
+}
+
+/// The `compile-cache` setting: on (the default folder), off, or a folder.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(
+    untagged,
+    expecting = "a folder, or true (the default folder), or false (no cache)"
+)]
+pub enum CompileCacheDir {
+    /// `true`: the default folder; `false`: no cache.
+    Default(bool),
+    /// This folder.
+    At(PathBuf),
+}
+
+impl Default for CompileCacheDir {
+    fn default() -> Self {
+        CompileCacheDir::Default(true)
+    }
+}
+
+impl CompileCacheDir {
+    /// The folder, if the cache is on: `$XDG_CACHE_HOME/sluice/compiled` (an absolute
+    /// `XDG_CACHE_HOME`), else `$HOME/.cache/sluice/compiled`, for the default.
+    pub fn folder(&self) -> Option<PathBuf> {
+        match self {
+            CompileCacheDir::Default(false) => None,
+            CompileCacheDir::At(dir) => Some(dir.clone()),
+            CompileCacheDir::Default(true) => {
+                let absolute = |var: &str| {
+                    std::env::var_os(var)
+                        .map(PathBuf::from)
+                        .filter(|p| p.is_absolute())
+                };
+                let cache_home = absolute("XDG_CACHE_HOME")
+                    .or_else(|| absolute("HOME").map(|home| home.join(".cache")))?;
+                Some(cache_home.join("sluice").join("compiled"))
+            }
+        }
+    }
+}
+
+impl RuntimeConfig {
+    /// Makes a relative `compile-cache` folder relative to `base` (the configuration
+    /// file's folder).
+    pub fn resolve_paths(&mut self, base: &Path) {
+        if let CompileCacheDir::At(dir) = &mut self.compile_cache
+            && dir.is_relative()
+        {
+            *dir = base.join(&*dir);
+        }
+    }
 }
 
 const fn default_enforce_call_timeout() -> bool {
@@ -218,6 +278,7 @@ impl Default for RuntimeConfig {
             chunk_size: default_chunk_size(),
             watch_interval: default_watch_interval(),
             enforce_call_timeout: default_enforce_call_timeout(),
+            compile_cache: CompileCacheDir::default(),
         }
     }
 }
@@ -253,6 +314,30 @@ mod tests {
         assert_eq!(stage.limits.max_output, default_max_output());
         assert!(!stage.grants.clocks);
         assert_eq!(stage.grants.env["REGION"], "eu");
+    }
+
+    #[test]
+    fn the_compile_cache_is_a_folder_or_a_switch() {
+        let parse = |text: &str| toml::from_str::<RuntimeConfig>(text);
+        assert_eq!(
+            parse("").unwrap().compile_cache,
+            CompileCacheDir::Default(true)
+        );
+        assert_eq!(
+            parse("compile-cache = false")
+                .unwrap()
+                .compile_cache
+                .folder(),
+            None
+        );
+        let mut config = parse("compile-cache = \"cache\"").unwrap();
+        config.resolve_paths(Path::new("/etc/sluice"));
+        assert_eq!(
+            config.compile_cache.folder(),
+            Some(PathBuf::from("/etc/sluice/cache"))
+        );
+        let err = parse("compile-cache = 3").unwrap_err();
+        assert!(err.to_string().contains("a folder, or true"), "{err}");
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Plugins: sandboxed WebAssembly components that keep, rewrite or reject events.
 //!
 //! - [`Runtime`]: one per process. Owns the wasmtime engine (compiled code is shared), the
-//!   linker with the host's imports, and the epoch ticker that enforces call deadlines.
+//!   linker with the host's imports, the epoch ticker that enforces call deadlines, and
+//!   the [`cache`] of compiled components that spares a restart or a swap the compiling.
 //! - [`Plugin`]: one loaded component: compiled once, checked against the WIT world,
 //!   initialised once at load to refuse a plugin whose `init` fails. It is `Send + Sync`
 //!   and cheap to clone; calls from several threads each get their own instance from a
@@ -17,6 +18,7 @@
 //! Swapping a plugin is replacing one [`Plugin`] value with another between two batches.
 
 mod bindings;
+pub mod cache;
 pub mod chain;
 pub mod chunk;
 pub mod config;
@@ -32,11 +34,12 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
-use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Config, Engine, Store, Trap};
 
 pub use self::bindings::WIT_VERSION;
 use self::bindings::{EventProcessor, EventProcessorPre};
+pub use self::cache::{CompileCache, Origin};
 pub use self::chunk::{Chunk, Rejection, Verdict};
 use self::config::{Grants, Limits, RuntimeConfig};
 pub use self::error::{EventSpan, Failure, UdfError};
@@ -56,6 +59,8 @@ pub struct Runtime {
     config: RuntimeConfig,
     /// The lookup tables plugin calls see; the pipeline sets them between batches.
     lookups: Current,
+    /// Compiled components kept between runs.
+    cache: Arc<CompileCache>,
 }
 
 impl fmt::Debug for Runtime {
@@ -103,17 +108,24 @@ impl Runtime {
             );
         }
 
+        let cache = Arc::new(CompileCache::new(&engine, config.compile_cache.folder()));
         Ok(Runtime {
             engine,
             linker: Arc::new(linker),
             config,
             lookups: Current::default(),
+            cache,
         })
     }
 
     /// The runtime's settings.
     pub fn config(&self) -> &RuntimeConfig {
         &self.config
+    }
+
+    /// The cache of compiled components, and how often it was used.
+    pub fn compile_cache(&self) -> &CompileCache {
+        &self.cache
     }
 
     /// The lookup tables plugin calls see: set between batches, never during one.
@@ -154,9 +166,9 @@ impl Runtime {
         self.load(name, &bytes, params, limits, grants)
     }
 
-    /// Compiles a component, checks that it implements this host's world, and initialises
-    /// one instance with `params`. A plugin whose `init` fails is refused here, with its
-    /// message.
+    /// Compiles a component (or finds it in the compile cache), checks that it implements
+    /// this host's world, and initialises one instance with `params`. A plugin whose `init`
+    /// fails is refused here, with its message.
     pub fn load(
         &self,
         name: &str,
@@ -166,10 +178,13 @@ impl Runtime {
         grants: Grants,
     ) -> Result<Plugin, UdfError> {
         let digest = digest_of(wasm);
-        let component = Component::new(&self.engine, wasm).map_err(|e| UdfError::Compile {
-            plugin: name.to_string(),
-            message: format!("{e:#}"),
-        })?;
+        let (component, origin) = self
+            .cache
+            .component(&self.engine, name, &digest, wasm)
+            .map_err(|e| UdfError::Compile {
+                plugin: name.to_string(),
+                message: format!("{e:#}"),
+            })?;
         let incompatible = |e: wasmtime::Error| UdfError::Incompatible {
             plugin: name.to_string(),
             version: WIT_VERSION,
@@ -184,6 +199,7 @@ impl Runtime {
         let shared = Arc::new(Shared {
             name: name.into(),
             digest,
+            origin,
             info: OnceLock::new(),
             pre,
             params,
@@ -212,6 +228,8 @@ pub struct Plugin {
 struct Shared {
     name: Arc<str>,
     digest: String,
+    /// Whether the code was compiled at load or read from the cache.
+    origin: Origin,
     /// Name and version the plugin declares, set once at load.
     info: OnceLock<(String, String)>,
     pre: EventProcessorPre<StoreState>,
@@ -266,6 +284,11 @@ impl Plugin {
         &self.shared.digest
     }
 
+    /// Whether the plugin's code was compiled at load or read from the compile cache.
+    pub fn origin(&self) -> Origin {
+        self.shared.origin
+    }
+
     /// The name and version the plugin declares about itself.
     pub fn declared(&self) -> (String, String) {
         self.shared.info.get().cloned().unwrap_or_default()
@@ -296,6 +319,8 @@ impl Plugin {
         // The tables are read once per call: every lookup of the call sees one version.
         let lookups = self.shared.lookups.get();
         instance.store.data_mut().lookups.begin(lookups);
+        // A refusal counts for the call it happened in, not for later ones.
+        instance.store.data_mut().limiter.hit = false;
         let result = instance
             .bindings
             .sluice_plugin_processor()
@@ -309,7 +334,7 @@ impl Plugin {
                 }
                 Err(failure) => failure,
             },
-            Ok(Err(message)) => Failure::Plugin { message },
+            Ok(Err(message)) => self.guest_error(&instance, message),
             Err(error) => self.classify(&mut instance, error),
         };
         let error = UdfError::Call {
@@ -360,7 +385,10 @@ impl Plugin {
             .call_init(&mut instance.store, &s.params)
         {
             Ok(Ok(())) => Ok(instance),
-            Ok(Err(message)) => Err(init_error(message)),
+            Ok(Err(message)) => Err(init_error(match self.guest_error(&instance, message) {
+                Failure::Plugin { message } => message,
+                failure => failure.to_string(),
+            })),
             Err(e) => {
                 let failure = self.classify(&mut instance, e);
                 Err(init_error(failure.to_string()))
@@ -387,6 +415,20 @@ impl Plugin {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(instance);
+    }
+
+    /// The failure of an error the plugin returned: the memory limit if a growth was
+    /// refused during the call (a plugin that catches its failed allocation, as a
+    /// JavaScript engine does, answers "out of memory" rather than trapping), else the
+    /// plugin's own error.
+    fn guest_error(&self, instance: &Instance, message: String) -> Failure {
+        if instance.store.data().limiter.hit {
+            tracing::debug!(plugin = %self.shared.name, %message, "The plugin's error follows a refused memory growth.");
+            return Failure::Memory {
+                limit: self.shared.limits.memory,
+            };
+        }
+        Failure::Plugin { message }
     }
 
     /// Turns a trap into the failure it stands for.

@@ -84,6 +84,40 @@ fn memory_bomb_hits_the_memory_limit() {
     assert_eq!(failure.limit(), Some("memory"));
 }
 
+/// A plugin that catches its failed allocation and returns an error (as a JavaScript
+/// engine does) hit the memory limit all the same (issue 18); a refusal an instance got
+/// over does not make a later error of that instance a memory failure.
+#[test]
+fn an_out_of_memory_error_returned_by_the_plugin_is_the_memory_limit() {
+    let limits = Limits {
+        memory: ByteSize::mib(16),
+        ..Limits::default()
+    };
+    let plugin = misbehave("reserve", &[], limits).expect("loads");
+    let call = |value: &str| plugin.process_records(&refs(&records(&[value])));
+    assert_eq!(call("4096").unwrap(), [Verdict::Keep]);
+
+    let error = call("67108864").expect_err("64 MiB do not fit in 16");
+    let failure = error.failure().expect("a call error");
+    assert_eq!(
+        failure,
+        &Failure::Memory {
+            limit: ByteSize::mib(16)
+        }
+    );
+    assert_eq!(failure.code(), "plugin_memory_exceeded");
+
+    // The growth is refused, the plugin goes on without it, the instance is kept.
+    assert_eq!(call("67108864?").unwrap(), [Verdict::Keep]);
+    let error = call("fail").expect_err("the plugin fails the chunk");
+    assert_eq!(
+        error.failure(),
+        Some(&Failure::Plugin {
+            message: "deliberate failure after the reservations".into()
+        })
+    );
+}
+
 #[test]
 fn deep_recursion_hits_the_stack_limit() {
     let failure = failure_of("recursion", &[], Limits::default());

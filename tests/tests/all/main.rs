@@ -8,6 +8,7 @@ mod adversarial;
 mod catalog_tls;
 mod chaos;
 mod cli;
+mod compile_cache;
 mod engine;
 mod enricher;
 mod event_time;

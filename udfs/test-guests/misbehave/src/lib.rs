@@ -23,6 +23,7 @@
 //! | `log-forge`     | logs 1 000 messages with line breaks that imitate sluice's logs  |
 //! | `huge-error`    | `process` returns an error of `bytes` bytes                      |
 //! | `huge-reason`   | rejects every event with a message of `bytes` bytes              |
+//! | `reserve`       | per event: `N` reserves N bytes with `try_reserve` and, if that fails, returns the error "out of memory" (as a JavaScript engine does); `N?` tries and keeps the event either way; `fail` returns an error |
 
 use std::cell::RefCell;
 
@@ -163,8 +164,42 @@ impl Guest for Misbehave {
                 }
                 Ok(keep_all())
             }
+            "reserve" => reserve_each(&chunk).map(|()| keep_all()),
             other => Err(format!("unknown mode {other}")),
         })
+    }
+}
+
+/// Mode `reserve`, over the chunk's values in order.
+fn reserve_each(chunk: &EventChunk) -> Result<(), String> {
+    let mut at = 0;
+    for &length in &chunk.value_lengths {
+        let length = usize::try_from(length).unwrap_or(0);
+        reserve(&chunk.values[at..at + length])?;
+        at += length;
+    }
+    Ok(())
+}
+
+/// What mode `reserve` does with one event's value: `N` reserves N bytes or fails with
+/// "out of memory", `N?` tries to, `fail` fails.
+fn reserve(value: &[u8]) -> Result<(), String> {
+    let value = String::from_utf8_lossy(value);
+    if value == "fail" {
+        return Err("deliberate failure after the reservations".into());
+    }
+    let (bytes, optional) = match value.strip_suffix('?') {
+        Some(bytes) => (bytes, true),
+        None => (value.as_ref(), false),
+    };
+    let bytes: usize = bytes
+        .parse()
+        .map_err(|e| format!("reserve `{value}`: {e}"))?;
+    let mut buffer: Vec<u8> = Vec::new();
+    match buffer.try_reserve_exact(bytes) {
+        Ok(()) => Ok(()),
+        Err(_) if optional => Ok(()),
+        Err(e) => Err(format!("out of memory: {e}")),
     }
 }
 
