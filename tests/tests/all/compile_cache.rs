@@ -72,7 +72,10 @@ fn a_plugin_from_the_cache_judges_as_the_compiled_one() {
     let cached = load(&first, plugins::CLICKSTREAM_VALIDATOR);
     assert_eq!(cached.origin(), Origin::Cache);
     assert_eq!(verdicts(&cached), verdicts(&compiled));
-    assert_eq!(verdicts(&compiled)[..5], [Verdict::Keep; 5]);
+    assert_eq!(
+        verdicts(&compiled)[..5],
+        std::array::from_fn::<_, 5, _>(|_| Verdict::Keep)
+    );
     assert_eq!(
         (first.compile_cache().hits(), first.compile_cache().misses()),
         (1, 1)

@@ -103,16 +103,16 @@ fn a_second_load_comes_from_the_cache() {
 #[test]
 fn another_component_or_engine_setting_misses() {
     let dir = TempDir::new("miss");
-    let engine = engine(true);
-    let cache = CompileCache::new(&engine, Some(dir.path().to_owned()));
-    assert_eq!(load(&cache, &engine, &component(1)), Origin::Compiled);
-    assert_eq!(load(&cache, &engine, &component(2)), Origin::Compiled);
+    let with_epochs = engine(true);
+    let cache = CompileCache::new(&with_epochs, Some(dir.path().to_owned()));
+    assert_eq!(load(&cache, &with_epochs, &component(1)), Origin::Compiled);
+    assert_eq!(load(&cache, &with_epochs, &component(2)), Origin::Compiled);
     // Without epoch interruption the code differs: its own entry.
     let other = engine(false);
     let other_cache = CompileCache::new(&other, Some(dir.path().to_owned()));
     assert_eq!(load(&other_cache, &other, &component(1)), Origin::Compiled);
     assert_eq!(load(&other_cache, &other, &component(1)), Origin::Cache);
-    assert_eq!(load(&cache, &engine, &component(1)), Origin::Cache);
+    assert_eq!(load(&cache, &with_epochs, &component(1)), Origin::Cache);
     assert_eq!(entries(dir.path()).len(), 3);
 }
 
