@@ -41,7 +41,14 @@ fn cargo(dir: &Path, target_dir: &Path, args: &[&str]) -> String {
     ] {
         command.env_remove(var);
     }
-    let output = command.output().expect("cannot run cargo");
+    succeeds(&mut command, "cargo", args, dir)
+}
+
+/// Runs `command` (`tool ARGS…` in `dir`); returns its output, after checking it succeeded.
+fn succeeds(command: &mut Command, tool: &str, args: &[&str], dir: &Path) -> String {
+    let output = command
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {tool}: {e}"));
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),
@@ -49,7 +56,7 @@ fn cargo(dir: &Path, target_dir: &Path, args: &[&str]) -> String {
     );
     assert!(
         output.status.success(),
-        "cargo {args:?} in {}: {text}",
+        "{tool} {args:?} in {}: {text}",
         dir.display()
     );
     text
@@ -212,26 +219,15 @@ fn npm(dir: &Path, args: &[&str]) -> String {
         .unwrap_or_else(|| {
             PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/sluice/js")
         });
-    let output = Command::new("npm")
+    let mut command = Command::new("npm");
+    command
         .current_dir(dir)
         .args(args)
         .env("npm_config_cache", cache.join("npm"))
         .env("npm_config_prefer_offline", "true")
         .env("npm_config_audit", "false")
-        .env("npm_config_fund", "false")
-        .output()
-        .expect("cannot run npm");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(
-        output.status.success(),
-        "npm {args:?} in {}: {text}",
-        dir.display()
-    );
-    text
+        .env("npm_config_fund", "false");
+    succeeds(&mut command, "npm", args, dir)
 }
 
 /// A JavaScript plugin of each kind, created outside the repository by `sluice plugin new

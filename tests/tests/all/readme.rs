@@ -39,14 +39,7 @@ fn the_readme_plugin_builds_and_gives_the_readme_verdicts() {
         "--sdk-path",
         sdk.to_str().unwrap(),
     ];
-    let invocation = cli::parse(new).unwrap();
-    let cli::Command::Plugin(plugin) = &invocation.cli.command else {
-        panic!("not plugin")
-    };
-    let cli::plugin::PluginCommand::New(new_args) = &plugin.command else {
-        panic!("not plugin new")
-    };
-    let dir = cli::plugin::new::run(new_args, &mut Vec::new()).unwrap();
+    let dir = plugin_new(new);
     std::fs::write(dir.join("src/lib.rs"), block(&readme, "src/lib.rs")).unwrap();
     std::fs::write(dir.join("samples.jsonl"), block(&readme, "samples.jsonl")).unwrap();
     // Start from the udfs lock file so the build uses the versions already downloaded.
@@ -152,14 +145,7 @@ fn the_readme_js_steps_work_and_its_rule_gives_the_samples_verdicts() {
     let _ = std::fs::remove_dir_all(&parent);
     let mut new = commands[0].clone();
     new.extend(["--dir", parent.to_str().unwrap()]);
-    let invocation = cli::parse(new).unwrap();
-    let cli::Command::Plugin(plugin) = &invocation.cli.command else {
-        panic!("not plugin")
-    };
-    let cli::plugin::PluginCommand::New(new_args) = &plugin.command else {
-        panic!("not plugin new")
-    };
-    let dir = cli::plugin::new::run(new_args, &mut Vec::new()).unwrap();
+    let dir = plugin_new(new);
     assert_eq!(
         commands[1],
         ["cd", dir.file_name().unwrap().to_str().unwrap()]
@@ -222,4 +208,16 @@ fn judge_samples(dir: &Path) -> serde_json::Value {
         String::from_utf8_lossy(&output.stderr)
     );
     serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// Runs the README's `sluice plugin new …` command line; returns the plugin's folder.
+fn plugin_new<'a>(command: impl IntoIterator<Item = &'a str>) -> PathBuf {
+    let invocation = cli::parse(command).unwrap();
+    let cli::Command::Plugin(plugin) = &invocation.cli.command else {
+        panic!("not plugin")
+    };
+    let cli::plugin::PluginCommand::New(new_args) = &plugin.command else {
+        panic!("not plugin new")
+    };
+    cli::plugin::new::run(new_args, &mut Vec::new()).unwrap()
 }
