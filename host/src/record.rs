@@ -44,6 +44,12 @@ impl Record {
         }
     }
 
+    /// The bytes of its key and value: what a batch's `max-bytes` counts.
+    pub fn bytes(&self) -> u64 {
+        let len = |b: &Option<Vec<u8>>| b.as_ref().map_or(0, |b| b.len() as u64);
+        len(&self.key) + len(&self.value)
+    }
+
     /// `topic/partition@offset`, for messages.
     pub fn position(&self) -> String {
         format!("{}/{}@{}", self.topic, self.partition, self.offset)

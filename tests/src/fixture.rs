@@ -380,6 +380,11 @@ impl Running {
         progress_of(&line)
     }
 
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Sends `signal` (`STOP`, `CONT`…) to the process, without waiting.
     pub fn signal(&self, signal: &str) {
         let sent = Command::new("kill")

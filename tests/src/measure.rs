@@ -32,10 +32,19 @@ fn clock_ticks() -> f64 {
 
 /// The peak resident memory of a running process so far, in KiB (`VmHWM`).
 pub fn peak_rss_kib(pid: u32) -> u64 {
+    proc_status_kib(pid, "VmHWM:")
+}
+
+/// The resident memory of a running process now, in KiB (`VmRSS`).
+pub fn rss_kib(pid: u32) -> u64 {
+    proc_status_kib(pid, "VmRSS:")
+}
+
+fn proc_status_kib(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|kib| kib.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or(0)
 }

@@ -149,6 +149,12 @@ struct OperatorLabel {
     operator: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct JoinSideLabel {
+    join: String,
+    side: &'static str,
+}
+
 /// Registers families under `sluice_`, each with its help text.
 struct Families<'a>(&'a mut Registry);
 
@@ -541,6 +547,7 @@ struct EventTimeMetrics {
     state_rows: Family<OperatorLabel, Gauge>,
     state_bytes: Family<OperatorLabel, Gauge>,
     state_file_bytes: Gauge,
+    join_rows_evicted: Family<JoinSideLabel, Counter>,
 }
 
 impl EventTimeMetrics {
@@ -584,6 +591,11 @@ impl EventTimeMetrics {
                 "Size of the last saved state file",
                 Gauge::default(),
             ),
+            join_rows_evicted: f.add(
+                "join_rows_evicted",
+                "Join rows that left before the other side's watermark, by [[joins]] max-rows",
+                Family::default(),
+            ),
         }
     }
 
@@ -611,6 +623,15 @@ impl EventTimeMetrics {
                 .set(gauge_of(size.bytes));
         }
         self.state_file_bytes.set(gauge_of(et.state_file_bytes));
+        for (join, &(left, right)) in &et.join_rows_evicted {
+            for (side, total) in [("left", left), ("right", right)] {
+                let join = join.clone();
+                let counter = self
+                    .join_rows_evicted
+                    .get_or_create(&JoinSideLabel { join, side });
+                raise_to(&counter, total);
+            }
+        }
     }
 }
 
@@ -701,6 +722,7 @@ mod tests {
         ("sluice_state_rows", "gauge"),
         ("sluice_state_bytes", "gauge"),
         ("sluice_state_file_bytes", "gauge"),
+        ("sluice_join_rows_evicted", "counter"),
         ("sluice_lookup_keys", "gauge"),
         ("sluice_lookup_bytes", "gauge"),
         ("sluice_lookup_refresh_failures", "counter"),
@@ -708,7 +730,7 @@ mod tests {
 
     /// The families whose series are labelled by what a batch reports: they appear with
     /// their first series.
-    const LABELLED_LATER: [&str; 14] = [
+    const LABELLED_LATER: [&str; 15] = [
         "sluice_dead_lettered",
         "sluice_plugin_events",
         "sluice_plugin_kept",
@@ -721,6 +743,7 @@ mod tests {
         "sluice_windows_emitted",
         "sluice_state_rows",
         "sluice_state_bytes",
+        "sluice_join_rows_evicted",
         "sluice_lookup_keys",
         "sluice_lookup_bytes",
     ];
@@ -791,6 +814,15 @@ mod tests {
         has(&text, "sluice_lookup_refresh_failures_total 2");
         has(&text, "sluice_written_bytes_total 2000");
         has(&text, "sluice_rows_late_total 2");
+        // Counts since the start: the last one, not the sum.
+        has(
+            &text,
+            "sluice_join_rows_evicted_total{join=\"with_profiles\",side=\"right\"} 2",
+        );
+        has(
+            &text,
+            "sluice_join_rows_evicted_total{join=\"with_profiles\",side=\"left\"} 3",
+        );
         has(
             &text,
             "sluice_windows_emitted_total{window=\"per_minute\"} 6",

@@ -10,13 +10,23 @@
 //!
 //! Each side has its own watermark: the left one is the pipeline's (`[event-time]`), the
 //! right one is the join's, over the right topic's partitions, moved like the left one
-//! (the minimum over partitions that are not idle, `right-max-delay` behind). At the end
+//! (the minimum over partitions that are not idle, `right-max-delay` behind). A right side
+//! whose partitions are all idle (or that has sent nothing for `idle-timeout`, or has no
+//! partition) follows the left watermark instead: it stops holding the left rows, and
+//! moves with the events' time, not the wall clock's, so a backfill expires state as fast
+//! as it reads. At the end
 //! of a batch, a left row leaves the state once the right watermark is past `tl + after`
 //! (no right record that could match it can still come: it would be late), and a right
 //! row once the left watermark is past `tr + before`. A left-outer join emits a left row
 //! that matched nothing, with the right columns null, when it leaves. Late right records
 //! (behind the right watermark before the batch) are late data, handled as
 //! `[event-time] late` says.
+//!
+//! Each side holds at most `max-rows` rows (see [`JoinConfig::max_rows`]). Past it, the
+//! oldest rows of that side leave early, as if the other side's watermark had passed
+//! them: a left row of a left-outer join is emitted with the right columns null, any
+//! other row is dropped; either way it is counted ([`JoinOperator::evicted`]) and
+//! logged. The bound is a function of the state, so a replayed batch evicts the same rows.
 //!
 //! Rows are numbered in arrival order (a per-join counter in the state), so a replayed
 //! batch numbers them the same: the ids key the rows on a topic, and tell the saved rows
@@ -31,7 +41,7 @@ use serde::{Deserialize, Serialize};
 use self::config::{JoinConfig, JoinKind};
 use super::config::EventTimeConfig;
 use super::extract::{ExtractError, Extractor, Scalar, event_time};
-use super::watermark::{Clock, Watermark};
+use super::watermark::{Clock, Watermark, WhenIdle};
 use super::window::{GroupKey, PackedKey};
 use super::{Arrival, StateSize};
 use crate::units::{Micros, Millis};
@@ -160,6 +170,21 @@ impl Side {
                 self.len += 1;
             }
         }
+    }
+
+    /// Removes the oldest rows (all those of the oldest time at once) until at most `max`
+    /// are held, handing each to `gone`; returns how many left.
+    fn evict(&mut self, max: usize, mut gone: impl FnMut(&PackedKey, Row)) -> u64 {
+        let mut evicted = 0;
+        while self.len > max
+            && let Some(&(time, _)) = self.by_time.first()
+        {
+            self.expire(time.saturating_add(Micros(1)), |key, row| {
+                evicted += 1;
+                gone(key, row);
+            });
+        }
+        evicted
     }
 
     /// Removes the rows with a time before `until`, oldest first, handing each to `gone`.
@@ -351,6 +376,8 @@ pub struct JoinOperator {
     next_id: u64,
     left: Side,
     right: Side,
+    /// Rows evicted by `max-rows`: (left, right).
+    evicted: (u64, u64),
 }
 
 impl JoinOperator {
@@ -385,6 +412,7 @@ impl JoinOperator {
             next_id: 0,
             left: Side::default(),
             right: Side::default(),
+            evicted: (0, 0),
         }
     }
 
@@ -426,9 +454,10 @@ impl JoinOperator {
         self.clock.session_start = start;
     }
 
-    /// The right watermark at processing time `now`.
-    pub fn watermark_at(&self, now: Millis) -> Option<Micros> {
-        self.watermark.at(now, self.clock)
+    /// The right watermark at processing time `now`, the left one being `left`.
+    pub fn watermark_at(&self, now: Millis, left: Option<Micros>) -> Option<Micros> {
+        self.watermark
+            .at_when_idle(now, self.clock, WhenIdle::Follow(left))
     }
 
     /// The right watermark reached.
@@ -442,14 +471,16 @@ impl JoinOperator {
     }
 
     /// Judges right records (`(partition, fields)` in batch order) against the right
-    /// watermark at `now`: too far in the future, late, or on time; the on-time ones move
-    /// the partitions' clocks. Returns the verdicts and the watermark they were judged by.
+    /// watermark at `now` (the left one being `left`): too far in the future, late, or on
+    /// time; the on-time ones move the partitions' clocks. Returns the verdicts and the
+    /// watermark they were judged by.
     pub fn judge(
         &mut self,
         records: &[(&str, &RightFields)],
         now: Millis,
+        left: Option<Micros>,
     ) -> (Vec<Arrival>, Option<Micros>) {
-        let before = self.watermark_at(now);
+        let before = self.watermark_at(now, left);
         let horizon = now.as_micros().saturating_add(self.clock.max_future);
         let mut verdicts = Vec::with_capacity(records.len());
         for &(partition, fields) in records {
@@ -567,10 +598,12 @@ impl JoinOperator {
         } else {
             None
         };
-        let right_watermark = self.watermark.advance(now, self.clock, to);
+        let right_watermark =
+            self.watermark
+                .advance_when_idle(now, self.clock, to, WhenIdle::Follow(left_watermark));
         let outer = self.config.kind == JoinKind::LeftOuter;
         let mut out = Vec::new();
-        self.expire(left_watermark, right_watermark, |row| {
+        let mut gone = |row: Row| {
             if outer && !row.matched {
                 out.push(JoinRow {
                     left_id: row.id,
@@ -579,8 +612,35 @@ impl JoinOperator {
                     right: None,
                 });
             }
-        });
+        };
+        self.expire(left_watermark, right_watermark, &mut gone);
+        self.evict(&mut gone);
         out
+    }
+
+    /// Holds each side to `max-rows`: its oldest rows leave early (left ones through
+    /// `left_gone`), counted in [`JoinOperator::evicted`].
+    fn evict(&mut self, mut left_gone: impl FnMut(Row)) {
+        let max = self.config.max_rows;
+        let left = self.left.evict(max, |_, row| left_gone(row));
+        let right = self.right.evict(max, |_, _| {});
+        if left + right > 0 {
+            self.evicted.0 += left;
+            self.evicted.1 += right;
+            tracing::warn!(
+                join = %self.config.name,
+                left,
+                right,
+                max_rows = max,
+                "Join state reached max-rows: the oldest rows left before the other side's \
+                 watermark passed them (is the right topic idle or far behind?)."
+            );
+        }
+    }
+
+    /// Rows evicted by `max-rows` since this operator was made: (left, right).
+    pub fn evicted(&self) -> (u64, u64) {
+        self.evicted
     }
 
     /// Removes the rows the watermarks are past, handing the left ones to `left_gone`.
@@ -606,8 +666,9 @@ impl JoinOperator {
     }
 
     /// Whether a batch without events at `now` would emit left-outer rows (the right
-    /// watermark moved on), or, with `flush`, whether any left row waits.
-    pub fn due(&self, now: Millis, flush: bool) -> bool {
+    /// watermark moved on; the left one being `left`), or, with `flush`, whether any left
+    /// row waits.
+    pub fn due(&self, now: Millis, flush: bool, left: Option<Micros>) -> bool {
         if self.config.kind != JoinKind::LeftOuter {
             return false;
         }
@@ -618,7 +679,7 @@ impl JoinOperator {
             return true;
         }
         let after = Micros(self.config.after_micros());
-        self.watermark_at(now)
+        self.watermark_at(now, left)
             .is_some_and(|w| first < w.saturating_sub(after))
     }
 

@@ -304,13 +304,14 @@ impl EventTime {
     /// while input was idle), or, with `flush`, whether any window is open.
     pub fn due(&self, now: Millis, flush: bool) -> bool {
         let on_close = |op: &&WindowOperator| op.config().emit == EmitMode::OnWindowClose;
-        if self.joins.iter().any(|(_, op)| op.due(now, flush)) {
+        let left = self.watermark_at(now);
+        if self.joins.iter().any(|(_, op)| op.due(now, flush, left)) {
             return true;
         }
         if flush {
             return self.windows.iter().any(|(_, op)| op.rows() > 0);
         }
-        let Some(w) = self.watermark_at(now) else {
+        let Some(w) = left else {
             return false;
         };
         self.windows
@@ -386,7 +387,7 @@ impl EventTime {
     ) {
         for (j, (_, op)) in self.joins.iter_mut().enumerate() {
             let records = right.get(j).map_or(&[][..], Vec::as_slice);
-            let (verdicts, right_before) = op.judge(records, now);
+            let (verdicts, right_before) = op.judge(records, now, outcome.watermark_before);
             let left: Vec<(&JoinInput, Micros)> = fields
                 .iter()
                 .zip(&outcome.verdicts)
@@ -566,6 +567,14 @@ impl EventTime {
             );
         }
         sizes
+    }
+
+    /// Rows each join evicted by its `max-rows` since the start: (left, right), by join.
+    pub fn join_rows_evicted(&self) -> BTreeMap<String, (u64, u64)> {
+        let joins = self.joins.iter().map(|(_, op)| op);
+        joins
+            .map(|op| (op.config().name.clone(), op.evicted()))
+            .collect()
     }
 
     /// The state, borrowed for saving (it is read back as a [`SavedState`]).

@@ -12,6 +12,12 @@
 //! the watermark back until it is idle. Time while the pipeline was not running does not
 //! make a partition idle.
 //!
+//! A second input (a join's right side) follows another watermark instead of processing
+//! time when every one of its partitions is idle, or it has none ([`WhenIdle::Follow`]):
+//! as Flink leaves an idle input out of an operator's minimum, an idle side then stops
+//! holding the other back, and it moves at the speed of the events' own time, not the
+//! wall clock's (a backfill runs event time far faster).
+//!
 //! Everything is a function of the state, the batch's processing time and the time the run
 //! started, which the batch's plan records, so a replayed batch sees the same watermark.
 
@@ -55,10 +61,24 @@ pub struct Clock {
     pub session_start: Millis,
 }
 
+/// What the watermark does when every partition is idle, or none is known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WhenIdle {
+    /// Moves on with processing time from the highest partition watermark.
+    Advance,
+    /// Follows another watermark (the pipeline's, for a join's right side).
+    Follow(Option<Micros>),
+}
+
 impl Watermark {
     /// The watermark at processing time `now`: what the state gives, never behind the
     /// watermark already reached.
     pub fn at(&self, now: Millis, clock: Clock) -> Option<Micros> {
+        self.at_when_idle(now, clock, WhenIdle::Advance)
+    }
+
+    /// As [`Watermark::at`], doing `idle` when every partition is idle.
+    pub fn at_when_idle(&self, now: Millis, clock: Clock, idle: WhenIdle) -> Option<Micros> {
         let seen = |p: &PartitionClock| p.last_seen.max(clock.session_start);
         let mut active = self
             .partitions
@@ -72,6 +92,8 @@ impl Watermark {
                 .collect::<Option<Vec<Micros>>>()
                 .and_then(|maxima| maxima.into_iter().min())
                 .map(|min| min.saturating_sub(clock.delay))
+        } else if let WhenIdle::Follow(leader) = idle {
+            leader
         } else {
             // All idle: move on with processing time since the last one went idle.
             let highest = self.partitions.values().filter_map(|p| p.max_event).max();
@@ -122,7 +144,18 @@ impl Watermark {
 
     /// Moves the watermark to `at(now)` (or `to`, if later) and returns it.
     pub fn advance(&mut self, now: Millis, clock: Clock, to: Option<Micros>) -> Option<Micros> {
-        let at = self.at(now, clock);
+        self.advance_when_idle(now, clock, to, WhenIdle::Advance)
+    }
+
+    /// As [`Watermark::advance`], doing `idle` when every partition is idle.
+    pub fn advance_when_idle(
+        &mut self,
+        now: Millis,
+        clock: Clock,
+        to: Option<Micros>,
+        idle: WhenIdle,
+    ) -> Option<Micros> {
+        let at = self.at_when_idle(now, clock, idle);
         self.current = match (at, to) {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
@@ -211,5 +244,28 @@ mod tests {
         // A forced end (flush) wins when later.
         assert_eq!(w.advance(ms(5_000), c, Some(s(500))), Some(s(500)));
         assert_eq!(w.at(ms(5_000), c), Some(s(500)));
+    }
+
+    #[test]
+    fn an_idle_follower_moves_with_its_leader_not_the_clock() {
+        let c = clock(5_000);
+        let follow = |leader: i64| WhenIdle::Follow(Some(s(leader)));
+        // Never heard from, no partition at all: the leader's watermark at once.
+        let mut w = Watermark::default();
+        assert_eq!(w.at_when_idle(ms(0), c, follow(70)), Some(s(70)));
+        // A partition assigned but silent holds it back until idle, then follows.
+        w.register("r/0", ms(0));
+        assert_eq!(w.at_when_idle(ms(4_999), c, follow(70)), None);
+        assert_eq!(w.advance_when_idle(ms(5_000), c, None, follow(70)), Some(s(70)));
+        // A backfill: the leader runs far ahead in a second; the follower keeps up.
+        assert_eq!(w.at_when_idle(ms(6_000), c, follow(9_000)), Some(s(9_000)));
+        // Active again: its own minimum, never behind what was reached.
+        w.observe("r/0", s(100), ms(7_000));
+        assert_eq!(w.advance_when_idle(ms(7_000), c, None, follow(9_000)), Some(s(90)));
+        w.observe("r/0", s(200), ms(8_000));
+        assert_eq!(w.at_when_idle(ms(8_000), c, follow(9_000)), Some(s(190)));
+        // Idle once more: the leader, not processing time past the partition's own.
+        assert_eq!(w.at_when_idle(ms(60_000), c, follow(300)), Some(s(300)));
+        assert_eq!(w.at(ms(60_000), c), Some(s(190 + 47)));
     }
 }

@@ -594,6 +594,10 @@ iceberg = { table = "joined" }
             "two output columns",
         );
         refused(
+            JOINS.replace("kind = ", "max-rows = 0\nkind = "),
+            "max-rows must be at least 1",
+        );
+        refused(
             JOINS.replace(
                 "[event-time]\nfield = \"ts\"\nmax-delay = \"2m\"\nlate = \"drop\"",
                 "",

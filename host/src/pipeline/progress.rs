@@ -194,6 +194,8 @@ pub struct EventTimeProgress {
     pub state: BTreeMap<String, StateSize>,
     /// Size of the saved state file.
     pub state_file_bytes: u64,
+    /// Rows each join's `max-rows` evicted since the start, by join: (left, right).
+    pub join_rows_evicted: BTreeMap<String, (u64, u64)>,
 }
 
 fn rfc3339<S: Serializer>(time: &DateTime<Utc>, serializer: S) -> Result<S::Ok, S::Error> {

@@ -113,6 +113,7 @@ impl Pipeline {
                 .map(|(w, rows)| (w.name.clone(), rows.len() as u64))
                 .collect(),
             state: et.state_sizes(),
+            join_rows_evicted: et.join_rows_evicted(),
             state_file_bytes: committed.state_file.as_ref().map_or(0, |(_, size)| *size),
         })
     }

@@ -167,8 +167,7 @@ impl Source for MemorySource {
                 let Some(record) = held.get(next as usize) else {
                     break;
                 };
-                bytes += record.key.as_ref().map_or(0, |k| k.len() as u64)
-                    + record.value.as_ref().map_or(0, |v| v.len() as u64);
+                bytes += record.bytes();
                 records.push(record.clone());
                 next += 1;
             }

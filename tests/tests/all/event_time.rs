@@ -104,7 +104,7 @@ fn sorted_f(
     v
 }
 
-fn analytics(name: &str) -> Setup {
+pub(crate) fn analytics(name: &str) -> Setup {
     let mut s = Setup::new(name);
     s.config = analytics_config();
     s.extra_env
@@ -1087,8 +1087,8 @@ fn profiles_file(s: &Setup) -> PathBuf {
     path
 }
 
-/// (event, tier) of the example's join table, sorted; each row checked against its event.
-fn joined_rows(s: &Setup) -> Vec<(String, Option<String>)> {
+/// The rows of the analytics example's join table.
+pub(crate) fn join_table_rows(s: &Setup) -> Vec<serde_json::Map<String, Value>> {
     let example = std::fs::read_to_string(analytics_config()).unwrap();
     let warehouse = s.warehouse.to_str().unwrap();
     let text = example.replace("${SLUICE_WAREHOUSE:-../../warehouse}", warehouse);
@@ -1097,7 +1097,12 @@ fn joined_rows(s: &Setup) -> Vec<(String, Option<String>)> {
     let catalog = sluice::sink::iceberg::IcebergCatalog::open(&config.sink, &s.warehouse).unwrap();
     let table = sluice::sink::join::table_config(&config.joins[0], &config.sink).unwrap();
     let table = sluice::sink::iceberg::IcebergTable::open(&catalog, table).unwrap();
-    sorted(table.read_rows().unwrap().iter().map(|r| {
+    table.read_rows().unwrap()
+}
+
+/// (event, tier) of the example's join table, sorted; each row checked against its event.
+fn joined_rows(s: &Setup) -> Vec<(String, Option<String>)> {
+    sorted(join_table_rows(s).iter().map(|r| {
         let tier = r["tier"].as_str().map(String::from);
         assert_eq!(r["profile_updated_at"].is_null(), tier.is_none(), "{r:?}");
         assert!(

@@ -17,6 +17,7 @@ mod generator;
 mod group;
 mod hardening;
 mod hot_swap;
+mod idle_join;
 mod js;
 mod lookup_sources;
 mod lookups;

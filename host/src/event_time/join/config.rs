@@ -135,6 +135,14 @@ pub struct JoinConfig {
     pub left_fields: Vec<JoinField>,
     /// Output columns taken from the right record, in order (null in a left-outer row).
     pub right_fields: Vec<JoinField>,
+    /// The most rows each side holds. The watermarks bound the state by themselves; this
+    /// is the backstop when they cannot (a right topic far behind, or a bound far wider
+    /// than the data). Past it the oldest rows of the side leave early: a left row of a
+    /// left-outer join is emitted with the right columns null, any other row is dropped,
+    /// each counted (`sluice_join_rows_evicted_total`) and logged. A row takes about 200
+    /// bytes plus its fields' text. Default 1 000 000.
+    #[serde(default = "default_max_rows")]
+    pub max_rows: usize,
     /// Send the joined rows to a Kafka topic (JSON values; keys name the rows' left and
     /// right ids, so a repeat after a crash carries the same key and value).
     #[serde(default)]
@@ -142,6 +150,10 @@ pub struct JoinConfig {
     /// Append the joined rows to an Iceberg table, exactly once.
     #[serde(default)]
     pub iceberg: Option<WindowIcebergConfig>,
+}
+
+const fn default_max_rows() -> usize {
+    1_000_000
 }
 
 const fn default_kind() -> JoinKind {
@@ -212,6 +224,9 @@ impl JoinConfig {
         }
         if self.on.is_empty() {
             return Err(format!("{at}: `on` must name at least one key field"));
+        }
+        if self.max_rows == 0 {
+            return Err(format!("{at}: max-rows must be at least 1"));
         }
         if self.right_on().len() != self.on.len() {
             return Err(format!("{at}: right-on must name as many fields as on"));

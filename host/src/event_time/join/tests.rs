@@ -38,6 +38,7 @@ fn join_config(kind: JoinKind, before: u64, after: u64, right_delay: u64) -> Joi
                 ty: Some("long".into()),
             }),
         ],
+        max_rows: 1_000_000,
         kafka: Some(WindowKafkaConfig {
             topic: "out".into(),
             properties: Default::default(),
@@ -81,13 +82,19 @@ fn run(
     records: &[RightFields],
     flush: bool,
 ) -> Vec<(String, Option<String>)> {
+    run_at(et, events, records, flush, Millis(0))
+}
+
+/// [`run`] at processing time `now`.
+fn run_at(
+    et: &mut EventTime,
+    events: &[Fields],
+    records: &[RightFields],
+    flush: bool,
+    now: Millis,
+) -> Vec<(String, Option<String>)> {
     let right: Vec<(&str, &RightFields)> = records.iter().map(|r| ("profiles/0", r)).collect();
-    let out = et.process_joined(
-        events.iter().map(|f| ("clicks/0", f)),
-        &[right],
-        Millis(0),
-        flush,
-    );
+    let out = et.process_joined(events.iter().map(|f| ("clicks/0", f)), &[right], now, flush);
     let mut rows: Vec<_> = out.joined[0].iter().map(ids).collect();
     rows.sort();
     rows
@@ -230,7 +237,7 @@ type Expected = Vec<(Vec<(String, Option<String>)>, (usize, usize))>;
 /// of the two came; every on-time left event matching none, in the first batch at or after
 /// its own whose right watermark is past its time plus `after` (at once without a key).
 /// Watermarks: one partition per side, so the newest time seen before the batch minus
-/// the side's delay.
+/// the side's delay; before the right side has a partition, it follows the left one.
 fn naive(batches: &[Batch], join: &JoinConfig, left_delay: i64) -> Expected {
     let (before, after) = (join.before_micros() / S, join.after_micros() / S);
     let right_delay = join.right_max_delay.as_secs() as i64;
@@ -241,10 +248,11 @@ fn naive(batches: &[Batch], join: &JoinConfig, left_delay: i64) -> Expected {
     let (mut left_max, mut right_max): (Option<i64>, Option<i64>) = (None, None);
     let mut watermarks = Vec::new(); // after each batch: (left, right)
     let (mut next_left, mut next_right) = (0u32, 0u32);
+    let mut right_reached: Option<i64> = None;
     for (b, (events, records, _)) in batches.iter().enumerate() {
         let base = b as i64 * 10 + 100;
         let lw = left_max.map(|m| m - left_delay);
-        let rw = right_max.map(|m| m - right_delay);
+        let rw = right_max.map(|m| m - right_delay).or(lw).max(right_reached);
         for &(user, off) in events {
             let t = base + off;
             if lw.is_none_or(|w| t >= w) {
@@ -262,7 +270,8 @@ fn naive(batches: &[Batch], join: &JoinConfig, left_delay: i64) -> Expected {
             right_max = Some(right_max.map_or(t, |m| m.max(t)));
         }
         let lw = left_max.map(|m| m - left_delay).max(lw);
-        let rw = right_max.map(|m| m - right_delay).max(rw);
+        let rw = right_max.map(|m| m - right_delay).or(lw).max(rw);
+        right_reached = rw;
         watermarks.push((lw, rw));
     }
     let mut expected: Expected = watermarks.iter().map(|_| (Vec::new(), (0, 0))).collect();
@@ -392,4 +401,85 @@ fn snapshots_with_and_without_joins_read_back() {
         .recover(&store, Some(&plain_path), true, "none", "")
         .unwrap();
     assert_eq!(join_op(&from_plain).side_rows(), (0, 0));
+}
+
+/// The events of users 1 to `n` at `secs`, ids from `first`.
+fn lefts(et: &EventTime, first: u32, n: u32, secs: i64) -> Vec<Fields> {
+    (0..n).map(|i| left(et, first + i, secs, Some(i + 1))).collect()
+}
+
+/// A right topic that has sent nothing holds no left row back: the right watermark
+/// follows the left one, and a left-outer join emits its unmatched rows as the left
+/// watermark passes them (before: state grew with every event and nothing was emitted).
+#[test]
+fn a_right_side_that_sent_nothing_follows_the_left_watermark() {
+    let join = join_config(JoinKind::LeftOuter, 60, 0, 5);
+    let mut et = operators(&join);
+    let mut emitted = Vec::new();
+    for b in 0..20i64 {
+        let e = lefts(&et, b as u32 * 10, 10, 100 + b * 20);
+        emitted.extend(run_at(&mut et, &e, &[], false, Millis(b * 1_000)));
+    }
+    // Left watermark 470 s (480 - 10): every event up to 460 s has left, unmatched.
+    assert_eq!(join_op(&et).side_rows(), (10, 0));
+    assert_eq!(emitted.len(), 190);
+    assert!(emitted.iter().all(|(_, r)| r.is_none()));
+    assert_eq!(join_op(&et).watermark(), Some(Micros(470 * S)));
+    // A profile arriving now behind the left watermark is late, as in Flink.
+    let r = [right(&et, 1, 400, 1)];
+    let out = et.process_joined([], &[vec![("profiles/0", &r[0])]], Millis(20_000), false);
+    assert_eq!(out.right_verdicts[0], [Arrival::Late]);
+}
+
+/// In a backfill (event time 20 times faster than the wall clock), a right side that goes
+/// quiet stops holding the left rows once idle, and then keeps up with the left side's
+/// event time, not the wall clock's: the state stays bounded.
+#[test]
+fn an_idle_right_side_keeps_up_with_a_backfill() {
+    let join = join_config(JoinKind::LeftOuter, 60, 0, 5);
+    let mut et = operators(&join);
+    let r = [right(&et, 1, 100, 99)];
+    let first = lefts(&et, 0, 10, 100);
+    let rows = run_at(&mut et, &first, &r, false, Millis(0));
+    assert!(rows.is_empty(), "{rows:?}");
+    let mut most_held = 0;
+    for b in 1..100i64 {
+        let e = lefts(&et, b as u32 * 10, 10, 100 + b * 20);
+        run_at(&mut et, &e, &[], false, Millis(b * 1_000));
+        if b > 5 {
+            most_held = most_held.max(join_op(&et).side_rows().0);
+        }
+    }
+    // Idle after 5 s: from then on only the last batch's events wait (before: ~940).
+    assert!(most_held <= 10, "{most_held} left rows held");
+    assert_eq!(join_op(&et).watermark(), Some(Micros((100 + 99 * 20 - 10) * S)));
+}
+
+/// `max-rows` bounds each side when the watermarks cannot: the oldest left rows leave
+/// early, emitted unmatched in a left-outer join, and are counted.
+#[test]
+fn max_rows_evicts_the_oldest_rows_and_counts_them() {
+    let mut join = join_config(JoinKind::LeftOuter, 60, 0, 5);
+    join.max_rows = 25;
+    let mut et = operators(&join);
+    // A right side that keeps sending records at 0 s: its watermark stays at -5 s.
+    let mut emitted = Vec::new();
+    for b in 0..5i64 {
+        let r = [right(&et, b as u32, 0, 99)];
+        let e = lefts(&et, b as u32 * 10, 10, 100 + b);
+        emitted.extend(run(&mut et, &e, &r, false));
+    }
+    // 50 events arrived, 10 at each time: past 25 the oldest time's rows all leave, so
+    // 20 are held and the first 30 left, unmatched.
+    assert_eq!(join_op(&et).side_rows().0, 20);
+    assert_eq!(join_op(&et).evicted(), (30, 0));
+    let mut ids: Vec<u32> = emitted
+        .iter()
+        .map(|(l, r)| {
+            assert!(r.is_none());
+            l[1..].parse().unwrap()
+        })
+        .collect();
+    ids.sort();
+    assert_eq!(ids, (0..30).collect::<Vec<_>>());
 }

@@ -20,10 +20,12 @@ use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, RebalanceProtoc
 use rdkafka::types::RDKafkaRespErr;
 use rdkafka::{Offset, TopicPartitionList};
 
+use crate::record::Record;
 use crate::source::{Offsets, TopicPartition};
 
-/// Records kept at most while serving the group between batches; past it, callbacks wait
-/// for the next batch's polls.
+/// Records kept at most while serving the group between batches (fewer when a batch's
+/// caps are lower: the stash never holds more than one batch's `max-records` or
+/// `max-bytes`); past it, callbacks wait for the next batch's polls.
 const IDLE_STASH: usize = 100_000;
 
 /// What the group gave this process.
@@ -176,9 +178,12 @@ impl super::KafkaSource {
 
     /// Serves the group's callbacks (rebalances) between batches: a member that reads
     /// nothing for a while must still poll, or it would never learn of partitions given to
-    /// it. Records that arrive meanwhile are kept for the next batch.
+    /// it. Records that arrive meanwhile are kept for the next batch, up to one batch's
+    /// caps (what is not polled stays in the broker, or in librdkafka's bounded prefetch).
     pub(super) fn serve_group(&mut self) {
-        while self.stash.len() < IDLE_STASH {
+        let most = self.caps.records.min(IDLE_STASH);
+        let mut bytes: u64 = self.stash.iter().map(Record::bytes).sum();
+        while self.stash.len() < most && bytes < self.caps.bytes {
             let Some(polled) = self.consumer.poll(std::time::Duration::ZERO) else {
                 break;
             };
@@ -186,6 +191,7 @@ impl super::KafkaSource {
                 Ok(message) => {
                     if let Some(topic) = self.topic_arc(rdkafka::Message::topic(&message)) {
                         let record = Self::record(&message, &topic);
+                        bytes += record.bytes();
                         self.stash.push_back(record);
                     }
                 }

@@ -244,8 +244,7 @@ impl KafkaSource {
             return; // already handed out (a re-fetch after re-assignment)
         }
         if record.offset < cursor.end {
-            batch.bytes += record.key.as_ref().map_or(0, |k| k.len() as u64)
-                + record.value.as_ref().map_or(0, |v| v.len() as u64);
+            batch.bytes += record.bytes();
             cursor.next = record.offset + 1;
             if cursor.next >= cursor.end {
                 self.positions.set(tp.clone(), cursor.next);
