@@ -352,9 +352,10 @@ fn a_member_waiting_for_its_interval_holds_at_most_a_batch() {
     assert!(status.success(), "{log}");
     let grown_mib = after.saturating_sub(before) / 1024;
     eprintln!("{sent:?}; RSS {before} KiB -> {after} KiB while waiting (+{grown_mib} MiB)");
-    // 2 MiB of stash and librdkafka's 1 MiB prefetch, with room for the allocator.
+    // 2 MiB of stash and librdkafka's 1 MiB prefetch, with room for the allocator
+    // (measured: +3 MiB; +38 MiB in the same 10 s without the cap, and still growing).
     assert!(
-        grown_mib < 30,
+        grown_mib < 20,
         "RSS grew by {grown_mib} MiB while 60 MB arrived (max-bytes 2 MiB)"
     );
 }
