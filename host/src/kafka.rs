@@ -6,6 +6,7 @@
 
 pub mod check;
 pub mod headers;
+pub mod names;
 pub mod reach;
 
 use std::collections::BTreeMap;
@@ -20,6 +21,7 @@ use rdkafka::producer::{DeliveryResult, ProducerContext};
 use rdkafka::{ClientConfig, ClientContext};
 
 pub use self::check::{ClientKind, check_pipeline};
+pub use self::names::{bootstrap_problem, topic_name_problem};
 pub use self::reach::reach;
 
 /// A Kafka operation failed.

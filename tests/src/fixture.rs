@@ -438,6 +438,20 @@ pub fn text(out: &Output) -> String {
     )
 }
 
+/// Waits at most `timeout` for `child` (its output piped) to end: its output and how long
+/// the wait took; or, if it did not end, kills it and gives its output as the error.
+pub fn ended_within(mut child: Child, timeout: Duration) -> Result<(Output, Duration), Output> {
+    let start = Instant::now();
+    while start.elapsed() < timeout {
+        if child.try_wait().unwrap().is_some() {
+            return Ok((child.wait_with_output().unwrap(), start.elapsed()));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    Err(child.wait_with_output().unwrap())
+}
+
 /// The progress a log line reports, parsed, if it is a progress line. Panics if its JSON
 /// does not parse.
 pub fn progress_of(line: &str) -> Option<Value> {

@@ -19,17 +19,19 @@ pub struct ProduceArgs {
         long,
         env = "KAFKA_BOOTSTRAP",
         default_value = "localhost:9092",
-        value_name = "HOST:PORT"
+        value_name = "HOST:PORT",
+        value_parser = bootstrap_servers
     )]
     pub bootstrap_servers: String,
     /// Topic to write to.
-    #[arg(long, env = "KAFKA_TOPIC", value_name = "NAME")]
+    #[arg(long, env = "KAFKA_TOPIC", value_name = "NAME", value_parser = topic_name)]
     pub topic: String,
     /// Number of events to send; 0 sends until interrupted.
     #[arg(long, default_value_t = 1000, value_name = "N")]
     pub count: u64,
-    /// Events per second; 0 sends as fast as the broker takes them.
-    #[arg(long, default_value_t = 0.0, value_name = "PER_SECOND")]
+    /// Events per second; 0 sends as fast as the broker takes them. Any positive rate
+    /// works, however small (`0.001`: one event every 1000 s); a signal stops the wait.
+    #[arg(long, default_value_t = 0.0, value_name = "PER_SECOND", value_parser = rate)]
     pub rate: f64,
     /// Seed of the generator: the same seed sends the same events.
     #[arg(long, default_value_t = 42)]
@@ -46,8 +48,13 @@ pub struct ProduceArgs {
     /// Create the topic first if it does not exist, with `--partitions` partitions.
     #[arg(long)]
     pub create_topic: bool,
-    /// Partitions of a topic created by `--create-topic`.
-    #[arg(long, default_value_t = 3, value_name = "N")]
+    /// Partitions of a topic created by `--create-topic` (at least 1).
+    #[arg(
+        long,
+        default_value_t = 3,
+        value_name = "N",
+        value_parser = clap::value_parser!(i32).range(1..)
+    )]
     pub partitions: i32,
     /// A librdkafka producer property `KEY=VALUE`, e.g. `compression.type=zstd`,
     /// `security.protocol=SSL`, `ssl.ca.location=ca.pem`. Repeatable; the last of a key
@@ -100,7 +107,9 @@ pub fn run(args: &ProduceArgs, stop: &dyn Fn() -> bool) -> anyhow::Result<Produc
     let start = Instant::now();
     let mut sent = 0u64;
     while (events.reads_file() || args.count == 0 || sent < args.count) && !stop() {
-        pace(args.rate, start, sent);
+        if !pace(args.rate, start, sent, stop) {
+            break;
+        }
         let Some(event) = events.next() else {
             break;
         };
@@ -228,13 +237,62 @@ impl ProduceSummary {
     }
 }
 
-/// Sleeps until event number `sent` is due at `rate` events per second (0: never sleeps).
-fn pace(rate: f64, start: Instant, sent: u64) {
-    if rate > 0.0 {
-        let due = start + Duration::from_secs_f64(sent as f64 / rate);
-        if let Some(wait) = due.checked_duration_since(Instant::now()) {
-            std::thread::sleep(wait);
+/// The longest sleep between two looks at the stop flag while pacing.
+const PACE_SLICE: Duration = Duration::from_millis(50);
+
+/// Sleeps until event number `sent` is due at `rate` events per second (0: never sleeps),
+/// in slices of [`PACE_SLICE`], looking at `stop` after each; false when stopped first. A
+/// time too far to be told (a tiny rate) is never due: the wait lasts until `stop`.
+fn pace(rate: f64, start: Instant, sent: u64, stop: &dyn Fn() -> bool) -> bool {
+    if rate <= 0.0 {
+        return true;
+    }
+    let due = Duration::try_from_secs_f64(sent as f64 / rate)
+        .ok()
+        .and_then(|after| start.checked_add(after));
+    loop {
+        if stop() {
+            return false;
         }
+        let wait = match due {
+            Some(due) => match due.checked_duration_since(Instant::now()) {
+                Some(wait) if !wait.is_zero() => wait,
+                _ => return true,
+            },
+            None => PACE_SLICE,
+        };
+        std::thread::sleep(wait.min(PACE_SLICE));
+    }
+}
+
+/// A `--rate`: a number of events per second, 0 or more (0: as fast as the broker takes
+/// them).
+fn rate(text: &str) -> Result<f64, String> {
+    let rate: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of events per second"))?;
+    if !rate.is_finite() || rate < 0.0 {
+        return Err(format!(
+            "the rate must be a finite number of events per second, 0 or more (0: as fast as the broker takes them), not {text}"
+        ));
+    }
+    Ok(rate)
+}
+
+/// A `--topic`: a name Kafka accepts.
+fn topic_name(text: &str) -> Result<String, String> {
+    match kafka::topic_name_problem(text) {
+        Some(problem) => Err(problem),
+        None => Ok(text.to_string()),
+    }
+}
+
+/// A `--bootstrap-servers` list naming at least one server.
+fn bootstrap_servers(text: &str) -> Result<String, String> {
+    match kafka::bootstrap_problem(text) {
+        Some(problem) => Err(problem),
+        None => Ok(text.to_string()),
     }
 }
 
@@ -323,5 +381,70 @@ mod tests {
         assert_eq!(config.get("compression.type"), Some("zstd"));
         assert_eq!(config.get("linger.ms"), Some("7"), "--kafka is an alias");
         assert_eq!(config.get("acks"), Some("0"));
+    }
+
+    /// What `sluice produce … EXTRA` parses to, or clap's message.
+    fn parsed(extra: &[&str]) -> Result<ProduceArgs, String> {
+        let topic: &[&str] = if extra.contains(&"--topic") {
+            &[]
+        } else {
+            &["--topic", "t"]
+        };
+        let args = ["sluice", "produce"]
+            .iter()
+            .chain(topic)
+            .chain(extra)
+            .copied();
+        match parse(args).map_err(|e| e.to_string())?.cli.command {
+            Command::Produce(args) => Ok(args),
+            _ => panic!("parsed as produce"),
+        }
+    }
+
+    #[test]
+    fn rates_partitions_topics_and_servers_are_checked_when_parsed() {
+        for (extra, says) in [
+            (&["--partitions", "0"][..], "0 is not in 1.."),
+            (&["--partitions=-2"][..], "--partitions"),
+            (&["--rate=-1"][..], "0 or more"),
+            (&["--rate", "NaN"][..], "finite"),
+            (&["--rate", "inf"][..], "finite"),
+            (&["--rate", "fast"][..], "not a number"),
+            (&["--topic", ""][..], "the topic name is empty"),
+            (&["--topic", "a/b"][..], "holds `/`"),
+            (&["--bootstrap-servers", ""][..], "no bootstrap server"),
+        ] {
+            let error = parsed(extra).expect_err(&format!("{extra:?} parsed"));
+            assert!(error.contains(says), "{extra:?}: {error}");
+        }
+        for rate in ["0", "1e-300", "5e-324", "2.5"] {
+            let args = parsed(&["--rate", rate]).unwrap();
+            assert_eq!(args.rate, rate.parse::<f64>().unwrap());
+        }
+        assert_eq!(parsed(&["--partitions", "1"]).unwrap().partitions, 1);
+    }
+
+    #[test]
+    fn pacing_stops_within_a_slice_of_the_stop_flag_at_any_rate() {
+        let start = Instant::now();
+        let never = || false;
+        assert!(pace(0.0, start, 1_000_000, &never), "0: never waits");
+        assert!(
+            pace(1e-300, start, 0, &never),
+            "the first event is due at once"
+        );
+        for rate in [1e-9, 1e-300, 5e-324, 0.001] {
+            let asked = Instant::now();
+            let stop = || asked.elapsed() > Duration::from_millis(120);
+            assert!(!pace(rate, start, 1, &stop), "{rate}");
+            let took = asked.elapsed();
+            assert!(
+                took < Duration::from_millis(120) + PACE_SLICE * 2,
+                "{rate}: {took:?}"
+            );
+        }
+        let fast = Instant::now();
+        assert!(pace(1000.0, fast, 50, &never));
+        assert!(fast.elapsed() >= Duration::from_millis(50));
     }
 }

@@ -31,6 +31,17 @@ pub enum LookupError {
         /// Its `max-bytes`.
         max: u64,
     },
+    /// The lookup's topic does not exist: a configuration fault, not retried (as a
+    /// missing source topic is not).
+    #[error(
+        "lookup `{table}`: topic `{topic}` does not exist (create it, or check the lookup's `topic`)"
+    )]
+    NoSuchTopic {
+        /// The lookup table.
+        table: String,
+        /// The topic.
+        topic: String,
+    },
     /// The source cannot serve this table (a missing key column, a recorded version of
     /// another kind of source).
     #[error("lookup `{table}`: {message}")]

@@ -98,6 +98,12 @@ impl TopicLoader {
             .filter(|t| t.name() == topic && t.error().is_none())
             .flat_map(|t| t.partitions().iter().map(|p| p.id()))
             .collect();
+        if unknown(&metadata, topic) {
+            return Err(LookupError::NoSuchTopic {
+                table: self.name.clone(),
+                topic: topic.clone(),
+            });
+        }
         if partitions.is_empty() {
             return Err(LookupError::source(
                 &self.name,
@@ -222,6 +228,19 @@ impl TopicLoader {
                 ),
             }),
         }
+    }
+}
+
+/// Whether the broker answered that `topic` does not exist (as the source's check does: a
+/// topic absent from the answer, or unknown to the broker); another error of the topic
+/// (no leader yet, say) may pass.
+fn unknown(metadata: &rdkafka::metadata::Metadata, topic: &str) -> bool {
+    match metadata.topics().iter().find(|t| t.name() == topic) {
+        None => true,
+        Some(t) => t.error().is_some_and(|e| {
+            rdkafka::error::RDKafkaErrorCode::from(e)
+                == rdkafka::error::RDKafkaErrorCode::UnknownTopicOrPartition
+        }),
     }
 }
 

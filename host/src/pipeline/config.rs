@@ -1,6 +1,8 @@
 //! The pipeline file read by `sluice run --config FILE`: source, trigger, stages, sink,
 //! dead-letter output. See `examples/retail-clickstream/pipeline.toml`.
 
+mod names;
+
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
@@ -241,6 +243,7 @@ impl PipelineConfig {
         if self.source.topics.is_empty() {
             return Err("source.topics must name at least one topic".into());
         }
+        names::check(self)?;
         let mut names = HashSet::new();
         for stage in &self.stages {
             if !names.insert(&stage.name) {

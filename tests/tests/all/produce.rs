@@ -1,13 +1,16 @@
 //! `sluice produce` against a real broker: every generated event arrives, keyed by session,
-//! spread over the topic's partitions, exactly as the generator made it.
+//! spread over the topic's partitions, exactly as the generator made it; inputs it cannot
+//! use are refused at once, and a signal stops it promptly at any rate.
 
 use std::collections::{BTreeMap, HashMap};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rdkafka::Message;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use sluice::generate::{Generator, GeneratorConfig};
 use sluice_tests::broker::Broker;
+use sluice_tests::fixture::{ended_within, sluice_binary, text};
 use sluice_tests::produce;
 
 #[test]
@@ -91,4 +94,117 @@ fn produced_events_arrive_keyed_by_session() {
         3,
         "events spread over the three partitions"
     );
+}
+
+/// `sluice produce --bootstrap-servers BOOTSTRAP ARGS…`, started.
+fn start_produce(bootstrap: &str, args: &[&str]) -> Child {
+    Command::new(sluice_binary())
+        .args(["produce", "--bootstrap-servers", bootstrap])
+        .args(args)
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Inputs `sluice produce` cannot use are refused before anything is sent, with a message
+/// naming the option: `--partitions 0 --create-topic` used to hang until the flush timed out.
+#[test]
+fn produce_refuses_what_it_cannot_use() {
+    let broker = Broker::start();
+    for (args, says) in [
+        (
+            &["--topic", "zero", "--partitions", "0", "--create-topic"][..],
+            "--partitions",
+        ),
+        (&["--topic", "neg", "--rate=-1"][..], "--rate"),
+        (&["--topic", "nan", "--rate", "NaN"][..], "--rate"),
+        (&["--topic", "inf", "--rate", "inf"][..], "--rate"),
+        (&["--topic", "", "--create-topic"][..], "--topic"),
+        (&["--topic", "a/b", "--create-topic"][..], "--topic"),
+    ] {
+        let child = start_produce(&broker.bootstrap, args);
+        let (out, _) = ended_within(child, Duration::from_secs(20))
+            .unwrap_or_else(|out| panic!("{args:?} still running after 20 s: {}", text(&out)));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
+
+/// The records `topic` (one partition) holds.
+fn records_in(bootstrap: &str, topic: &str) -> i64 {
+    let consumer: BaseConsumer = sluice::kafka::Connection::plain(bootstrap)
+        .client_config(&[("group.id", "produce-signal-test")])
+        .create()
+        .unwrap();
+    consumer
+        .fetch_watermarks(topic, 0, Duration::from_secs(5))
+        .map_or(0, |(low, high)| high - low)
+}
+
+/// At a rate so low the next event is due in 31 years (`1e-9`), or never (`1e-300`, which
+/// used to panic computing when), the first event is sent, and SIGTERM or SIGINT stops the
+/// producer within 2 s, its summary printed.
+#[test]
+fn a_signal_stops_produce_promptly_at_any_rate() {
+    let broker = Broker::start();
+    for (i, (rate, signal)) in [("1e-9", "TERM"), ("1e-9", "INT"), ("1e-300", "TERM")]
+        .into_iter()
+        .enumerate()
+    {
+        let topic = format!("slow-{i}");
+        let args = [
+            "--topic",
+            topic.as_str(),
+            "--create-topic",
+            "--partitions",
+            "1",
+            "--count",
+            "0",
+            "--rate",
+            rate,
+        ];
+        let mut child = start_produce(&broker.bootstrap, &args);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while records_in(&broker.bootstrap, &topic) < 1 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert_eq!(
+            records_in(&broker.bootstrap, &topic),
+            1,
+            "{rate}: the first event"
+        );
+        // The next one is not due: the producer waits.
+        std::thread::sleep(Duration::from_millis(500));
+        if let Some(status) = child.try_wait().unwrap() {
+            let out = child.wait_with_output().unwrap();
+            panic!("{rate}: ended by itself ({status}): {}", text(&out));
+        }
+        let sent = Command::new("kill")
+            .args([&format!("-{signal}"), &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let (out, took) = ended_within(child, Duration::from_secs(20)).unwrap_or_else(|out| {
+            panic!(
+                "{rate} {signal}: still running 20 s after the signal: {}",
+                text(&out)
+            )
+        });
+        assert!(out.status.success(), "{rate} {signal}: {}", text(&out));
+        assert!(
+            took < Duration::from_secs(2),
+            "{rate} {signal}: stopped after {took:?}"
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.contains(&format!("produced 1 events to {topic}")),
+            "{stdout}"
+        );
+        assert_eq!(records_in(&broker.bootstrap, &topic), 1);
+    }
 }

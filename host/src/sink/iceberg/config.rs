@@ -367,7 +367,44 @@ pub fn parse_partition(text: &str) -> Result<(Transform, String), String> {
     if matches!(transform, Transform::Unknown | Transform::Void) || column.is_empty() {
         return Err(format!("partition `{text}`: unsupported"));
     }
+    if matches!(transform, Transform::Bucket(0) | Transform::Truncate(0)) {
+        return Err(format!(
+            "partition `{text}`: the number in brackets must be at least 1 (bucket[N] makes N buckets, truncate[W] keeps a width of W)"
+        ));
+    }
     Ok((transform, column.to_string()))
+}
+
+/// Why `namespace` (levels separated by dots) and `table` cannot name a table, if they
+/// cannot: each level and the table must be a non-empty name that is not `.` or `..` and
+/// holds no `/`, `\` or control character, as the table's files go to
+/// `<warehouse>/<level>/…/<table>` and must stay inside the warehouse. Returns the key
+/// (`namespace` or `table`) and the reason; the name is not repeated.
+pub fn table_name_problem(namespace: &str, table: &str) -> Option<(&'static str, String)> {
+    for level in namespace.split('.') {
+        if let Some(reason) = name_part_problem(level) {
+            let reason = format!("{reason} (levels are separated by dots)");
+            return Some(("namespace", format!("a level of the namespace {reason}")));
+        }
+    }
+    name_part_problem(table).map(|reason| ("table", format!("the table name {reason}")))
+}
+
+/// Why one level of a namespace, or a table name, would not stay a folder of its own.
+fn name_part_problem(part: &str) -> Option<String> {
+    if part.trim().is_empty() {
+        return Some("is empty".to_string());
+    }
+    if part == "." || part == ".." {
+        return Some("may not be `.` or `..`".to_string());
+    }
+    if part.contains(['/', '\\']) {
+        return Some("may not hold `/` or `\\`".to_string());
+    }
+    if part.chars().any(char::is_control) {
+        return Some("may not hold a control character".to_string());
+    }
+    None
 }
 
 impl IcebergSinkConfig {
@@ -489,5 +526,42 @@ mod tests {
         );
         assert!(parse_partition("day event_time").is_err());
         assert!(parse_partition("fortnight(x)").is_err());
+        for zero in ["bucket[0](event_id)", "truncate[0](user_id)"] {
+            let error = parse_partition(zero).unwrap_err();
+            assert!(error.contains("at least 1"), "{zero}: {error}");
+        }
+        assert_eq!(
+            parse_partition("truncate[1](user_id)").unwrap(),
+            (Transform::Truncate(1), "user_id".into())
+        );
+    }
+
+    #[test]
+    fn table_names_stay_inside_the_warehouse() {
+        for (namespace, table) in [("tutorial", "events"), ("a.b", "t_1"), ("n", "t.x")] {
+            assert_eq!(
+                table_name_problem(namespace, table),
+                None,
+                "{namespace}.{table}"
+            );
+        }
+        for (namespace, table, key, says) in [
+            ("n", "../../x", "table", "`/`"),
+            ("n", "..", "table", "`..`"),
+            ("n", ".", "table", "`.`"),
+            ("n", "", "table", "empty"),
+            ("n", "a\\b", "table", "`\\`"),
+            ("n", "/abs", "table", "`/`"),
+            ("../..", "t", "namespace", "empty"),
+            ("a..b", "t", "namespace", "empty"),
+            ("", "t", "namespace", "empty"),
+            ("a/b", "t", "namespace", "`/`"),
+            ("a.b\u{7}", "t", "namespace", "control"),
+        ] {
+            let (named, reason) = table_name_problem(namespace, table)
+                .unwrap_or_else(|| panic!("{namespace:?} {table:?} passed"));
+            assert_eq!(named, key, "{namespace:?} {table:?}");
+            assert!(reason.contains(says), "{namespace:?} {table:?}: {reason}");
+        }
     }
 }
