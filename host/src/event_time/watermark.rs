@@ -256,12 +256,18 @@ mod tests {
         // A partition assigned but silent holds it back until idle, then follows.
         w.register("r/0", ms(0));
         assert_eq!(w.at_when_idle(ms(4_999), c, follow(70)), None);
-        assert_eq!(w.advance_when_idle(ms(5_000), c, None, follow(70)), Some(s(70)));
+        assert_eq!(
+            w.advance_when_idle(ms(5_000), c, None, follow(70)),
+            Some(s(70))
+        );
         // A backfill: the leader runs far ahead in a second; the follower keeps up.
         assert_eq!(w.at_when_idle(ms(6_000), c, follow(9_000)), Some(s(9_000)));
         // Active again: its own minimum, never behind what was reached.
         w.observe("r/0", s(100), ms(7_000));
-        assert_eq!(w.advance_when_idle(ms(7_000), c, None, follow(9_000)), Some(s(90)));
+        assert_eq!(
+            w.advance_when_idle(ms(7_000), c, None, follow(9_000)),
+            Some(s(90))
+        );
         w.observe("r/0", s(200), ms(8_000));
         assert_eq!(w.at_when_idle(ms(8_000), c, follow(9_000)), Some(s(190)));
         // Idle once more: the leader, not processing time past the partition's own.

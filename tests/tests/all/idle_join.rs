@@ -76,5 +76,8 @@ fn an_empty_right_topic_holds_no_event_back_in_a_backfill() {
     assert!(held <= 25, "{held} rows still held: {log}");
     let rows = join_table_rows(&s);
     assert_eq!(rows.len() as u64 + held, EVENTS as u64, "every event once");
-    assert!(rows.iter().all(|r| r["tier"].is_null()), "no profile to match");
+    assert!(
+        rows.iter().all(|r| r["tier"].is_null()),
+        "no profile to match"
+    );
 }

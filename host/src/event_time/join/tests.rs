@@ -405,7 +405,9 @@ fn snapshots_with_and_without_joins_read_back() {
 
 /// The events of users 1 to `n` at `secs`, ids from `first`.
 fn lefts(et: &EventTime, first: u32, n: u32, secs: i64) -> Vec<Fields> {
-    (0..n).map(|i| left(et, first + i, secs, Some(i + 1))).collect()
+    (0..n)
+        .map(|i| left(et, first + i, secs, Some(i + 1)))
+        .collect()
 }
 
 /// A right topic that has sent nothing holds no left row back: the right watermark
@@ -452,7 +454,10 @@ fn an_idle_right_side_keeps_up_with_a_backfill() {
     }
     // Idle after 5 s: from then on only the last batch's events wait (before: ~940).
     assert!(most_held <= 10, "{most_held} left rows held");
-    assert_eq!(join_op(&et).watermark(), Some(Micros((100 + 99 * 20 - 10) * S)));
+    assert_eq!(
+        join_op(&et).watermark(),
+        Some(Micros((100 + 99 * 20 - 10) * S))
+    );
 }
 
 /// `max-rows` bounds each side when the watermarks cannot: the oldest left rows leave
