@@ -652,16 +652,21 @@ fn the_last_window_closes_when_input_stops() {
         first["event_time"]["windows_emitted"]["event-type-counts"],
         0
     );
-    let closing = running
-        .progress(Duration::from_secs(30))
-        .expect("the window closes without new input");
+    // Batches without input follow: the join's, once its empty profiles side is idle and
+    // lets the events go, then the window's.
+    let emitted = |p: &Value| p["event_time"]["windows_emitted"]["event-type-counts"].clone();
+    let mut closing = Vec::new();
+    while let Some(p) = running.progress(Duration::from_secs(30)) {
+        closing.push(p);
+        if closing.last().is_some_and(|p| emitted(p) != 0) || closing.len() > 5 {
+            break;
+        }
+    }
     let (status, _, log) = running.terminate();
     assert!(status.success(), "{log}");
-    assert_eq!(closing["input_rows"], 0);
-    assert_eq!(
-        closing["event_time"]["windows_emitted"]["event-type-counts"],
-        1
-    );
+    assert!(closing.iter().all(|p| p["input_rows"] == 0), "{closing:?}");
+    let last = closing.last().expect("the window closes without new input");
+    assert_eq!(emitted(last), 1, "{closing:?}");
     let rows = show_window(&s)["rows"].as_array().unwrap().clone();
     assert_eq!(rows.len(), 1);
     assert_eq!(window_row(&rows[0]).2, 3);
