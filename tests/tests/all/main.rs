@@ -9,6 +9,7 @@ mod catalog_tls;
 mod chaos;
 mod cli;
 mod compile_cache;
+mod config_secrets;
 mod engine;
 mod enricher;
 mod event_time;
