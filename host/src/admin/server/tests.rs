@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use super::super::tests::{send, start_with};
 
 /// Whether the server still holds `stream` open: no end of stream, no reset.
-fn still_open(stream: &mut TcpStream) -> bool {
+fn still_open(mut stream: &TcpStream) -> bool {
     stream.set_nonblocking(true).unwrap();
     let mut byte = [0u8; 1];
     match stream.read(&mut byte) {
@@ -28,12 +28,12 @@ fn a_flood_of_idle_connections_is_bounded_and_timed_out() {
     let (admin, _found) = start_with("max-connections = 8\nidle-timeout = \"3s\"");
     let admin = admin.unwrap();
     let started = Instant::now();
-    let mut flood: Vec<TcpStream> = (0..58)
+    let flood: Vec<TcpStream> = (0..58)
         .map(|_| TcpStream::connect(admin.addr()).unwrap())
         .collect();
     std::thread::sleep(Duration::from_millis(200));
     healthz(admin.addr());
-    let open = flood.iter_mut().filter(|s| still_open(s)).count();
+    let open = flood.iter().filter(|s| still_open(s)).count();
     assert!(
         open <= 8,
         "{open} idle connections of 58 still open, at most 8"
@@ -46,7 +46,7 @@ fn a_flood_of_idle_connections_is_bounded_and_timed_out() {
     std::thread::sleep(
         Duration::from_secs(3).saturating_sub(started.elapsed()) + Duration::from_secs(1),
     );
-    let open = flood.iter_mut().filter(|s| still_open(s)).count();
+    let open = flood.iter().filter(|s| still_open(s)).count();
     assert_eq!(open, 0, "idle connections are closed after idle-timeout");
     healthz(admin.addr());
 }
