@@ -99,10 +99,13 @@ impl Substituted {
                 .iter()
                 .any(|v| v.start < span.end.max(span.start + 1) && span.start < v.end)
         });
+        // Redacted first: a quote inside a secret must not decide where a quoted string
+        // ends.
+        let redacted = self.redact(message);
         if touches {
-            self.redact(&hide_quoted(message))
+            hide_quoted(&redacted)
         } else {
-            self.redact(message)
+            redacted
         }
     }
 }
@@ -489,6 +492,11 @@ mod tests {
         assert_eq!(
             out.hide("bad \"q\\\"x\" and \"y", Some(4..22)),
             "bad \"***\" and \"***"
+        );
+        // A secret echoed as it is, quote and all, is hidden whole.
+        assert_eq!(
+            out.hide("unknown variant `a\"b\\c\td\u{e9}`, expected \"x\"", Some(4..22)),
+            "unknown variant `***`, expected \"***\""
         );
     }
 }

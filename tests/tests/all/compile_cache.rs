@@ -146,17 +146,15 @@ fn another_plugins_entry_under_this_ones_name_is_not_run() {
     let enricher = load(&runtime, plugins::CLICKSTREAM_ENRICHER);
     assert_eq!(enricher.origin(), Origin::Compiled);
     assert_eq!(enricher.digest(), enricher_digest);
-    let verdicts = verdicts(&enricher);
+    let judged = verdicts(&enricher);
     assert!(
-        verdicts[..5]
-            .iter()
-            .all(|v| matches!(v, Verdict::Rewrite(_))),
-        "the enricher rewrites the five events: {verdicts:?}"
+        judged[..5].iter().all(|v| matches!(v, Verdict::Rewrite(_))),
+        "the enricher rewrites the five events: {judged:?}"
     );
     // Its own entry replaced the planted one, and is used from now on.
     let again = load(&runtime, plugins::CLICKSTREAM_ENRICHER);
     assert_eq!(again.origin(), Origin::Cache);
-    assert_eq!(verdicts(&again), verdicts);
+    assert_eq!(verdicts(&again), judged);
 }
 
 /// A folder that its group may write is not used: every load compiles.
