@@ -495,7 +495,10 @@ mod tests {
         );
         // A secret echoed as it is, quote and all, is hidden whole.
         assert_eq!(
-            out.hide("unknown variant `a\"b\\c\td\u{e9}`, expected \"x\"", Some(4..22)),
+            out.hide(
+                "unknown variant `a\"b\\c\td\u{e9}`, expected \"x\"",
+                Some(4..22)
+            ),
             "unknown variant `***`, expected \"***\""
         );
     }
