@@ -1,6 +1,7 @@
 //! The `[admin]` section of a pipeline's configuration.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use serde::{Deserialize, Deserializer};
 
@@ -36,6 +37,16 @@ pub struct AdminConfig {
     /// Without it, a restart runs the stages' files.
     #[serde(default, deserialize_with = "absolute")]
     pub state_dir: Option<PathBuf>,
+    /// Most connections served at once (at least 1). When they are all open, a new one
+    /// closes the oldest that has not sent its request yet, or is closed at once if every
+    /// one is answering a request: a flood of idle connections takes this many file
+    /// descriptors at most, and `GET /healthz` still answers.
+    #[serde(default = "default_max_connections", deserialize_with = "at_least_one")]
+    pub max_connections: usize,
+    /// How long a connection may take to send its request head, e.g. `"10s"`; then it is
+    /// closed.
+    #[serde(default = "default_idle_timeout", deserialize_with = "not_zero")]
+    pub idle_timeout: Duration,
 }
 
 /// An absolute path: a relative one would depend on where sluice is started from.
@@ -45,6 +56,20 @@ fn absolute<'de, D: Deserializer<'de>>(d: D) -> Result<Option<PathBuf>, D::Error
         return Err(serde::de::Error::custom("must be an absolute path"));
     }
     Ok(Some(path))
+}
+
+fn at_least_one<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+    match usize::deserialize(d)? {
+        0 => Err(serde::de::Error::custom("must be at least 1")),
+        n => Ok(n),
+    }
+}
+
+fn not_zero<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    match crate::units::duration::deserialize(d)? {
+        Duration::ZERO => Err(serde::de::Error::custom("must be longer than 0")),
+        timeout => Ok(timeout),
+    }
 }
 
 fn default_listen() -> String {
@@ -59,6 +84,14 @@ const fn default_recent() -> usize {
     20
 }
 
+const fn default_max_connections() -> usize {
+    256
+}
+
+const fn default_idle_timeout() -> Duration {
+    Duration::from_secs(10)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -71,7 +104,17 @@ mod tests {
         assert_eq!(config.max_upload, ByteSize::mib(32));
         assert_eq!(config.recent_batches, 20);
         assert_eq!(config.state_dir, None);
+        assert_eq!(config.max_connections, 256);
+        assert_eq!(config.idle_timeout, Duration::from_secs(10));
         assert!(toml::from_str::<AdminConfig>("port = 1").is_err());
+        let config: AdminConfig =
+            toml::from_str("max-connections = 8\nidle-timeout = \"500ms\"").unwrap();
+        assert_eq!(config.max_connections, 8);
+        assert_eq!(config.idle_timeout, Duration::from_millis(500));
+        for zero in ["max-connections = 0", "idle-timeout = \"0s\""] {
+            let error = toml::from_str::<AdminConfig>(zero).unwrap_err();
+            assert!(error.to_string().contains("must be"), "{error}");
+        }
         let config: AdminConfig = toml::from_str("state-dir = \"/var/lib/sluice\"").unwrap();
         assert_eq!(config.state_dir, Some(PathBuf::from("/var/lib/sluice")));
         let relative = toml::from_str::<AdminConfig>("state-dir = \"state\"").unwrap_err();

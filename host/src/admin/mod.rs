@@ -26,7 +26,8 @@
 //! a restart ([`persist`]).
 //!
 //! The files: [`config`] (the `[admin]` section), `server` (a tokio runtime of its own, one
-//! task per connection, so an idle client holds up no one), `routes` (the calls, the token
+//! task per connection, so an idle client holds up no one; at most `max-connections` open,
+//! idle ones closed after `idle-timeout` or to make room), `routes` (the calls, the token
 //! check, the body limit and the audit log), `metrics` (the Prometheus families, fed from
 //! each batch's [`Progress`]), [`persist`] (activations kept across restarts).
 
@@ -211,7 +212,11 @@ impl Admin {
             activations,
         });
         restore(&shared)?;
-        let server = server::Server::start(listener, routes::router(shared.clone()))
+        let limits = server::Limits {
+            max_connections: config.max_connections,
+            idle_timeout: config.idle_timeout,
+        };
+        let server = server::Server::start(listener, routes::router(shared.clone()), limits)
             .map_err(|error| AdminError::Threads { error })?;
         tracing::info!(%addr, "admin API listening");
         Ok(Admin {

@@ -124,7 +124,7 @@ fn start(token: &str, max_upload: &str, recent_batches: usize) -> (Admin, Receiv
 }
 
 /// [`start`] with the `[admin]` keys `keys`.
-fn start_with(keys: &str) -> (Result<Admin, AdminError>, Receiver<Found>) {
+pub(super) fn start_with(keys: &str) -> (Result<Admin, AdminError>, Receiver<Found>) {
     let config: AdminConfig = toml::from_str(&format!("listen = \"127.0.0.1:0\"\n{keys}")).unwrap();
     let stage: StageConfig = toml::from_str("name = \"rules\"\nplugin = \"rules.wasm\"").unwrap();
     let runtime = Runtime::new(toml::from_str("").unwrap()).unwrap();
@@ -140,10 +140,10 @@ fn start_with(keys: &str) -> (Result<Admin, AdminError>, Receiver<Found>) {
 }
 
 /// An answer: status, head, body.
-struct Answer {
-    status: u16,
+pub(super) struct Answer {
+    pub(super) status: u16,
     head: String,
-    body: String,
+    pub(super) body: String,
 }
 
 impl Answer {
@@ -153,7 +153,7 @@ impl Answer {
 }
 
 /// Sends `request` as it is and reads the answer to the end, waiting at most `within`.
-fn send(addr: SocketAddr, request: &[u8], within: Duration) -> Answer {
+pub(super) fn send(addr: SocketAddr, request: &[u8], within: Duration) -> Answer {
     let started = Instant::now();
     let mut stream = TcpStream::connect(addr).unwrap();
     stream.set_read_timeout(Some(within)).unwrap();

@@ -114,6 +114,9 @@ pub fn main() -> ExitCode {
         Err(e) => e.exit(),
     };
     init_logs(&invocation.cli);
+    if matches!(invocation.cli.command, Command::Run(_)) {
+        raise_open_files_limit();
+    }
     match run(invocation) {
         Ok(code) => code,
         Err(error) => {
@@ -172,6 +175,30 @@ fn init_logs(cli: &Cli) {
     match cli.log_format {
         LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
         LogFormat::Json => logs.json().init(),
+    }
+}
+
+/// Raises the soft limit of open files to the hard one, as many servers do at start: the
+/// pipeline's files and sockets and the admin API's connections share it, and the usual
+/// soft limit (1024) is low for a busy process.
+fn raise_open_files_limit() {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    let (Some(current), Some(maximum)) = (limit.current, limit.maximum) else {
+        return;
+    };
+    if current >= maximum {
+        return;
+    }
+    let raised = Rlimit {
+        current: Some(maximum),
+        maximum: Some(maximum),
+    };
+    match setrlimit(Resource::Nofile, raised) {
+        Ok(()) => tracing::info!("Raised the limit of open files from {current} to {maximum}."),
+        Err(error) => {
+            tracing::warn!(%error, "Cannot raise the limit of open files from {current} to {maximum}.");
+        }
     }
 }
 

@@ -197,26 +197,23 @@ impl PipelineConfig {
             error,
         })?;
         let text = substituted.text.as_str();
-        // Messages never show a value that came from the environment (a secret).
-        let invalid = |line, key: String, message: String| ConfigError::Invalid {
-            path: path.to_owned(),
-            line,
-            key,
-            message: substituted.redact(&message),
+        // Messages never show a value that came from the environment (a secret), in any
+        // form: see `Substituted::hide`.
+        let invalid = |span: Option<std::ops::Range<usize>>, key: String, message: &str| {
+            ConfigError::Invalid {
+                path: path.to_owned(),
+                line: span.as_ref().map_or(1, |s| line_of(text, s.start)),
+                key: substituted.redact(&key),
+                message: substituted.hide(message, span),
+            }
         };
-        let de = toml::Deserializer::parse(text).map_err(|e| {
-            let line = e.span().map_or(1, |s| line_of(text, s.start));
-            invalid(line, String::new(), e.message().to_string())
-        })?;
+        let de = toml::Deserializer::parse(text)
+            .map_err(|e| invalid(e.span(), String::new(), e.message()))?;
         let config: PipelineConfig = serde_path_to_error::deserialize(de).map_err(|e| {
             let key = e.path().to_string();
             let inner = e.into_inner();
-            let line = inner.span().map_or(1, |s| line_of(text, s.start));
-            invalid(
-                line,
-                if key == "." { String::new() } else { key },
-                inner.message().to_string(),
-            )
+            let key = if key == "." { String::new() } else { key };
+            invalid(inner.span(), key, inner.message())
         })?;
         config
             .check()

@@ -16,7 +16,12 @@
 //! - comments are left alone, `${` and all.
 //!
 //! Lines never move, so error lines are those of the file. The values that came from the
-//! environment are kept, so error messages can hide them ([`Substituted::redact`]).
+//! environment are kept, with where they are in the text, so error messages can hide them
+//! ([`Substituted::hide`]): as they are and in every escaped form a parser may write them
+//! (`"Quo\"te"`), and, in an error about a value from the environment, every quoted string
+//! of the message (a parser may quote only a part of the value, such as a unit).
+
+use std::ops::Range;
 
 /// A substitution failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -58,18 +63,96 @@ pub struct Substituted {
     pub text: String,
     /// Values read from the environment (not defaults), to keep out of messages.
     pub secrets: Vec<String>,
+    /// Where those values are in `text` (byte ranges, as written there: escaped inside a
+    /// basic string).
+    pub spans: Vec<Range<usize>>,
 }
 
 impl Substituted {
     /// `message` with every value from the environment of 4 bytes or more replaced by
-    /// `***`.
+    /// `***`, as it is and in every escaped form a message may hold it ([`forms`]).
     pub fn redact(&self, message: &str) -> String {
+        let mut forms: Vec<String> = self
+            .secrets
+            .iter()
+            .filter(|s| s.len() >= 4)
+            .flat_map(|s| forms(s))
+            .filter(|f| !f.is_empty())
+            .collect();
+        // The longest first, so that a shorter form leaves no part of a longer one.
+        forms.sort_by_key(|f| std::cmp::Reverse(f.len()));
+        forms.dedup();
         let mut out = message.to_string();
-        for secret in self.secrets.iter().filter(|s| s.len() >= 4) {
-            out = out.replace(secret.as_str(), "***");
+        for form in &forms {
+            out = out.replace(form.as_str(), "***");
         }
         out
     }
+
+    /// An error `message` about the text at `span` (as the parser gives it), fit to show:
+    /// [`Self::redact`]ed and, when `span` touches a value from the environment, with every
+    /// quoted string (`"..."`) replaced by `"***"`, since a parser may quote a part of the
+    /// value (`duration "12x" has unknown unit "x"`) that no form of the whole matches.
+    pub fn hide(&self, message: &str, span: Option<Range<usize>>) -> String {
+        let touches = span.is_some_and(|span| {
+            self.spans
+                .iter()
+                .any(|v| v.start < span.end.max(span.start + 1) && span.start < v.end)
+        });
+        // Redacted first: a quote inside a secret must not decide where a quoted string
+        // ends.
+        let redacted = self.redact(message);
+        if touches {
+            hide_quoted(&redacted)
+        } else {
+            redacted
+        }
+    }
+}
+
+/// `secret` as messages may write it: as it is, and escaped as Rust's `{:?}` and
+/// `escape_default`, JSON and TOML basic strings write it (without the quotes).
+fn forms(secret: &str) -> [String; 5] {
+    let inner = |quoted: String| {
+        let inner = quoted.strip_prefix('"').and_then(|q| q.strip_suffix('"'));
+        inner.unwrap_or(&quoted).to_string()
+    };
+    let mut toml = String::new();
+    escape_basic(secret, &mut toml);
+    [
+        secret.to_string(),
+        inner(format!("{secret:?}")),
+        inner(serde_json::to_string(secret).unwrap_or_default()),
+        toml,
+        secret.escape_default().to_string(),
+    ]
+}
+
+/// `message` with the content of every `"..."` (escapes and all; an unclosed one to the
+/// end) replaced by `***`.
+fn hide_quoted(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(open) = rest.find('"') {
+        out.push_str(&rest[..=open]);
+        out.push_str("***");
+        let after = &rest[open + 1..];
+        let mut escaped = false;
+        let close = after.char_indices().find_map(|(i, c)| {
+            let end = c == '"' && !escaped;
+            escaped = c == '\\' && !escaped;
+            end.then_some(i)
+        });
+        match close {
+            Some(close) => {
+                out.push('"');
+                rest = &after[close + 1..];
+            }
+            None => rest = "",
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Where in the TOML text the scanner is.
@@ -95,6 +178,7 @@ pub fn substitute(
     let mut out = Substituted {
         text: String::with_capacity(text.len()),
         secrets: Vec::new(),
+        spans: Vec::new(),
     };
     let mut place = Place::Bare;
     let mut rest = text;
@@ -172,13 +256,11 @@ fn reference<'t>(
     if !valid {
         return Err(malformed());
     }
-    let value = match (lookup(name), default) {
-        (Some(v), Some(d)) if v.is_empty() => d.to_string(),
-        (Some(v), _) => {
-            out.secrets.push(v.clone());
-            v
-        }
-        (None, Some(d)) => d.to_string(),
+    let start = out.text.len();
+    let (value, secret) = match (lookup(name), default) {
+        (Some(v), Some(d)) if v.is_empty() => (d.to_string(), false),
+        (Some(v), _) => (v, true),
+        (None, Some(d)) => (d.to_string(), false),
         (None, None) => {
             return Err(SubstError::Missing {
                 name: name.to_string(),
@@ -209,6 +291,10 @@ fn reference<'t>(
             ));
         }
         _ => out.text.push_str(&value),
+    }
+    if secret {
+        out.secrets.push(value);
+        out.spans.push(start..out.text.len());
     }
     Ok(&body[end + 1..])
 }
@@ -346,6 +432,74 @@ mod tests {
         assert_eq!(
             out.redact(message),
             "bad value *** near 250 and default-value"
+        );
+    }
+
+    /// Secrets with a quote, a backslash, a tab, a line break, a control character and
+    /// non-ASCII letters, each put where it makes a configuration error (a duration), as
+    /// the finding did: the message holds no form of it, nor a part a parser quoted.
+    #[test]
+    fn secrets_never_appear_in_any_form() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Timed {
+            #[serde(deserialize_with = "crate::units::duration::deserialize")]
+            interval: std::time::Duration,
+        }
+        let secrets = [
+            "Quo\"te-s3cr3t",
+            "back\\slash-s3cr3t",
+            "tab\there-s3cr3t",
+            "line\nbreak-s3cr3t",
+            "ctl\u{1}-s3cr3t",
+            "ünï-cødé-s3cr3t",
+            "12Quo\"te\t-s3cr3t",
+            "12 s3cr3t",
+        ];
+        for secret in secrets {
+            let lookup = |name: &str| (name == "SECRET").then(|| secret.to_string());
+            for text in [
+                "interval = \"${SECRET}\"",
+                "interval = \"\"\"${SECRET}\"\"\"",
+            ] {
+                let out = substitute(text, lookup).unwrap();
+                let error = toml::from_str::<Timed>(&out.text).unwrap_err();
+                assert!(error.message().contains("s3cr3t"), "the parser echoes it");
+                let shown = out.hide(error.message(), error.span());
+                assert!(!shown.contains("s3cr3t"), "{secret:?}: {shown}");
+                assert!(shown.contains("duration"), "{shown}");
+                for form in forms(secret) {
+                    assert!(!shown.contains(&form), "{secret:?}: {shown}");
+                }
+            }
+        }
+    }
+
+    /// Every escaped form is redacted anywhere in a message; quoted strings are hidden only
+    /// in an error about a value from the environment.
+    #[test]
+    fn escaped_forms_are_redacted_and_quotes_hidden_only_where_a_secret_is() {
+        let lookup = |name: &str| (name == "SECRET").then(|| "a\"b\\c\td\u{e9}".to_string());
+        let out = substitute("a = \"${SECRET}\"\nb = \"x\"", lookup).unwrap();
+        assert_eq!(out.spans, vec![5..17]);
+        assert_eq!(&out.text[5..17], "a\\\"b\\\\c\\td\u{e9}");
+        let message =
+            "1 a\"b\\c\td\u{e9} 2 a\\\"b\\\\c\\td\u{e9} 3 a\\\"b\\\\c\\td\\u{e9} 4 \"q\\\"x\" 5";
+        assert_eq!(out.redact(message), "1 *** 2 *** 3 *** 4 \"q\\\"x\" 5");
+        // An error about `b` keeps its quotes; one about `a` does not; a lone quote hides
+        // to the end.
+        assert_eq!(out.hide("bad \"x\" here", Some(23..26)), "bad \"x\" here");
+        assert_eq!(
+            out.hide("bad \"q\\\"x\" and \"y", Some(4..22)),
+            "bad \"***\" and \"***"
+        );
+        // A secret echoed as it is, quote and all, is hidden whole.
+        assert_eq!(
+            out.hide(
+                "unknown variant `a\"b\\c\td\u{e9}`, expected \"x\"",
+                Some(4..22)
+            ),
+            "unknown variant `***`, expected \"***\""
         );
     }
 }

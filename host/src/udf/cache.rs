@@ -9,12 +9,24 @@
 //! someone chose.
 //!
 //! Deserializing machine code trusts it, so an entry is only read if it is what this
-//! process family wrote: a file starts with [`MAGIC`] and the sha256 of what follows, and
-//! is written to a temporary file then renamed, so a reader sees a whole entry or none. A
-//! truncated or altered entry fails the check (or wasmtime's own), is reported, compiled
-//! again and rewritten. A folder that others may write is not used. The cache is a speed-up
-//! only: a folder that is missing, read-only or full costs the compile time, with one
-//! warning, never a load.
+//! process family wrote for this very component:
+//! - a file starts with [`MAGIC`] (the layout's version), the sha256 of what follows, then
+//!   the sha256 of the component it was compiled from and the engine key it was compiled
+//!   for. Both are checked against the component being loaded, so an entry copied or
+//!   renamed from another plugin (or another engine setting) is refused: reported, compiled
+//!   again and rewritten, never run. A truncated or altered entry fails the checksum (or
+//!   wasmtime's own check) the same way. It is written to a temporary file then renamed, so
+//!   a reader sees a whole entry or none.
+//! - the folder is used only if it and every folder above it are owned by the running user
+//!   or root and writable by neither their group nor other users, the rule OpenSSH's
+//!   `StrictModes` applies to `~/.ssh`. A folder above it that is root's and has the sticky
+//!   bit (`/tmp`: 1777) is accepted, as users cannot replace what others put there; the
+//!   cache folder itself is not. An entry that is not the user's (or root's), or that its
+//!   group or others may write, is not read. Otherwise the plugin is compiled, with one
+//!   warning.
+//!
+//! The cache is a speed-up only: a folder that is missing, refused, read-only or full costs
+//! the compile time, with one warning, never a load.
 
 use std::fs;
 use std::hash::{Hash, Hasher};
@@ -27,10 +39,14 @@ use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-/// The first bytes of an entry: what it is and the layout's version.
-const MAGIC: &[u8; 16] = b"sluice-cwasm-v1\n";
-/// Length of the header: [`MAGIC`], then the sha256 of the rest.
-const HEADER: usize = MAGIC.len() + 32;
+/// The first bytes of an entry: what it is and the layout's version (v2: the component's
+/// digest and the engine key are inside).
+const MAGIC: &[u8; 16] = b"sluice-cwasm-v2\n";
+/// Length of a hex sha256: the component's digest, the engine key.
+const HEX: usize = 64;
+/// Length of the header: [`MAGIC`], the sha256 of the rest, the component's digest and the
+/// engine key (hex); the code follows.
+const HEADER: usize = MAGIC.len() + 32 + 2 * HEX;
 
 /// The compiled components of one engine, in a folder (or none: always compile).
 #[derive(Debug)]
@@ -119,7 +135,7 @@ impl CompileCache {
         let entry = self.entry(digest).filter(|_| self.usable());
         let started = Instant::now();
         if let Some(entry) = &entry
-            && let Some(component) = self.read(engine, plugin, entry)
+            && let Some(component) = self.read(engine, plugin, digest, entry)
         {
             self.hits.fetch_add(1, Ordering::Relaxed);
             let ms = started.elapsed().as_secs_f64() * 1e3;
@@ -131,18 +147,18 @@ impl CompileCache {
         tracing::info!(plugin, "Compiled the plugin in {seconds:.2} s.");
         if let Some(entry) = &entry {
             self.misses.fetch_add(1, Ordering::Relaxed);
-            if let Err(error) = self.write(&component, entry) {
+            if let Err(error) = self.write(&component, digest, entry) {
                 self.warn_once(&error, "Cannot write to the compile cache");
             }
         }
         Ok((component, Origin::Compiled))
     }
 
-    /// Whether the folder may be used: it exists or can be created, and is not writable by
-    /// every user (who could then plant machine code).
+    /// Whether the folder may be used: it exists or can be created, and no one but this
+    /// user (or root) could have put machine code in it ([`check_private`]).
     fn usable(&self) -> bool {
         let Some(dir) = &self.dir else { return false };
-        match create_private_dir(dir).and_then(|()| check_not_world_writable(dir)) {
+        match create_private_dir(dir).and_then(|()| check_private(dir)) {
             Ok(()) => true,
             Err(error) => {
                 self.warn_once(&error, "Cannot use the compile cache");
@@ -154,26 +170,29 @@ impl CompileCache {
     fn warn_once(&self, error: &io::Error, what: &str) {
         if !self.warned.swap(true, Ordering::Relaxed) {
             let dir = self.dir.as_deref().unwrap_or(Path::new("")).display();
-            tracing::warn!(%error, dir = %dir, "{what}; plugins are compiled at every load (set [runtime] compile-cache to a writable folder, or to false).");
+            tracing::warn!(%error, dir = %dir, "{what}; plugins are compiled at every load (set [runtime] compile-cache to a folder that only this user may write, or to false).");
         }
     }
 
-    /// The component in `entry`, if there is a whole, valid one. A damaged entry is
-    /// reported and removed.
-    fn read(&self, engine: &Engine, plugin: &str, entry: &Path) -> Option<Component> {
-        let bytes = match fs::read(entry) {
-            Ok(bytes) => bytes,
+    /// The component in `entry`, if there is a whole, valid one compiled from the
+    /// component `digest` for this engine. A damaged or foreign entry is reported and
+    /// removed.
+    fn read(&self, engine: &Engine, plugin: &str, digest: &str, entry: &Path) -> Option<Component> {
+        let read = match read_private(entry) {
+            Ok(read) => read,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
             Err(error) => {
                 self.warn_once(&error, "Cannot read the compile cache");
                 return None;
             }
         };
-        let component = checked(&bytes).and_then(|code| {
+        let component = read.and_then(|bytes| {
+            let code = checked(&bytes, digest, &self.engine_key)?;
             // SAFETY: `code` is what `write` stored for this engine's compatibility hash
-            // and this component's digest: `Component::serialize` output of an engine
-            // configured alike, unaltered (its sha256 matches), in a folder that only
-            // this user may write. wasmtime checks its version and settings again.
+            // and this very component (both recorded inside the entry and checked):
+            // `Component::serialize` output of an engine configured alike, unaltered (its
+            // sha256 matches), in a folder that only this user or root may write
+            // ([`check_private`]). wasmtime checks its version and settings again.
             #[allow(unsafe_code)]
             let component = unsafe { Component::deserialize(engine, code) };
             component.map_err(|e| format!("{e:#}"))
@@ -181,23 +200,40 @@ impl CompileCache {
         match component {
             Ok(component) => Some(component),
             Err(reason) => {
-                tracing::warn!(plugin, entry = %entry.display(), %reason, "A compile cache entry is damaged; the plugin is compiled again.");
+                tracing::warn!(plugin, entry = %entry.display(), %reason, "A compile cache entry is refused; the plugin is compiled again.");
                 let _ = fs::remove_file(entry);
                 None
             }
         }
     }
 
-    /// Stores `component` in `entry`: a temporary file beside it, renamed over it.
-    fn write(&self, component: &Component, entry: &Path) -> io::Result<()> {
+    /// Stores `component` (compiled from the component `digest`) in `entry`: a temporary
+    /// file beside it, renamed over it.
+    fn write(&self, component: &Component, digest: &str, entry: &Path) -> io::Result<()> {
         let code = component.serialize().map_err(io::Error::other)?;
+        let (digest, engine) = (digest.as_bytes(), self.engine_key.as_bytes());
+        if digest.len() != HEX || engine.len() != HEX {
+            return Err(io::Error::other("not a sha256 digest"));
+        }
         static WRITES: AtomicU64 = AtomicU64::new(0);
         let n = WRITES.fetch_add(1, Ordering::Relaxed);
         let temp = entry.with_extension(format!("tmp.{}.{n}", std::process::id()));
         let written = (|| {
-            let mut file = fs::File::create(&temp)?;
+            let mut options = fs::OpenOptions::new();
+            options.write(true).create(true).truncate(true);
+            // This user's alone, whatever the umask: [`read_private`] refuses others'.
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+            let mut file = options.open(&temp)?;
+            let sum = Sha256::new()
+                .chain_update(digest)
+                .chain_update(engine)
+                .chain_update(&code)
+                .finalize();
             file.write_all(MAGIC)?;
-            file.write_all(&Sha256::digest(&code))?;
+            file.write_all(&sum)?;
+            file.write_all(digest)?;
+            file.write_all(engine)?;
             file.write_all(&code)?;
             fs::rename(&temp, entry)
         })();
@@ -208,14 +244,26 @@ impl CompileCache {
     }
 }
 
-/// The code of an entry, if its header is right and its checksum matches.
-fn checked(bytes: &[u8]) -> Result<&[u8], String> {
+/// The code of an entry, if its header is right, its checksum matches, and it was compiled
+/// from the component `digest` for the engine `engine_key` (both hex).
+fn checked<'b>(bytes: &'b [u8], digest: &str, engine_key: &str) -> Result<&'b [u8], String> {
     if bytes.len() < HEADER || &bytes[..MAGIC.len()] != MAGIC {
-        return Err("not a sluice compile cache entry (or truncated)".into());
+        return Err("not a sluice compile cache entry of this version (or truncated)".into());
     }
-    let (sum, code) = bytes[MAGIC.len()..].split_at(32);
-    if Sha256::digest(code).as_slice() != sum {
+    let (sum, rest) = bytes[MAGIC.len()..].split_at(32);
+    if Sha256::digest(rest).as_slice() != sum {
         return Err("its checksum does not match (truncated or altered)".into());
+    }
+    let (from, rest) = rest.split_at(HEX);
+    let (engine, code) = rest.split_at(HEX);
+    if from != digest.as_bytes() {
+        let from = String::from_utf8_lossy(from);
+        return Err(format!(
+            "it was compiled from another component (sha256 {from}), not this one"
+        ));
+    }
+    if engine != engine_key.as_bytes() {
+        return Err("it was compiled for another engine setting".into());
     }
     Ok(code)
 }
@@ -229,25 +277,77 @@ fn create_private_dir(dir: &Path) -> io::Result<()> {
     builder.create(dir)
 }
 
+/// Whether a file or folder owned by `owner` with `mode` could only have been written by
+/// this user or root: why not, if not. `sticky_ok`: a root-owned folder with the sticky bit
+/// is accepted (a folder above the cache, like `/tmp`).
 #[cfg(unix)]
-fn check_not_world_writable(dir: &Path) -> io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let mode = fs::metadata(dir)?.permissions().mode();
-    if mode & 0o002 != 0 {
-        return Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            format!(
-                "the folder is writable by every user (mode {:o})",
-                mode & 0o7777
-            ),
-        ));
+fn trusted(owner: u32, mode: u32, sticky_ok: bool) -> Result<(), String> {
+    let user = rustix::process::geteuid().as_raw();
+    if owner != user && owner != 0 {
+        return Err(format!("it is owned by another user (uid {owner})"));
+    }
+    if mode & 0o022 == 0 || (sticky_ok && owner == 0 && mode & 0o1000 != 0) {
+        return Ok(());
+    }
+    let who = if mode & 0o002 != 0 {
+        "every user"
+    } else {
+        "its group"
+    };
+    Err(format!(
+        "it is writable by {who} (mode {:o})",
+        mode & 0o7777
+    ))
+}
+
+/// Refuses `dir` unless it and every folder above it pass [`trusted`] (only the folders
+/// above may be root's sticky ones), as OpenSSH's `StrictModes` checks `~/.ssh`: anyone
+/// else who could write there could plant machine code that this process would run.
+#[cfg(unix)]
+fn check_private(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let dir = fs::canonicalize(dir)?;
+    for (depth, folder) in dir.ancestors().enumerate() {
+        let meta = fs::metadata(folder)?;
+        trusted(meta.uid(), meta.mode(), depth > 0).map_err(|why| {
+            let what = if depth == 0 {
+                "the folder"
+            } else {
+                "a folder above it"
+            };
+            io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!("{what}, {}: {why}", folder.display()),
+            )
+        })?;
     }
     Ok(())
 }
 
 #[cfg(not(unix))]
-fn check_not_world_writable(_dir: &Path) -> io::Result<()> {
+fn check_private(_dir: &Path) -> io::Result<()> {
     Ok(())
+}
+
+/// The bytes of the entry `path`, or why it is refused: it is not a file that only this
+/// user or root could have written.
+fn read_private(path: &Path) -> io::Result<Result<Vec<u8>, String>> {
+    use std::io::Read;
+    let mut file = fs::File::open(path)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let meta = file.metadata()?;
+        if !meta.is_file() {
+            return Ok(Err("it is not a file".into()));
+        }
+        if let Err(why) = trusted(meta.uid(), meta.mode(), false) {
+            return Ok(Err(why));
+        }
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(Ok(bytes))
 }
 
 #[cfg(test)]

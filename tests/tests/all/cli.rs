@@ -314,7 +314,7 @@ fn the_log_flag_wins_over_rust_log_and_logs_can_be_json() {
 }
 
 /// `sluice ARGS…` as a process with the example's variables and `env` added.
-fn sluice_with_env(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+pub(crate) fn sluice_with_env(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
     let plugins_dir = std::path::Path::new(plugins::CLICKSTREAM_VALIDATOR)
         .parent()
         .unwrap();

@@ -1,6 +1,8 @@
 //! The compile cache (`[runtime] compile-cache`) with real plugins: a plugin read from the
 //! cache judges as the one compiled; a restart finds it; another engine setting compiles
-//! its own; a damaged entry is compiled again and the plugin still judges.
+//! its own; a damaged entry is compiled again and the plugin still judges; another
+//! plugin's entry planted under this one's name is not run; a folder its group may write
+//! is not used.
 
 use std::path::{Path, PathBuf};
 
@@ -122,4 +124,50 @@ fn a_damaged_entry_is_compiled_again_and_the_plugin_still_judges() {
         assert_eq!(plugin.origin(), Origin::Cache);
         assert_eq!(verdicts(&plugin), expected);
     }
+}
+
+/// Another plugin's entry copied under the enricher's name (what the finding planted) is
+/// refused: the `enrich` stage rewrites the five events, as the enricher does, instead of
+/// keeping them as keep-all would, and it is compiled, not loaded from the cache.
+#[test]
+fn another_plugins_entry_under_this_ones_name_is_not_run() {
+    let dir = CacheDir::new("planted");
+    let runtime = runtime(&dir.0, true);
+    let keep_all = load(&runtime, plugins::KEEP_ALL);
+    let enricher_digest =
+        sluice::udf::digest_of(&std::fs::read(plugins::CLICKSTREAM_ENRICHER).unwrap());
+    let planted = runtime.compile_cache().entry(&enricher_digest).unwrap();
+    std::fs::copy(
+        runtime.compile_cache().entry(keep_all.digest()).unwrap(),
+        &planted,
+    )
+    .unwrap();
+
+    let enricher = load(&runtime, plugins::CLICKSTREAM_ENRICHER);
+    assert_eq!(enricher.origin(), Origin::Compiled);
+    assert_eq!(enricher.digest(), enricher_digest);
+    let judged = verdicts(&enricher);
+    assert!(
+        judged[..5].iter().all(|v| matches!(v, Verdict::Rewrite(_))),
+        "the enricher rewrites the five events: {judged:?}"
+    );
+    // Its own entry replaced the planted one, and is used from now on.
+    let again = load(&runtime, plugins::CLICKSTREAM_ENRICHER);
+    assert_eq!(again.origin(), Origin::Cache);
+    assert_eq!(verdicts(&again), judged);
+}
+
+/// A folder that its group may write is not used: every load compiles.
+#[test]
+fn a_group_writable_folder_is_not_used() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = CacheDir::new("group");
+    std::fs::create_dir_all(&dir.0).unwrap();
+    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o775)).unwrap();
+    let runtime = runtime(&dir.0, true);
+    for _ in 0..2 {
+        let plugin = load(&runtime, plugins::KEEP_ALL);
+        assert_eq!(plugin.origin(), Origin::Compiled);
+    }
+    assert_eq!(std::fs::read_dir(&dir.0).unwrap().count(), 0);
 }

@@ -10,6 +10,7 @@ mod chaos;
 mod cli;
 mod compile_cache;
 mod config_check;
+mod config_secrets;
 mod engine;
 mod enricher;
 mod event_time;

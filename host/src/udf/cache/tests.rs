@@ -128,9 +128,11 @@ fn a_damaged_entry_is_compiled_again_and_rewritten() {
     let mut flipped = whole.clone();
     *flipped.last_mut().unwrap() ^= 1;
     // The right header and checksum over code wasmtime refuses.
+    let digest = crate::udf::digest_of(&wasm);
+    let rest = [digest.as_bytes(), cache.engine_key.as_bytes(), b"not code"].concat();
     let mut bogus = super::MAGIC.to_vec();
-    bogus.extend_from_slice(&sha2::Sha256::digest(b"not code"));
-    bogus.extend_from_slice(b"not code");
+    bogus.extend_from_slice(&sha2::Sha256::digest(&rest));
+    bogus.extend_from_slice(&rest);
     for damaged in [
         whole[..whole.len() / 2].to_vec(),
         flipped,
@@ -174,4 +176,100 @@ fn a_folder_every_user_may_write_is_not_used() {
     assert_eq!(load(&cache, &engine, &component(1)), Origin::Compiled);
     assert_eq!(load(&cache, &engine, &component(1)), Origin::Compiled);
     assert!(entries(dir.path()).is_empty());
+}
+
+/// An entry copied or renamed from another component (what a user who could write the
+/// folder would plant) is refused: the component is compiled, and its own entry rewritten.
+#[test]
+fn an_entry_of_another_component_is_not_loaded() {
+    let dir = TempDir::new("planted");
+    let engine = engine(true);
+    let cache = CompileCache::new(&engine, Some(dir.path().to_owned()));
+    let (wasm, other) = (component(1), component(2));
+    assert_eq!(load(&cache, &engine, &wasm), Origin::Compiled);
+    assert_eq!(load(&cache, &engine, &other), Origin::Compiled);
+    let entry = cache.entry(&crate::udf::digest_of(&wasm)).unwrap();
+    let own = std::fs::read(&entry).unwrap();
+    let planted = cache.entry(&crate::udf::digest_of(&other)).unwrap();
+    std::fs::copy(&planted, &entry).unwrap();
+    assert_eq!(load(&cache, &engine, &wasm), Origin::Compiled);
+    assert_eq!(std::fs::read(&entry).unwrap(), own, "rewritten");
+    assert_eq!(load(&cache, &engine, &wasm), Origin::Cache);
+    // Another engine setting's entry of the same component, renamed: refused too.
+    let other_engine = self::engine(false);
+    let other_cache = CompileCache::new(&other_engine, Some(dir.path().to_owned()));
+    assert_eq!(load(&other_cache, &other_engine, &wasm), Origin::Compiled);
+    let other_entry = other_cache.entry(&crate::udf::digest_of(&wasm)).unwrap();
+    std::fs::copy(&other_entry, &entry).unwrap();
+    assert_eq!(load(&cache, &engine, &wasm), Origin::Compiled);
+    assert_eq!(std::fs::read(&entry).unwrap(), own, "rewritten");
+}
+
+/// Sets `path`'s mode and owner.
+#[cfg(unix)]
+fn set(path: &Path, mode: u32, owner: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    std::os::unix::fs::chown(path, Some(owner), None).unwrap();
+}
+
+/// Whether a cache in `dir` is used: a second load comes from it.
+#[cfg(unix)]
+fn used(dir: &Path) -> bool {
+    let engine = engine(true);
+    let cache = CompileCache::new(&engine, Some(dir.to_owned()));
+    assert_eq!(load(&cache, &engine, &component(3)), Origin::Compiled);
+    load(&cache, &engine, &component(3)) == Origin::Cache
+}
+
+/// The folder and those above it must be this user's (or root's) and writable by neither
+/// their group nor others; a root-owned sticky folder above it (like `/tmp`) is fine.
+#[cfg(unix)]
+#[test]
+fn a_folder_its_group_or_another_user_may_write_is_not_used() {
+    let me = rustix::process::geteuid().as_raw();
+    let stranger = me + 4242;
+    let dir = TempDir::new("owners");
+    let cache = dir.path().join("compiled");
+    std::fs::create_dir_all(&cache).unwrap();
+    set(dir.path(), 0o700, me);
+    for (mode, owner) in [(0o770, me), (0o775, me), (0o720, me), (0o700, stranger)] {
+        let _ = std::fs::remove_dir_all(&cache);
+        std::fs::create_dir(&cache).unwrap();
+        set(&cache, mode, owner);
+        assert!(!used(&cache), "{mode:o} owned by {owner}");
+        assert!(entries(&cache).is_empty(), "{mode:o} owned by {owner}");
+    }
+    let _ = std::fs::remove_dir_all(&cache);
+    assert!(used(&cache), "created private");
+    // A folder above it: group-writable or another user's, refused; root's sticky, fine.
+    for (mode, owner, ok) in [
+        (0o775, me, false),
+        (0o1777, stranger, false),
+        (0o755, stranger, false),
+        (0o1777, 0, true),
+    ] {
+        let _ = std::fs::remove_dir_all(&cache);
+        set(dir.path(), mode, owner);
+        assert_eq!(used(&cache), ok, "above: {mode:o} owned by {owner}");
+    }
+    set(dir.path(), 0o700, me);
+}
+
+/// An entry that its group may write, or another user's, is not read (and is replaced).
+#[cfg(unix)]
+#[test]
+fn an_entry_others_may_write_is_not_read() {
+    let me = rustix::process::geteuid().as_raw();
+    let dir = TempDir::new("entry-owner");
+    let engine = engine(true);
+    let cache = CompileCache::new(&engine, Some(dir.path().to_owned()));
+    let wasm = component(4);
+    assert_eq!(load(&cache, &engine, &wasm), Origin::Compiled);
+    let entry = cache.entry(&crate::udf::digest_of(&wasm)).unwrap();
+    for (mode, owner) in [(0o664, me), (0o644, me + 4242)] {
+        set(&entry, mode, owner);
+        assert_eq!(load(&cache, &engine, &wasm), Origin::Compiled, "{mode:o}");
+        assert_eq!(load(&cache, &engine, &wasm), Origin::Cache, "{mode:o}");
+    }
 }
