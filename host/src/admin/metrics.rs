@@ -618,6 +618,7 @@ impl EventTimeMetrics {
 struct LookupMetrics {
     keys: Family<LookupLabel, Gauge>,
     bytes: Family<LookupLabel, Gauge>,
+    skipped: Family<LookupLabel, Counter>,
     refresh_failures: Counter,
 }
 
@@ -635,6 +636,11 @@ impl LookupMetrics {
                 "Bytes of keys and values of each lookup table the last batch saw",
                 Family::default(),
             ),
+            skipped: f.add(
+                "lookup_skipped_records",
+                "Records of each lookup table's source skipped: without a key, or with a value that is not a JSON object (its key deleted)",
+                Family::default(),
+            ),
             refresh_failures: f.add(
                 "lookup_refresh_failures",
                 "Lookup-table refreshes that failed (each a transient fault, retried)",
@@ -650,6 +656,7 @@ impl LookupMetrics {
             };
             self.keys.get_or_create(&label).set(gauge_of(size.keys));
             self.bytes.get_or_create(&label).set(gauge_of(size.bytes));
+            raise_to(&self.skipped.get_or_create(&label), size.skipped);
         }
         raise_to(&self.refresh_failures, p.lookup_refresh_failures);
     }
@@ -663,7 +670,7 @@ mod tests {
     use crate::admin::tests::progress;
 
     /// Every family served, with its type: the README's list.
-    const FAMILIES: [(&str, &str); 40] = [
+    const FAMILIES: [(&str, &str); 41] = [
         ("sluice_batches", "counter"),
         ("sluice_input_rows", "counter"),
         ("sluice_rows_written", "counter"),
@@ -703,12 +710,13 @@ mod tests {
         ("sluice_state_file_bytes", "gauge"),
         ("sluice_lookup_keys", "gauge"),
         ("sluice_lookup_bytes", "gauge"),
+        ("sluice_lookup_skipped_records", "counter"),
         ("sluice_lookup_refresh_failures", "counter"),
     ];
 
     /// The families whose series are labelled by what a batch reports: they appear with
     /// their first series.
-    const LABELLED_LATER: [&str; 14] = [
+    const LABELLED_LATER: [&str; 15] = [
         "sluice_dead_lettered",
         "sluice_plugin_events",
         "sluice_plugin_kept",
@@ -723,6 +731,7 @@ mod tests {
         "sluice_state_bytes",
         "sluice_lookup_keys",
         "sluice_lookup_bytes",
+        "sluice_lookup_skipped_records",
     ];
 
     fn has(text: &str, line: &str) {
@@ -789,6 +798,10 @@ mod tests {
         has(&text, "sluice_lookup_keys{lookup=\"profiles\"} 3");
         has(&text, "sluice_lookup_bytes{lookup=\"profiles\"} 120");
         has(&text, "sluice_lookup_refresh_failures_total 2");
+        has(
+            &text,
+            "sluice_lookup_skipped_records_total{lookup=\"profiles\"} 2",
+        );
         has(&text, "sluice_written_bytes_total 2000");
         has(&text, "sluice_rows_late_total 2");
         has(

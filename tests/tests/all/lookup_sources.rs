@@ -17,8 +17,18 @@ const TOPIC: &str = "user-profiles";
 
 /// Sends `(key, value)` records to partition `partition`, and waits for them.
 fn send(producer: &BaseProducer, partition: i32, records: &[(Option<&str>, Option<&str>)]) {
+    send_to(producer, TOPIC, partition, records);
+}
+
+/// Sends `(key, value)` records to partition `partition` of `topic`, and waits for them.
+fn send_to(
+    producer: &BaseProducer,
+    topic: &str,
+    partition: i32,
+    records: &[(Option<&str>, Option<&str>)],
+) {
     for (key, value) in records {
-        let mut record = BaseRecord::<str, str>::to(TOPIC).partition(partition);
+        let mut record = BaseRecord::<str, str>::to(topic).partition(partition);
         if let Some(key) = key {
             record = record.key(key);
         }
@@ -104,6 +114,224 @@ fn a_compacted_topic_is_read_then_refreshed_and_rebuilt_at_a_version() {
         error.contains("lookup `profiles`") && error.contains("max-bytes"),
         "{error}"
     );
+}
+
+/// Items 10 and 3 of issue 28 against a real broker: a value that is not a JSON object
+/// deletes its key (never the old value served) and is counted; a topic deleted and
+/// created again (offsets back to 0, new values) is told from the one the table was read
+/// from, by its end offsets or by the last record read: the refresh fails (`on-data-loss =
+/// "fail"`, the default) or the table is read again from the new topic (`continue`).
+#[test]
+fn a_bad_value_deletes_its_key_and_a_replaced_topic_fails_or_is_read_again() {
+    use sluice::lookup::load::LookupError;
+    use sluice::source::kafka::OnDataLoss;
+
+    let broker = Broker::start();
+    let connection = Connection::plain(&broker.bootstrap);
+    let admin = connection.client_config(&[]);
+    sluice::kafka::ensure_topic(&admin, TOPIC, 1, Duration::from_secs(30)).unwrap();
+    let producer: BaseProducer = connection.client_config(&[]).create().unwrap();
+    let old = [
+        (Some("u1"), Some(r#"{"tier":"gold"}"#)),
+        (Some("u2"), Some(r#"{"tier":"silver"}"#)),
+    ];
+    send(&producer, 0, &old);
+    let mut failing = TopicLoader::new("profiles", TOPIC, &connection, 1 << 20).unwrap();
+    let mut rebuilding = TopicLoader::new("profiles", TOPIC, &connection, 1 << 20)
+        .unwrap()
+        .on_data_loss(OnDataLoss::Continue);
+    let mut table = Arc::new(failing.empty());
+    assert!(failing.refresh(&mut table).unwrap());
+    send(&producer, 0, &[(Some("u1"), Some("not an object"))]);
+    assert!(failing.refresh(&mut table).unwrap());
+    assert_eq!(value(&table, "u1"), None, "deleted, not the old value");
+    assert_eq!(value(&table, "u2").as_deref(), Some(r#"{"tier":"silver"}"#));
+    assert_eq!(failing.skipped(), 1);
+    let mut other = Arc::new(rebuilding.empty());
+    assert!(rebuilding.refresh(&mut other).unwrap());
+    assert_eq!(*other.version(), at(&[(0, 3)]));
+
+    // The same number of records, other values: only the last record read tells.
+    replace_topic(&broker.bootstrap, TOPIC);
+    let new = [
+        (Some("u1"), Some(r#"{"tier":"bronze"}"#)),
+        (Some("u2"), Some(r#"{"tier":"bronze"}"#)),
+        (Some("u3"), Some(r#"{"tier":"bronze"}"#)),
+    ];
+    send(&producer, 0, &new);
+    let error = failing.refresh(&mut table).unwrap_err();
+    assert!(matches!(error, LookupError::Replaced { .. }), "{error}");
+    assert!(!error.is_transient());
+    let said = error.to_string();
+    assert!(
+        said.contains("lookup `profiles`: topic `user-profiles`")
+            && said.contains("partition 0 holds another record at offset 2")
+            && said.contains("on-data-loss = \"continue\""),
+        "{said}"
+    );
+    let held = Arc::clone(&other);
+    assert!(rebuilding.refresh(&mut other).unwrap());
+    assert_eq!(value(&other, "u1").as_deref(), Some(r#"{"tier":"bronze"}"#));
+    assert_eq!(value(&other, "u3").as_deref(), Some(r#"{"tier":"bronze"}"#));
+    assert_eq!(value(&held, "u2").as_deref(), Some(r#"{"tier":"silver"}"#), "a batch keeps its table");
+    assert!(!rebuilding.refresh(&mut other).unwrap(), "the same topic since");
+
+    // Fewer records than were read: the end offsets tell.
+    replace_topic(&broker.bootstrap, TOPIC);
+    send(&producer, 0, &[(Some("u9"), Some(r#"{"tier":"new"}"#))]);
+    let said = failing.refresh(&mut table).unwrap_err().to_string();
+    assert!(
+        said.contains("partition 0 ends at offset 1, but the table was read to offset 3"),
+        "{said}"
+    );
+    assert!(rebuilding.refresh(&mut other).unwrap());
+    assert_eq!((other.len(), value(&other, "u9").is_some()), (1, true));
+    assert_eq!(*other.version(), at(&[(0, 1)]));
+}
+
+/// Deletes `topic` and creates it again (one partition), empty.
+fn replace_topic(bootstrap: &str, topic: &str) {
+    use rdkafka::admin::{AdminClient, AdminOptions};
+    use rdkafka::client::DefaultClientContext;
+    let admin: AdminClient<DefaultClientContext> = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let deleted = runtime.block_on(admin.delete_topics(&[topic], &AdminOptions::new()));
+    for result in deleted.unwrap() {
+        result.unwrap();
+    }
+    let config = Connection::plain(bootstrap).client_config(&[]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    // Created again once the broker has forgotten the old one.
+    while let Err(e) = sluice::kafka::ensure_topic(&config, topic, 1, Duration::from_secs(10)) {
+        assert!(std::time::Instant::now() < deadline, "{e}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The retail catalog's four products at `prices` (P100, P200, P300, P400), keyed by id.
+fn products(prices: [&str; 4]) -> Vec<(String, String)> {
+    let ids = ["P100", "P200", "P300", "P400"];
+    let entries = ids.iter().zip(prices).map(|(id, price)| {
+        let value = format!(r#"{{"product_id":"{id}","product_name":"x","category":"y","list_price":{price}}}"#);
+        (id.to_string(), value)
+    });
+    entries.collect()
+}
+
+fn send_products(s: &sluice_tests::fixture::Setup, prices: [&str; 4]) {
+    let producer: BaseProducer = s.connection().client_config(&[]).create().unwrap();
+    let entries = products(prices);
+    let records: Vec<(Option<&str>, Option<&str>)> = entries
+        .iter()
+        .map(|(k, v)| (Some(k.as_str()), Some(v.as_str())))
+        .collect();
+    send_to(&producer, &s.side_topic("products"), 0, &records);
+}
+
+/// A row's list price, as a number.
+fn list_price(row: &serde_json::Value) -> Option<f64> {
+    match &row["list_price"] {
+        serde_json::Value::String(text) => text.parse().ok(),
+        other => other.as_f64(),
+    }
+}
+
+/// Item 3 of issue 28 through a running pipeline: the retail example's products topic
+/// deleted and created again with new list prices, as many records as before. With
+/// `on-data-loss = "continue"` the batches after it write the new prices; with the
+/// default (`fail`) the pipeline stops, naming the lookup table.
+#[test]
+fn a_running_pipeline_reads_a_replaced_products_topic_again_or_stops() {
+    use crate::hot_swap::wait_until_committed;
+    use sluice_tests::fixture::Setup;
+
+    let mut s = Setup::new("replaced-products");
+    s.edit_example_config(|c| c.replace("[source]\n", "[source]\non-data-loss = \"continue\"\n"));
+    s.ensure_side_topics();
+    send_products(&s, ["18.00", "42.50", "12.99", "29.95"]);
+    let events = |first: &str| {
+        let args = ["--count", "200", "--invalid-share", "0", "--first-id", first, "--seed", first];
+        assert_eq!(s.produce(&args).delivered, 200);
+    };
+    events("0");
+    let running = s.start(&["run"], &[("SLUICE_INTERVAL", "300ms")]);
+    let mut progress = Vec::new();
+    wait_until_committed(&running, &mut progress, 200);
+    replace_topic(&s.broker.bootstrap, &s.side_topic("products"));
+    send_products(&s, ["118.00", "142.50", "112.99", "129.95"]);
+    events("1000");
+    wait_until_committed(&running, &mut progress, 400);
+    let (status, _, log) = running.terminate();
+    assert!(status.success(), "{log}");
+    assert!(log.contains("rebuilding the lookup table"), "{log}");
+    let shown = s.show();
+    let (mut old, mut new) = (0, 0);
+    for row in crate::pipeline::rows(&shown) {
+        let Some(price) = list_price(row) else { continue };
+        let id: u64 = row["event_id"].as_str().unwrap()[4..].parse().unwrap();
+        if id >= 1000 {
+            assert!(price > 100.0, "written after the topic was replaced: {row}");
+            new += 1;
+        } else {
+            assert!(price < 100.0, "{row}");
+            old += 1;
+        }
+    }
+    assert!(old > 0 && new > 0, "{old} old prices, {new} new");
+
+    // The default, `fail`: the pipeline stops at the next refresh, saying why.
+    s.edit_config(|c| c.replace("on-data-loss = \"continue\"\n", ""));
+    let running = s.start(&["run"], &[("SLUICE_INTERVAL", "300ms")]);
+    events("2000");
+    let mut progress = Vec::new();
+    wait_until_committed(&running, &mut progress, 200);
+    replace_topic(&s.broker.bootstrap, &s.side_topic("products"));
+    send_products(&s, ["1.00", "2.00", "3.00", "4.00"]);
+    events("3000");
+    let (status, _, log) = running.wait();
+    assert!(!status.success(), "{log}");
+    assert!(
+        log.contains("lookup `products`: topic `replaced-products-products` is not the topic the table was read from"),
+        "{log}"
+    );
+    let rows = crate::pipeline::rows(&s.show()).len();
+    assert_eq!(rows, 600, "nothing of the last events committed");
+}
+
+/// Item 1 of issue 28: a broker that goes away while a lookup table is loaded, and comes
+/// back on the same storage. Refreshes fail while it is away (a transient fault), and the
+/// first refresh after its return reads what is new, though the consumer met connection
+/// errors meanwhile.
+#[test]
+fn a_lookup_topic_is_read_again_after_the_broker_comes_back() {
+    let mut broker = Broker::start();
+    let connection = Connection::plain(&broker.bootstrap);
+    let admin = connection.client_config(&[]);
+    sluice::kafka::ensure_topic(&admin, TOPIC, 1, Duration::from_secs(30)).unwrap();
+    let producer: BaseProducer = connection.client_config(&[]).create().unwrap();
+    send(&producer, 0, &[(Some("u1"), Some(r#"{"tier":"gold"}"#))]);
+    let mut loader = TopicLoader::new("profiles", TOPIC, &connection, 1 << 20).unwrap();
+    let mut table = Arc::new(loader.empty());
+    assert!(loader.refresh(&mut table).unwrap());
+
+    broker.stop();
+    std::thread::sleep(Duration::from_secs(8));
+    let error = loader.refresh(&mut table).unwrap_err();
+    assert!(error.is_transient(), "{error}");
+    broker.restart();
+    let back = std::time::Instant::now();
+    send(&producer, 0, &[(Some("u2"), Some(r#"{"tier":"silver"}"#))]);
+    assert!(loader.refresh(&mut table).unwrap(), "read after the return");
+    assert_eq!(value(&table, "u2").as_deref(), Some(r#"{"tier":"silver"}"#));
+    assert_eq!(*table.version(), at(&[(0, 2)]));
+    let took = back.elapsed();
+    assert!(took < Duration::from_secs(20), "{took:?}");
 }
 
 /// A product catalog table written by a sluice pipeline (the products topic → Iceberg).
