@@ -137,15 +137,41 @@ impl TopicLoader {
         move |error| LookupError::source(&self.name, what, error)
     }
 
-    /// After a transient failure: a fresh consumer, without what the old one queued (the
-    /// errors of a broker that went away) nor its connections.
-    fn renew(&mut self, error: &LookupError) {
-        if !error.is_transient() {
-            return;
-        }
+    /// A fresh consumer, without what the old one queued (the errors of a broker that went
+    /// away) nor its connections.
+    fn renew(&mut self) {
         match self.config.create() {
             Ok(consumer) => self.consumer = consumer,
             Err(e) => tracing::warn!(lookup = %self.name, error = %e, "could not replace the lookup topic's consumer"),
+        }
+    }
+
+    /// Before a refresh: takes what the consumer queued since the last one. Errors there
+    /// (connections lost: the broker went away meanwhile) replace the consumer, whose
+    /// connections may be waiting out librdkafka's reconnection backoff.
+    fn drain(&mut self) {
+        let mut errors = 0;
+        let mut last = None;
+        for _ in 0..10_000 {
+            match self.consumer.poll(Duration::ZERO) {
+                None => break,
+                Some(Err(error)) => {
+                    errors += 1;
+                    last = Some(error);
+                }
+                Some(Ok(_)) => {}
+            }
+        }
+        if let Some(error) = last {
+            tracing::info!(lookup = %self.name, errors, last = %error, "the lookup topic's consumer met errors since the last refresh (the broker went away?): replacing it");
+            self.renew();
+        }
+    }
+
+    /// After a transient failure, a fresh consumer.
+    fn renew_after(&mut self, error: &LookupError) {
+        if error.is_transient() {
+            self.renew();
         }
     }
 
@@ -459,11 +485,13 @@ impl Loader for TopicLoader {
     }
 
     fn refresh(&mut self, table: &mut Arc<Table>) -> Result<bool, LookupError> {
-        self.refresh_from(table).inspect_err(|e| self.renew(e))
+        self.drain();
+        self.refresh_from(table).inspect_err(|e| self.renew_after(e))
     }
 
     fn at(&mut self, version: &Version) -> Result<Table, LookupError> {
-        self.read_at(version).inspect_err(|e| self.renew(e))
+        self.drain();
+        self.read_at(version).inspect_err(|e| self.renew_after(e))
     }
 
     fn skipped(&self) -> u64 {
