@@ -159,7 +159,9 @@ impl LookupTables {
     /// value that is not a JSON object (its key deleted).
     pub fn skipped(&self) -> BTreeMap<String, u64> {
         let entries = self.entries.iter();
-        entries.map(|e| (e.name.clone(), e.loader.skipped())).collect()
+        entries
+            .map(|e| (e.name.clone(), e.loader.skipped()))
+            .collect()
     }
 
     /// Refreshes that failed since the process started.
@@ -242,7 +244,10 @@ mod tests {
         log.append("u2", Some(r#"{"tier":"bronze"}"#));
         let refreshed = tables.refresh().unwrap();
         assert_eq!(value(&refreshed, "u1"), None, "never the old value");
-        assert_eq!(value(&refreshed, "u2").as_deref(), Some(r#"{"tier":"bronze"}"#));
+        assert_eq!(
+            value(&refreshed, "u2").as_deref(),
+            Some(r#"{"tier":"bronze"}"#)
+        );
         assert_eq!(tables.skipped()["profiles"], 2);
         assert_eq!(tables.sizes()["profiles"].0, 1);
     }

@@ -136,7 +136,10 @@ impl Brokers {
 /// Whether a server of `bootstrap` accepts a TCP connection within `timeout`.
 fn listening(bootstrap: &str, timeout: Duration) -> bool {
     use std::net::{TcpStream, ToSocketAddrs};
-    let servers = bootstrap.split(',').map(str::trim).filter(|s| !s.is_empty());
+    let servers = bootstrap
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty());
     servers
         .flat_map(|server| server.to_socket_addrs().into_iter().flatten())
         .any(|address| TcpStream::connect_timeout(&address, timeout).is_ok())
@@ -201,7 +204,10 @@ mod tests {
         let mut brokers = Brokers::new(&address);
         let started = Instant::now();
         assert!(pause(Duration::from_millis(300), &stop, &mut brokers));
-        assert!(started.elapsed() >= Duration::from_millis(300), "never away: the whole wait");
+        assert!(
+            started.elapsed() >= Duration::from_millis(300),
+            "never away: the whole wait"
+        );
         drop(listener);
         brokers.looked = None;
         assert!(!brokers.back(), "away");
@@ -209,10 +215,16 @@ mod tests {
         brokers.looked = None;
         let started = Instant::now();
         assert!(pause(Duration::from_secs(30), &stop, &mut brokers));
-        assert!(started.elapsed() < Duration::from_secs(2), "back: the pause ends");
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "back: the pause ends"
+        );
         let started = Instant::now();
         assert!(pause(Duration::from_millis(600), &stop, &mut brokers));
-        assert!(started.elapsed() >= Duration::from_millis(600), "one return, one pause");
+        assert!(
+            started.elapsed() >= Duration::from_millis(600),
+            "one return, one pause"
+        );
         drop(listener);
     }
 

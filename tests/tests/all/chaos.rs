@@ -271,7 +271,12 @@ fn a_broker_restart_with_lookup_tables_recovers_exactly_once() {
         produce_numbered(&s, first + 500_000, 300);
         events += 300;
         let deadline = back + recovery_limit;
-        while progress.iter().map(|p| p["input_rows"].as_u64().unwrap()).sum::<u64>() < events {
+        while progress
+            .iter()
+            .map(|p| p["input_rows"].as_u64().unwrap())
+            .sum::<u64>()
+            < events
+        {
             let left = deadline.saturating_duration_since(Instant::now());
             let next = running.progress(left).unwrap_or_else(|| {
                 panic!("not every event committed within {recovery_limit:?} of the broker's return after a {outage} s outage")
@@ -290,14 +295,20 @@ fn a_broker_restart_with_lookup_tables_recovers_exactly_once() {
 
     let shown = s.show();
     let rows = rows(&shown);
-    let ids: BTreeSet<&str> = rows.iter().map(|r| r["event_id"].as_str().unwrap()).collect();
+    let ids: BTreeSet<&str> = rows
+        .iter()
+        .map(|r| r["event_id"].as_str().unwrap())
+        .collect();
     assert_eq!(ids.len(), rows.len(), "no event twice in the table");
     assert_eq!(rows.len() as u64, events, "every event in the table");
     let mut enriched = 0;
     for row in rows {
         let id: u64 = row["event_id"].as_str().unwrap()[4..].parse().unwrap();
         let user: u64 = row["user_id"].as_str().unwrap()[5..].parse().unwrap();
-        let Some(&(_, known)) = after.iter().find(|(from, _)| (*from..*from + 300).contains(&id)) else {
+        let Some(&(_, known)) = after
+            .iter()
+            .find(|(from, _)| (*from..*from + 300).contains(&id))
+        else {
             continue;
         };
         if user < known {
@@ -305,5 +316,8 @@ fn a_broker_restart_with_lookup_tables_recovers_exactly_once() {
             enriched += 1;
         }
     }
-    assert!(enriched > 0, "no event after an outage had a known customer");
+    assert!(
+        enriched > 0,
+        "no event after an outage had a known customer"
+    );
 }

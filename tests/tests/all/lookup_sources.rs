@@ -173,8 +173,15 @@ fn a_bad_value_deletes_its_key_and_a_replaced_topic_fails_or_is_read_again() {
     assert!(rebuilding.refresh(&mut other).unwrap());
     assert_eq!(value(&other, "u1").as_deref(), Some(r#"{"tier":"bronze"}"#));
     assert_eq!(value(&other, "u3").as_deref(), Some(r#"{"tier":"bronze"}"#));
-    assert_eq!(value(&held, "u2").as_deref(), Some(r#"{"tier":"silver"}"#), "a batch keeps its table");
-    assert!(!rebuilding.refresh(&mut other).unwrap(), "the same topic since");
+    assert_eq!(
+        value(&held, "u2").as_deref(),
+        Some(r#"{"tier":"silver"}"#),
+        "a batch keeps its table"
+    );
+    assert!(
+        !rebuilding.refresh(&mut other).unwrap(),
+        "the same topic since"
+    );
 
     // Fewer records than were read: the end offsets tell.
     replace_topic(&broker.bootstrap, TOPIC);
@@ -218,7 +225,9 @@ fn replace_topic(bootstrap: &str, topic: &str) {
 fn products(prices: [&str; 4]) -> Vec<(String, String)> {
     let ids = ["P100", "P200", "P300", "P400"];
     let entries = ids.iter().zip(prices).map(|(id, price)| {
-        let value = format!(r#"{{"product_id":"{id}","product_name":"x","category":"y","list_price":{price}}}"#);
+        let value = format!(
+            r#"{{"product_id":"{id}","product_name":"x","category":"y","list_price":{price}}}"#
+        );
         (id.to_string(), value)
     });
     entries.collect()
@@ -256,7 +265,16 @@ fn a_running_pipeline_reads_a_replaced_products_topic_again_or_stops() {
     s.ensure_side_topics();
     send_products(&s, ["18.00", "42.50", "12.99", "29.95"]);
     let events = |first: &str| {
-        let args = ["--count", "200", "--invalid-share", "0", "--first-id", first, "--seed", first];
+        let args = [
+            "--count",
+            "200",
+            "--invalid-share",
+            "0",
+            "--first-id",
+            first,
+            "--seed",
+            first,
+        ];
         assert_eq!(s.produce(&args).delivered, 200);
     };
     events("0");
@@ -273,7 +291,9 @@ fn a_running_pipeline_reads_a_replaced_products_topic_again_or_stops() {
     let shown = s.show();
     let (mut old, mut new) = (0, 0);
     for row in crate::pipeline::rows(&shown) {
-        let Some(price) = list_price(row) else { continue };
+        let Some(price) = list_price(row) else {
+            continue;
+        };
         let id: u64 = row["event_id"].as_str().unwrap()[4..].parse().unwrap();
         if id >= 1000 {
             assert!(price > 100.0, "written after the topic was replaced: {row}");
