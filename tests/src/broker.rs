@@ -144,6 +144,17 @@ impl Broker {
         wait_for(&self.plaintext);
     }
 
+    /// Replaces the broker by an empty one on the same port: stopped, its storage
+    /// removed, started again (plain brokers only). Every topic is gone, as after a broker
+    /// replaced without its data.
+    pub fn replace_with_empty(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+        std::fs::create_dir_all(&self.dir).unwrap();
+        self.restart();
+        index_headers(&self.dir);
+    }
+
     pub fn external(bootstrap: String) -> Broker {
         Broker {
             child: None,

@@ -639,6 +639,7 @@ impl EventTimeMetrics {
 struct LookupMetrics {
     keys: Family<LookupLabel, Gauge>,
     bytes: Family<LookupLabel, Gauge>,
+    skipped: Family<LookupLabel, Counter>,
     refresh_failures: Counter,
 }
 
@@ -656,6 +657,11 @@ impl LookupMetrics {
                 "Bytes of keys and values of each lookup table the last batch saw",
                 Family::default(),
             ),
+            skipped: f.add(
+                "lookup_skipped_records",
+                "Records of each lookup table's source skipped: without a key, or with a value that is not a JSON object (its key deleted)",
+                Family::default(),
+            ),
             refresh_failures: f.add(
                 "lookup_refresh_failures",
                 "Lookup-table refreshes that failed (each a transient fault, retried)",
@@ -671,6 +677,7 @@ impl LookupMetrics {
             };
             self.keys.get_or_create(&label).set(gauge_of(size.keys));
             self.bytes.get_or_create(&label).set(gauge_of(size.bytes));
+            raise_to(&self.skipped.get_or_create(&label), size.skipped);
         }
         raise_to(&self.refresh_failures, p.lookup_refresh_failures);
     }
@@ -725,6 +732,7 @@ mod tests {
         ("sluice_join_rows_evicted", "counter"),
         ("sluice_lookup_keys", "gauge"),
         ("sluice_lookup_bytes", "gauge"),
+        ("sluice_lookup_skipped_records", "counter"),
         ("sluice_lookup_refresh_failures", "counter"),
     ];
 
@@ -746,6 +754,7 @@ mod tests {
         "sluice_join_rows_evicted",
         "sluice_lookup_keys",
         "sluice_lookup_bytes",
+        "sluice_lookup_skipped_records",
     ];
 
     fn has(text: &str, line: &str) {
@@ -812,6 +821,10 @@ mod tests {
         has(&text, "sluice_lookup_keys{lookup=\"profiles\"} 3");
         has(&text, "sluice_lookup_bytes{lookup=\"profiles\"} 120");
         has(&text, "sluice_lookup_refresh_failures_total 2");
+        has(
+            &text,
+            "sluice_lookup_skipped_records_total{lookup=\"profiles\"} 2",
+        );
         has(&text, "sluice_written_bytes_total 2000");
         has(&text, "sluice_rows_late_total 2");
         // Counts since the start: the last one, not the sum.

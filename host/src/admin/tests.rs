@@ -48,6 +48,7 @@ pub(super) fn progress(batch_id: u64) -> Progress {
             crate::pipeline::progress::LookupProgress {
                 keys: 3,
                 bytes: 120,
+                skipped: batch_id,
             },
         )]),
         lookup_refresh_failures: batch_id,

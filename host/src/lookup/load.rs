@@ -42,6 +42,19 @@ pub enum LookupError {
         /// The topic.
         topic: String,
     },
+    /// The topic is not the one the table was read from: deleted and created again, or
+    /// truncated (its offsets went back), and `[source] on-data-loss = "fail"`.
+    #[error(
+        "lookup `{table}`: topic `{topic}` is not the topic the table was read from: {found}. Was it deleted and created again? Set `[source] on-data-loss = \"continue\"` to rebuild the table from the topic as it is now"
+    )]
+    Replaced {
+        /// The lookup table.
+        table: String,
+        /// Its topic.
+        topic: String,
+        /// What was found, naming the partition.
+        found: String,
+    },
     /// The source cannot serve this table (a missing key column, a recorded version of
     /// another kind of source).
     #[error("lookup `{table}`: {message}")]
@@ -98,6 +111,11 @@ pub trait Loader: Send {
     fn refresh(&mut self, table: &mut Arc<Table>) -> Result<bool, LookupError>;
     /// The table at exactly `version`, as a batch recorded it (a replay).
     fn at(&mut self, version: &Version) -> Result<Table, LookupError>;
+    /// Records skipped since the process started: without a key, or with a value that is
+    /// not a JSON object (its key deleted: see [`Table::apply`]).
+    fn skipped(&self) -> u64 {
+        0
+    }
 }
 
 /// A compacted topic of one partition, in memory: what tests append to while a pipeline
@@ -124,6 +142,7 @@ impl MemoryLookup {
             name: name.to_string(),
             log: self.clone(),
             max,
+            skipped: 0,
         }
     }
 
@@ -138,6 +157,8 @@ pub struct MemoryLoader {
     name: String,
     log: MemoryLookup,
     max: u64,
+    /// Values skipped: not a JSON object.
+    skipped: u64,
 }
 
 impl MemoryLoader {
@@ -152,12 +173,11 @@ impl MemoryLoader {
     }
 
     /// Applies the records from `from` to `to` to `table`.
-    fn apply(&self, table: &mut Table, from: i64, to: i64) -> Result<(), LookupError> {
+    fn apply(&mut self, table: &mut Table, from: i64, to: i64) -> Result<(), LookupError> {
         let records = self.log.records();
         for (key, value) in &records[from as usize..to as usize] {
-            match value {
-                Some(value) => table.insert(key, value),
-                None => table.remove(key),
+            if !table.apply(key, value.as_deref()) {
+                self.skipped += 1;
             }
             check_size(&self.name, table, self.max)?;
         }
@@ -199,5 +219,9 @@ impl Loader for MemoryLoader {
         let mut table = self.empty();
         self.apply(&mut table, 0, to)?;
         Ok(table)
+    }
+
+    fn skipped(&self) -> u64 {
+        self.skipped
     }
 }

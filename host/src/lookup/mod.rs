@@ -50,11 +50,13 @@ pub enum Version {
 /// [`Lookups::versions`]).
 pub const LOOKUPS: &str = "sluice.lookups";
 
-/// The loaders of `lookups`: topics on `connection` (the source's cluster), tables in
-/// `catalog` (the sink's).
+/// The loaders of `lookups`: topics on `connection` (the source's cluster; a replaced
+/// topic is handled as `on_data_loss` says, the source's setting), tables in `catalog`
+/// (the sink's).
 pub fn loaders(
     lookups: &[config::LookupConfig],
     connection: &crate::kafka::Connection,
+    on_data_loss: crate::source::kafka::OnDataLoss,
     catalog: &crate::sink::iceberg::IcebergCatalog,
 ) -> Result<refresh::LookupTables, load::LookupError> {
     let mut all = Vec::new();
@@ -65,9 +67,9 @@ pub fn loaders(
             message,
         };
         let loader: Box<dyn load::Loader> = match lookup.source().map_err(invalid)? {
-            config::SourceKind::Topic(topic) => {
-                Box::new(topic::TopicLoader::new(name, topic, connection, max)?)
-            }
+            config::SourceKind::Topic(topic) => Box::new(
+                topic::TopicLoader::new(name, topic, connection, max)?.on_data_loss(on_data_loss),
+            ),
             config::SourceKind::Table(table, key) => {
                 Box::new(iceberg::IcebergLoader::new(name, table, key, catalog, max)?)
             }
@@ -125,6 +127,22 @@ impl Table {
         }
     }
 
+    /// Applies one record of a compacted topic: a JSON object sets `key` to `value`, a
+    /// null value (`None`, a tombstone) deletes it, and any other value deletes it too (it
+    /// is not a value plugins can read, and the value it replaced is no longer the key's
+    /// latest). Returns `false` for such a value, for the caller to count.
+    pub fn apply(&mut self, key: &[u8], value: Option<&[u8]>) -> bool {
+        match value {
+            Some(value) if is_json_object(value) => self.insert(key, value),
+            Some(_) => {
+                self.remove(key);
+                return false;
+            }
+            None => self.remove(key),
+        }
+        true
+    }
+
     /// Deletes `key` (a tombstone).
     pub fn remove(&mut self, key: &[u8]) {
         if let Some(old) = self.entries.remove(key) {
@@ -161,6 +179,12 @@ impl Table {
     pub fn bytes(&self) -> usize {
         self.bytes
     }
+}
+
+/// Whether `value` is a JSON object.
+pub fn is_json_object(value: &[u8]) -> bool {
+    value.trim_ascii_start().first() == Some(&b'{')
+        && serde_json::from_slice::<serde::de::IgnoredAny>(value).is_ok()
 }
 
 /// The lookup tables one batch sees, by name.
@@ -228,6 +252,28 @@ mod tests {
         t.remove(b"u1");
         assert_eq!(t.get(b"u1"), None);
         assert_eq!((t.len(), t.bytes()), (1, 4));
+    }
+
+    #[test]
+    fn a_value_that_is_not_a_json_object_deletes_the_key() {
+        let mut t = Table::new(Version::Snapshot { id: Some(1) });
+        assert!(t.apply(b"u1", Some(br#"{"tier":"gold"}"#)));
+        for bad in [&b"gold"[..], b"[1]", b"{\"open\":", b""] {
+            assert!(!t.apply(b"u1", Some(bad)), "{bad:?}");
+            assert_eq!(t.get(b"u1"), None, "never the stale value");
+            assert_eq!((t.len(), t.bytes()), (0, 0));
+            assert!(t.apply(b"u1", Some(br#" {"tier":"gold"}"#)));
+        }
+        assert!(t.apply(b"u1", None), "a tombstone is no skip");
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn only_json_objects_are_values() {
+        assert!(is_json_object(br#" {"tier":"gold"}"#));
+        assert!(!is_json_object(b"[1]"));
+        assert!(!is_json_object(b"{\"open\":"));
+        assert!(!is_json_object(b"gold"));
     }
 
     #[test]

@@ -155,6 +155,15 @@ impl LookupTables {
             .collect()
     }
 
+    /// Records skipped since the process started, by table: without a key, or with a
+    /// value that is not a JSON object (its key deleted).
+    pub fn skipped(&self) -> BTreeMap<String, u64> {
+        let entries = self.entries.iter();
+        entries
+            .map(|e| (e.name.clone(), e.loader.skipped()))
+            .collect()
+    }
+
     /// Refreshes that failed since the process started.
     pub fn failures(&self) -> u64 {
         self.failures
@@ -221,6 +230,26 @@ mod tests {
         let third = tables.refresh().unwrap();
         assert!(!shared(&second, &third), "a change copies the held table");
         assert_eq!(value(&second, "u2"), None);
+    }
+
+    #[test]
+    fn a_value_that_is_not_a_json_object_deletes_the_key_and_is_counted() {
+        let log = MemoryLookup::default();
+        log.append("u1", Some(r#"{"tier":"gold"}"#));
+        log.append("u2", Some(r#"{"tier":"silver"}"#));
+        let mut tables = tables(&log, Duration::ZERO, 1 << 20);
+        assert_eq!(tables.refresh().unwrap().versions()["profiles"], at(2));
+        log.append("u1", Some("platinum"));
+        log.append("u2", Some("[1]"));
+        log.append("u2", Some(r#"{"tier":"bronze"}"#));
+        let refreshed = tables.refresh().unwrap();
+        assert_eq!(value(&refreshed, "u1"), None, "never the old value");
+        assert_eq!(
+            value(&refreshed, "u2").as_deref(),
+            Some(r#"{"tier":"bronze"}"#)
+        );
+        assert_eq!(tables.skipped()["profiles"], 2);
+        assert_eq!(tables.sizes()["profiles"].0, 1);
     }
 
     #[test]

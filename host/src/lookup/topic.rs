@@ -1,12 +1,25 @@
 //! A lookup table from a compacted topic: each record's key maps to its value (a JSON
-//! object), a null value deletes the key, a record without a key is skipped and counted.
+//! object), a null value deletes the key; a record without a key is skipped, and a value
+//! that is not a JSON object deletes its key (see [`Table::apply`]); both are counted.
 //!
 //! The consumer joins no group: it assigns every partition itself, from the beginning, and
 //! reads to the high watermarks; a refresh reads only what is new since the table's
 //! version (the next offset of every partition), assigning the partitions there again. A
-//! replay reads from the beginning up to
-//! the recorded offsets. (Compaction may since have removed a record that was read then
-//! and replaced later: that key then shows its later value.)
+//! replay reads from the beginning up to the recorded offsets. (Compaction may since have
+//! removed a record that was read then and replaced later: that key then shows its later
+//! value.)
+//!
+//! Like the source, the reader rides out a broker that goes away: a consumer error is
+//! logged and reading goes on until records stop coming for [`STALL_TIMEOUT`] (then the
+//! refresh fails as a transient fault, retried by the pipeline), and after any failure the
+//! consumer is replaced by a fresh one, so nothing queued while the broker was away is
+//! read by the next attempt.
+//!
+//! A topic deleted and created again keeps its name and restarts its offsets at 0, as for
+//! the source (see [`crate::source::identity`]). A refresh tells it from the topic it read
+//! by the end offsets (below what was read: truncated) and by the last record read from
+//! each partition (read again and compared by its fingerprint). The table is then rebuilt
+//! from the topic as it is, or the refresh fails, as `[source] on-data-loss` says.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -14,24 +27,34 @@ use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
-use rdkafka::message::Message;
-use rdkafka::{Offset, TopicPartitionList};
+use rdkafka::message::{BorrowedMessage, Message};
+use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 
 use super::load::{Loader, LookupError, check_size};
 use super::{Table, Version};
 use crate::kafka::Connection;
+use crate::record::Record;
+use crate::source::identity::Fingerprint;
+use crate::source::kafka::OnDataLoss;
 
 /// How long a metadata or watermark request may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long reading may go without a record before it is given up (a transient fault).
-const STALL_TIMEOUT: Duration = Duration::from_secs(30);
+pub const STALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The loader of a lookup table from a compacted topic.
 pub struct TopicLoader {
     name: String,
     topic: String,
     max: u64,
+    /// What a replaced or truncated topic does: fail, or rebuild the table (`continue`).
+    on_data_loss: OnDataLoss,
+    /// The consumer's configuration, to replace it after a failure.
+    config: ClientConfig,
     consumer: BaseConsumer,
+    /// The last record read from each partition into the table being refreshed (the table
+    /// of the last successful load), to tell a replaced topic.
+    marks: BTreeMap<i32, Fingerprint>,
     /// Records skipped since the process started: no key, or a value that is not a JSON
     /// object.
     skipped: u64,
@@ -46,9 +69,28 @@ impl std::fmt::Debug for TopicLoader {
     }
 }
 
+/// What one poll brought.
+enum Polled<'a> {
+    /// A record.
+    Record(BorrowedMessage<'a>),
+    /// The end of a partition.
+    End(i32),
+    /// Nothing (or a consumer error, logged).
+    Nothing,
+}
+
+/// How a read ended.
+enum Read {
+    /// Up to the targets; whether the table changed.
+    Done(bool),
+    /// A partition holds another record where the table read one: what was found.
+    Replaced(String),
+}
+
 impl TopicLoader {
     /// A loader of the lookup table `name` from `topic`, on `connection` (the source's
-    /// cluster and properties), capped at `max` bytes.
+    /// cluster and properties), capped at `max` bytes. A replaced topic fails refreshes
+    /// unless [`TopicLoader::on_data_loss`] says otherwise.
     pub fn new(
         name: &str,
         topic: &str,
@@ -76,17 +118,67 @@ impl TopicLoader {
             name: name.to_string(),
             topic: topic.to_string(),
             max,
+            on_data_loss: OnDataLoss::Fail,
+            config,
             consumer,
+            marks: BTreeMap::new(),
             skipped: 0,
         })
+    }
+
+    /// What a replaced or truncated topic does (the pipeline's `[source] on-data-loss`):
+    /// `Fail` (the default) fails the refresh, `Continue` rebuilds the table.
+    pub fn on_data_loss(mut self, on_data_loss: OnDataLoss) -> Self {
+        self.on_data_loss = on_data_loss;
+        self
     }
 
     fn failed(&self, what: String) -> impl FnOnce(KafkaError) -> LookupError + '_ {
         move |error| LookupError::source(&self.name, what, error)
     }
 
-    /// The high watermark of every partition of the topic.
-    fn ends(&self) -> Result<BTreeMap<i32, i64>, LookupError> {
+    /// A fresh consumer, without what the old one queued (the errors of a broker that went
+    /// away) nor its connections.
+    fn renew(&mut self) {
+        match self.config.create() {
+            Ok(consumer) => self.consumer = consumer,
+            Err(e) => {
+                tracing::warn!(lookup = %self.name, error = %e, "could not replace the lookup topic's consumer")
+            }
+        }
+    }
+
+    /// Before a refresh: takes what the consumer queued since the last one. Errors there
+    /// (connections lost: the broker went away meanwhile) replace the consumer, whose
+    /// connections may be waiting out librdkafka's reconnection backoff.
+    fn drain(&mut self) {
+        let mut errors = 0;
+        let mut last = None;
+        for _ in 0..10_000 {
+            match self.consumer.poll(Duration::ZERO) {
+                None => break,
+                Some(Err(error)) => {
+                    errors += 1;
+                    last = Some(error);
+                }
+                Some(Ok(_)) => {}
+            }
+        }
+        if let Some(error) = last {
+            tracing::info!(lookup = %self.name, errors, last = %error, "the lookup topic's consumer met errors since the last refresh (the broker went away?): replacing it");
+            self.renew();
+        }
+    }
+
+    /// After a transient failure, a fresh consumer.
+    fn renew_after(&mut self, error: &LookupError) {
+        if error.is_transient() {
+            self.renew();
+        }
+    }
+
+    /// The low and high watermarks of every partition of the topic.
+    fn watermarks(&self) -> Result<BTreeMap<i32, (i64, i64)>, LookupError> {
         let topic = &self.topic;
         let metadata = self
             .consumer
@@ -111,26 +203,26 @@ impl TopicLoader {
                 std::io::Error::new(std::io::ErrorKind::NotFound, "no such topic"),
             ));
         }
-        let mut ends = BTreeMap::new();
+        let mut marks = BTreeMap::new();
         for p in partitions {
-            let (_, high) = self
+            let watermarks = self
                 .consumer
                 .fetch_watermarks(topic, p, REQUEST_TIMEOUT)
                 .map_err(self.failed(format!("reading end offsets of `{topic}`/{p}")))?;
-            ends.insert(p, high);
+            marks.insert(p, watermarks);
         }
-        Ok(ends)
+        Ok(marks)
     }
 
-    /// Assigns every partition of `targets` at `from` (missing: the beginning).
+    /// Assigns every partition of `targets` at `starts` (missing: the beginning).
     fn assign(
         &mut self,
-        from: &BTreeMap<i32, i64>,
+        starts: &BTreeMap<i32, i64>,
         targets: &BTreeMap<i32, i64>,
     ) -> Result<(), LookupError> {
         let mut tpl = TopicPartitionList::new();
         for &p in targets.keys() {
-            let offset = from
+            let offset = starts
                 .get(&p)
                 .map_or(Offset::Beginning, |&o| Offset::Offset(o));
             tpl.add_partition_offset(&self.topic, p, offset)
@@ -141,10 +233,6 @@ impl TopicLoader {
             .map_err(self.failed("assigning the topic's partitions".into()))
     }
 
-    /// Reads from where the consumer is assigned up to `targets` (next offsets), into
-    /// `table`; `from` says where each partition starts. Records past `targets` are left
-    /// (the next read assigns the partitions again, which also drops any end-of-partition
-    /// event of this one).
     /// Stops fetching between refreshes: an assigned partition keeps librdkafka's threads
     /// fetching (and the process's CPU busy) while the pipeline runs its batches.
     fn unassign(&self) {
@@ -153,41 +241,68 @@ impl TopicLoader {
         }
     }
 
+    /// Reads from `starts` up to `targets` (next offsets) into `table`, applying what is at
+    /// or past `from` (the table holds what is before), and comparing the record at each
+    /// mark on the way. Records past `targets` are left (the next read assigns the
+    /// partitions again). The table is copied (`Arc::make_mut`) only if a record changes
+    /// it or its version moves.
     fn read_to(
         &mut self,
-        table: &mut Table,
+        table: &mut Arc<Table>,
+        starts: &BTreeMap<i32, i64>,
         from: &BTreeMap<i32, i64>,
         targets: &BTreeMap<i32, i64>,
-    ) -> Result<(), LookupError> {
+    ) -> Result<Read, LookupError> {
+        let unread = |(p, end): (&i32, &i64)| starts.get(p).copied().unwrap_or(0) < *end;
+        let read = if targets.iter().any(unread) {
+            self.assign(starts, targets)?;
+            let read = self.poll_to(table, starts, from, targets);
+            self.unassign();
+            read
+        } else {
+            Ok(Ok((0, BTreeMap::new())))
+        };
+        let (skipped, marks) = match read? {
+            Ok(done) => done,
+            Err(found) => return Ok(Read::Replaced(found)),
+        };
+        self.marks.extend(marks);
+        self.count_skipped(skipped);
+        let moved = Version::Topic {
+            offsets: targets.clone(),
+        };
+        let changed = *table.version() != moved;
+        if changed {
+            Arc::make_mut(table).set_version(moved);
+        }
+        Ok(Read::Done(changed))
+    }
+
+    /// The polling of [`Self::read_to`]: the records skipped and the new marks, or what
+    /// was found instead of a marked record.
+    #[allow(clippy::type_complexity)]
+    fn poll_to(
+        &self,
+        table: &mut Arc<Table>,
+        starts: &BTreeMap<i32, i64>,
+        from: &BTreeMap<i32, i64>,
+        targets: &BTreeMap<i32, i64>,
+    ) -> Result<Result<(u64, BTreeMap<i32, Fingerprint>), String>, LookupError> {
         let mut pending: BTreeSet<i32> = targets
             .iter()
-            .filter(|(p, end)| from.get(p).copied().unwrap_or(0) < **end)
+            .filter(|(p, end)| starts.get(p).copied().unwrap_or(0) < **end)
             .map(|(p, _)| *p)
             .collect();
-        let mut skipped = 0;
+        let (mut skipped, mut marks) = (0, BTreeMap::new());
         let mut progress = Instant::now();
         while !pending.is_empty() {
-            let message = match self.consumer.poll(Duration::from_millis(100)) {
-                None if progress.elapsed() > STALL_TIMEOUT => {
-                    let what = format!(
-                        "reading `{}`: no record for {STALL_TIMEOUT:?} though the end offsets say there are more (partitions {pending:?})",
-                        self.topic
-                    );
-                    return Err(LookupError::source(
-                        &self.name,
-                        what,
-                        KafkaError::NoMessageReceived,
-                    ));
-                }
-                None => continue,
-                Some(Err(KafkaError::PartitionEOF(p))) => {
+            let message = match self.poll(&pending, progress)? {
+                Polled::Record(message) => message,
+                Polled::End(p) => {
                     pending.remove(&p);
                     continue;
                 }
-                Some(Err(error)) => {
-                    return Err(self.failed(format!("reading `{}`", self.topic))(error));
-                }
-                Some(Ok(message)) => message,
+                Polled::Nothing => continue,
             };
             progress = Instant::now();
             let (p, offset) = (message.partition(), message.offset());
@@ -199,22 +314,68 @@ impl TopicLoader {
             if offset + 1 >= end {
                 pending.remove(&p);
             }
-            match (message.key(), message.payload()) {
-                (None, _) => skipped += 1,
-                (Some(key), None) => table.remove(key),
-                (Some(key), Some(value)) if is_json_object(value) => table.insert(key, value),
-                (Some(_), Some(_)) => skipped += 1,
+            let mark = self.marks.get(&p).filter(|m| m.offset == offset);
+            if mark.is_some_and(|m| *m != fingerprint(&message)) {
+                return Ok(Err(format!(
+                    "partition {p} holds another record at offset {offset} than the one the table read there"
+                )));
             }
+            if offset < from.get(&p).copied().unwrap_or(0) {
+                continue; // in the table already: only read again to be compared
+            }
+            let applied = match message.key() {
+                None => false,
+                Some(key) => Arc::make_mut(table).apply(key, message.payload()),
+            };
+            skipped += u64::from(!applied);
             check_size(&self.name, table, self.max)?;
+            if offset + 1 == end {
+                marks.insert(p, fingerprint(&message));
+            }
         }
-        if skipped > 0 {
-            self.skipped += skipped;
-            tracing::warn!(lookup = %self.name, topic = %self.topic, skipped, total = self.skipped, "skipped lookup records without a key or whose value is not a JSON object");
+        Ok(Ok((skipped, marks)))
+    }
+
+    /// Polls once. A consumer error is logged and reading goes on (the broker may be
+    /// away) until [`STALL_TIMEOUT`] passes without a record since `progress`.
+    fn poll(&self, pending: &BTreeSet<i32>, progress: Instant) -> Result<Polled<'_>, LookupError> {
+        match self.consumer.poll(Duration::from_millis(100)) {
+            Some(Ok(message)) => Ok(Polled::Record(message)),
+            Some(Err(KafkaError::PartitionEOF(p))) => Ok(Polled::End(p)),
+            Some(Err(error @ KafkaError::MessageConsumptionFatal(_))) => {
+                Err(self.failed(format!("reading `{}`", self.topic))(error))
+            }
+            Some(Err(error)) if progress.elapsed() <= STALL_TIMEOUT => {
+                tracing::debug!(lookup = %self.name, %error, "Kafka consumer error while reading a lookup topic (retrying)");
+                Ok(Polled::Nothing)
+            }
+            None if progress.elapsed() <= STALL_TIMEOUT => Ok(Polled::Nothing),
+            last => {
+                let cause = match last {
+                    Some(Err(error)) => error,
+                    _ => KafkaError::NoMessageReceived,
+                };
+                let what = format!(
+                    "reading `{}`: no record for {STALL_TIMEOUT:?} though the end offsets say there are more (partitions {pending:?})",
+                    self.topic
+                );
+                Err(LookupError::source(&self.name, what, cause))
+            }
         }
-        table.set_version(Version::Topic {
-            offsets: targets.clone(),
-        });
-        Ok(())
+    }
+
+    /// Counts records skipped by a read: the first time with a warning, then quietly (the
+    /// count is `sluice_lookup_skipped_records`).
+    fn count_skipped(&mut self, skipped: u64) {
+        if skipped == 0 {
+            return;
+        }
+        if self.skipped == 0 {
+            tracing::warn!(lookup = %self.name, topic = %self.topic, skipped, "lookup records without a key were skipped, and keys whose value is not a JSON object deleted (counted in sluice_lookup_skipped_records; logged once per table)");
+        } else {
+            tracing::debug!(lookup = %self.name, skipped, total = self.skipped + skipped, "lookup records skipped");
+        }
+        self.skipped += skipped;
     }
 
     fn offsets<'a>(&self, version: &'a Version) -> Result<&'a BTreeMap<i32, i64>, LookupError> {
@@ -228,6 +389,69 @@ impl TopicLoader {
                 ),
             }),
         }
+    }
+
+    /// Brings `table` to the topic's end (see [`Loader::refresh`]).
+    fn refresh_from(&mut self, table: &mut Arc<Table>) -> Result<bool, LookupError> {
+        let from = self.offsets(table.version())?.clone();
+        if from.is_empty() {
+            self.marks.clear();
+        }
+        let watermarks = self.watermarks()?;
+        if let Some(found) = moved_back(&from, &watermarks) {
+            return self.replaced(table, found);
+        }
+        let ends: BTreeMap<i32, i64> = watermarks.iter().map(|(&p, &(_, h))| (p, h)).collect();
+        // Each partition is read from its last record read, to compare it.
+        let mut starts = from.clone();
+        for (p, mark) in &self.marks {
+            if let Some(start) = starts.get_mut(p).filter(|s| mark.offset < **s) {
+                *start = mark.offset;
+            }
+        }
+        match self.read_to(table, &starts, &from, &ends)? {
+            Read::Done(changed) => Ok(changed),
+            Read::Replaced(found) => self.replaced(table, found),
+        }
+    }
+
+    /// The topic is not the one `table` was read from: fails, or rebuilds the table from
+    /// the topic as it is now, as `on-data-loss` says.
+    fn replaced(&mut self, table: &mut Arc<Table>, found: String) -> Result<bool, LookupError> {
+        let error = LookupError::Replaced {
+            table: self.name.clone(),
+            topic: self.topic.clone(),
+            found,
+        };
+        if self.on_data_loss == OnDataLoss::Fail {
+            return Err(error);
+        }
+        tracing::warn!(lookup = %self.name, %error, "on-data-loss = \"continue\": rebuilding the lookup table from its topic as it is now");
+        // Batches that saw the old table keep it.
+        *table = Arc::new(self.empty());
+        self.refresh_from(table).map(|_| true)
+    }
+
+    /// The table at `version` (see [`Loader::at`]).
+    fn read_at(&mut self, version: &Version) -> Result<Table, LookupError> {
+        let mut targets = self.offsets(version)?.clone();
+        let watermarks = self.watermarks()?;
+        if let Some(found) = moved_back(&targets, &watermarks) {
+            let error = LookupError::Replaced {
+                table: self.name.clone(),
+                topic: self.topic.clone(),
+                found,
+            };
+            if self.on_data_loss == OnDataLoss::Fail {
+                return Err(error);
+            }
+            tracing::warn!(lookup = %self.name, %error, "on-data-loss = \"continue\": the replayed batch sees the lookup table as the topic holds it now");
+            targets = watermarks.iter().map(|(&p, &(_, h))| (p, h)).collect();
+        }
+        self.marks.clear();
+        let mut table = Arc::new(self.empty());
+        self.read_to(&mut table, &BTreeMap::new(), &BTreeMap::new(), &targets)?;
+        Ok(Arc::unwrap_or_clone(table))
     }
 }
 
@@ -243,11 +467,36 @@ fn unknown(metadata: &rdkafka::metadata::Metadata, topic: &str) -> bool {
         }),
     }
 }
+}
 
-/// Whether `value` is a JSON object.
-fn is_json_object(value: &[u8]) -> bool {
-    value.trim_ascii_start().first() == Some(&b'{')
-        && serde_json::from_slice::<serde::de::IgnoredAny>(value).is_ok()
+/// Whether a partition went back since the table was read to `from`: gone, ending before
+/// what was read, or starting past it (records deleted before they were read). What was
+/// found, naming the partition.
+fn moved_back(from: &BTreeMap<i32, i64>, watermarks: &BTreeMap<i32, (i64, i64)>) -> Option<String> {
+    from.iter().find_map(|(p, &read)| match watermarks.get(p) {
+        None => Some(format!("partition {p} is gone")),
+        Some(&(_, high)) if high < read => Some(format!(
+            "partition {p} ends at offset {high}, but the table was read to offset {read}"
+        )),
+        Some(&(low, _)) if low > read => Some(format!(
+            "partition {p} starts at offset {low}, past offset {read} the table was read to (records deleted before they were read)"
+        )),
+        Some(_) => None,
+    })
+}
+
+/// The fingerprint of `message`, as the source takes it (its timestamp, key and value).
+fn fingerprint(message: &BorrowedMessage<'_>) -> Fingerprint {
+    let record = Record {
+        topic: Arc::from(""),
+        partition: message.partition(),
+        offset: message.offset(),
+        timestamp_ms: message.timestamp().to_millis(),
+        key: message.key().map(<[u8]>::to_vec),
+        value: message.payload().map(<[u8]>::to_vec),
+        headers: Vec::new(),
+    };
+    Fingerprint::of(&record)
 }
 
 impl Loader for TopicLoader {
@@ -258,35 +507,18 @@ impl Loader for TopicLoader {
     }
 
     fn refresh(&mut self, table: &mut Arc<Table>) -> Result<bool, LookupError> {
-        let from = self.offsets(table.version())?.clone();
-        let mut ends = self.ends()?;
-        for (p, end) in &mut ends {
-            // A partition never goes back: the table keeps what it read.
-            *end = (*end).max(from.get(p).copied().unwrap_or(0));
-        }
-        if ends
-            .iter()
-            .all(|(p, end)| from.get(p).copied().unwrap_or(0) >= *end)
-        {
-            let changed = ends != from;
-            if changed {
-                Arc::make_mut(table).set_version(Version::Topic { offsets: ends });
-            }
-            return Ok(changed);
-        }
-        self.assign(&from, &ends)?;
-        let read = self.read_to(Arc::make_mut(table), &from, &ends);
-        self.unassign();
-        read.map(|()| true)
+        self.drain();
+        self.refresh_from(table)
+            .inspect_err(|e| self.renew_after(e))
     }
 
     fn at(&mut self, version: &Version) -> Result<Table, LookupError> {
-        let targets = self.offsets(version)?.clone();
-        let mut table = self.empty();
-        self.assign(&BTreeMap::new(), &targets)?;
-        let read = self.read_to(&mut table, &BTreeMap::new(), &targets);
-        self.unassign();
-        read.map(|()| table)
+        self.drain();
+        self.read_at(version).inspect_err(|e| self.renew_after(e))
+    }
+
+    fn skipped(&self) -> u64 {
+        self.skipped
     }
 }
 
@@ -295,10 +527,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_json_objects_are_values() {
-        assert!(is_json_object(br#" {"tier":"gold"}"#));
-        assert!(!is_json_object(b"[1]"));
-        assert!(!is_json_object(b"{\"open\":"));
-        assert!(!is_json_object(b"gold"));
+    fn a_partition_that_went_back_is_named() {
+        let from = BTreeMap::from([(0, 4), (1, 2)]);
+        let same = BTreeMap::from([(0, (0, 4)), (1, (0, 9)), (2, (0, 1))]);
+        assert_eq!(moved_back(&from, &same), None);
+        let found = |w: &[(i32, (i64, i64))]| moved_back(&from, &w.iter().copied().collect());
+        assert_eq!(
+            found(&[(0, (0, 3)), (1, (0, 2))]).unwrap(),
+            "partition 0 ends at offset 3, but the table was read to offset 4"
+        );
+        assert_eq!(found(&[(0, (0, 4))]).unwrap(), "partition 1 is gone");
+        assert!(
+            found(&[(0, (5, 9)), (1, (0, 2))])
+                .unwrap()
+                .contains("records deleted")
+        );
     }
 }

@@ -91,12 +91,71 @@ impl Faults {
     }
 }
 
-/// Waits `wait`, unless `stop` is raised meanwhile: returns whether the wait ran out.
-pub fn pause(wait: Duration, stop: &std::sync::atomic::AtomicBool) -> bool {
+/// How often a pause looks at the brokers ([`Brokers::back`]).
+const LOOK_EVERY: Duration = Duration::from_millis(500);
+
+/// The source's brokers, looked at during the pauses after faults: a broker that went away
+/// (no server of the bootstrap list accepted a connection) and accepts connections again
+/// ends the pause, so that the pipeline resumes within a second of its return instead of
+/// after a backoff of up to [`MAX_BACKOFF`]. Each return ends one pause: a fault that
+/// persists while the brokers are up is still retried with the full backoff.
+#[derive(Debug)]
+pub struct Brokers {
+    /// The bootstrap servers, `host:port[,host:port...]`.
+    bootstrap: String,
+    /// Whether they were seen away since the last return.
+    away: bool,
+    looked: Option<Instant>,
+}
+
+impl Brokers {
+    /// The brokers of `bootstrap` (`host:port[,host:port...]`).
+    pub fn new(bootstrap: &str) -> Self {
+        Brokers {
+            bootstrap: bootstrap.to_string(),
+            away: false,
+            looked: None,
+        }
+    }
+
+    /// Whether the brokers came back since they were seen away (looked at every
+    /// [`LOOK_EVERY`] at most).
+    pub fn back(&mut self) -> bool {
+        if self.looked.is_some_and(|at| at.elapsed() < LOOK_EVERY) {
+            return false;
+        }
+        self.looked = Some(Instant::now());
+        if !listening(&self.bootstrap, LOOK_EVERY) {
+            self.away = true;
+            return false;
+        }
+        std::mem::take(&mut self.away)
+    }
+}
+
+/// Whether a server of `bootstrap` accepts a TCP connection within `timeout`.
+fn listening(bootstrap: &str, timeout: Duration) -> bool {
+    use std::net::{TcpStream, ToSocketAddrs};
+    let servers = bootstrap
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty());
+    servers
+        .flat_map(|server| server.to_socket_addrs().into_iter().flatten())
+        .any(|address| TcpStream::connect_timeout(&address, timeout).is_ok())
+}
+
+/// Waits `wait`, unless `stop` is raised meanwhile or `brokers` came back: returns whether
+/// to go on (not stopped).
+pub fn pause(wait: Duration, stop: &std::sync::atomic::AtomicBool, brokers: &mut Brokers) -> bool {
     let until = Instant::now() + wait;
     while Instant::now() < until {
         if stop.load(std::sync::atomic::Ordering::Relaxed) {
             return false;
+        }
+        if brokers.back() {
+            tracing::info!("the brokers accept connections again: resuming now");
+            return true;
         }
         std::thread::sleep(
             Duration::from_millis(50).min(until.saturating_duration_since(Instant::now())),
@@ -135,6 +194,38 @@ mod tests {
         assert!(short.after(stalled()).is_ok()); // 1 s
         assert!(short.after(stalled()).is_ok()); // 2 s more: 3 s
         assert!(short.after(stalled()).is_err(), "4 s more would pass 5 s");
+    }
+
+    #[test]
+    fn a_broker_that_comes_back_ends_one_pause() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap().to_string();
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let mut brokers = Brokers::new(&address);
+        let started = Instant::now();
+        assert!(pause(Duration::from_millis(300), &stop, &mut brokers));
+        assert!(
+            started.elapsed() >= Duration::from_millis(300),
+            "never away: the whole wait"
+        );
+        drop(listener);
+        brokers.looked = None;
+        assert!(!brokers.back(), "away");
+        let listener = std::net::TcpListener::bind(&address).unwrap();
+        brokers.looked = None;
+        let started = Instant::now();
+        assert!(pause(Duration::from_secs(30), &stop, &mut brokers));
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "back: the pause ends"
+        );
+        let started = Instant::now();
+        assert!(pause(Duration::from_millis(600), &stop, &mut brokers));
+        assert!(
+            started.elapsed() >= Duration::from_millis(600),
+            "one return, one pause"
+        );
+        drop(listener);
     }
 
     #[test]

@@ -262,6 +262,7 @@ impl Pipeline {
     pub fn run(&mut self, stop: &AtomicBool) -> Result<RunSummary, PipelineError> {
         self.summary = RunSummary::default();
         let mut faults = Faults::new(self.config.pipeline.fault_budget);
+        let mut brokers = faults::Brokers::new(&self.config.source.bootstrap_servers);
         let mut resume = false;
         loop {
             let ran = self.attempt(resume, stop);
@@ -279,7 +280,7 @@ impl Pipeline {
             let wait = faults.after(error)?;
             self.summary.faults_retried += 1;
             self.outputs.abandon();
-            if !faults::pause(wait, stop) {
+            if !faults::pause(wait, stop, &mut brokers) {
                 self.summary.stopped = true;
                 return Ok(self.summary.clone());
             }

@@ -137,7 +137,11 @@ impl Pipeline {
         let state = parts.state.unwrap_or_else(|| Box::new(table.files()));
         let lookups = match parts.lookups {
             Some(lookups) => lookups,
-            None => crate::lookup::loaders(&config.lookups, &config.source.connection(), &catalog)?,
+            None => {
+                let source = &config.source;
+                let (connection, loss) = (source.connection(), source.on_data_loss);
+                crate::lookup::loaders(&config.lookups, &connection, loss, &catalog)?
+            }
         };
         let others = open_outputs(&config, parts.topics.as_ref(), &catalog)?;
         let config_mode = config.source.mode;

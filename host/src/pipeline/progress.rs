@@ -174,6 +174,9 @@ pub struct LookupProgress {
     pub keys: u64,
     /// Bytes of its keys and values.
     pub bytes: u64,
+    /// Records skipped since the process started: without a key, or with a value that is
+    /// not a JSON object (its key deleted).
+    pub skipped: u64,
 }
 
 /// What the event-time operators did in one batch (Spark's `eventTime` and

@@ -90,10 +90,19 @@ impl Pipeline {
 
     fn lookup_progress(&self) -> BTreeMap<String, LookupProgress> {
         let sizes = self.lookups.sizes().into_iter();
+        let skipped = self.lookups.skipped();
         sizes
             .map(|(name, (keys, bytes))| {
                 let (keys, bytes) = (keys as u64, bytes as u64);
-                (name, LookupProgress { keys, bytes })
+                let skipped = skipped.get(&name).copied().unwrap_or(0);
+                (
+                    name,
+                    LookupProgress {
+                        keys,
+                        bytes,
+                        skipped,
+                    },
+                )
             })
             .collect()
     }

@@ -201,3 +201,123 @@ fn sigkill_at_random_moments_loses_and_doubles_nothing() {
         "rows or dead letters that no source record explains"
     );
 }
+
+/// Produces `count` valid retail events numbered from `first` (`evt_…`, seeded by `first`).
+fn produce_numbered(s: &Setup, first: u64, count: u64) {
+    let (first, count) = (first.to_string(), count.to_string());
+    let produced = s.produce(&[
+        "--first-id",
+        &first,
+        "--seed",
+        &first,
+        "--count",
+        &count,
+        "--partitions",
+        "1",
+        "--invalid-share",
+        "0",
+        "--late-share",
+        "0",
+        "--duplicate-share",
+        "0",
+    ]);
+    assert_eq!(produced.delivered.to_string(), count);
+}
+
+/// The broker killed and restarted on the same storage while the retail pipeline, with its
+/// two lookup tables (customer profiles and products, from compacted topics), runs: for
+/// each outage (`SLUICE_CHAOS_OUTAGES` seconds, `8` by default; `scripts/chaos` runs 8 and
+/// 60), events before it, then profiles of 25 000 more customers and events after it. The
+/// lookup tables must be read again after the broker's return (the refresh reads the new
+/// profiles), the pipeline must commit again within `SLUICE_CHAOS_RECOVERY` seconds (60)
+/// of the return, every event lands once, and the events after each outage are enriched
+/// from the profiles produced after it.
+#[test]
+fn a_broker_restart_with_lookup_tables_recovers_exactly_once() {
+    use crate::hot_swap::wait_until_committed;
+
+    let outages: Vec<u64> = std::env::var("SLUICE_CHAOS_OUTAGES")
+        .unwrap_or_else(|_| "8".into())
+        .split(',')
+        .map(|s| s.trim().parse().unwrap())
+        .collect();
+    let recovery_limit = Duration::from_secs(env_or("SLUICE_CHAOS_RECOVERY", 60));
+    let mut s = Setup::new("chaos-lookups");
+    s.edit_example_config(|c| c.replace("[source]\n", "[source]\nfetch-timeout = \"5s\"\n"));
+    s.ensure_side_topics();
+    let customers = s.side_topic("customers");
+    let produce_to = |s: &Setup, topic: &str, shape: &str, count: u64| {
+        let count = count.to_string();
+        let args = ["--shape", shape, "--count", &count, "--invalid-share", "0"];
+        sluice_tests::produce(&s.broker.bootstrap, topic, &args);
+    };
+    produce_to(&s, &customers, "customers", 1_000);
+    produce_to(&s, &s.side_topic("products"), "products", 4);
+    produce_numbered(&s, 1, 100); // the source topic exists before the pipeline starts
+    let running = s.start(&["run"], &[("SLUICE_INTERVAL", "1s")]);
+    let (mut progress, mut events, mut after) = (Vec::new(), 100, Vec::new());
+    for (i, &outage) in outages.iter().enumerate() {
+        let first = 1_000_000 * (i as u64 + 1);
+        produce_numbered(&s, first, 300);
+        events += 300;
+        wait_until_committed(&running, &mut progress, events);
+        s.broker.stop();
+        std::thread::sleep(Duration::from_secs(outage));
+        s.broker.restart();
+        let back = Instant::now();
+        // Profiles of customers the table lacks, then events that need them.
+        let known = 1_000 + 25_000 * (i as u64 + 1);
+        produce_to(&s, &customers, "customers", known);
+        produce_numbered(&s, first + 500_000, 300);
+        events += 300;
+        let deadline = back + recovery_limit;
+        while progress
+            .iter()
+            .map(|p| p["input_rows"].as_u64().unwrap())
+            .sum::<u64>()
+            < events
+        {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let next = running.progress(left).unwrap_or_else(|| {
+                panic!("not every event committed within {recovery_limit:?} of the broker's return after a {outage} s outage")
+            });
+            progress.push(next);
+        }
+        println!(
+            "chaos: lookups: {outage} s outage, every event committed {:.1} s after the broker's return",
+            back.elapsed().as_secs_f64()
+        );
+        after.push((first + 500_000, known));
+    }
+    let (status, _, log) = running.terminate();
+    assert!(status.success(), "{log}");
+    assert!(!log.contains("panicked"), "{log}");
+
+    let shown = s.show();
+    let rows = rows(&shown);
+    let ids: BTreeSet<&str> = rows
+        .iter()
+        .map(|r| r["event_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), rows.len(), "no event twice in the table");
+    assert_eq!(rows.len() as u64, events, "every event in the table");
+    let mut enriched = 0;
+    for row in rows {
+        let id: u64 = row["event_id"].as_str().unwrap()[4..].parse().unwrap();
+        let user: u64 = row["user_id"].as_str().unwrap()[5..].parse().unwrap();
+        let Some(&(_, known)) = after
+            .iter()
+            .find(|(from, _)| (*from..*from + 300).contains(&id))
+        else {
+            continue;
+        };
+        if user < known {
+            assert!(row["tier"].is_string(), "read after the outage: {row}");
+            enriched += 1;
+        }
+    }
+    assert!(
+        enriched > 0,
+        "no event after an outage had a known customer"
+    );
+}

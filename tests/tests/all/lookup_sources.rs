@@ -17,8 +17,18 @@ const TOPIC: &str = "user-profiles";
 
 /// Sends `(key, value)` records to partition `partition`, and waits for them.
 fn send(producer: &BaseProducer, partition: i32, records: &[(Option<&str>, Option<&str>)]) {
+    send_to(producer, TOPIC, partition, records);
+}
+
+/// Sends `(key, value)` records to partition `partition` of `topic`, and waits for them.
+fn send_to(
+    producer: &BaseProducer,
+    topic: &str,
+    partition: i32,
+    records: &[(Option<&str>, Option<&str>)],
+) {
     for (key, value) in records {
-        let mut record = BaseRecord::<str, str>::to(TOPIC).partition(partition);
+        let mut record = BaseRecord::<str, str>::to(topic).partition(partition);
         if let Some(key) = key {
             record = record.key(key);
         }
@@ -104,6 +114,125 @@ fn a_compacted_topic_is_read_then_refreshed_and_rebuilt_at_a_version() {
         error.contains("lookup `profiles`") && error.contains("max-bytes"),
         "{error}"
     );
+}
+
+/// Items 10 and 3 of issue 28 against a real broker: a value that is not a JSON object
+/// deletes its key (never the old value served) and is counted; a topic deleted and
+/// created again (offsets back to 0, new values) is told from the one the table was read
+/// from, by its end offsets or by the last record read: the refresh fails (`on-data-loss =
+/// "fail"`, the default) or the table is read again from the new topic (`continue`).
+#[test]
+fn a_bad_value_deletes_its_key_and_a_replaced_topic_fails_or_is_read_again() {
+    use sluice::lookup::load::LookupError;
+    use sluice::source::kafka::OnDataLoss;
+
+    let mut broker = Broker::start();
+    let connection = Connection::plain(&broker.bootstrap);
+    let admin = connection.client_config(&[]);
+    sluice::kafka::ensure_topic(&admin, TOPIC, 1, Duration::from_secs(30)).unwrap();
+    let producer: BaseProducer = connection.client_config(&[]).create().unwrap();
+    let old = [
+        (Some("u1"), Some(r#"{"tier":"gold"}"#)),
+        (Some("u2"), Some(r#"{"tier":"silver"}"#)),
+    ];
+    send(&producer, 0, &old);
+    let mut failing = TopicLoader::new("profiles", TOPIC, &connection, 1 << 20).unwrap();
+    let mut rebuilding = TopicLoader::new("profiles", TOPIC, &connection, 1 << 20)
+        .unwrap()
+        .on_data_loss(OnDataLoss::Continue);
+    let mut table = Arc::new(failing.empty());
+    assert!(failing.refresh(&mut table).unwrap());
+    send(&producer, 0, &[(Some("u1"), Some("not an object"))]);
+    assert!(failing.refresh(&mut table).unwrap());
+    assert_eq!(value(&table, "u1"), None, "deleted, not the old value");
+    assert_eq!(value(&table, "u2").as_deref(), Some(r#"{"tier":"silver"}"#));
+    assert_eq!(failing.skipped(), 1);
+    let mut other = Arc::new(rebuilding.empty());
+    assert!(rebuilding.refresh(&mut other).unwrap());
+    assert_eq!(*other.version(), at(&[(0, 3)]));
+
+    // The same number of records, other values: only the last record read tells.
+    replace_topic(&mut broker, TOPIC, 1);
+    let new = [
+        (Some("u1"), Some(r#"{"tier":"bronze"}"#)),
+        (Some("u2"), Some(r#"{"tier":"bronze"}"#)),
+        (Some("u3"), Some(r#"{"tier":"bronze"}"#)),
+    ];
+    send(&producer, 0, &new);
+    let error = failing.refresh(&mut table).unwrap_err();
+    assert!(matches!(error, LookupError::Replaced { .. }), "{error}");
+    assert!(!error.is_transient());
+    let said = error.to_string();
+    assert!(
+        said.contains("lookup `profiles`: topic `user-profiles`")
+            && said.contains("partition 0 holds another record at offset 2")
+            && said.contains("on-data-loss = \"continue\""),
+        "{said}"
+    );
+    let held = Arc::clone(&other);
+    assert!(rebuilding.refresh(&mut other).unwrap());
+    assert_eq!(value(&other, "u1").as_deref(), Some(r#"{"tier":"bronze"}"#));
+    assert_eq!(value(&other, "u3").as_deref(), Some(r#"{"tier":"bronze"}"#));
+    assert_eq!(
+        value(&held, "u2").as_deref(),
+        Some(r#"{"tier":"silver"}"#),
+        "a batch keeps its table"
+    );
+    assert!(
+        !rebuilding.refresh(&mut other).unwrap(),
+        "the same topic since"
+    );
+
+    // Fewer records than were read: the end offsets tell.
+    replace_topic(&mut broker, TOPIC, 1);
+    send(&producer, 0, &[(Some("u9"), Some(r#"{"tier":"new"}"#))]);
+    let said = failing.refresh(&mut table).unwrap_err().to_string();
+    assert!(
+        said.contains("partition 0 ends at offset 1, but the table was read to offset 3"),
+        "{said}"
+    );
+    assert!(rebuilding.refresh(&mut other).unwrap());
+    assert_eq!((other.len(), value(&other, "u9").is_some()), (1, true));
+    assert_eq!(*other.version(), at(&[(0, 1)]));
+}
+
+/// The broker replaced by an empty one on the same port (deleting a topic on tansu makes
+/// librdkafka 2.x crash in its metadata cache, in whichever client knew the topic), then
+/// `topic` created again, empty, with `partitions`.
+fn replace_topic(broker: &mut Broker, topic: &str, partitions: i32) {
+    broker.replace_with_empty();
+    let config = Connection::plain(&broker.bootstrap).client_config(&[]);
+    sluice::kafka::ensure_topic(&config, topic, partitions, Duration::from_secs(30)).unwrap();
+}
+
+/// Item 1 of issue 28: a broker that goes away while a lookup table is loaded, and comes
+/// back on the same storage. Refreshes fail while it is away (a transient fault), and the
+/// first refresh after its return reads what is new, though the consumer met connection
+/// errors meanwhile.
+#[test]
+fn a_lookup_topic_is_read_again_after_the_broker_comes_back() {
+    let mut broker = Broker::start();
+    let connection = Connection::plain(&broker.bootstrap);
+    let admin = connection.client_config(&[]);
+    sluice::kafka::ensure_topic(&admin, TOPIC, 1, Duration::from_secs(30)).unwrap();
+    let producer: BaseProducer = connection.client_config(&[]).create().unwrap();
+    send(&producer, 0, &[(Some("u1"), Some(r#"{"tier":"gold"}"#))]);
+    let mut loader = TopicLoader::new("profiles", TOPIC, &connection, 1 << 20).unwrap();
+    let mut table = Arc::new(loader.empty());
+    assert!(loader.refresh(&mut table).unwrap());
+
+    broker.stop();
+    std::thread::sleep(Duration::from_secs(8));
+    let error = loader.refresh(&mut table).unwrap_err();
+    assert!(error.is_transient(), "{error}");
+    broker.restart();
+    let back = std::time::Instant::now();
+    send(&producer, 0, &[(Some("u2"), Some(r#"{"tier":"silver"}"#))]);
+    assert!(loader.refresh(&mut table).unwrap(), "read after the return");
+    assert_eq!(value(&table, "u2").as_deref(), Some(r#"{"tier":"silver"}"#));
+    assert_eq!(*table.version(), at(&[(0, 2)]));
+    let took = back.elapsed();
+    assert!(took < Duration::from_secs(20), "{took:?}");
 }
 
 /// A product catalog table written by a sluice pipeline (the products topic → Iceberg).
