@@ -691,7 +691,7 @@ mod tests {
     use crate::admin::tests::progress;
 
     /// Every family served, with its type: the README's list.
-    const FAMILIES: [(&str, &str); 41] = [
+    const FAMILIES: [(&str, &str); 42] = [
         ("sluice_batches", "counter"),
         ("sluice_input_rows", "counter"),
         ("sluice_rows_written", "counter"),
@@ -738,7 +738,7 @@ mod tests {
 
     /// The families whose series are labelled by what a batch reports: they appear with
     /// their first series.
-    const LABELLED_LATER: [&str; 15] = [
+    const LABELLED_LATER: [&str; 16] = [
         "sluice_dead_lettered",
         "sluice_plugin_events",
         "sluice_plugin_kept",

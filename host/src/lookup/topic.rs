@@ -467,7 +467,6 @@ fn unknown(metadata: &rdkafka::metadata::Metadata, topic: &str) -> bool {
         }),
     }
 }
-}
 
 /// Whether a partition went back since the table was read to `from`: gone, ending before
 /// what was read, or starting past it (records deleted before they were read). What was
