@@ -418,6 +418,18 @@ impl TopicLoader {
     /// The topic is not the one `table` was read from: fails, or rebuilds the table from
     /// the topic as it is now, as `on-data-loss` says.
     fn replaced(&mut self, table: &mut Arc<Table>, found: String) -> Result<bool, LookupError> {
+        self.data_loss(
+            found,
+            "rebuilding the lookup table from its topic as it is now",
+        )?;
+        // Batches that saw the old table keep it.
+        *table = Arc::new(self.empty());
+        self.refresh_from(table).map(|_| true)
+    }
+
+    /// The topic is not the one read (`found` says how): the error with `on-data-loss =
+    /// "fail"`; otherwise a warning that `then` happens.
+    fn data_loss(&self, found: String, then: &str) -> Result<(), LookupError> {
         let error = LookupError::Replaced {
             table: self.name.clone(),
             topic: self.topic.clone(),
@@ -426,10 +438,8 @@ impl TopicLoader {
         if self.on_data_loss == OnDataLoss::Fail {
             return Err(error);
         }
-        tracing::warn!(lookup = %self.name, %error, "on-data-loss = \"continue\": rebuilding the lookup table from its topic as it is now");
-        // Batches that saw the old table keep it.
-        *table = Arc::new(self.empty());
-        self.refresh_from(table).map(|_| true)
+        tracing::warn!(lookup = %self.name, %error, "on-data-loss = \"continue\": {then}");
+        Ok(())
     }
 
     /// The table at `version` (see [`Loader::at`]).
@@ -437,15 +447,10 @@ impl TopicLoader {
         let mut targets = self.offsets(version)?.clone();
         let watermarks = self.watermarks()?;
         if let Some(found) = moved_back(&targets, &watermarks) {
-            let error = LookupError::Replaced {
-                table: self.name.clone(),
-                topic: self.topic.clone(),
+            self.data_loss(
                 found,
-            };
-            if self.on_data_loss == OnDataLoss::Fail {
-                return Err(error);
-            }
-            tracing::warn!(lookup = %self.name, %error, "on-data-loss = \"continue\": the replayed batch sees the lookup table as the topic holds it now");
+                "the replayed batch sees the lookup table as the topic holds it now",
+            )?;
             targets = watermarks.iter().map(|(&p, &(_, h))| (p, h)).collect();
         }
         self.marks.clear();
