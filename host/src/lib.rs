@@ -7,7 +7,7 @@
 //! - [`record`]: the unit of data, one Kafka record;
 //! - [`source`]: where records come from (Kafka), positioned by the table's offsets;
 //! - [`batch`]: the trigger and the caps of a micro-batch;
-//! - [`udf`]: the plugin runtime (stages): sandboxed components that keep, rewrite or
+//! - [`plugin`]: the plugin runtime (stages): sandboxed components that keep, rewrite or
 //!   reject events;
 //! - [`lookup`]: reference data plugins read by key, versioned per batch;
 //! - [`event_time`]: event time: watermarks, deduplication, windowed aggregates, late data;
@@ -32,11 +32,12 @@ pub mod election;
 pub mod encode;
 pub mod event_time;
 pub mod generate;
+pub mod iceberg;
 pub mod kafka;
 pub mod lookup;
 pub mod pipeline;
+pub mod plugin;
 pub mod record;
 pub mod sink;
 pub mod source;
-pub mod udf;
 pub mod units;

@@ -13,9 +13,9 @@
 use std::time::Instant;
 
 use sluice::generate::{Generator, GeneratorConfig};
+use sluice::plugin::config::{Grants, Limits, RuntimeConfig};
+use sluice::plugin::{Chunk, Plugin, Verdict};
 use sluice::record::Record;
-use sluice::udf::config::{Grants, Limits, RuntimeConfig};
-use sluice::udf::{Chunk, Plugin, Verdict};
 use sluice::units::ByteSize;
 use sluice_tests::{load_with, plugins, records};
 

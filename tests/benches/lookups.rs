@@ -18,9 +18,9 @@ use std::time::{Duration, Instant};
 
 use sluice::generate::{Generator, GeneratorConfig, Shape};
 use sluice::lookup::{Lookups, Table, Version};
+use sluice::plugin::config::{Grants, Limits, RuntimeConfig};
+use sluice::plugin::{Chunk, Plugin, Runtime};
 use sluice::record::Record;
-use sluice::udf::config::{Grants, Limits, RuntimeConfig};
-use sluice::udf::{Chunk, Plugin, Runtime};
 use sluice_guest::testing;
 use sluice_tests::{plugins, records};
 

@@ -19,9 +19,9 @@ use std::time::Instant;
 
 use clickstream_validator::Rules;
 use sluice::generate::{Generator, GeneratorConfig};
+use sluice::plugin::config::{Grants, Limits, RuntimeConfig};
+use sluice::plugin::{Chunk, Plugin, Runtime, Verdict};
 use sluice::record::Record;
-use sluice::udf::config::{Grants, Limits, RuntimeConfig};
-use sluice::udf::{Chunk, Plugin, Runtime, Verdict};
 use sluice_tests::{load, plugins, records};
 
 const WARM_UP_ROUNDS: usize = 5;

@@ -8,9 +8,9 @@ use std::sync::{Arc, OnceLock};
 
 use sluice::cli::produce::ProduceSummary;
 use sluice::cli::{self, Command};
+use sluice::plugin::config::{CompileCacheDir, Grants, Limits, RuntimeConfig};
+use sluice::plugin::{Plugin, PluginError, Runtime};
 use sluice::record::Record;
-use sluice::udf::config::{CompileCacheDir, Grants, Limits, RuntimeConfig};
-use sluice::udf::{Plugin, Runtime, UdfError};
 
 pub mod broker;
 pub mod fixture;
@@ -76,7 +76,7 @@ pub fn compile_cache() -> PathBuf {
 }
 
 /// Loads a plugin with default limits and no grants.
-pub fn load(path: &str, params: &[(&str, &str)]) -> Result<Plugin, UdfError> {
+pub fn load(path: &str, params: &[(&str, &str)]) -> Result<Plugin, PluginError> {
     load_with(path, params, Limits::default(), Grants::default())
 }
 
@@ -86,7 +86,7 @@ pub fn load_with(
     params: &[(&str, &str)],
     limits: Limits,
     grants: Grants,
-) -> Result<Plugin, UdfError> {
+) -> Result<Plugin, PluginError> {
     let name = Path::new(path)
         .file_stem()
         .unwrap()

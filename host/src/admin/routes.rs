@@ -23,8 +23,8 @@ use super::metrics::Format;
 use super::persist::Activation;
 use super::{AUDIT_TARGET, Shared, Upload, lock};
 use crate::pipeline::progress::{Progress, Role};
-use crate::udf::digest_of;
-use crate::udf::swap::{self, Candidate, Found};
+use crate::plugin::digest_of;
+use crate::plugin::swap::{self, Candidate, Found};
 
 /// The caller's address, put in each request's extensions by the server.
 #[derive(Debug, Clone, Copy)]

@@ -14,9 +14,9 @@ use super::{Admin, AdminConfig, AdminError, with_audit};
 use crate::event_time::StateSize;
 use crate::pipeline::progress::{CpuTimes, Durations, EventTimeProgress, Progress, Role};
 use crate::pipeline::stages::{StageCounts, StageProgress};
-use crate::udf::Runtime;
-use crate::udf::config::StageConfig;
-use crate::udf::swap::Found;
+use crate::plugin::Runtime;
+use crate::plugin::config::StageConfig;
+use crate::plugin::swap::Found;
 
 /// A batch's progress as the pipeline makes it, with a stage, dead letters and event time.
 /// `batch_id` moves the wall clock and the watermark on by a minute per batch.

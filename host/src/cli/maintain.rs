@@ -1,6 +1,6 @@
 //! `sluice maintain`: snapshot expiry and orphan-file cleanup for a pipeline's tables (the
 //! main table and the window tables), keeping every pipeline's checkpoint (see
-//! [`crate::sink::iceberg::maintain`]). Run it instead of, or beside, an engine's own
+//! [`crate::iceberg::maintain`]). Run it instead of, or beside, an engine's own
 //! maintenance; both keep sluice's marks, which also live in a table property.
 
 use std::io::Write;
@@ -10,9 +10,10 @@ use std::time::{Duration, SystemTime};
 use anyhow::Context;
 use clap::Args;
 
+use crate::event_time::files::old_state_files;
+use crate::iceberg::maintain::cutoff_ms;
+use crate::iceberg::{IcebergCatalog, IcebergSinkConfig, IcebergTable};
 use crate::pipeline::config::PipelineConfig;
-use crate::sink::iceberg::maintain::cutoff_ms;
-use crate::sink::iceberg::{IcebergCatalog, IcebergSinkConfig, IcebergTable};
 use crate::sink::window;
 use crate::units::parse_duration;
 
@@ -101,7 +102,10 @@ fn maintain(
     let orphan_cutoff = now
         .checked_sub(args.orphans_older_than)
         .unwrap_or(SystemTime::UNIX_EPOCH);
-    let orphans = table.orphan_files(orphan_cutoff)?;
+    let mut orphans = table.orphan_files(orphan_cutoff)?;
+    orphans
+        .extend(old_state_files(&table, orphan_cutoff).context("cannot list the old state files")?);
+    orphans.sort();
     let deleted = if args.dry_run {
         0
     } else {

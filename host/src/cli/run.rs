@@ -10,7 +10,7 @@ use crate::batch::TriggerMode;
 use crate::pipeline::config::{ConfigError, PipelineConfig};
 use crate::pipeline::stages::Stages;
 use crate::pipeline::{Pipeline, RunSummary};
-use crate::udf::Runtime;
+use crate::plugin::Runtime;
 
 /// The configuration reference printed by `sluice run --help`.
 const REFERENCE: &str = "\

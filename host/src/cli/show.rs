@@ -9,8 +9,8 @@ use anyhow::Context;
 use clap::Args;
 use serde_json::json;
 
+use crate::iceberg::{IcebergCatalog, IcebergTable};
 use crate::pipeline::config::PipelineConfig;
-use crate::sink::iceberg::{IcebergCatalog, IcebergTable};
 use crate::sink::topic::TopicRecord;
 use crate::sink::{topic, window};
 

@@ -14,10 +14,10 @@ use serde_json::{Value, json};
 
 use crate::lookup::{Lookups, Table, Version};
 
+use crate::plugin::chain::{self, Fate, Judged};
+use crate::plugin::config::{Grants, Limits, RuntimeConfig, StageConfig, StagesFile};
+use crate::plugin::{Plugin, Runtime};
 use crate::record::Record;
-use crate::udf::chain::{self, Fate, Judged};
-use crate::udf::config::{Grants, Limits, RuntimeConfig, StageConfig, StagesFile};
-use crate::udf::{Plugin, Runtime};
 use crate::units::ByteSize;
 
 /// Arguments of `sluice try`.
@@ -130,7 +130,7 @@ pub fn run(
     };
     let lookups = read_lookups(&args.lookup)?;
     let declared = lookups.tables().keys().map(String::as_str).collect();
-    crate::udf::lookup::check(&stages, &declared)?;
+    crate::plugin::lookup::check(&stages, &declared)?;
     let runtime = Runtime::new(runtime_config.clone())?;
     runtime.lookups().set(lookups);
     let plugins = stages
@@ -273,7 +273,7 @@ struct LookupLine {
 fn read_lookup(file: &Path) -> anyhow::Result<Table> {
     let bytes = std::fs::read(file)?;
     let mut table = Table::new(Version::File {
-        digest: crate::udf::digest_of(&bytes),
+        digest: crate::plugin::digest_of(&bytes),
     });
     for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
         if line.iter().all(u8::is_ascii_whitespace) {
@@ -459,7 +459,7 @@ mod tests {
         assert_eq!(
             table.version(),
             &Version::File {
-                digest: crate::udf::digest_of(text.as_bytes())
+                digest: crate::plugin::digest_of(text.as_bytes())
             }
         );
     }

@@ -23,6 +23,8 @@ pub const OFFSETS: &str = "sluice.offsets";
 /// Snapshot summary key: the process that committed (its run id), which tells a commit of
 /// this process from the same batch committed by another.
 pub const RUN: &str = "sluice.run";
+/// Snapshot summary key: the path of the state file after this commit.
+pub const STATE: &str = "sluice.state";
 /// Snapshot summary key: rows of the batch sent to the dead-letter topic.
 pub const DEAD_LETTERED: &str = "sluice.dead-lettered";
 /// Snapshot summary key: data loss accepted since the last commit (`on-data-loss =

@@ -9,7 +9,7 @@
 //! times out, the group gives partition 0 to a standby, and that standby resumes from the
 //! table (positions and event-time state) and runs the pipeline. Two processes that both
 //! believe they are active for a moment (a frozen process that thaws) cannot both commit:
-//! every commit is fenced on the table's offsets ([`crate::sink::iceberg`]).
+//! every commit is fenced on the table's offsets ([`crate::iceberg`]).
 //!
 //! [`MemoryElection`] is the in-memory twin for engine tests: a test says who is active.
 

@@ -23,6 +23,7 @@ pub mod config;
 pub mod dedup;
 pub mod delta;
 pub mod extract;
+pub mod files;
 pub mod join;
 pub mod session;
 pub mod shard;

@@ -12,7 +12,7 @@
 //! its plan lists each of them ([`Plan::held`]), and the replay runs them one by one.
 //!
 //! Each process names its state files with its own run id (`<batch>-<run>.json`), so a
-//! process fenced off the table (see [`crate::sink::iceberg::fence`]) can never overwrite
+//! process fenced off the table (see [`crate::iceberg::fence`]) can never overwrite
 //! the state another process committed for the same batch. The plan is found through a
 //! small pointer at a name that does not depend on the run (`<batch>.json`), which a
 //! restart can compute; state files of older versions of sluice were written at that name
@@ -33,8 +33,7 @@ use super::window::{Accumulator, PackedKey, SavedGroup};
 use crate::lookup::Version;
 use crate::units::{Micros, Millis};
 
-/// Snapshot summary key: the path of the state file after this commit.
-pub const STATE: &str = "sluice.state";
+pub use crate::commit::STATE;
 /// Snapshot summary key: the watermark after this commit, RFC 3339.
 pub const WATERMARK: &str = "sluice.watermark";
 
@@ -239,7 +238,7 @@ impl StateError {
 }
 
 /// Where state files are kept: the table's storage in production
-/// ([`crate::sink::iceberg::TableFiles`]), [`MemoryStore`] in tests. Paths are full paths
+/// ([`crate::iceberg::TableFiles`]), [`MemoryStore`] in tests. Paths are full paths
 /// below the table's location (see [`path`]).
 pub trait StateStore: Send + Sync {
     /// Writes a whole file.

@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 use super::load::{Loader, LookupError, check_size};
 use super::{Table, Version};
-use crate::sink::iceberg::IcebergCatalog;
+use crate::iceberg::IcebergCatalog;
 
 /// The loader of a lookup table from an Iceberg table.
 pub struct IcebergLoader {

@@ -57,7 +57,7 @@ pub fn loaders(
     lookups: &[config::LookupConfig],
     connection: &crate::kafka::Connection,
     on_data_loss: crate::source::kafka::OnDataLoss,
-    catalog: &crate::sink::iceberg::IcebergCatalog,
+    catalog: &crate::iceberg::IcebergCatalog,
 ) -> Result<refresh::LookupTables, load::LookupError> {
     let mut all = Vec::new();
     for lookup in lookups {

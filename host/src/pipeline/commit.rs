@@ -13,8 +13,8 @@ use crate::commit::{CommitMark, DATA_LOSS, DEAD_LETTERED, RECORDS_LOST, RUN};
 use crate::event_time::delta::Chain;
 use crate::event_time::extract::format_micros;
 use crate::event_time::state::{self, STATE, WATERMARK};
+use crate::iceberg::maintain::cutoff_ms;
 use crate::lookup::LOOKUPS;
-use crate::sink::iceberg::maintain::cutoff_ms;
 use crate::sink::{Commit, Delivered, Expired};
 use crate::source::identity::LAST_RECORDS;
 

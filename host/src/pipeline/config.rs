@@ -13,11 +13,11 @@ use crate::admin::AdminConfig;
 use crate::batch::TriggerConfig;
 use crate::event_time::config::{DedupConfig, EventTimeConfig, LateData, WindowConfig};
 use crate::event_time::join::config::JoinConfig;
+use crate::iceberg::IcebergSinkConfig;
 use crate::lookup::config::LookupConfig;
+use crate::plugin::config::{RuntimeConfig, StageConfig};
 use crate::sink::deadletter::DeadLetterConfig;
-use crate::sink::iceberg::IcebergSinkConfig;
 use crate::source::kafka::{KafkaSourceConfig, SourceMode};
-use crate::udf::config::{RuntimeConfig, StageConfig};
 
 /// What happens to an event that a plugin rejects, that fails in a plugin, or that does
 /// not fit the table.
@@ -263,7 +263,7 @@ impl PipelineConfig {
         self.check_event_time()?;
         crate::lookup::config::check(&self.lookups, &self.source.topics)?;
         let declared = self.lookups.iter().map(|l| l.name.as_str()).collect();
-        crate::udf::lookup::check(&self.stages, &declared).map_err(|e| e.to_string())?;
+        crate::plugin::lookup::check(&self.stages, &declared).map_err(|e| e.to_string())?;
         if self.sink.columns.is_empty() {
             return Ok(()); // the table must exist already
         }

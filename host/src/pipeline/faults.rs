@@ -9,8 +9,8 @@
 use std::time::{Duration, Instant};
 
 use super::PipelineError;
+use crate::iceberg::IcebergError;
 use crate::sink::OutputError;
-use crate::sink::iceberg::SinkError;
 use crate::source::SourceError;
 
 /// The first wait after a fault; each next one doubles.
@@ -39,10 +39,10 @@ impl PipelineError {
     }
 }
 
-fn sink_transient(error: &SinkError) -> bool {
+fn sink_transient(error: &IcebergError) -> bool {
     matches!(
         error,
-        SinkError::Iceberg { .. } | SinkError::NotCommitted { .. }
+        IcebergError::Iceberg { .. } | IcebergError::NotCommitted { .. }
     )
 }
 

@@ -62,16 +62,16 @@ use crate::encode::{Encoder, SchemaError};
 use crate::event_time::EventTime;
 use crate::event_time::config::AtEnd;
 use crate::event_time::state::{Plan, StateError, StateStore};
+use crate::iceberg::IcebergError;
 use crate::lookup::Current;
 use crate::lookup::load::LookupError;
 use crate::lookup::refresh::LookupTables;
+use crate::plugin::PluginError;
 use crate::record::Record;
-use crate::sink::iceberg::SinkError;
 use crate::sink::{OutputError, Outputs};
 use crate::source::identity::Fingerprints;
 use crate::source::kafka::SourceMode;
 use crate::source::{Loss, Offsets, Source, SourceError};
-use crate::udf::UdfError;
 use crate::units::Millis;
 
 /// The pipeline failed.
@@ -79,7 +79,7 @@ use crate::units::Millis;
 pub enum PipelineError {
     /// A plugin could not be loaded.
     #[error("stage: {0}")]
-    Udf(#[from] UdfError),
+    Udf(#[from] PluginError),
     /// A stage's plugin failed a check at start.
     #[error("{0}")]
     Stage(#[from] StageError),
@@ -91,7 +91,7 @@ pub enum PipelineError {
     Source(#[from] SourceError),
     /// The table failed.
     #[error("sink: {0}")]
-    Sink(#[from] SinkError),
+    Sink(#[from] IcebergError),
     /// An output failed.
     #[error("{0}")]
     Output(#[from] OutputError),
@@ -469,7 +469,7 @@ impl PipelineError {
         matches!(
             self,
             PipelineError::Output(OutputError::Table { error, .. })
-                if matches!(**error, SinkError::Fenced { .. })
+                if matches!(**error, IcebergError::Fenced { .. })
         )
     }
 }

@@ -18,10 +18,11 @@ use crate::encode::Encoder;
 use crate::event_time::EventTime;
 use crate::event_time::config::EventTimeConfig;
 use crate::event_time::state::{self, Plan, STATE, StateStore};
+use crate::iceberg::{IcebergCatalog, IcebergTable};
 use crate::kafka::{self, ClientKind, REACH_TIMEOUT};
 use crate::lookup::refresh::LookupTables;
+use crate::plugin::Runtime;
 use crate::sink::deadletter::{DeadLetterOutput, Route};
-use crate::sink::iceberg::{IcebergCatalog, IcebergTable};
 use crate::sink::join::JoinOutput;
 use crate::sink::table::TableOutput;
 use crate::sink::topic::{KafkaTopics, Topics};
@@ -30,7 +31,6 @@ use crate::sink::{Output, OutputError, Outputs};
 use crate::source::identity::{Fingerprints, LAST_RECORDS};
 use crate::source::kafka::{KafkaSource, OnDataLoss, SourceMode, StartingOffsets};
 use crate::source::{Loss, Offsets, Source, SourceError};
-use crate::udf::Runtime;
 use crate::units::Millis;
 
 /// The parts a pipeline is built from. Production wires Kafka and the table's storage

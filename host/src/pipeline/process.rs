@@ -11,8 +11,8 @@ use super::stages::StageCounts;
 use super::step::{Slice, Step, shadow_reports, total_counts, total_verdicts};
 use super::{Pipeline, PipelineError};
 use crate::event_time::apply::Timed;
+use crate::plugin::shadow::ShadowReport;
 use crate::record::{Reason, Record};
-use crate::udf::shadow::ShadowReport;
 use crate::units::Millis;
 
 /// What the process phase made of a batch.

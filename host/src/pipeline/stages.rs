@@ -3,7 +3,7 @@
 //! records about them.
 //!
 //! Each batch runs entirely on one version of each stage: new versions found by the
-//! watcher ([`crate::udf::swap`]) are activated only when a batch starts. A version
+//! watcher ([`crate::plugin::swap`]) are activated only when a batch starts. A version
 //! swapped in is on probation for its first `rollback.first-events` events. If, counted
 //! from its activation, it fails on (traps, limits) or rejects more events than the
 //! stage's `rollback` bounds allow, the pipeline goes back to the previous version and
@@ -14,12 +14,12 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
-use crate::udf::config::StageConfig;
+use crate::plugin::config::StageConfig;
 use std::sync::mpsc::{Receiver, Sender, channel};
 
-use crate::udf::shadow::ShadowReport;
-use crate::udf::swap::{self, Found, Samples, Watcher};
-use crate::udf::{Plugin, Runtime, UdfError};
+use crate::plugin::shadow::ShadowReport;
+use crate::plugin::swap::{self, Found, Samples, Watcher};
+use crate::plugin::{Plugin, PluginError, Runtime};
 
 /// What one stage did with the events that reached it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -143,7 +143,7 @@ pub struct Stages {
 pub enum StageError {
     /// The plugin could not be loaded.
     #[error(transparent)]
-    Udf(#[from] UdfError),
+    Udf(#[from] PluginError),
     /// The plugin failed a check.
     #[error("stage `{stage}`: {reason}")]
     Refused {
@@ -171,7 +171,7 @@ impl Stages {
                 Some(path) => swap::read_samples(path).map_err(refused)?,
                 None => Vec::new(),
             };
-            let bytes = std::fs::read(&config.plugin).map_err(|error| UdfError::Read {
+            let bytes = std::fs::read(&config.plugin).map_err(|error| PluginError::Read {
                 plugin: config.name.clone(),
                 path: config.plugin.display().to_string(),
                 error,
@@ -191,7 +191,7 @@ impl Stages {
             active.push(plugin);
             let shadow = match &config.shadow {
                 Some(path) => {
-                    let bytes = std::fs::read(path).map_err(|error| UdfError::Read {
+                    let bytes = std::fs::read(path).map_err(|error| PluginError::Read {
                         plugin: config.name.clone(),
                         path: path.display().to_string(),
                         error,
@@ -216,7 +216,7 @@ impl Stages {
             let interval = runtime.config().watch_interval;
             let watcher = Watcher::start(runtime.clone(), watched, interval, sender.clone())
                 .map_err(|e| {
-                    UdfError::Engine(format!("cannot start the plugin file watcher: {e}"))
+                    PluginError::Engine(format!("cannot start the plugin file watcher: {e}"))
                 })?;
             Some(watcher)
         };

@@ -15,10 +15,10 @@ use super::stages::StageCounts;
 use crate::encode::{Encoder, keep_rows};
 use crate::event_time::EventTime;
 use crate::event_time::apply::Timed;
+use crate::plugin::chain::{self, Fate, Judged, StageRun};
+use crate::plugin::shadow::{self, ShadowReport};
+use crate::plugin::{Plugin, PluginError};
 use crate::record::{Reason, Record, capped};
-use crate::udf::chain::{self, Fate, Judged, StageRun};
-use crate::udf::shadow::{self, ShadowReport};
-use crate::udf::{Plugin, UdfError};
 
 /// Records a step judges and encodes at a time (rounded up to whole plugin chunks).
 const PIECE_RECORDS: usize = 8192;
@@ -288,7 +288,10 @@ impl Step<'_> {
 
 /// The message of a failed call, made once for all the records of the call (they share its
 /// error) rather than once per record.
-fn failed_message(last: &mut Option<(Arc<UdfError>, Arc<str>)>, error: &Arc<UdfError>) -> Arc<str> {
+fn failed_message(
+    last: &mut Option<(Arc<PluginError>, Arc<str>)>,
+    error: &Arc<PluginError>,
+) -> Arc<str> {
     match last {
         Some((seen, message)) if Arc::ptr_eq(seen, error) => message.clone(),
         _ => {

@@ -7,10 +7,10 @@ use std::collections::HashMap;
 
 use arrow_array::RecordBatch;
 
-use super::iceberg::{Fence, IcebergTable, Landed, SinkError};
 use super::topic::{Outgoing, Topic};
 use super::{Delivered, OutputError, Results, send_to};
 use crate::commit::CommitMark;
+use crate::iceberg::{Fence, IcebergError, IcebergTable, Landed};
 
 /// Sends `records` (key, value) to `topic`, each with the pipeline's and batch's headers
 /// and `tag` (`("sluice.window", name)`, for example).
@@ -136,7 +136,7 @@ fn held(kind: &str, name: &str, batch_id: u64) -> Delivered {
 }
 
 /// An error of the table of `KIND `NAME``.
-pub(super) fn table_error(kind: &str, name: &str, error: SinkError) -> OutputError {
+pub(super) fn table_error(kind: &str, name: &str, error: IcebergError) -> OutputError {
     OutputError::Table {
         output: format!("{kind} `{name}`"),
         error: Box::new(error),

@@ -11,12 +11,12 @@ use arrow_array::RecordBatch;
 use serde_json::Value;
 
 use super::derived::{self, DerivedTable};
-use super::iceberg::{IcebergCatalog, IcebergSinkConfig, IcebergTable};
 use super::topic::{Topic, Topics};
 use super::{Commit, Delivered, Output, OutputError, Results};
 use crate::encode::Encoder;
 use crate::event_time::join::JoinRow;
 use crate::event_time::join::config::JoinConfig;
+use crate::iceberg::{IcebergCatalog, IcebergSinkConfig, IcebergTable};
 use crate::kafka::Connection;
 
 /// What the join's table holds, in logs and errors.

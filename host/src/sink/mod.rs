@@ -30,14 +30,14 @@
 //!    `every-commits` commits, snapshot expiry of every table ([`Outputs::expire_snapshots`],
 //!    `[sink.expire-snapshots]`), whose failure is only logged and counted.
 //!
-//! Modules: [`iceberg`] (tables), [`topic`] (Kafka topics) and its in-memory twin
-//! [`memory`], [`deadletter`] (dead letters and late data), [`window`] (window results),
-//! [`join`] (joined rows),
-//! [`table`] (the main table as an output).
+//! Modules: [`table`] (the main table as an output, on the Iceberg adapter
+//! [`crate::iceberg`]), [`topic`] (Kafka topics) and its in-memory twin [`memory`],
+//! [`deadletter`] (dead letters and late data), [`window`] (window results), [`join`]
+//! (joined rows).
 
 pub mod deadletter;
 mod derived;
-pub mod iceberg;
+
 pub mod join;
 pub mod memory;
 pub mod table;
@@ -48,12 +48,12 @@ use std::collections::HashMap;
 
 use arrow_array::RecordBatch;
 
-use self::iceberg::{Fence, SinkError};
 use self::table::TableOutput;
 use self::topic::TopicError;
 use crate::commit::CommitMark;
 use crate::event_time::join::JoinRow;
 use crate::event_time::window::WindowRow;
+use crate::iceberg::{Fence, IcebergError};
 use crate::record::{Reason, Record};
 
 /// What a batch hands its outputs.
@@ -94,7 +94,7 @@ pub struct Commit<'a> {
     /// The batch's commit mark.
     pub mark: &'a CommitMark,
     /// What the main table must still record for the batch to commit (see
-    /// [`iceberg::fence`]).
+    /// [`crate::iceberg::fence`]).
     pub fence: &'a Fence,
     /// More snapshot summary properties (the main table's: stages, state, watermark).
     pub properties: &'a HashMap<String, String>,
@@ -117,7 +117,7 @@ pub enum OutputError {
         /// The output.
         output: String,
         /// Why.
-        error: Box<SinkError>,
+        error: Box<IcebergError>,
     },
     /// A result does not fit its table (its schema was changed by someone else).
     #[error("{output}: {message}")]
@@ -166,7 +166,7 @@ pub trait Output: Send {
     }
 
     /// Expires the snapshots of this output's table, if it has one (see
-    /// [`iceberg::IcebergTable::expire_snapshots`]); returns how many were removed.
+    /// [`crate::iceberg::IcebergTable::expire_snapshots`]); returns how many were removed.
     fn expire_snapshots(&mut self, cutoff_ms: i64, retain_last: usize) -> Result<u64, OutputError> {
         let _ = (cutoff_ms, retain_last);
         Ok(0)
@@ -323,7 +323,7 @@ mod tests {
     use std::collections::HashMap;
 
     use super::*;
-    use crate::sink::iceberg::{IcebergCatalog, IcebergSinkConfig, IcebergTable};
+    use crate::iceberg::{IcebergCatalog, IcebergSinkConfig, IcebergTable};
     use crate::source::Offsets;
 
     /// An output whose table cannot be expired.

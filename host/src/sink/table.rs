@@ -5,9 +5,9 @@ use std::collections::HashMap;
 
 use iceberg::spec::DataFile;
 
-use super::iceberg::{Fence, IcebergTable, Landed, SinkError};
 use super::{Commit, Delivered, Output, OutputError, Results};
 use crate::commit::{CommitMark, RUN};
+use crate::iceberg::{Fence, IcebergError, IcebergTable, Landed};
 
 /// The main table.
 #[derive(Debug)]
@@ -46,7 +46,7 @@ impl TableOutput {
     }
 
     /// The latest commit mark of `pipeline`.
-    pub fn last_mark(&self, pipeline: &str) -> Result<Option<CommitMark>, SinkError> {
+    pub fn last_mark(&self, pipeline: &str) -> Result<Option<CommitMark>, IcebergError> {
         self.table.last_mark(pipeline)
     }
 
@@ -73,7 +73,7 @@ impl TableOutput {
         }
     }
 
-    fn error(&self, error: SinkError) -> OutputError {
+    fn error(&self, error: IcebergError) -> OutputError {
         OutputError::Table {
             output: self.name(),
             error: Box::new(error),

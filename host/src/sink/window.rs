@@ -11,13 +11,13 @@ use arrow_array::RecordBatch;
 use serde_json::{Map, Value};
 
 use super::derived::{self, DerivedTable};
-use super::iceberg::{ColumnConfig, IcebergCatalog, IcebergSinkConfig, IcebergTable};
 use super::topic::{Topic, Topics};
 use super::{Commit, Delivered, Output, OutputError, Results};
 use crate::encode::Encoder;
 use crate::event_time::config::WindowConfig;
 use crate::event_time::extract::format_micros;
 use crate::event_time::window::WindowRow;
+use crate::iceberg::{ColumnConfig, IcebergCatalog, IcebergSinkConfig, IcebergTable};
 use crate::kafka::Connection;
 
 /// What a window's table holds, in logs and errors.

@@ -3,14 +3,14 @@
 
 use std::time::Duration;
 
+use sluice::plugin::chain::{self, Fate};
+use sluice::plugin::config::{Grants, Limits};
+use sluice::plugin::{Failure, Plugin, PluginError, Verdict, WIT_VERSION};
 use sluice::record::Record;
-use sluice::udf::chain::{self, Fate};
-use sluice::udf::config::{Grants, Limits};
-use sluice::udf::{Failure, Plugin, UdfError, Verdict, WIT_VERSION};
 use sluice::units::ByteSize;
 use sluice_tests::{load, load_with, plugins, records, runtime, seed_events};
 
-fn misbehave(mode: &str, extra: &[(&str, &str)], limits: Limits) -> Result<Plugin, UdfError> {
+fn misbehave(mode: &str, extra: &[(&str, &str)], limits: Limits) -> Result<Plugin, PluginError> {
     let mut params = vec![("mode", mode)];
     params.extend_from_slice(extra);
     load_with(plugins::MISBEHAVE, &params, limits, Grants::default())
@@ -28,7 +28,7 @@ fn failure_of(mode: &str, extra: &[(&str, &str)], limits: Limits) -> Failure {
     let error = plugin
         .process_records(&refs(&records))
         .expect_err("the call fails");
-    let UdfError::Call {
+    let PluginError::Call {
         plugin: name,
         failure,
         events,
@@ -184,7 +184,7 @@ fn a_chunk_error_from_the_plugin_is_reported() {
 #[test]
 fn failing_init_refuses_the_plugin_at_load() {
     let error = misbehave("fail-init", &[], Limits::default()).unwrap_err();
-    let UdfError::Init { plugin, message } = &error else {
+    let PluginError::Init { plugin, message } = &error else {
         panic!("{error}")
     };
     assert_eq!(plugin, "misbehave");
@@ -199,7 +199,7 @@ fn failing_init_refuses_the_plugin_at_load() {
     };
     let error = misbehave("spin-init", &[], limits).unwrap_err();
     assert!(
-        matches!(&error, UdfError::Init { message, .. } if message.contains("call-timeout")),
+        matches!(&error, PluginError::Init { message, .. } if message.contains("call-timeout")),
         "{error}"
     );
     assert_host_still_serves();
@@ -237,7 +237,7 @@ fn a_plugin_built_against_an_earlier_compatible_version_loads_and_runs() {
 fn another_wit_version_is_refused_at_load() {
     let error = load(plugins::FUTURE_VERSION, &[]).unwrap_err();
     assert!(
-        matches!(error, UdfError::Incompatible { version, .. } if version == WIT_VERSION),
+        matches!(error, PluginError::Incompatible { version, .. } if version == WIT_VERSION),
         "{error}"
     );
     assert!(
@@ -264,7 +264,7 @@ fn another_wit_version_is_refused_at_load() {
         Grants::default(),
     );
     assert!(
-        matches!(not_wasm, Err(UdfError::Compile { .. })),
+        matches!(not_wasm, Err(PluginError::Compile { .. })),
         "{not_wasm:?}"
     );
     assert_host_still_serves();
@@ -419,8 +419,8 @@ fn one_plugin_serves_several_threads() {
 #[test]
 fn without_enforced_call_timeouts_plugins_judge_the_same_and_other_limits_hold() {
     use sluice::generate::{Generator, GeneratorConfig};
-    use sluice::udf::Runtime;
-    use sluice::udf::config::RuntimeConfig;
+    use sluice::plugin::Runtime;
+    use sluice::plugin::config::RuntimeConfig;
     use std::path::Path;
 
     let unchecked = Runtime::new(RuntimeConfig {
@@ -466,7 +466,7 @@ fn without_enforced_call_timeouts_plugins_judge_the_same_and_other_limits_hold()
     assert!(
         matches!(
             error,
-            UdfError::Call {
+            PluginError::Call {
                 failure: Failure::Memory { .. },
                 ..
             }
@@ -502,7 +502,7 @@ fn a_sleeping_plugin_is_held_to_its_call_timeout() {
         let started = std::time::Instant::now();
         let error = plugin.process_records(&refs(&records)).unwrap_err();
         let elapsed = started.elapsed();
-        let UdfError::Call { failure, .. } = error else {
+        let PluginError::Call { failure, .. } = error else {
             panic!("{error}")
         };
         assert_eq!(

@@ -3,7 +3,7 @@
 use serde_json::Value;
 use sluice::cli::r#try::Summary;
 use sluice::cli::{self, Command};
-use sluice::udf::config::StagesFile;
+use sluice::plugin::config::StagesFile;
 use sluice_tests::{plugins, repo_root};
 
 fn events_file() -> String {

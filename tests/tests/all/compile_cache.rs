@@ -6,8 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use sluice::udf::config::{CompileCacheDir, Grants, Limits, RuntimeConfig};
-use sluice::udf::{Origin, Plugin, Runtime, Verdict};
+use sluice::plugin::config::{CompileCacheDir, Grants, Limits, RuntimeConfig};
+use sluice::plugin::{Origin, Plugin, Runtime, Verdict};
 use sluice_tests::{plugins, records, seed_events};
 
 /// A fresh cache folder for one test, removed when dropped.
@@ -135,7 +135,7 @@ fn another_plugins_entry_under_this_ones_name_is_not_run() {
     let runtime = runtime(&dir.0, true);
     let keep_all = load(&runtime, plugins::KEEP_ALL);
     let enricher_digest =
-        sluice::udf::digest_of(&std::fs::read(plugins::CLICKSTREAM_ENRICHER).unwrap());
+        sluice::plugin::digest_of(&std::fs::read(plugins::CLICKSTREAM_ENRICHER).unwrap());
     let planted = runtime.compile_cache().entry(&enricher_digest).unwrap();
     std::fs::copy(
         runtime.compile_cache().entry(keep_all.digest()).unwrap(),

@@ -1,8 +1,8 @@
 //! The rewrite path: the enricher rewrites values, and a chain passes rewritten values on.
 
 use serde_json::Value;
-use sluice::udf::Verdict;
-use sluice::udf::chain::{self, Fate};
+use sluice::plugin::Verdict;
+use sluice::plugin::chain::{self, Fate};
 use sluice_tests::{load, plugins, records, seed_events};
 
 #[test]

@@ -1099,9 +1099,9 @@ pub(crate) fn join_table_rows(s: &Setup) -> Vec<serde_json::Map<String, Value>> 
     let text = example.replace("${SLUICE_WAREHOUSE:-../../warehouse}", warehouse);
     let config =
         sluice::pipeline::config::PipelineConfig::parse(&text, &analytics_config()).unwrap();
-    let catalog = sluice::sink::iceberg::IcebergCatalog::open(&config.sink, &s.warehouse).unwrap();
+    let catalog = sluice::iceberg::IcebergCatalog::open(&config.sink, &s.warehouse).unwrap();
     let table = sluice::sink::join::table_config(&config.joins[0], &config.sink).unwrap();
-    let table = sluice::sink::iceberg::IcebergTable::open(&catalog, table).unwrap();
+    let table = sluice::iceberg::IcebergTable::open(&catalog, table).unwrap();
     table.read_rows().unwrap()
 }
 

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use sluice::udf::swap;
+use sluice::plugin::swap;
 use sluice_tests::fixture::{Running, Setup, progress_lines, text};
 use sluice_tests::{load, plugins, produce};
 
@@ -149,7 +149,7 @@ fn plugins_swap_while_running_and_bad_versions_are_refused_or_rolled_back() {
     install(plugins::FUTURE_VERSION, &rules);
     let line = refused(&running, &mut progress);
     assert!(
-        line.contains(sluice::udf::WIT_VERSION),
+        line.contains(sluice::plugin::WIT_VERSION),
         "names the WIT version: {line}"
     );
     install(plugins::FAIL_INIT, &rules);
@@ -254,7 +254,7 @@ fn samples_and_allow_lists_refuse_versions_before_they_run() {
     )
     .unwrap();
     let samples = swap::read_samples(&samples).unwrap();
-    let stage: sluice::udf::config::StageConfig = toml::from_str(&format!(
+    let stage: sluice::plugin::config::StageConfig = toml::from_str(&format!(
         "name = \"rules\"\nplugin = \"{}\"",
         plugins::KEEP_ALL
     ))
@@ -280,7 +280,7 @@ fn samples_and_allow_lists_refuse_versions_before_they_run() {
 
     // An allow-list refuses every other module, whatever it does.
     let validator = load(plugins::CLICKSTREAM_VALIDATOR, &[]).unwrap();
-    let pinned = sluice::udf::config::StageConfig {
+    let pinned = sluice::plugin::config::StageConfig {
         allowed_digests: vec![validator.digest().to_string()],
         ..stage
     };
@@ -628,8 +628,8 @@ fn rejection_bounds_roll_a_new_version_back() {
     // The relative bound (here: at most twice the previous version's share) and the
     // absolute one. The counts are given by hand, as a batch would report them.
     use sluice::pipeline::stages::{StageCounts, Stages};
-    use sluice::udf::swap::{Candidate, Found};
-    let stage: sluice::udf::config::StageConfig = toml::from_str(&format!(
+    use sluice::plugin::swap::{Candidate, Found};
+    let stage: sluice::plugin::config::StageConfig = toml::from_str(&format!(
         "name = \"rules\"\nplugin = \"{}\"\nwatch = false\nrollback = {{ first-events = 1000, max-failure-rate = 0.5, max-rejection-ratio = 2.0 }}",
         plugins::KEEP_ALL
     ))
@@ -695,7 +695,7 @@ fn rejection_bounds_roll_a_new_version_back() {
     assert_eq!(stages.active()[0].digest(), new_digest);
 
     // The absolute bound: at most 20% rejected, whatever the previous version did.
-    let absolute: sluice::udf::config::StageConfig = toml::from_str(&format!(
+    let absolute: sluice::plugin::config::StageConfig = toml::from_str(&format!(
         "name = \"rules\"\nplugin = \"{}\"\nwatch = false\nrollback = {{ max-rejection-rate = 0.2 }}",
         plugins::KEEP_ALL
     ))

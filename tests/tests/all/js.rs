@@ -2,7 +2,7 @@
 //! the pinned componentize-js: the clickstream validator's rules in JavaScript give the
 //! verdicts of the Rust plugin on the same table (the `check_*` functions of `validator.rs`).
 
-use sluice::udf::{Failure, Plugin, UdfError, Verdict};
+use sluice::plugin::{Failure, Plugin, PluginError, Verdict};
 use sluice_tests::{load, plugins, records};
 
 use crate::validator;
@@ -50,7 +50,7 @@ fn js_validator_refuses_unknown_parameters_at_load() {
 
 /// The JavaScript test guest (`udfs/js/test-guest`) in `mode`, or `None` as for
 /// [`js_validator`].
-fn js_test_guest(mode: &str) -> Option<Result<Plugin, UdfError>> {
+fn js_test_guest(mode: &str) -> Option<Result<Plugin, PluginError>> {
     match plugins::JS_TEST_GUEST {
         Ok(path) => Some(load(path, &[("mode", mode)])),
         Err(why) if std::env::var_os("CI").is_some() => {
@@ -135,7 +135,7 @@ fn a_js_init_error_refuses_the_plugin() {
         return;
     };
     let error = result.unwrap_err();
-    assert!(matches!(error, UdfError::Init { .. }), "{error}");
+    assert!(matches!(error, PluginError::Init { .. }), "{error}");
     assert!(
         error
             .to_string()

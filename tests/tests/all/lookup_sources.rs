@@ -263,8 +263,8 @@ columns = [
 /// first snapshot holds what it held then.
 #[test]
 fn an_iceberg_table_is_read_then_refreshed_and_rebuilt_at_a_snapshot() {
+    use sluice::iceberg::IcebergCatalog;
     use sluice::lookup::iceberg::IcebergLoader;
-    use sluice::sink::iceberg::IcebergCatalog;
 
     let mut s = sluice_tests::fixture::Setup::new("iceberg-lookup");
     s.write_config("products.toml", PRODUCTS);

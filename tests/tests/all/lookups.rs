@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use sluice::lookup::{Lookups, Table, Version};
-use sluice::udf::config::{Grants, Limits, RuntimeConfig};
-use sluice::udf::{Plugin, Runtime, UdfError, Verdict};
+use sluice::plugin::config::{Grants, Limits, RuntimeConfig};
+use sluice::plugin::{Plugin, PluginError, Runtime, Verdict};
 use sluice_tests::{plugins, records};
 
 /// A runtime of its own: its lookup tables are not shared with other tests.
@@ -16,7 +16,11 @@ fn runtime() -> Runtime {
     Runtime::new(RuntimeConfig::default()).unwrap()
 }
 
-fn probe(runtime: &Runtime, params: &[(&str, &str)], granted: &[&str]) -> Result<Plugin, UdfError> {
+fn probe(
+    runtime: &Runtime,
+    params: &[(&str, &str)],
+    granted: &[&str],
+) -> Result<Plugin, PluginError> {
     let grants = Grants {
         lookups: granted.iter().map(|t| t.to_string()).collect(),
         ..Grants::default()
@@ -116,7 +120,7 @@ fn lookups_in_init_are_unavailable_not_a_trap() {
     let runtime = runtime();
     runtime.lookups().set(profiles("gold"));
     let error = probe(&runtime, &[("init-table", "profiles")], &["profiles"]).unwrap_err();
-    let UdfError::Init { message, .. } = &error else {
+    let PluginError::Init { message, .. } = &error else {
         panic!("{error}")
     };
     assert!(

@@ -924,7 +924,7 @@ const MOST_SNAPSHOTS: usize = 2 + 3 - 1;
 /// The snapshots of the table `namespace.table` in the setup's warehouse (its SQLite
 /// catalog), as the catalog holds them now.
 pub(crate) fn snapshot_count(s: &Setup, namespace: &str, table: &str) -> usize {
-    use sluice::sink::iceberg::{IcebergCatalog, IcebergSinkConfig, IcebergTable};
+    use sluice::iceberg::{IcebergCatalog, IcebergSinkConfig, IcebergTable};
     let config: IcebergSinkConfig = toml::from_str(&format!(
         "warehouse = {:?}\nnamespace = {namespace:?}\ntable = {table:?}",
         s.warehouse.display().to_string()

@@ -4,7 +4,7 @@
 //! the `check_*` functions take the plugin's path.
 
 use serde_json::{Value, json};
-use sluice::udf::{Plugin, UdfError, Verdict};
+use sluice::plugin::{Plugin, PluginError, Verdict};
 use sluice_tests::{load, plugins, records, seed_events};
 
 fn page_view() -> Value {
@@ -328,7 +328,7 @@ fn unknown_parameters_refuse_the_plugin_at_load() {
 
 pub(crate) fn check_unknown_parameters_refuse_the_plugin_at_load(path: &str) {
     let error = load(path, &[("allowed-event-type", "search")]).unwrap_err();
-    assert!(matches!(error, UdfError::Init { .. }), "{error}");
+    assert!(matches!(error, PluginError::Init { .. }), "{error}");
     assert!(
         error
             .to_string()

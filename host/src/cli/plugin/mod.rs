@@ -3,7 +3,7 @@
 //! - `sluice plugin new NAME [--kind validator|enricher] [--lang rust|js]`: a Rust crate or a
 //!   JavaScript package that builds as it is, with one rule, its unit tests and samples;
 //! - `sluice plugin test PLUGIN.wasm --samples FILE.jsonl`: the samples check that a stage
-//!   runs before it takes a new version ([`crate::udf::swap::check_samples`]), as a command
+//!   runs before it takes a new version ([`crate::plugin::swap::check_samples`]), as a command
 //!   for an author's CI: every sample judged otherwise is listed, and the exit code says so.
 
 pub mod new;

@@ -8,9 +8,9 @@ use std::time::Duration;
 use anyhow::{Context, anyhow};
 use clap::Args;
 
-use crate::udf::config::{Grants, Limits, RuntimeConfig};
-use crate::udf::swap::{self, Mismatch};
-use crate::udf::{Runtime, digest_of};
+use crate::plugin::config::{Grants, Limits, RuntimeConfig};
+use crate::plugin::swap::{self, Mismatch};
+use crate::plugin::{Runtime, digest_of};
 use crate::units::ByteSize;
 
 /// Arguments of `sluice plugin test`.

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::event_time::config::{WindowIcebergConfig, WindowKafkaConfig};
-use crate::sink::iceberg::ColumnConfig;
+use crate::iceberg::ColumnConfig;
 
 /// Which rows a join emits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

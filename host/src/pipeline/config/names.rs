@@ -6,8 +6,8 @@
 use std::collections::HashSet;
 
 use super::PipelineConfig;
+use crate::iceberg::config::{parse_partition, table_name_problem};
 use crate::kafka::{bootstrap_problem, topic_name_problem};
-use crate::sink::iceberg::config::{parse_partition, table_name_problem};
 
 /// Checks the names of `config`; the first problem, its key named.
 pub(super) fn check(config: &PipelineConfig) -> Result<(), String> {

@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;
 
 use serde_json::Value;
+use sluice::iceberg::{IcebergCatalog, IcebergTable};
 use sluice::pipeline::PipelineError;
 use sluice::pipeline::crash::{Crash, CrashPoint};
-use sluice::sink::iceberg::{IcebergCatalog, IcebergTable};
 
 use super::{Engine, Outputs, by_key, pipeline_file, sorted_json};
 

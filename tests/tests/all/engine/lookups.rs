@@ -31,8 +31,8 @@ fn events() -> Vec<String> {
 /// The lookup versions each commit of the main table records, by batch.
 fn versions(engine: &Engine) -> BTreeMap<u64, String> {
     let sink = &engine.config.sink;
-    let catalog = sluice::sink::iceberg::IcebergCatalog::open(sink, &engine.dir).unwrap();
-    let table = sluice::sink::iceberg::IcebergTable::open(&catalog, sink.clone()).unwrap();
+    let catalog = sluice::iceberg::IcebergCatalog::open(sink, &engine.dir).unwrap();
+    let table = sluice::iceberg::IcebergTable::open(&catalog, sink.clone()).unwrap();
     let mut by_batch = BTreeMap::new();
     for snapshot in table.table().metadata().snapshots() {
         let properties = &snapshot.summary().additional_properties;

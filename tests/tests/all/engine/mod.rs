@@ -21,12 +21,12 @@ use std::sync::atomic::AtomicBool;
 
 use serde_json::{Map, Value};
 use sluice::election::Election;
+use sluice::iceberg::{IcebergCatalog, IcebergTable};
 use sluice::lookup::load::{Loader, MemoryLookup};
 use sluice::lookup::refresh::LookupTables;
 use sluice::pipeline::config::PipelineConfig;
 use sluice::pipeline::crash::Crash;
 use sluice::pipeline::{Parts, Pipeline, PipelineError, RunSummary};
-use sluice::sink::iceberg::{IcebergCatalog, IcebergTable};
 use sluice::sink::memory::MemoryTopics;
 use sluice::sink::topic::TopicRecord;
 use sluice::sink::window::table_config;

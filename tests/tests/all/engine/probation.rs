@@ -5,7 +5,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use sluice::pipeline::crash::Crash;
-use sluice::udf::swap::{self, Candidate, Found};
+use sluice::plugin::swap::{self, Candidate, Found};
 use sluice_tests::plugins;
 
 use super::{Engine, PLAIN, plain};

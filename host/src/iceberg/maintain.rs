@@ -6,9 +6,9 @@
 //! DuckDB read the table as before. Orphan cleanup then deletes, below the table's `data/`
 //! and `metadata/` folders, the files that no snapshot left and no metadata file names
 //! (the files the expired snapshots held, and those of batches abandoned by a crash),
-//! if older than a grace period that keeps a writer's not-yet-committed files safe; and in
-//! sluice's state folder ([`crate::event_time::state::state_root`]), the state files of
-//! batches long committed that no mark names (those of fenced or crashed processes).
+//! if older than a grace period that keeps a writer's not-yet-committed files safe.
+//! [`IcebergTable::files_below`] lists other folders of the warehouse, for the engine's
+//! own files beside the data (its old state files).
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::time::{Duration, SystemTime};
@@ -16,11 +16,10 @@ use std::time::{Duration, SystemTime};
 use iceberg::spec::TableMetadata;
 use iceberg::transaction::{ApplyTransactionAction, Transaction};
 
-use super::listing::{Lister, normalize};
+use super::listing::{Listed, Lister, normalize};
 use super::marks::mark_property;
-use super::{IcebergTable, SinkError, iceberg_err};
+use super::{IcebergError, IcebergTable, iceberg_err};
 use crate::commit::{COMMIT_ID, PIPELINE};
-use crate::event_time::state::{STATE, chain_files, state_root};
 
 /// What expiry removed and kept.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -45,7 +44,7 @@ pub fn cutoff_ms(now: SystemTime, older_than: Duration) -> i64 {
 impl IcebergTable {
     /// The snapshot carrying each pipeline's latest mark, for every pipeline that left a
     /// mark (in the history or as a table property).
-    pub fn mark_snapshots(&self) -> Result<BTreeMap<String, i64>, SinkError> {
+    pub fn mark_snapshots(&self) -> Result<BTreeMap<String, i64>, IcebergError> {
         let metadata = self.table.metadata();
         let mut pipelines: BTreeSet<String> = metadata
             .snapshots()
@@ -83,7 +82,7 @@ impl IcebergTable {
         cutoff_ms: i64,
         retain_last: usize,
         dry_run: bool,
-    ) -> Result<Expiry, SinkError> {
+    ) -> Result<Expiry, IcebergError> {
         self.refresh()?;
         let marks = self.mark_snapshots()?;
         let metadata = self.table.metadata();
@@ -126,7 +125,7 @@ impl IcebergTable {
     /// Every file the table's metadata names: metadata files (current and logged),
     /// manifest lists, manifests, data and delete files, statistics files.
     /// Spelled as [`normalize`] spells them.
-    pub fn referenced_files(&self) -> Result<HashSet<String>, SinkError> {
+    pub fn referenced_files(&self) -> Result<HashSet<String>, IcebergError> {
         let table = &self.table;
         let metadata = table.metadata();
         let mut named: Vec<String> = metadata
@@ -166,9 +165,9 @@ impl IcebergTable {
     }
 
     /// Files below the table's `data/` and `metadata/` folders that nothing names, last
-    /// modified before `cutoff`, and sluice's old state files (see the module); their
-    /// locations, sorted.
-    pub fn orphan_files(&self, cutoff: SystemTime) -> Result<Vec<String>, SinkError> {
+    /// modified before `cutoff`; their locations, sorted. (The engine's old state files are
+    /// found by `event_time::files::old_state_files`.)
+    pub fn orphan_files(&self, cutoff: SystemTime) -> Result<Vec<String>, IcebergError> {
         let location = self.location().trim_end_matches('/');
         let s3 = self.config.s3.properties(|name| std::env::var(name).ok());
         let lister = Lister::new(location, &s3)?;
@@ -185,63 +184,20 @@ impl IcebergTable {
                     .map(|f| f.location),
             );
         }
-        orphans.extend(self.old_state_files(&lister, cutoff)?);
         orphans.sort();
         Ok(orphans)
     }
 
-    /// State files of each pipeline below its latest mark's batch by more than sluice
-    /// keeps, that the mark does not name and that the state it names does not build on
-    /// (the snapshot and deltas of its chain).
-    fn old_state_files(
-        &self,
-        lister: &Lister,
-        cutoff: SystemTime,
-    ) -> Result<Vec<String>, SinkError> {
-        let root = state_root(self.location());
-        let mut old = Vec::new();
-        for pipeline in self.mark_snapshots()?.keys() {
-            let props = self.last_mark_properties(pipeline)?.unwrap_or_default();
-            // The named file and, for a delta, the snapshot and deltas it builds on.
-            let live: HashSet<String> = match props.get(STATE) {
-                Some(named) => chain_files(&self.files(), named)
-                    .map_err(|error| SinkError::State {
-                        what: format!("reading the state chain of {named}"),
-                        error: Box::new(error),
-                    })?
-                    .iter()
-                    .map(|f| normalize(f))
-                    .collect(),
-                None => HashSet::new(),
-            };
-            let batch = props
-                .get(crate::commit::BATCH_ID)
-                .and_then(|b| b.parse::<u64>().ok())
-                .unwrap_or(0);
-            let keep_from = batch.saturating_sub(crate::event_time::state::KEEP_STATE_FILES);
-            let listed = self
-                .catalog
-                .block_on(lister.files_below(&format!("{root}/{pipeline}")))?;
-            for file in listed {
-                let file_batch = file
-                    .location
-                    .rsplit('/')
-                    .next()
-                    .and_then(|n| n.get(..20))
-                    .and_then(|b| b.parse::<u64>().ok());
-                if file_batch.is_some_and(|b| b < keep_from)
-                    && !live.contains(&file.location)
-                    && file.older_than(cutoff)
-                {
-                    old.push(file.location);
-                }
-            }
-        }
-        Ok(old)
+    /// Every file below `folder` (a location inside the warehouse), with its age: for the
+    /// engine's own files beside the data (see `event_time::files`).
+    pub fn files_below(&self, folder: &str) -> Result<Vec<Listed>, IcebergError> {
+        let s3 = self.config.s3.properties(|name| std::env::var(name).ok());
+        let lister = Lister::new(self.location().trim_end_matches('/'), &s3)?;
+        self.catalog.block_on(lister.files_below(folder))
     }
 
     /// Removes `files` (locations) through the table's storage; returns how many.
-    pub fn delete_files(&self, files: &[String]) -> Result<usize, SinkError> {
+    pub fn delete_files(&self, files: &[String]) -> Result<usize, IcebergError> {
         let io = self.table.file_io();
         self.catalog.block_on(async {
             for file in files {

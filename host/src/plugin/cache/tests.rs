@@ -60,7 +60,7 @@ fn component(n: i32) -> Vec<u8> {
 /// Loads `wasm` through `cache`, checks the component instantiates, and says where it
 /// came from.
 fn load(cache: &CompileCache, engine: &Engine, wasm: &[u8]) -> Origin {
-    let digest = crate::udf::digest_of(wasm);
+    let digest = crate::plugin::digest_of(wasm);
     let (component, origin) = cache.component(engine, "test", &digest, wasm).unwrap();
     instantiates(engine, &component);
     origin
@@ -123,12 +123,12 @@ fn a_damaged_entry_is_compiled_again_and_rewritten() {
     let cache = CompileCache::new(&engine, Some(dir.path().to_owned()));
     let wasm = component(7);
     assert_eq!(load(&cache, &engine, &wasm), Origin::Compiled);
-    let entry = cache.entry(&crate::udf::digest_of(&wasm)).unwrap();
+    let entry = cache.entry(&crate::plugin::digest_of(&wasm)).unwrap();
     let whole = std::fs::read(&entry).unwrap();
     let mut flipped = whole.clone();
     *flipped.last_mut().unwrap() ^= 1;
     // The right header and checksum over code wasmtime refuses.
-    let digest = crate::udf::digest_of(&wasm);
+    let digest = crate::plugin::digest_of(&wasm);
     let rest = [digest.as_bytes(), cache.engine_key.as_bytes(), b"not code"].concat();
     let mut bogus = super::MAGIC.to_vec();
     bogus.extend_from_slice(&sha2::Sha256::digest(&rest));
@@ -188,9 +188,9 @@ fn an_entry_of_another_component_is_not_loaded() {
     let (wasm, other) = (component(1), component(2));
     assert_eq!(load(&cache, &engine, &wasm), Origin::Compiled);
     assert_eq!(load(&cache, &engine, &other), Origin::Compiled);
-    let entry = cache.entry(&crate::udf::digest_of(&wasm)).unwrap();
+    let entry = cache.entry(&crate::plugin::digest_of(&wasm)).unwrap();
     let own = std::fs::read(&entry).unwrap();
-    let planted = cache.entry(&crate::udf::digest_of(&other)).unwrap();
+    let planted = cache.entry(&crate::plugin::digest_of(&other)).unwrap();
     std::fs::copy(&planted, &entry).unwrap();
     assert_eq!(load(&cache, &engine, &wasm), Origin::Compiled);
     assert_eq!(std::fs::read(&entry).unwrap(), own, "rewritten");
@@ -199,7 +199,7 @@ fn an_entry_of_another_component_is_not_loaded() {
     let other_engine = self::engine(false);
     let other_cache = CompileCache::new(&other_engine, Some(dir.path().to_owned()));
     assert_eq!(load(&other_cache, &other_engine, &wasm), Origin::Compiled);
-    let other_entry = other_cache.entry(&crate::udf::digest_of(&wasm)).unwrap();
+    let other_entry = other_cache.entry(&crate::plugin::digest_of(&wasm)).unwrap();
     std::fs::copy(&other_entry, &entry).unwrap();
     assert_eq!(load(&cache, &engine, &wasm), Origin::Compiled);
     assert_eq!(std::fs::read(&entry).unwrap(), own, "rewritten");
@@ -266,7 +266,7 @@ fn an_entry_others_may_write_is_not_read() {
     let cache = CompileCache::new(&engine, Some(dir.path().to_owned()));
     let wasm = component(4);
     assert_eq!(load(&cache, &engine, &wasm), Origin::Compiled);
-    let entry = cache.entry(&crate::udf::digest_of(&wasm)).unwrap();
+    let entry = cache.entry(&crate::plugin::digest_of(&wasm)).unwrap();
     for (mode, owner) in [(0o664, me), (0o644, me + 4242)] {
         set(&entry, mode, owner);
         assert_eq!(load(&cache, &engine, &wasm), Origin::Compiled, "{mode:o}");

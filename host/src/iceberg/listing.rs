@@ -10,7 +10,7 @@ use std::time::SystemTime;
 use iceberg::io::{S3_ACCESS_KEY_ID, S3_ENDPOINT, S3_PATH_STYLE_ACCESS, S3_REGION};
 use iceberg::io::{S3_SECRET_ACCESS_KEY, S3_SESSION_TOKEN};
 
-use super::SinkError;
+use super::IcebergError;
 use super::durable::local as local_path;
 
 /// A file found in a listing.
@@ -53,7 +53,7 @@ pub enum Lister {
 impl Lister {
     /// A lister for the warehouse `location` is in; `s3` holds the FileIO properties
     /// (`s3.*`) for an `s3://` location.
-    pub fn new(location: &str, s3: &HashMap<String, String>) -> Result<Lister, SinkError> {
+    pub fn new(location: &str, s3: &HashMap<String, String>) -> Result<Lister, IcebergError> {
         let Some(rest) = normalize(location).strip_prefix("s3://").map(String::from) else {
             return Ok(Lister::Local);
         };
@@ -80,13 +80,13 @@ impl Lister {
             builder = builder.enable_virtual_host_style();
         }
         let operator = opendal::Operator::new(builder)
-            .map_err(|e| SinkError::Config(format!("cannot list s3://{bucket}: {e}")))?
+            .map_err(|e| IcebergError::Config(format!("cannot list s3://{bucket}: {e}")))?
             .finish();
         Ok(Lister::S3 { operator, bucket })
     }
 
     /// Every file below the folder `location` (none if it does not exist).
-    pub async fn files_below(&self, location: &str) -> Result<Vec<Listed>, SinkError> {
+    pub async fn files_below(&self, location: &str) -> Result<Vec<Listed>, IcebergError> {
         match self {
             Lister::Local => local_files_below(&local_path(location)),
             Lister::S3 { operator, bucket } => {
@@ -99,7 +99,7 @@ impl Lister {
                     .list_with(&format!("{prefix}/"))
                     .recursive(true)
                     .await
-                    .map_err(|e| SinkError::Config(format!("cannot list {folder}: {e}")))?;
+                    .map_err(|e| IcebergError::Config(format!("cannot list {folder}: {e}")))?;
                 Ok(entries
                     .into_iter()
                     .filter(|e| e.metadata().is_file())
@@ -113,7 +113,7 @@ impl Lister {
     }
 }
 
-fn local_files_below(dir: &Path) -> Result<Vec<Listed>, SinkError> {
+fn local_files_below(dir: &Path) -> Result<Vec<Listed>, IcebergError> {
     let mut files = Vec::new();
     let mut folders: Vec<PathBuf> = vec![dir.to_path_buf()];
     while let Some(folder) = folders.pop() {
@@ -121,7 +121,7 @@ fn local_files_below(dir: &Path) -> Result<Vec<Listed>, SinkError> {
             Ok(entries) => entries,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => {
-                return Err(SinkError::Config(format!(
+                return Err(IcebergError::Config(format!(
                     "cannot list {}: {e}",
                     folder.display()
                 )));

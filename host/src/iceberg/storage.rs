@@ -14,7 +14,7 @@ use iceberg::io::{
 use iceberg_storage_opendal::OpenDalStorageFactory;
 use serde::Deserialize;
 
-use super::SinkError;
+use super::IcebergError;
 use super::durable::DurableFsStorageFactory;
 
 /// An S3 (or S3-compatible: MinIO, Ceph, R2...) warehouse, `warehouse = "s3://bucket/path"`.
@@ -120,12 +120,12 @@ pub enum StorageKind {
 
 impl StorageKind {
     /// The storage of `warehouse` (a path or a URL).
-    pub fn of(warehouse: &str) -> Result<StorageKind, SinkError> {
+    pub fn of(warehouse: &str) -> Result<StorageKind, IcebergError> {
         match warehouse.split_once("://") {
             None => Ok(StorageKind::Local),
             Some(("file", _)) => Ok(StorageKind::Local),
             Some(("s3" | "s3a", _)) => Ok(StorageKind::S3),
-            Some((scheme, _)) => Err(SinkError::Config(format!(
+            Some((scheme, _)) => Err(IcebergError::Config(format!(
                 "sink.warehouse: `{scheme}://` storage is not supported; use a local folder, \
                  file:// or s3://BUCKET/PATH"
             ))),

@@ -15,7 +15,7 @@ use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
 use super::split::Splitter;
-use super::{IcebergTable, SinkError, iceberg_err};
+use super::{IcebergError, IcebergTable, iceberg_err};
 
 /// A column chunk's dictionary page limit, past which its values are written plain.
 const DICTIONARY_PAGE_LIMIT: usize = 256 * 1024;
@@ -37,7 +37,7 @@ type Builder =
 impl IcebergTable {
     /// Writes `batches` as Parquet data files (not yet visible: see
     /// [`IcebergTable::commit`]).
-    pub fn write(&self, batches: Vec<RecordBatch>, batch_id: u64) -> Result<Written, SinkError> {
+    pub fn write(&self, batches: Vec<RecordBatch>, batch_id: u64) -> Result<Written, IcebergError> {
         let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
         if rows == 0 {
             return Ok(Written::default());
@@ -61,12 +61,12 @@ impl IcebergTable {
     }
 
     /// The data file writer (steps 2 to 4 of the stack) for a batch's files.
-    fn writer_builder(&self, batch_id: u64) -> Result<Builder, SinkError> {
+    fn writer_builder(&self, batch_id: u64) -> Result<Builder, IcebergError> {
         let metadata = self.table.metadata();
         let properties = WriterProperties::builder()
             .set_compression(Compression::ZSTD(
                 ZstdLevel::try_new(self.config.zstd_level)
-                    .map_err(|e| SinkError::Config(format!("sink.zstd-level: {e}")))?,
+                    .map_err(|e| IcebergError::Config(format!("sink.zstd-level: {e}")))?,
             ))
             // Columns of mostly distinct values (ids, timestamps) give up on their
             // dictionary after 256 KiB rather than 1 MiB: interning values that end up
@@ -94,7 +94,7 @@ impl IcebergTable {
 async fn write_unpartitioned(
     builder: Builder,
     batches: Vec<RecordBatch>,
-) -> Result<Vec<DataFile>, SinkError> {
+) -> Result<Vec<DataFile>, IcebergError> {
     let mut writer = builder
         .build(None)
         .await
@@ -115,7 +115,7 @@ async fn write_partitioned(
     builder: Builder,
     splitter: &Splitter,
     batches: Vec<RecordBatch>,
-) -> Result<Vec<DataFile>, SinkError> {
+) -> Result<Vec<DataFile>, IcebergError> {
     let mut fanout = FanoutWriter::new(builder);
     for batch in batches {
         for (key, part) in splitter

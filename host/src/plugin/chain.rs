@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use super::{Plugin, Rejection, UdfError, Verdict};
+use super::{Plugin, PluginError, Rejection, Verdict};
 use crate::record::Record;
 
 /// What became of one record after all stages.
@@ -31,7 +31,7 @@ pub enum Fate {
         /// Index of the stage that failed.
         stage: usize,
         /// The failure, shared by the records of the failed call.
-        error: Arc<UdfError>,
+        error: Arc<PluginError>,
     },
 }
 
@@ -119,7 +119,7 @@ fn judge_within(
     records: &[&Record],
     budget: &mut usize,
     calls: &mut u64,
-) -> Vec<Result<Verdict, Arc<UdfError>>> {
+) -> Vec<Result<Verdict, Arc<PluginError>>> {
     *calls += 1;
     match plugin.process_records(records) {
         Ok(verdicts) => verdicts.into_iter().map(Ok).collect(),

@@ -9,7 +9,7 @@ use crate::units::ByteSize;
 
 /// A plugin could not be loaded or called.
 #[derive(Debug, thiserror::Error)]
-pub enum UdfError {
+pub enum PluginError {
     /// The plugin file could not be read.
     #[error("cannot read plugin `{plugin}` from {path}: {error}")]
     Read {
@@ -65,11 +65,11 @@ pub enum UdfError {
     },
 }
 
-impl UdfError {
+impl PluginError {
     /// The failure of a call, if this is a call error.
     pub fn failure(&self) -> Option<&Failure> {
         match self {
-            UdfError::Call { failure, .. } => Some(failure),
+            PluginError::Call { failure, .. } => Some(failure),
             _ => None,
         }
     }

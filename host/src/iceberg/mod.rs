@@ -59,7 +59,7 @@ use crate::commit::MarkError;
 
 /// A table operation failed.
 #[derive(Debug, thiserror::Error)]
-pub enum SinkError {
+pub enum IcebergError {
     /// The configuration is wrong.
     #[error("{0}")]
     Config(String),
@@ -70,14 +70,6 @@ pub enum SinkError {
         what: String,
         /// What iceberg-rust said.
         error: Box<iceberg::Error>,
-    },
-    /// The event-time state files cannot be read (by table maintenance).
-    #[error("{what}: {error}")]
-    State {
-        /// What was being done.
-        what: String,
-        /// What failed.
-        error: Box<crate::event_time::state::StateError>,
     },
     /// A commit mark in the table cannot be read.
     #[error(transparent)]
@@ -122,9 +114,9 @@ fn with_causes(error: &dyn std::error::Error) -> String {
     text
 }
 
-pub(crate) fn iceberg_err(what: impl Into<String>) -> impl FnOnce(iceberg::Error) -> SinkError {
+pub(crate) fn iceberg_err(what: impl Into<String>) -> impl FnOnce(iceberg::Error) -> IcebergError {
     let what = what.into();
-    move |error| SinkError::Iceberg {
+    move |error| IcebergError::Iceberg {
         what,
         error: Box::new(error),
     }
@@ -151,7 +143,7 @@ impl std::fmt::Debug for IcebergTable {
 impl IcebergTable {
     /// Opens the table of `config` in `catalog`, creating its namespace and the table (from
     /// `config.columns` and `partition-by`) if absent.
-    pub fn open(catalog: &IcebergCatalog, config: IcebergSinkConfig) -> Result<Self, SinkError> {
+    pub fn open(catalog: &IcebergCatalog, config: IcebergSinkConfig) -> Result<Self, IcebergError> {
         Self::open_with(catalog, config, true)
     }
 
@@ -159,7 +151,7 @@ impl IcebergTable {
     pub fn open_existing(
         catalog: &IcebergCatalog,
         config: IcebergSinkConfig,
-    ) -> Result<Self, SinkError> {
+    ) -> Result<Self, IcebergError> {
         Self::open_with(catalog, config, false)
     }
 
@@ -167,7 +159,7 @@ impl IcebergTable {
         catalog: &IcebergCatalog,
         config: IcebergSinkConfig,
         create: bool,
-    ) -> Result<Self, SinkError> {
+    ) -> Result<Self, IcebergError> {
         let namespace =
             NamespaceIdent::from_vec(config.namespace.split('.').map(String::from).collect())
                 .map_err(iceberg_err(format!("namespace `{}`", config.namespace)))?;
@@ -216,7 +208,7 @@ impl IcebergTable {
     }
 
     /// Reloads the table from the catalog.
-    pub fn refresh(&mut self) -> Result<(), SinkError> {
+    pub fn refresh(&mut self) -> Result<(), IcebergError> {
         self.table = self
             .catalog
             .block_on(self.catalog.catalog().load_table(&self.ident))
@@ -232,7 +224,7 @@ async fn load_or_create(
     namespace: &NamespaceIdent,
     ident: &TableIdent,
     config: &IcebergSinkConfig,
-) -> Result<Table, SinkError> {
+) -> Result<Table, IcebergError> {
     let catalog = catalog.catalog();
     if !catalog
         .namespace_exists(namespace)
@@ -253,8 +245,10 @@ async fn load_or_create(
     {
         return load(catalog, ident).await;
     }
-    let schema = config.schema().map_err(SinkError::Config)?;
-    let spec = config.partition_spec(&schema).map_err(SinkError::Config)?;
+    let schema = config.schema().map_err(IcebergError::Config)?;
+    let spec = config
+        .partition_spec(&schema)
+        .map_err(IcebergError::Config)?;
     let creation = TableCreation::builder()
         .name(config.table.clone())
         .schema(schema)
@@ -278,20 +272,20 @@ async fn load_or_create(
 }
 
 /// Loads the table; its absence is a configuration error that says so.
-async fn load_existing(catalog: &dyn Catalog, ident: &TableIdent) -> Result<Table, SinkError> {
+async fn load_existing(catalog: &dyn Catalog, ident: &TableIdent) -> Result<Table, IcebergError> {
     let exists = catalog
         .table_exists(ident)
         .await
         .map_err(iceberg_err("checking the table"))?;
     if !exists {
-        return Err(SinkError::Config(format!(
+        return Err(IcebergError::Config(format!(
             "table {ident} does not exist (sluice run creates it)"
         )));
     }
     load(catalog, ident).await
 }
 
-async fn load(catalog: &dyn Catalog, ident: &TableIdent) -> Result<Table, SinkError> {
+async fn load(catalog: &dyn Catalog, ident: &TableIdent) -> Result<Table, IcebergError> {
     catalog
         .load_table(ident)
         .await

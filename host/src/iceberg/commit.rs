@@ -10,7 +10,7 @@ use iceberg::transaction::{ApplyTransactionAction, Transaction};
 
 use super::fence::{Fence, Fenced, PinnedCatalog};
 use super::marks::{mark_property, mark_property_value};
-use super::{IcebergTable, SinkError};
+use super::{IcebergError, IcebergTable};
 use crate::commit::{CommitMark, PIPELINE, RUN};
 
 /// Conflicts with commits that leave the fence standing (another pipeline, maintenance)
@@ -41,17 +41,17 @@ impl IcebergTable {
     /// it, see [`Fence::mark`]) and `extra` summary properties, if `fence` holds. The catalog
     /// checks that the table did not move between the fence's check and the commit (see
     /// [`super::fence`]). A conflict with a commit that leaves the fence standing is retried
-    /// with backoff; a fence that no longer holds is [`SinkError::Fenced`]. After the commit
+    /// with backoff; a fence that no longer holds is [`IcebergError::Fenced`]. After the commit
     /// the table is reloaded and the mark checked: a commit that returned an error but
     /// landed is accepted, one that reported success but is not there is
-    /// [`SinkError::NotCommitted`].
+    /// [`IcebergError::NotCommitted`].
     pub fn commit(
         &mut self,
         files: Vec<DataFile>,
         planned: &CommitMark,
         extra: HashMap<String, String>,
         fence: &Fence,
-    ) -> Result<Landed, SinkError> {
+    ) -> Result<Landed, IcebergError> {
         let run = extra.get(RUN).cloned();
         let mut retries = 0;
         loop {
@@ -64,7 +64,7 @@ impl IcebergTable {
                 Ok(()) => {}
                 Err(Fenced::Held) => return Ok(Landed::AlreadyHeld),
                 Err(why) => {
-                    return Err(SinkError::Fenced {
+                    return Err(IcebergError::Fenced {
                         table: self.name(),
                         commit_id: planned.commit_id(),
                         why: why.to_string(),
@@ -132,7 +132,7 @@ impl IcebergTable {
         fence: &Fence,
         run: Option<&str>,
         error: iceberg::Error,
-    ) -> Result<Landed, SinkError> {
+    ) -> Result<Landed, IcebergError> {
         self.refresh()?;
         if let Some(mark) = self.holds(planned, fence, run)? {
             tracing::warn!(cause = %error, commit_id = %mark.commit_id(), "the commit reported an error but landed");
@@ -141,8 +141,8 @@ impl IcebergTable {
         Err(self.not_committed(planned, Some(error.to_string())))
     }
 
-    fn not_committed(&self, mark: &CommitMark, cause: Option<String>) -> SinkError {
-        SinkError::NotCommitted {
+    fn not_committed(&self, mark: &CommitMark, cause: Option<String>) -> IcebergError {
+        IcebergError::NotCommitted {
             table: self.name(),
             commit_id: mark.commit_id(),
             cause,
@@ -160,7 +160,7 @@ impl IcebergTable {
         planned: &CommitMark,
         fence: &Fence,
         run: Option<&str>,
-    ) -> Result<Option<CommitMark>, SinkError> {
+    ) -> Result<Option<CommitMark>, IcebergError> {
         let metadata = self.table.metadata();
         let mut next = metadata.current_snapshot();
         for _ in 0..OWN_COMMIT_DEPTH {
@@ -207,7 +207,7 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::sink::iceberg::{IcebergCatalog, IcebergSinkConfig};
+    use crate::iceberg::{IcebergCatalog, IcebergSinkConfig};
     use crate::source::Offsets;
 
     fn warehouse(name: &str) -> PathBuf {

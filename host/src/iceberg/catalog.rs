@@ -10,7 +10,7 @@ use iceberg::{Catalog, CatalogBuilder};
 
 use super::config::{CatalogConfig, CatalogKind, IcebergSinkConfig, redact_password};
 use super::storage::StorageKind;
-use super::{SinkError, iceberg_err};
+use super::{IcebergError, iceberg_err};
 
 /// A catalog, with the tokio runtime its calls run on. Cheap to clone.
 #[derive(Clone)]
@@ -28,13 +28,13 @@ impl std::fmt::Debug for IcebergCatalog {
 impl IcebergCatalog {
     /// Starts the I/O runtime and opens the sink's catalog, over its warehouse (a folder,
     /// created if absent, relative to `base`; or a URL).
-    pub fn open(sink: &IcebergSinkConfig, base: &Path) -> Result<Self, SinkError> {
+    pub fn open(sink: &IcebergSinkConfig, base: &Path) -> Result<Self, IcebergError> {
         Self::open_with(sink, base, false)
     }
 
     /// Opens the catalog to read (`sluice show`): a local warehouse folder is not created,
     /// nor the SQLite catalog inside it, which is opened read-only.
-    pub fn open_read_only(sink: &IcebergSinkConfig, base: &Path) -> Result<Self, SinkError> {
+    pub fn open_read_only(sink: &IcebergSinkConfig, base: &Path) -> Result<Self, IcebergError> {
         Self::open_with(sink, base, true)
     }
 
@@ -42,13 +42,13 @@ impl IcebergCatalog {
         sink: &IcebergSinkConfig,
         base: &Path,
         read_only: bool,
-    ) -> Result<Self, SinkError> {
+    ) -> Result<Self, IcebergError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("sluice-iceberg")
             .enable_all()
             .build()
-            .map_err(|e| SinkError::Config(format!("cannot start the I/O runtime: {e}")))?;
+            .map_err(|e| IcebergError::Config(format!("cannot start the I/O runtime: {e}")))?;
         let url = warehouse_url(&resolve(base, &sink.warehouse), !read_only)?;
         let storage = StorageKind::of(&url)?;
         let mut props = sink.catalog.properties.clone();
@@ -91,7 +91,7 @@ fn resolve(base: &Path, path: &str) -> String {
 }
 
 /// The warehouse as a URL; a local folder is created if absent and `create`.
-fn warehouse_url(warehouse: &str, create: bool) -> Result<String, SinkError> {
+fn warehouse_url(warehouse: &str, create: bool) -> Result<String, IcebergError> {
     let local = !warehouse.contains("://") || warehouse.starts_with("file:");
     if !local {
         return Ok(warehouse.to_string());
@@ -99,10 +99,10 @@ fn warehouse_url(warehouse: &str, create: bool) -> Result<String, SinkError> {
     let dir = warehouse.trim_start_matches("file://");
     if create {
         std::fs::create_dir_all(dir).map_err(|e| {
-            SinkError::Config(format!("cannot create the warehouse folder {dir}: {e}"))
+            IcebergError::Config(format!("cannot create the warehouse folder {dir}: {e}"))
         })?;
     } else if !Path::new(dir).is_dir() {
-        return Err(SinkError::Config(format!(
+        return Err(IcebergError::Config(format!(
             "the warehouse folder {dir} does not exist (sluice run creates it)"
         )));
     }
@@ -128,7 +128,7 @@ struct Opening<'a> {
 async fn open_with_retries(
     opening: &Opening<'_>,
     warehouse: &str,
-) -> Result<Arc<dyn Catalog>, SinkError> {
+) -> Result<Arc<dyn Catalog>, IcebergError> {
     let mut attempt = 1;
     loop {
         match open_catalog(opening, warehouse).await {
@@ -146,7 +146,7 @@ async fn open_with_retries(
 async fn open_catalog(
     opening: &Opening<'_>,
     warehouse: &str,
-) -> Result<Arc<dyn Catalog>, SinkError> {
+) -> Result<Arc<dyn Catalog>, IcebergError> {
     let config = opening.config;
     let mut props = opening.props.clone();
     match config.kind {
@@ -171,7 +171,7 @@ async fn open_catalog(
         }
         CatalogKind::Rest => {
             let uri = config.uri.clone().ok_or_else(|| {
-                SinkError::Config("sink.catalog.uri: the REST catalog's URL is required".into())
+                IcebergError::Config("sink.catalog.uri: the REST catalog's URL is required".into())
             })?;
             props.insert("uri".into(), uri.clone());
             props.extend(rest_auth(config));
@@ -200,11 +200,11 @@ fn rest_auth(config: &CatalogConfig) -> Vec<(String, String)> {
 }
 
 /// The REST catalog's HTTP client: rustls with the system's roots, plus `ca-cert`.
-fn http_client(config: &CatalogConfig) -> Result<reqwest::Client, SinkError> {
+fn http_client(config: &CatalogConfig) -> Result<reqwest::Client, IcebergError> {
     let mut builder = reqwest::Client::builder().use_rustls_tls();
     if let Some(path) = &config.ca_cert {
         let bad = |e: &dyn std::fmt::Display| {
-            SinkError::Config(format!("sink.catalog.ca-cert {}: {e}", path.display()))
+            IcebergError::Config(format!("sink.catalog.ca-cert {}: {e}", path.display()))
         };
         let pem = std::fs::read(path).map_err(|e| bad(&e))?;
         for cert in reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| bad(&e))? {
@@ -213,17 +213,21 @@ fn http_client(config: &CatalogConfig) -> Result<reqwest::Client, SinkError> {
     }
     builder
         .build()
-        .map_err(|e| SinkError::Config(format!("cannot make the REST catalog's client: {e}")))
+        .map_err(|e| IcebergError::Config(format!("cannot make the REST catalog's client: {e}")))
 }
 
 /// The SQL catalog's database URL: the configured one, or SQLite inside a local warehouse
 /// (created if absent, unless `read_only`).
-fn sql_uri(config: &CatalogConfig, warehouse: &str, read_only: bool) -> Result<String, SinkError> {
+fn sql_uri(
+    config: &CatalogConfig,
+    warehouse: &str,
+    read_only: bool,
+) -> Result<String, IcebergError> {
     let uri = match &config.uri {
         Some(uri) => uri.clone(),
         None => {
             if warehouse.contains("://") && !warehouse.starts_with("file://") {
-                return Err(SinkError::Config(
+                return Err(IcebergError::Config(
                     "sink.catalog.uri is required when the warehouse is not a local folder".into(),
                 ));
             }

@@ -168,7 +168,7 @@ pub struct Grants {
     /// Lookup tables (`[[lookups]]` names) the plugin may read by key. A lookup of any
     /// other table gets a `not_granted` error naming the table and the stage. A stage
     /// granted a table that no `[[lookups]]` declares is refused at load
-    /// ([`crate::udf::lookup::check`]).
+    /// ([`crate::plugin::lookup::check`]).
     #[serde(default)]
     pub lookups: Vec<String>,
 }

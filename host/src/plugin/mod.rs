@@ -13,7 +13,7 @@
 //!   a plugin fail.
 //!
 //! A plugin that traps, exceeds a limit or breaks the contract never takes the host down:
-//! the call returns [`UdfError::Call`] naming the plugin, the [`Failure`] (and the limit)
+//! the call returns [`PluginError::Call`] naming the plugin, the [`Failure`] (and the limit)
 //! and the events, the broken instance is thrown away, and the next call gets a fresh one.
 //! Swapping a plugin is replacing one [`Plugin`] value with another between two batches.
 
@@ -42,7 +42,7 @@ use self::bindings::{EventProcessor, EventProcessorPre};
 pub use self::cache::{CompileCache, Origin};
 pub use self::chunk::{Chunk, Rejection, Verdict};
 use self::config::{Grants, Limits, RuntimeConfig};
-pub use self::error::{EventSpan, Failure, UdfError};
+pub use self::error::{EventSpan, Failure, PluginError};
 use self::sandbox::{Sandbox, StoreState};
 use crate::lookup::Current;
 use crate::record::Record;
@@ -74,8 +74,8 @@ impl fmt::Debug for Runtime {
 impl Runtime {
     /// Sets up the engine, the host imports and (when call timeouts are enforced) the
     /// deadline ticker.
-    pub fn new(config: RuntimeConfig) -> Result<Self, UdfError> {
-        let engine_error = |e: wasmtime::Error| UdfError::Engine(format!("{e:#}"));
+    pub fn new(config: RuntimeConfig) -> Result<Self, PluginError> {
+        let engine_error = |e: wasmtime::Error| PluginError::Engine(format!("{e:#}"));
         let mut wasm = Config::new();
         wasm.wasm_component_model(true)
             .epoch_interruption(config.enforce_call_timeout)
@@ -100,7 +100,9 @@ impl Runtime {
                         std::thread::sleep(EPOCH_TICK);
                     }
                 })
-                .map_err(|e| UdfError::Engine(format!("cannot start the deadline ticker: {e}")))?;
+                .map_err(|e| {
+                    PluginError::Engine(format!("cannot start the deadline ticker: {e}"))
+                })?;
         } else {
             tracing::warn!(
                 "Plugin call timeouts are not enforced ([runtime] enforce-call-timeout = false): \
@@ -134,7 +136,7 @@ impl Runtime {
     }
 
     /// Loads the plugin of a configured stage.
-    pub fn load_stage(&self, stage: &config::StageConfig) -> Result<Plugin, UdfError> {
+    pub fn load_stage(&self, stage: &config::StageConfig) -> Result<Plugin, PluginError> {
         let params = stage
             .params
             .iter()
@@ -157,8 +159,8 @@ impl Runtime {
         params: Vec<(String, String)>,
         limits: Limits,
         grants: Grants,
-    ) -> Result<Plugin, UdfError> {
-        let bytes = std::fs::read(path).map_err(|error| UdfError::Read {
+    ) -> Result<Plugin, PluginError> {
+        let bytes = std::fs::read(path).map_err(|error| PluginError::Read {
             plugin: name.to_string(),
             path: path.display().to_string(),
             error,
@@ -176,16 +178,16 @@ impl Runtime {
         params: Vec<(String, String)>,
         limits: Limits,
         grants: Grants,
-    ) -> Result<Plugin, UdfError> {
+    ) -> Result<Plugin, PluginError> {
         let digest = digest_of(wasm);
         let (component, origin) = self
             .cache
             .component(&self.engine, name, &digest, wasm)
-            .map_err(|e| UdfError::Compile {
+            .map_err(|e| PluginError::Compile {
                 plugin: name.to_string(),
                 message: format!("{e:#}"),
             })?;
-        let incompatible = |e: wasmtime::Error| UdfError::Incompatible {
+        let incompatible = |e: wasmtime::Error| PluginError::Incompatible {
             plugin: name.to_string(),
             version: WIT_VERSION,
             message: format!("{e:#}"),
@@ -259,13 +261,13 @@ struct Instance {
 }
 
 impl Instance {
-    fn describe(&mut self) -> Result<(String, String), UdfError> {
+    fn describe(&mut self) -> Result<(String, String), PluginError> {
         let plugin = self.store.data().plugin.clone();
         let info = self
             .bindings
             .sluice_plugin_processor()
             .call_describe(&mut self.store)
-            .map_err(|e| UdfError::Init {
+            .map_err(|e| PluginError::Init {
                 plugin: plugin.to_string(),
                 message: format!("describe failed: {e:#}"),
             })?;
@@ -301,13 +303,13 @@ impl Plugin {
 
     /// Judges records: one verdict per record, in order. Lays them out as a [`Chunk`] first;
     /// see [`Plugin::process`].
-    pub fn process_records(&self, records: &[&Record]) -> Result<Vec<Verdict>, UdfError> {
+    pub fn process_records(&self, records: &[&Record]) -> Result<Vec<Verdict>, PluginError> {
         self.process(&Chunk::from_records(records.iter().copied()))
     }
 
     /// Judges a chunk: one verdict per event, in order. On failure nothing is judged and the
     /// error says why and for which events.
-    pub fn process(&self, chunk: &Chunk) -> Result<Vec<Verdict>, UdfError> {
+    pub fn process(&self, chunk: &Chunk) -> Result<Vec<Verdict>, PluginError> {
         if chunk.is_empty() {
             return Ok(Vec::new());
         }
@@ -337,7 +339,7 @@ impl Plugin {
             Ok(Err(message)) => self.guest_error(&instance, message),
             Err(error) => self.classify(&mut instance, error),
         };
-        let error = UdfError::Call {
+        let error = PluginError::Call {
             plugin: self.shared.name.to_string(),
             failure,
             events: chunk.span(),
@@ -347,9 +349,9 @@ impl Plugin {
     }
 
     /// Creates and initialises a fresh instance.
-    fn instantiate(&self) -> Result<Instance, UdfError> {
+    fn instantiate(&self) -> Result<Instance, PluginError> {
         let s = &self.shared;
-        let init_error = |message: String| UdfError::Init {
+        let init_error = |message: String| PluginError::Init {
             plugin: s.name.to_string(),
             message,
         };
@@ -396,7 +398,7 @@ impl Plugin {
         }
     }
 
-    fn checkout(&self) -> Result<Instance, UdfError> {
+    fn checkout(&self) -> Result<Instance, PluginError> {
         let idle = self
             .shared
             .idle

@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use iceberg::spec::SnapshotRef;
 
-use super::{IcebergTable, SinkError};
+use super::{IcebergError, IcebergTable};
 use crate::commit::{BATCH_ID, CommitMark, PIPELINE};
 
 /// The table property that holds `pipeline`'s last mark.
@@ -57,13 +57,13 @@ impl IcebergTable {
     fn mark_in_property(
         &self,
         pipeline: &str,
-    ) -> Result<Option<HashMap<String, String>>, SinkError> {
+    ) -> Result<Option<HashMap<String, String>>, IcebergError> {
         let properties = self.table.metadata().properties();
         let Some(text) = properties.get(&mark_property(pipeline)) else {
             return Ok(None);
         };
         serde_json::from_str(text).map(Some).map_err(|e| {
-            SinkError::Mark(crate::commit::MarkError {
+            IcebergError::Mark(crate::commit::MarkError {
                 pipeline: pipeline.to_string(),
                 snapshot: self.current_snapshot_id(),
                 reason: format!("table property `{}`: {e}", mark_property(pipeline)),
@@ -81,7 +81,7 @@ impl IcebergTable {
     pub fn last_mark_properties(
         &self,
         pipeline: &str,
-    ) -> Result<Option<HashMap<String, String>>, SinkError> {
+    ) -> Result<Option<HashMap<String, String>>, IcebergError> {
         let from_history = self
             .last_mark_snapshot(pipeline)
             .map(|s| s.summary().additional_properties.clone());
@@ -96,7 +96,7 @@ impl IcebergTable {
     }
 
     /// The latest commit mark of `pipeline`.
-    pub fn last_mark(&self, pipeline: &str) -> Result<Option<CommitMark>, SinkError> {
+    pub fn last_mark(&self, pipeline: &str) -> Result<Option<CommitMark>, IcebergError> {
         let Some(props) = self.last_mark_properties(pipeline)? else {
             return Ok(None);
         };

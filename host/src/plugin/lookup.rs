@@ -2,7 +2,7 @@
 //!
 //! Each instance's store holds a [`Reader`]: the stage's name, the tables it is granted,
 //! and the [`Lookups`] of the batch being processed, set once per `process` call (never per
-//! lookup) from [`crate::udf::Runtime::lookups`]. A lookup of a table not granted, or not
+//! lookup) from [`crate::plugin::Runtime::lookups`]. A lookup of a table not granted, or not
 //! present, answers a `lookup-error` naming the table and the stage; it never traps.
 //!
 //! [`check`] is what a pipeline calls at load to refuse a stage granted a table that no

@@ -6,14 +6,13 @@ use arrow_schema::DataType;
 use iceberg::io::FileIO;
 use serde_json::{Map, Value};
 
-use super::{IcebergCatalog, IcebergTable, SinkError, iceberg_err};
-use crate::event_time::state::{StateError, StateStore};
+use super::{IcebergCatalog, IcebergError, IcebergTable, iceberg_err};
 
 impl IcebergTable {
     /// Reads the whole table (current snapshot) as JSON objects, columns in table order:
     /// integers as numbers, other values as their text (timestamps in RFC 3339, decimals
     /// with their scale). For `sluice show` and tests; not for large tables.
-    pub fn read_rows(&self) -> Result<Vec<Map<String, Value>>, SinkError> {
+    pub fn read_rows(&self) -> Result<Vec<Map<String, Value>>, IcebergError> {
         use futures::TryStreamExt;
         let batches: Vec<RecordBatch> = self
             .catalog
@@ -54,14 +53,14 @@ impl std::fmt::Debug for TableFiles {
 
 impl TableFiles {
     /// Writes a whole file.
-    pub fn put(&self, path: &str, bytes: Vec<u8>) -> Result<(), SinkError> {
+    pub fn put(&self, path: &str, bytes: Vec<u8>) -> Result<(), IcebergError> {
         self.catalog
             .block_on(async { self.io.new_output(path)?.write(bytes.into()).await })
             .map_err(iceberg_err(format!("writing {path}")))
     }
 
     /// Reads a whole file; `None` if it does not exist.
-    pub fn get(&self, path: &str) -> Result<Option<Vec<u8>>, SinkError> {
+    pub fn get(&self, path: &str) -> Result<Option<Vec<u8>>, IcebergError> {
         self.catalog
             .block_on(async {
                 if !self.io.exists(path).await? {
@@ -77,7 +76,7 @@ impl TableFiles {
     }
 
     /// Deletes a file.
-    pub fn delete(&self, path: &str) -> Result<(), SinkError> {
+    pub fn delete(&self, path: &str) -> Result<(), IcebergError> {
         self.catalog
             .block_on(self.io.delete(path))
             .map_err(iceberg_err(format!("deleting {path}")))
@@ -85,14 +84,14 @@ impl TableFiles {
 }
 
 /// The rows of `batch` as JSON objects (see [`IcebergTable::read_rows`]).
-fn json_rows(batch: &RecordBatch) -> Result<Vec<Map<String, Value>>, SinkError> {
+fn json_rows(batch: &RecordBatch) -> Result<Vec<Map<String, Value>>, IcebergError> {
     let options = FormatOptions::default();
     let formatters = batch
         .columns()
         .iter()
         .map(|c| ArrayFormatter::try_new(c.as_ref(), &options))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| SinkError::Config(format!("cannot display a column: {e}")))?;
+        .map_err(|e| IcebergError::Config(format!("cannot display a column: {e}")))?;
     let schema = batch.schema();
     let mut rows = Vec::with_capacity(batch.num_rows());
     for row in 0..batch.num_rows() {
@@ -114,18 +113,4 @@ fn json_rows(batch: &RecordBatch) -> Result<Vec<Map<String, Value>>, SinkError> 
         rows.push(object);
     }
     Ok(rows)
-}
-
-impl StateStore for TableFiles {
-    fn put(&self, path: &str, bytes: Vec<u8>) -> Result<(), StateError> {
-        TableFiles::put(self, path, bytes).map_err(StateError::store)
-    }
-
-    fn get(&self, path: &str) -> Result<Option<Vec<u8>>, StateError> {
-        TableFiles::get(self, path).map_err(StateError::store)
-    }
-
-    fn delete(&self, path: &str) -> Result<(), StateError> {
-        TableFiles::delete(self, path).map_err(StateError::store)
-    }
 }

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::Deserialize;
 
 use super::config::StageConfig;
-use super::{Plugin, Runtime, UdfError, Verdict, digest_of};
+use super::{Plugin, PluginError, Runtime, Verdict, digest_of};
 use crate::record::Record;
 
 /// A checked new version of a stage, ready to be activated.
@@ -209,7 +209,7 @@ pub fn prepare(
             stage.limits.clone(),
             stage.grants.clone(),
         )
-        .map_err(|e: UdfError| e.to_string())?;
+        .map_err(|e: PluginError| e.to_string())?;
     check_samples(&plugin, samples)?;
     Ok(plugin)
 }
