@@ -2,12 +2,13 @@
 //! line: the one place client configurations are built ([`Connection::client_config`]),
 //! reaching a cluster with a clear error when TLS or authentication fails ([`reach`]),
 //! topic administration ([`ensure_topic`]), delivery counting, and the offline check of the
-//! properties that `sluice run --check` does ([`check`]).
+//! properties that `sluice run --check` does ([`check`]), knowing nothing of the pipeline.
 
 pub mod check;
 pub mod headers;
 pub mod names;
 pub mod reach;
+pub mod target;
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -20,9 +21,10 @@ use rdkafka::error::RDKafkaErrorCode;
 use rdkafka::producer::{DeliveryResult, ProducerContext};
 use rdkafka::{ClientConfig, ClientContext};
 
-pub use self::check::{ClientKind, check_pipeline};
+pub use self::check::ClientKind;
 pub use self::names::{bootstrap_problem, topic_name_problem};
 pub use self::reach::reach;
+pub use self::target::TopicTarget;
 
 /// A Kafka operation failed.
 #[derive(Debug, thiserror::Error)]

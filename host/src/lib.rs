@@ -13,7 +13,7 @@
 //! - [`event_time`]: event time: watermarks, deduplication, windowed aggregates, late data;
 //! - [`encode`]: JSON values to Arrow against the table's schema;
 //! - [`sink`]: the Iceberg table and the dead-letter topic;
-//! - [`commit`]: the marks each table commit carries, from which a restart resumes;
+//! - [`checkpoint`]: the marks each table commit carries, from which a restart resumes;
 //! - [`election`]: which process runs an event-time pipeline (active and standbys);
 //! - [`pipeline`]: the loop that ties them together (`sluice run`);
 //! - [`alloc`]: the global allocator (mimalloc);
@@ -26,8 +26,8 @@
 pub mod admin;
 pub mod alloc;
 pub mod batch;
+pub mod checkpoint;
 pub mod cli;
-pub mod commit;
 pub mod election;
 pub mod encode;
 pub mod event_time;
@@ -37,6 +37,7 @@ pub mod kafka;
 pub mod lookup;
 pub mod pipeline;
 pub mod plugin;
+pub mod progress;
 pub mod record;
 pub mod sink;
 pub mod source;

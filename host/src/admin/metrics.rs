@@ -28,8 +28,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Metric, Registry, Unit};
 
-use crate::pipeline::progress::{Durations, EventTimeProgress, Progress};
-use crate::pipeline::stages::StageProgress;
+use crate::progress::StageProgress;
+use crate::progress::{Durations, EventTimeProgress, Progress};
 
 /// A text format of the metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -48,10 +48,10 @@ use std::time::Instant;
 pub use self::config::AdminConfig;
 use self::metrics::Metrics;
 use self::persist::{Activation, Activations, PersistError};
-use crate::pipeline::progress::{Progress, Role};
 use crate::plugin::config::StageConfig;
 use crate::plugin::swap::{self, Candidate, Found, Samples};
 use crate::plugin::{Runtime, digest_of};
+use crate::progress::{Progress, Role};
 
 /// The log target of the admin API's audit: every change asked for, and what came of it.
 pub const AUDIT_TARGET: &str = "sluice::audit";

@@ -22,9 +22,9 @@ use tower_http::limit::RequestBodyLimitLayer;
 use super::metrics::Format;
 use super::persist::Activation;
 use super::{AUDIT_TARGET, Shared, Upload, lock};
-use crate::pipeline::progress::{Progress, Role};
 use crate::plugin::digest_of;
 use crate::plugin::swap::{self, Candidate, Found};
+use crate::progress::{Progress, Role};
 
 /// The caller's address, put in each request's extensions by the server.
 #[derive(Debug, Clone, Copy)]

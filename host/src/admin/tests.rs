@@ -12,11 +12,11 @@ use serde_json::Value;
 
 use super::{Admin, AdminConfig, AdminError, with_audit};
 use crate::event_time::StateSize;
-use crate::pipeline::progress::{CpuTimes, Durations, EventTimeProgress, Progress, Role};
-use crate::pipeline::stages::{StageCounts, StageProgress};
 use crate::plugin::Runtime;
 use crate::plugin::config::StageConfig;
 use crate::plugin::swap::Found;
+use crate::progress::{CpuTimes, Durations, EventTimeProgress, Progress, Role};
+use crate::progress::{StageCounts, StageProgress};
 
 /// A batch's progress as the pipeline makes it, with a stage, dead letters and event time.
 /// `batch_id` moves the wall clock and the watermark on by a minute per batch.
@@ -27,7 +27,7 @@ pub(super) fn progress(batch_id: u64) -> Progress {
         batch_id,
         commit_id: format!("clicks-{batch_id}"),
         table: "db.clicks".into(),
-        role: crate::pipeline::progress::Role::Member,
+        role: crate::progress::Role::Member,
         partitions: vec!["clicks/0".into(), "clicks/2".into()],
         rebalances: batch_id,
         committed_at: chrono::DateTime::from_timestamp(1_785_320_000 + minute, 250_000_000)
@@ -45,7 +45,7 @@ pub(super) fn progress(batch_id: u64) -> Progress {
         snapshot_expiry_failures: 0,
         lookups: BTreeMap::from([(
             "profiles".to_string(),
-            crate::pipeline::progress::LookupProgress {
+            crate::progress::LookupProgress {
                 keys: 3,
                 bytes: 120,
                 skipped: batch_id,

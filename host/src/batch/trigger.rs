@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::{TriggerConfig, TriggerMode};
-use crate::source::Offsets;
+use crate::record::Offsets;
 
 /// What the trigger drives: the pipeline, or a stand-in in tests.
 pub trait Batches {
@@ -108,7 +108,7 @@ fn interval<B: Batches>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::TopicPartition;
+    use crate::record::TopicPartition;
 
     /// A source of `end` records on one partition, read `cap` at a time.
     struct Fake {

@@ -109,7 +109,7 @@ pub fn run(args: &RunArgs, stop: &AtomicBool) -> anyhow::Result<RunSummary> {
     }
     config.pipeline.assume_new = args.new_pipeline;
     if args.check {
-        crate::kafka::check_pipeline(&config, &args.config)?;
+        crate::pipeline::clients::check_pipeline(&config, &args.config)?;
         let stages = check_stages(&config, &args.config)?;
         println!(
             "{}: ok ({stages} stage{} loaded and checked)",

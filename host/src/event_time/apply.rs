@@ -9,8 +9,8 @@ use super::extract::format_micros;
 use super::join::RightFields;
 use super::{Arrival, EventTime, EventTimeOutcome, Fields};
 use crate::encode::{SchemaError, keep_rows};
+use crate::record::TopicPartition;
 use crate::record::{Reason, Record};
-use crate::source::TopicPartition;
 use crate::units::{Micros, Millis};
 
 /// One processed slice of a batch: its table rows and, in the same order, the records of

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::kafka::Connection;
-use crate::sink::topic::TopicTarget;
+use crate::kafka::TopicTarget;
 
 /// What happens to an event whose event time is behind the watermark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::time::SystemTime;
 
 use super::state::{KEEP_STATE_FILES, StateError, StateStore, chain_files, state_root};
-use crate::commit::{BATCH_ID, STATE};
+use crate::checkpoint::{BATCH_ID, STATE};
 use crate::iceberg::listing::normalize;
 use crate::iceberg::{IcebergTable, TableFiles};
 

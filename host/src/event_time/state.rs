@@ -30,10 +30,10 @@ use super::delta::{
 use super::join::{SavedJoin, SavedJoinRef};
 use super::watermark::Watermark;
 use super::window::{Accumulator, PackedKey, SavedGroup};
-use crate::lookup::Version;
+use crate::checkpoint::lookups::Version;
 use crate::units::{Micros, Millis};
 
-pub use crate::commit::STATE;
+pub use crate::checkpoint::STATE;
 /// Snapshot summary key: the watermark after this commit, RFC 3339.
 pub const WATERMARK: &str = "sluice.watermark";
 
@@ -113,7 +113,7 @@ pub struct StateFileRef<'a> {
 pub struct Plan {
     /// The batch id.
     pub batch_id: u64,
-    /// Offsets the batch starts from, as JSON (see [`crate::source::Offsets::to_json`]).
+    /// Offsets the batch starts from, as JSON (see [`crate::record::Offsets::to_json`]).
     pub start: String,
     /// Offsets the batch ends at.
     pub end: String,

@@ -11,7 +11,7 @@ use iceberg::transaction::{ApplyTransactionAction, Transaction};
 use super::fence::{Fence, Fenced, PinnedCatalog};
 use super::marks::{mark_property, mark_property_value};
 use super::{IcebergError, IcebergTable};
-use crate::commit::{CommitMark, PIPELINE, RUN};
+use crate::checkpoint::{CommitMark, PIPELINE, RUN};
 
 /// Conflicts with commits that leave the fence standing (another pipeline, maintenance)
 /// are retried this many times.
@@ -208,7 +208,7 @@ mod tests {
 
     use super::*;
     use crate::iceberg::{IcebergCatalog, IcebergSinkConfig};
-    use crate::source::Offsets;
+    use crate::record::Offsets;
 
     fn warehouse(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("sluice-{name}-{}", std::process::id()));

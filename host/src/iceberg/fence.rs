@@ -17,8 +17,8 @@ use iceberg::{
     Catalog, Error, ErrorKind, Namespace, NamespaceIdent, TableCommit, TableCreation, TableIdent,
 };
 
-use crate::commit::CommitMark;
-use crate::source::Offsets;
+use crate::checkpoint::CommitMark;
+use crate::record::Offsets;
 
 /// What the table must show for a commit to go ahead.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -264,7 +264,7 @@ impl Catalog for PinnedCatalog<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::TopicPartition;
+    use crate::record::TopicPartition;
 
     fn offsets(pairs: &[(i32, i64)]) -> Offsets {
         let mut o = Offsets::default();

@@ -19,7 +19,7 @@ use iceberg::transaction::{ApplyTransactionAction, Transaction};
 use super::listing::{Listed, Lister, normalize};
 use super::marks::mark_property;
 use super::{IcebergError, IcebergTable, iceberg_err};
-use crate::commit::{COMMIT_ID, PIPELINE};
+use crate::checkpoint::{COMMIT_ID, PIPELINE};
 
 /// What expiry removed and kept.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

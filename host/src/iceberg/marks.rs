@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, HashMap};
 use iceberg::spec::SnapshotRef;
 
 use super::{IcebergError, IcebergTable};
-use crate::commit::{BATCH_ID, CommitMark, PIPELINE};
+use crate::checkpoint::{BATCH_ID, CommitMark, PIPELINE};
 
 /// The table property that holds `pipeline`'s last mark.
 pub fn mark_property(pipeline: &str) -> String {
@@ -63,7 +63,7 @@ impl IcebergTable {
             return Ok(None);
         };
         serde_json::from_str(text).map(Some).map_err(|e| {
-            IcebergError::Mark(crate::commit::MarkError {
+            IcebergError::Mark(crate::checkpoint::MarkError {
                 pipeline: pipeline.to_string(),
                 snapshot: self.current_snapshot_id(),
                 reason: format!("table property `{}`: {e}", mark_property(pipeline)),

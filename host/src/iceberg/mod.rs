@@ -16,7 +16,7 @@
 //! 4. the **Parquet** writer (zstd at `zstd-level`), against the table's current schema.
 //!
 //! The files stay invisible until [`commit`] appends them in one fast-append snapshot whose
-//! summary carries the pipeline's [`crate::commit::CommitMark`], behind a [`fence`]: only if
+//! summary carries the pipeline's [`crate::checkpoint::CommitMark`], behind a [`fence`]: only if
 //! the table still records where the batch started, checked by the catalog itself. It then
 //! reloads the table and checks that the snapshot is there (iceberg-rust can report success
 //! for a commit that did not land).
@@ -55,7 +55,7 @@ pub use self::fence::Fence;
 pub use self::read::TableFiles;
 pub use self::storage::{S3Config, StorageKind};
 pub use self::writer::Written;
-use crate::commit::MarkError;
+use crate::checkpoint::MarkError;
 
 /// A table operation failed.
 #[derive(Debug, thiserror::Error)]

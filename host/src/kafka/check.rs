@@ -12,7 +12,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::Path;
 
 use rdkafka::ClientConfig;
 use rdkafka::client::{Client, ClientContext};
@@ -21,7 +20,6 @@ use rdkafka::error::KafkaError;
 use rdkafka::types::RDKafkaType;
 
 use super::Connection;
-use crate::pipeline::config::{ConfigError, PipelineConfig};
 
 /// Where the properties every client gets are set.
 pub const SHARED_SECTION: &str = "[source] properties";
@@ -116,15 +114,6 @@ impl fmt::Display for CheckError {
         }
         Ok(())
     }
-}
-
-/// Checks the Kafka clients of the pipeline `config` (read from `path`) offline; see the
-/// module's documentation. What `sluice run --check` calls.
-pub fn check_pipeline(config: &PipelineConfig, path: &Path) -> Result<(), ConfigError> {
-    check_clients(&crate::pipeline::clients::planned(config)).map_err(|error| ConfigError::Kafka {
-        path: path.to_owned(),
-        error,
-    })
 }
 
 /// Checks `clients` offline: every refused property, then every client (among those whose

@@ -4,10 +4,12 @@
 //! properties` and the output's own over them. [`super::open`] opens the outputs at these
 //! targets; `sluice run --check` checks these clients offline ([`crate::kafka::check`]).
 
-use super::config::{OnInvalid, PipelineConfig};
+use std::path::Path;
+
+use super::config::{ConfigError, OnInvalid, PipelineConfig};
 use crate::election::KafkaElection;
 use crate::event_time::config::LateData;
-use crate::kafka::check::{ClientKind, PlannedClient};
+use crate::kafka::check::{ClientKind, PlannedClient, check_clients};
 use crate::sink::topic::{TopicTarget, producer_config};
 use crate::source::kafka::{KafkaSource, SourceMode};
 
@@ -203,4 +205,13 @@ kafka = { topic = "counts", properties = { "linger.ms" = "50" } }
             ]
         );
     }
+}
+
+/// Checks the Kafka clients of the pipeline `config` (read from `path`) offline; see the
+/// documentation of [`crate::kafka::check`]. What `sluice run --check` calls.
+pub fn check_pipeline(config: &PipelineConfig, path: &Path) -> Result<(), ConfigError> {
+    check_clients(&planned(config)).map_err(|error| ConfigError::Kafka {
+        path: path.to_owned(),
+        error,
+    })
 }

@@ -9,7 +9,7 @@ use super::cpu;
 use super::crash::CrashPoint;
 use super::route::Prepared;
 use super::{Pipeline, PipelineError};
-use crate::commit::{CommitMark, DATA_LOSS, DEAD_LETTERED, RECORDS_LOST, RUN};
+use crate::checkpoint::{CommitMark, DATA_LOSS, DEAD_LETTERED, RECORDS_LOST, RUN};
 use crate::event_time::delta::Chain;
 use crate::event_time::extract::format_micros;
 use crate::event_time::state::{self, STATE, WATERMARK};

@@ -17,7 +17,7 @@
 //! - [`report`](self::report): the progress line, the admin API, the run's summary.
 //!
 //! Exactly once: every batch ends in one Iceberg commit whose snapshot summary holds the
-//! next offset of every partition (see [`crate::commit`]). On start the pipeline reads the
+//! next offset of every partition (see [`crate::checkpoint`]). On start the pipeline reads the
 //! latest such mark and seeks there, so a crash before the commit re-reads the batch and a
 //! crash after it does not. The pipeline is built from injected parts ([`Parts`]): Kafka
 //! and the table's storage in production, in-memory twins in tests. [`crate::batch::trigger`]
@@ -33,7 +33,7 @@ pub mod env;
 pub mod faults;
 pub mod open;
 mod process;
-pub mod progress;
+
 mod read;
 mod report;
 mod route;
@@ -50,13 +50,12 @@ use self::crash::{Crash, CrashPoint};
 use self::faults::Faults;
 pub use self::open::Parts;
 use self::process::Processed;
-use self::progress::Role;
 use self::read::Input;
 use self::route::Prepared;
 use self::stages::{StageError, Stages};
 use crate::admin::{Admin, AdminError};
 use crate::batch::trigger::{self, Batches};
-use crate::commit::MarkError;
+use crate::checkpoint::MarkError;
 use crate::election::Election;
 use crate::encode::{Encoder, SchemaError};
 use crate::event_time::EventTime;
@@ -67,6 +66,7 @@ use crate::lookup::Current;
 use crate::lookup::load::LookupError;
 use crate::lookup::refresh::LookupTables;
 use crate::plugin::PluginError;
+use crate::progress::Role;
 use crate::record::Record;
 use crate::sink::{OutputError, Outputs};
 use crate::source::identity::Fingerprints;

@@ -7,10 +7,10 @@ use std::time::Instant;
 use super::commit::Committed;
 use super::cpu;
 use super::process::ProcessStats;
-use super::progress::{CpuTimes, Durations, EventTimeProgress, LookupProgress, Progress};
 use super::read::Input;
 use super::route::Prepared;
 use super::{Pipeline, RunSummary};
+use crate::progress::{CpuTimes, Durations, EventTimeProgress, LookupProgress, Progress};
 
 impl Pipeline {
     /// Reports a committed batch.

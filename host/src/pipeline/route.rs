@@ -6,16 +6,16 @@ use std::time::Duration;
 
 use super::read::Input;
 use super::{Pipeline, PipelineError, cpu};
-use crate::commit::CommitMark;
+use crate::checkpoint::CommitMark;
 use crate::event_time::EventTime;
 use crate::event_time::apply::Timed;
 use crate::event_time::config::LateData;
 use crate::event_time::state::Plan;
 use crate::iceberg::Fence;
 use crate::pipeline::config::OnInvalid;
+use crate::record::Offsets;
 use crate::record::{Reason, Record};
 use crate::sink::Results;
-use crate::source::Offsets;
 use crate::source::kafka::SourceMode;
 use crate::units::{Micros, Millis};
 

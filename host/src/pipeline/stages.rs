@@ -12,90 +12,15 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use serde::Serialize;
+use crate::plugin::shadow::ShadowReport;
 
 use crate::plugin::config::StageConfig;
 use std::sync::mpsc::{Receiver, Sender, channel};
 
-use crate::plugin::shadow::ShadowReport;
 use crate::plugin::swap::{self, Found, Samples, Watcher};
 use crate::plugin::{Plugin, PluginError, Runtime};
 
-/// What one stage did with the events that reached it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct StageCounts {
-    /// Events that reached the stage.
-    pub events: u64,
-    /// Events it kept (or rewrote).
-    pub kept: u64,
-    /// Events it rejected.
-    pub rejected: u64,
-    /// Events it failed on (trap, limit, broken answer).
-    pub failed: u64,
-    /// Events whose value it rewrote (counted in `kept` too).
-    pub rewritten: u64,
-    /// Plugin calls made.
-    pub calls: u64,
-    /// Time spent in its calls, microseconds (the slowest thread's share).
-    pub micros: u64,
-}
-
-impl StageCounts {
-    /// Adds `other`'s counts to these.
-    pub fn add(&mut self, other: &StageCounts) {
-        self.events += other.events;
-        self.kept += other.kept;
-        self.rejected += other.rejected;
-        self.failed += other.failed;
-        self.rewritten += other.rewritten;
-        self.calls += other.calls;
-        self.micros += other.micros;
-    }
-
-    fn share(part: u64, events: u64) -> f64 {
-        if events == 0 {
-            0.0
-        } else {
-            part as f64 / events as f64
-        }
-    }
-}
-
-/// A stage in one batch's progress.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct StageProgress {
-    /// sha256 of the module that judged this batch.
-    pub digest: String,
-    /// Name the plugin declares.
-    pub plugin: String,
-    /// Version the plugin declares.
-    pub version: String,
-    /// What it did in this batch.
-    #[serde(flatten)]
-    pub counts: StageCounts,
-    /// Rejections by code (`rejected:<code>`) and failures by kind (`failed:<code>`, e.g.
-    /// `failed:plugin_trapped`, `failed:deadline_exceeded`) in this batch.
-    pub verdicts: BTreeMap<String, u64>,
-    /// Microseconds per event in this batch.
-    pub micros_per_event: f64,
-    /// Whether this batch is the first on a version swapped in.
-    pub swapped_in: bool,
-    /// Milliseconds from seeing the file change to activating the version, when swapped in.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub swap_ms: Option<u64>,
-    /// How a shadow version's verdicts compared, when one runs beside the stage.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub shadow: Option<ShadowReport>,
-    /// Why a version was rolled back in this batch (the batch then ran on the previous one).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rolled_back: Option<String>,
-    /// Versions swapped in, rolled back and refused since the start.
-    pub swaps: u64,
-    /// See `swaps`.
-    pub rollbacks: u64,
-    /// See `swaps`.
-    pub refused: u64,
-}
+pub use crate::progress::{StageCounts, StageProgress};
 
 /// A stage's version history while running.
 #[derive(Debug, Default)]

@@ -12,9 +12,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use super::progress::Role;
 use super::{Pipeline, PipelineError};
 use crate::election::Election;
+use crate::progress::Role;
 
 /// How often the election is asked.
 const POLL: Duration = Duration::from_millis(100);

@@ -9,7 +9,7 @@ use arrow_array::RecordBatch;
 
 use super::topic::{Outgoing, Topic};
 use super::{Delivered, OutputError, Results, send_to};
-use crate::commit::CommitMark;
+use crate::checkpoint::CommitMark;
 use crate::iceberg::{Fence, IcebergError, IcebergTable, Landed};
 
 /// Sends `records` (key, value) to `topic`, each with the pipeline's and batch's headers

@@ -50,7 +50,7 @@ use arrow_array::RecordBatch;
 
 use self::table::TableOutput;
 use self::topic::TopicError;
-use crate::commit::CommitMark;
+use crate::checkpoint::CommitMark;
 use crate::event_time::join::JoinRow;
 use crate::event_time::window::WindowRow;
 use crate::iceberg::{Fence, IcebergError};
@@ -324,7 +324,7 @@ mod tests {
 
     use super::*;
     use crate::iceberg::{IcebergCatalog, IcebergSinkConfig, IcebergTable};
-    use crate::source::Offsets;
+    use crate::record::Offsets;
 
     /// An output whose table cannot be expired.
     struct Unexpirable;

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use iceberg::spec::DataFile;
 
 use super::{Commit, Delivered, Output, OutputError, Results};
-use crate::commit::{CommitMark, RUN};
+use crate::checkpoint::{CommitMark, RUN};
 use crate::iceberg::{Fence, IcebergError, IcebergTable, Landed};
 
 /// The main table.

@@ -9,94 +9,13 @@ pub mod identity;
 pub mod kafka;
 pub mod memory;
 
-use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use self::identity::{Fingerprints, Mismatch};
 use crate::batch::Caps;
 use crate::record::Record;
-
-/// One partition of one topic.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct TopicPartition {
-    /// The topic.
-    pub topic: Arc<str>,
-    /// The partition.
-    pub partition: i32,
-}
-
-impl fmt::Display for TopicPartition {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.topic, self.partition)
-    }
-}
-
-/// The next offset to read of each topic-partition.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Offsets(pub BTreeMap<TopicPartition, i64>);
-
-impl Offsets {
-    /// The next offset of `tp`, if known.
-    pub fn get(&self, tp: &TopicPartition) -> Option<i64> {
-        self.0.get(tp).copied()
-    }
-
-    /// Sets the next offset of `tp`.
-    pub fn set(&mut self, tp: TopicPartition, next: i64) {
-        self.0.insert(tp, next);
-    }
-
-    /// Records between `self` and `later` (the sum over partitions of the offset gaps).
-    pub fn distance_to(&self, later: &Offsets) -> i64 {
-        later
-            .0
-            .iter()
-            .map(|(tp, &end)| (end - self.get(tp).unwrap_or(end)).max(0))
-            .sum()
-    }
-
-    /// As JSON, `{"topic": {"0": 42, "1": 7}}`: what a commit stores.
-    pub fn to_json(&self) -> String {
-        let mut map: BTreeMap<&str, BTreeMap<String, i64>> = BTreeMap::new();
-        for (tp, &next) in &self.0 {
-            map.entry(&tp.topic)
-                .or_default()
-                .insert(tp.partition.to_string(), next);
-        }
-        serde_json::to_string(&map).expect("a map of numbers serialises")
-    }
-
-    /// Parses what [`Offsets::to_json`] wrote.
-    pub fn from_json(text: &str) -> Result<Offsets, String> {
-        let map: BTreeMap<String, BTreeMap<String, i64>> =
-            serde_json::from_str(text).map_err(|e| format!("invalid offsets {text:?}: {e}"))?;
-        let mut offsets = Offsets::default();
-        for (topic, partitions) in map {
-            let topic: Arc<str> = topic.into();
-            for (partition, next) in partitions {
-                let partition = partition
-                    .parse()
-                    .map_err(|_| format!("invalid partition {partition:?} in offsets"))?;
-                offsets.set(
-                    TopicPartition {
-                        topic: topic.clone(),
-                        partition,
-                    },
-                    next,
-                );
-            }
-        }
-        Ok(offsets)
-    }
-}
-
-impl fmt::Display for Offsets {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.to_json())
-    }
-}
+pub use crate::record::{Offsets, TopicPartition};
 
 /// A source failed.
 #[derive(Debug, thiserror::Error)]

@@ -37,7 +37,7 @@ fn versions(engine: &Engine) -> BTreeMap<u64, String> {
     for snapshot in table.table().metadata().snapshots() {
         let properties = &snapshot.summary().additional_properties;
         if let (Some(batch), Some(lookups)) = (
-            properties.get(sluice::commit::BATCH_ID),
+            properties.get(sluice::checkpoint::BATCH_ID),
             properties.get(sluice::lookup::LOOKUPS),
         ) {
             by_batch.insert(batch.parse().unwrap(), lookups.clone());

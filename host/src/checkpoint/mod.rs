@@ -4,13 +4,16 @@
 //! Each batch is committed to the table in one snapshot whose summary carries the
 //! pipeline's name, the batch id, the next Kafka offset of every partition the pipeline
 //! owns, and a deterministic commit id. The table is the only checkpoint: data and offsets
-//! change in the same atomic commit, so they cannot drift apart.
+//! change in the same atomic commit, so they cannot drift apart. [`lookups`]: the version of
+//! each lookup table a batch saw, recorded in its plan and its commit.
+
+pub mod lookups;
 
 use std::collections::HashMap;
 
 use sha2::{Digest, Sha256};
 
-use crate::source::Offsets;
+use crate::record::Offsets;
 
 /// Snapshot summary key: the pipeline's name.
 pub const PIPELINE: &str = "sluice.pipeline";
@@ -113,7 +116,7 @@ impl CommitMark {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::TopicPartition;
+    use crate::record::TopicPartition;
 
     #[test]
     fn round_trip_and_stable_id() {
