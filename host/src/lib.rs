@@ -1,27 +1,35 @@
 //! sluice: a stream processor from Kafka to Apache Iceberg, extended with WebAssembly
 //! plugins.
 //!
-//! Data flows one way: source → batch → stages (Wasm plugins) → encode (Arrow) → sinks →
-//! commit. One module per step:
+//! Data flows one way: source → batch → stages (Wasm plugins) → event time → encode
+//! (Arrow) → outputs → the table's commit, which is the checkpoint. So do imports: the
+//! modules below are in layer order, lowest first, and a module uses only its own layer
+//! and lower ones ([`layers`] writes the order once and a test holds the tree to it).
 //!
-//! - [`record`]: the unit of data, one Kafka record;
-//! - [`source`]: where records come from (Kafka), positioned by the table's offsets;
+//! - [`units`]: durations and byte sizes in configuration; [`record`]: the unit of data,
+//!   one Kafka record, and the positions ([`record::Offsets`]) read and committed;
+//!   [`alloc`]: the global allocator (mimalloc); [`generate`]: deterministic retail
+//!   clickstream events for demos, tests and benchmarks;
+//! - [`kafka`]: Kafka client configuration, topic administration, output-topic targets;
+//! - [`checkpoint`]: what each table commit records (offsets, batch id, lookup versions,
+//!   the state file), from which a restart resumes;
 //! - [`batch`]: the trigger and the caps of a micro-batch;
+//! - [`encode`]: JSON values to Arrow against the table's schema;
+//! - [`iceberg`]: the Iceberg adapter (catalog, writer stack, fence, commit, read,
+//!   maintenance, storage), which knows nothing of the engine;
+//! - [`source`]: where records come from (Kafka), positioned by the table's offsets;
+//! - [`election`]: which process runs an event-time pipeline (active and standbys);
+//! - [`lookup`]: reference data plugins read by key, versioned per batch;
 //! - [`plugin`]: the plugin runtime (stages): sandboxed components that keep, rewrite or
 //!   reject events;
-//! - [`lookup`]: reference data plugins read by key, versioned per batch;
-//! - [`event_time`]: event time: watermarks, deduplication, windowed aggregates, late data;
-//! - [`encode`]: JSON values to Arrow against the table's schema;
-//! - [`sink`]: the Iceberg table and the dead-letter topic;
-//! - [`checkpoint`]: the marks each table commit carries, from which a restart resumes;
-//! - [`election`]: which process runs an event-time pipeline (active and standbys);
-//! - [`pipeline`]: the loop that ties them together (`sluice run`);
-//! - [`alloc`]: the global allocator (mimalloc);
+//! - [`event_time`]: watermarks, deduplication, windows, sessions, joins, late data, and
+//!   their state;
+//! - [`sink`]: the outputs (the table, dead letters, window and join results) and the
+//!   order of a batch's side effects;
+//! - [`progress`]: what each batch reports (the progress line, status, metrics);
 //! - [`admin`]: the admin HTTP API of a running pipeline (status, metrics, plugin swaps);
-//! - [`cli`]: the `sluice` command line (`sluice try`, `sluice produce`);
-//! - [`kafka`]: Kafka client configuration and topic administration;
-//! - [`generate`]: deterministic retail clickstream events for demos, tests and benchmarks;
-//! - [`units`]: durations and byte sizes in configuration.
+//! - [`pipeline`]: the loop that ties them together (`sluice run`);
+//! - [`cli`]: the `sluice` command line.
 
 pub mod admin;
 pub mod alloc;
@@ -34,6 +42,7 @@ pub mod event_time;
 pub mod generate;
 pub mod iceberg;
 pub mod kafka;
+pub mod layers;
 pub mod lookup;
 pub mod pipeline;
 pub mod plugin;

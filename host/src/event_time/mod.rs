@@ -17,6 +17,10 @@
 //! results. The pipeline saves it with every commit (see [`state`]; with a commit cadence,
 //! once for the triggers held into one commit), and [`apply`] runs the operators over a
 //! processed batch.
+//!
+//! Import cycle: delta, join, session, shard, state, window: the operators save themselves
+//! through `state` and `delta`, which name the operators' saved forms (to be broken up by
+//! the operator trait of issue 29).
 
 pub mod apply;
 pub mod config;

@@ -11,9 +11,8 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use super::bindings::sluice::plugin::lookup::{Host, LookupError};
+use super::bindings::sluice::plugin::lookup::LookupError;
 use super::config::StageConfig;
-use super::sandbox::StoreState;
 use crate::lookup::{Lookups, Table};
 
 /// Codes of a `lookup-error` (see `wit/plugin.wit`).
@@ -109,20 +108,6 @@ impl Reader {
             .iter()
             .map(|k| table.get(k).map(<[u8]>::to_vec))
             .collect())
-    }
-}
-
-impl Host for StoreState {
-    fn lookup(&mut self, table: String, key: Vec<u8>) -> Result<Option<Vec<u8>>, LookupError> {
-        self.lookups.get(&table, &key)
-    }
-
-    fn lookup_many(
-        &mut self,
-        table: String,
-        keys: Vec<Vec<u8>>,
-    ) -> Result<Vec<Option<Vec<u8>>>, LookupError> {
-        self.lookups.get_many(&table, &keys)
     }
 }
 

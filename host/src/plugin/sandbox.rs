@@ -12,6 +12,7 @@ use wasmtime_wasi::p2::{OutputStream, Pollable, StreamError};
 use wasmtime_wasi::{FsPerms, HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxView, WasiView};
 
 use super::bindings::sluice::plugin::host::{Host, Level};
+use super::bindings::sluice::plugin::lookup;
 use super::config::Grants;
 use super::lookup::Reader;
 use crate::units::ByteSize;
@@ -111,6 +112,25 @@ impl WasiView for StoreState {
 }
 
 impl super::bindings::sluice::plugin::types::Host for StoreState {}
+
+/// The `lookup` import, answered by the instance's [`Reader`].
+impl lookup::Host for StoreState {
+    fn lookup(
+        &mut self,
+        table: String,
+        key: Vec<u8>,
+    ) -> Result<Option<Vec<u8>>, lookup::LookupError> {
+        self.lookups.get(&table, &key)
+    }
+
+    fn lookup_many(
+        &mut self,
+        table: String,
+        keys: Vec<Vec<u8>>,
+    ) -> Result<Vec<Option<Vec<u8>>>, lookup::LookupError> {
+        self.lookups.get_many(&table, &keys)
+    }
+}
 
 impl Host for StoreState {
     fn log(&mut self, level: Level, message: String) {
