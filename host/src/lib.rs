@@ -21,7 +21,9 @@
 //! - [`cli`]: the `sluice` command line (`sluice try`, `sluice produce`);
 //! - [`kafka`]: Kafka client configuration and topic administration;
 //! - [`generate`]: deterministic retail clickstream events for demos, tests and benchmarks;
-//! - [`units`]: durations and byte sizes in configuration.
+//! - [`units`]: durations and byte sizes in configuration;
+//! - [`retry`]: the one retry schedule (capped exponential backoff, through `backon`);
+//! - [`files`]: the one durable replace of a local file (write, fsync, rename, fsync).
 
 pub mod admin;
 pub mod alloc;
@@ -31,11 +33,13 @@ pub mod commit;
 pub mod election;
 pub mod encode;
 pub mod event_time;
+pub mod files;
 pub mod generate;
 pub mod kafka;
 pub mod lookup;
 pub mod pipeline;
 pub mod record;
+pub mod retry;
 pub mod sink;
 pub mod source;
 pub mod udf;
