@@ -3,6 +3,7 @@
 
 mod consistency;
 mod names;
+pub mod reference;
 #[cfg(test)]
 mod tests;
 
@@ -23,7 +24,9 @@ use crate::udf::config::{RuntimeConfig, StageConfig};
 
 /// What happens to an event that a plugin rejects, that fails in a plugin, or that does
 /// not fit the table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum OnInvalid {
     /// Send it to the dead-letter topic with the reason, and go on.
@@ -34,7 +37,7 @@ pub enum OnInvalid {
 }
 
 /// The `[pipeline]` section.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct PipelineSection {
     /// Name of the pipeline. It keys the offsets stored in the table, so two pipelines
@@ -51,6 +54,7 @@ pub struct PipelineSection {
     /// ends with the error: the time since the first fault with no batch committed since.
     /// `"0s"` retries nothing. Default `"5m"`.
     #[serde(default = "default_fault_budget", with = "crate::units::duration")]
+    #[schemars(with = "crate::units::DurationText")]
     pub fault_budget: std::time::Duration,
     /// Not in the file: set by `sluice run --new-pipeline`, which starts the pipeline as
     /// new on a table that has no mark of it even though the table's history was cut
@@ -68,7 +72,7 @@ const fn default_on_invalid() -> OnInvalid {
 }
 
 /// A whole pipeline file.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct PipelineConfig {
     /// Name and behaviour of the pipeline.
