@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 
 use super::{OnInvalid, PipelineConfig, names};
-use crate::event_time::config::LateData;
+use crate::event_time::config::{EventTimeConfig, LateData};
 
 impl PipelineConfig {
     pub(super) fn check(&self) -> Result<(), String> {
@@ -67,6 +67,19 @@ impl PipelineConfig {
         if et.field.trim().is_empty() {
             return Err("event-time.field must not be empty".into());
         }
+        self.check_late(et)?;
+        if let Some(dedup) = &self.dedup
+            && dedup.keys.is_empty()
+        {
+            return Err("dedup.keys must name at least one field".into());
+        }
+        let mut tables = HashSet::from([(self.sink.namespace.clone(), self.sink.table.clone())]);
+        self.check_windows(&mut tables)?;
+        self.check_joins(&mut tables)
+    }
+
+    /// Where late events go: the keys of `late` are consistent with it.
+    fn check_late(&self, et: &EventTimeConfig) -> Result<(), String> {
         match (et.late, &et.late_topic) {
             (LateData::Topic, None) => {
                 return Err("event-time.late = \"topic\" needs event-time.late-topic".into());
@@ -90,13 +103,13 @@ impl PipelineConfig {
             }
             _ => {}
         }
-        if let Some(dedup) = &self.dedup
-            && dedup.keys.is_empty()
-        {
-            return Err("dedup.keys must name at least one field".into());
-        }
+        Ok(())
+    }
+
+    /// The windows: each valid, named once, writing to a topic that is not read and a table
+    /// no other output writes (`tables`, the outputs' so far).
+    fn check_windows(&self, tables: &mut HashSet<(String, String)>) -> Result<(), String> {
         let mut names = HashSet::new();
-        let mut tables = HashSet::from([(self.sink.namespace.clone(), self.sink.table.clone())]);
         for window in &self.windows {
             window.check()?;
             if !names.insert(&window.name) {
@@ -123,7 +136,7 @@ impl PipelineConfig {
                 }
             }
         }
-        self.check_joins(&mut tables)
+        Ok(())
     }
 
     fn check_joins(&self, tables: &mut HashSet<(String, String)>) -> Result<(), String> {

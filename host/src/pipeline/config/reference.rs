@@ -128,8 +128,26 @@ impl<'a> Renderer<'a, '_> {
                 self.out.push_str("\n\n");
             }
         }
+        let (rows, nested) = self.contents(&section.path, schema);
+        if !rows.is_empty() {
+            self.out
+                .push_str("| Key | Type | Default | Description |\n");
+            self.out
+                .push_str("|-----|------|---------|-------------|\n");
+            for row in rows {
+                self.out.push_str(&row);
+            }
+        }
+        for inner in &nested {
+            self.section(inner);
+        }
+    }
+
+    /// The rows of the table at `path` (its plain keys), and the tables inside it.
+    fn contents(&self, path: &str, schema: &'a Value) -> (Vec<String>, Vec<Section<'a>>) {
+        let (mut rows, mut nested) = (Vec::new(), Vec::new());
         let Some(props) = schema.get("properties").and_then(Value::as_object) else {
-            return;
+            return (rows, nested);
         };
         let required: Vec<&str> = schema
             .get("required")
@@ -138,13 +156,11 @@ impl<'a> Renderer<'a, '_> {
             .flatten()
             .filter_map(Value::as_str)
             .collect();
-        let mut rows = Vec::new();
-        let mut nested = Vec::new();
         for (key, prop) in props {
-            let path = if section.path.is_empty() {
+            let path = if path.is_empty() {
                 key.clone()
             } else {
-                format!("{}.{key}", section.path)
+                format!("{path}.{key}")
             };
             let intro = text(prop, "description").to_string();
             match self.shape(prop) {
@@ -163,18 +179,7 @@ impl<'a> Renderer<'a, '_> {
                 Shape::Value => rows.push(self.row(key, prop, required.contains(&key.as_str()))),
             }
         }
-        if !rows.is_empty() {
-            self.out
-                .push_str("| Key | Type | Default | Description |\n");
-            self.out
-                .push_str("|-----|------|---------|-------------|\n");
-            for row in rows {
-                self.out.push_str(&row);
-            }
-        }
-        for inner in &nested {
-            self.section(inner);
-        }
+        (rows, nested)
     }
 
     /// One key's row: key, type, default, description (and the values of an enum).
