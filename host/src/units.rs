@@ -190,7 +190,7 @@ pub fn format_duration(d: Duration) -> String {
         ("m", 60_000),
         ("s", 1_000),
     ] {
-        if millis >= size && millis % size == 0 {
+        if millis >= size && millis.is_multiple_of(size) {
             return format!("{}{unit}", millis / size);
         }
     }
