@@ -10,8 +10,9 @@
 
 /// The layers, lowest first: each row may import itself and the rows above it.
 pub const LAYERS: &[&[&str]] = &[
-    // Floors: the unit of data and its positions, units, the allocator, the generator.
-    &["units", "record", "alloc", "generate"],
+    // Floors: the unit of data and its positions, units, the allocator, the generator, the
+    // retry schedule, durable file writes.
+    &["units", "record", "alloc", "generate", "retry", "files"],
     // Kafka clients, topic administration, output-topic targets.
     &["kafka"],
     // What a commit records: marks, offsets, lookup versions, the state file's name.

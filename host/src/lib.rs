@@ -9,7 +9,9 @@
 //! - [`units`]: durations and byte sizes in configuration; [`record`]: the unit of data,
 //!   one Kafka record, and the positions ([`record::Offsets`]) read and committed;
 //!   [`alloc`]: the global allocator (mimalloc); [`generate`]: deterministic retail
-//!   clickstream events for demos, tests and benchmarks;
+//!   clickstream events for demos, tests and benchmarks; [`retry`]: the one retry schedule
+//!   (capped exponential backoff, through `backon`); [`files`]: the one durable replace of
+//!   a local file (write, fsync, rename, fsync);
 //! - [`kafka`]: Kafka client configuration, topic administration, output-topic targets;
 //! - [`checkpoint`]: what each table commit records (offsets, batch id, lookup versions,
 //!   the state file), from which a restart resumes;
@@ -39,6 +41,7 @@ pub mod cli;
 pub mod election;
 pub mod encode;
 pub mod event_time;
+pub mod files;
 pub mod generate;
 pub mod iceberg;
 pub mod kafka;
@@ -48,6 +51,7 @@ pub mod pipeline;
 pub mod plugin;
 pub mod progress;
 pub mod record;
+pub mod retry;
 pub mod sink;
 pub mod source;
 pub mod units;

@@ -177,9 +177,83 @@ impl<'de> Deserialize<'de> for ByteSize {
     }
 }
 
+/// Writes `d` as the configuration does: a whole number of the largest unit that holds it
+/// exactly (`"5m"`, `"90s"`, `"250ms"`, `"0s"`); what [`parse_duration`] reads back.
+pub fn format_duration(d: Duration) -> String {
+    let millis = d.as_millis();
+    if millis == 0 {
+        return "0s".into();
+    }
+    for (unit, size) in [
+        ("d", 86_400_000),
+        ("h", 3_600_000),
+        ("m", 60_000),
+        ("s", 1_000),
+    ] {
+        if millis >= size && millis.is_multiple_of(size) {
+            return format!("{}{unit}", millis / size);
+        }
+    }
+    format!("{millis}ms")
+}
+
+/// The JSON schema of a duration written as text (`"30s"`), for the fields that read one
+/// through [`duration`] or [`optional_duration`]: `#[schemars(with = "DurationText")]`.
+pub struct DurationText;
+
+impl schemars::JsonSchema for DurationText {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Duration".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "pattern": "^[0-9]+ *(ms|s|m|h|d)$",
+            "x-sluice-unit": "duration",
+        })
+    }
+}
+
+impl schemars::JsonSchema for ByteSize {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ByteSize".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": ["string", "integer"],
+            "pattern": "^[0-9]+ *(B|KiB|MiB|GiB|KB|kB|MB|GB)?$",
+            "minimum": 0,
+            "x-sluice-unit": "size",
+        })
+    }
+}
+
+/// Written as [`ByteSize`]'s display (`"64MiB"`), which its `Deserialize` reads back (the
+/// configuration reference shows defaults this way).
+impl serde::Serialize for ByteSize {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 /// Serde adapter: a [`Duration`] written as `"30s"`. Use with `#[serde(with = "crate::units::duration")]`.
 pub mod duration {
     use super::*;
+
+    /// Writes a duration as text like `"30s"` ([`format_duration`]).
+    pub fn serialize<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format_duration(*d))
+    }
 
     /// Deserialises a duration from text like `"30s"`.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
@@ -193,6 +267,14 @@ pub mod duration {
 pub mod optional_duration {
     use super::*;
 
+    /// Writes a present duration as text like `"30s"`, an absent one as nothing.
+    pub fn serialize<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => super::duration::serialize(d, s),
+            None => s.serialize_none(),
+        }
+    }
+
     /// Deserialises a present duration from text like `"30s"`.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
         super::duration::deserialize(d).map(Some)
@@ -202,6 +284,27 @@ pub mod optional_duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_are_written_as_they_are_read() {
+        for (millis, text) in [
+            (0, "0s"),
+            (250, "250ms"),
+            (1_500, "1500ms"),
+            (90_000, "90s"),
+            (300_000, "5m"),
+            (7_200_000, "2h"),
+            (172_800_000, "2d"),
+        ] {
+            let d = Duration::from_millis(millis);
+            assert_eq!(format_duration(d), text);
+            assert_eq!(parse_duration(text), Ok(d));
+        }
+        assert_eq!(
+            serde_json::to_value(ByteSize::mib(64)).unwrap(),
+            serde_json::json!("64MiB")
+        );
+    }
 
     #[test]
     fn durations() {

@@ -15,7 +15,7 @@ use crate::units::ByteSize;
 /// token = "${SLUICE_ADMIN_TOKEN}"
 /// state-dir = "/var/lib/sluice"
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct AdminConfig {
     /// Address and port to listen on. Loopback by default: expose it on purpose.
@@ -45,7 +45,12 @@ pub struct AdminConfig {
     pub max_connections: usize,
     /// How long a connection may take to send its request head, e.g. `"10s"`; then it is
     /// closed.
-    #[serde(default = "default_idle_timeout", deserialize_with = "not_zero")]
+    #[serde(
+        default = "default_idle_timeout",
+        deserialize_with = "not_zero",
+        serialize_with = "crate::units::duration::serialize"
+    )]
+    #[schemars(with = "crate::units::DurationText")]
     pub idle_timeout: Duration,
 }
 

@@ -13,7 +13,6 @@
 //! file replaces the activation). At start, see [`super::restore`].
 
 use std::collections::{BTreeMap, HashSet};
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -94,17 +93,9 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> PersistError + '_ {
 }
 
 /// Writes `bytes` to `path` through a synced temporary file renamed over it, then syncs
-/// the folder.
+/// the folder ([`crate::files::replace_with`]).
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), PersistError> {
-    let tmp = path.with_extension("tmp");
-    let mut file = std::fs::File::create(&tmp).map_err(io(&tmp))?;
-    file.write_all(bytes).map_err(io(&tmp))?;
-    file.sync_all().map_err(io(&tmp))?;
-    std::fs::rename(&tmp, path).map_err(io(path))?;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io(dir))
+    crate::files::replace_with(path, bytes).map_err(io(path))
 }
 
 impl Activations {

@@ -9,7 +9,9 @@ use serde::Deserialize;
 use crate::units::ByteSize;
 
 /// When batches run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum TriggerMode {
     /// Start a batch every `interval` (Spark's `processingTime`). A batch takes what has
@@ -29,7 +31,7 @@ pub enum TriggerMode {
 /// max-records = 100000
 /// max-bytes = "64MiB"
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct TriggerConfig {
     /// `interval` (run every `interval`, forever) or `available-now` (drain what is there,
@@ -39,6 +41,7 @@ pub struct TriggerConfig {
     /// Time between the starts of two batches in `interval` mode, e.g. `"10s"`, `"1m"`. A
     /// batch that takes longer delays the next one; batches never overlap.
     #[serde(default = "default_interval", with = "crate::units::duration")]
+    #[schemars(with = "crate::units::DurationText")]
     pub interval: Duration,
     /// Most records in one batch (Spark's `maxOffsetsPerTrigger`). Whatever is left waits
     /// for the next batch.

@@ -64,7 +64,7 @@ impl CommitMark {
     /// or may not have landed can be recognised.
     pub fn commit_id(&self) -> String {
         let digest = Sha256::digest(self.offsets.to_json().as_bytes());
-        let short: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+        let short = hex::encode(&digest[..8]);
         format!("{}-{:010}-{short}", self.pipeline, self.batch_id)
     }
 

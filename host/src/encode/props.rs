@@ -3,13 +3,15 @@
 //! once), and what serde_json refuses is refused. `PROPTEST_CASES` cases each (256 by
 //! default); `scripts/fuzz` runs them for as long as it is asked to.
 
-use arrow_array::Array;
+use std::sync::Arc;
+
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
     Date32Type, Decimal128Type, Float32Type, Float64Type, Int32Type, Int64Type,
     TimestampMicrosecondType,
 };
-use iceberg::spec::NestedField;
+use arrow_array::{Array, RecordBatch};
+use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};
 use proptest::prelude::*;
 use serde_json::Value;
 

@@ -9,7 +9,9 @@ use crate::kafka::Connection;
 use crate::kafka::TopicTarget;
 
 /// What happens to an event whose event time is behind the watermark.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum LateData {
     /// Send it to the dead-letter topic with code `late_event` (default).
@@ -21,7 +23,9 @@ pub enum LateData {
 }
 
 /// What an `available-now` run does with windows still open when it has read everything.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum AtEnd {
     /// Keep them in the state; the next run goes on filling them (default).
@@ -40,7 +44,7 @@ pub enum AtEnd {
 /// idle-timeout = "30s"
 /// late = "dead-letter"
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct EventTimeConfig {
     /// JSON field holding the event time: an RFC 3339 string (`2026-07-29T10:05:00Z`), a
@@ -51,18 +55,21 @@ pub struct EventTimeConfig {
     /// How far behind the newest event time of a partition the watermark stays (Spark's
     /// `withWatermark` delay), e.g. `"2m"`.
     #[serde(with = "crate::units::duration")]
+    #[schemars(with = "crate::units::DurationText")]
     pub max_delay: Duration,
     /// A partition that has sent nothing for this long (processing time) stops holding
     /// the watermark back. When every partition is idle, the watermark moves on with
     /// processing time from the highest partition watermark, so the last windows close
     /// even when input stops.
     #[serde(default = "default_idle_timeout", with = "crate::units::duration")]
+    #[schemars(with = "crate::units::DurationText")]
     pub idle_timeout: Duration,
     /// How far past processing time an event time may be. An event further in the future
     /// (a producer with a wrong clock, a garbled time) is dead-lettered with code
     /// `event_time_in_future` and never moves the watermark, which would otherwise make
     /// every later event late. Default `"1h"`.
     #[serde(default = "default_max_future", with = "crate::units::duration")]
+    #[schemars(with = "crate::units::DurationText")]
     pub max_future: Duration,
     /// Events behind the watermark: `dead-letter` (default), `topic` or `drop`.
     #[serde(default = "default_late")]
@@ -103,7 +110,7 @@ const fn default_at_end() -> AtEnd {
 /// [dedup]
 /// keys = ["event_id"]
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct DedupConfig {
     /// JSON fields that identify an event. A later event with the same values is dropped
@@ -113,7 +120,7 @@ pub struct DedupConfig {
 }
 
 /// An aggregate function.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Function {
     /// Events in the window (or, with `field`, events where it is not null). A `long`.
@@ -138,7 +145,7 @@ impl Function {
 }
 
 /// One aggregate of a window.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct AggregateConfig {
     /// Output column name, e.g. `"count"`.
@@ -153,7 +160,9 @@ pub struct AggregateConfig {
 }
 
 /// When a window's result is emitted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum EmitMode {
     /// Once, final, when the watermark passes the window's end (Spark's `append`).
@@ -166,7 +175,7 @@ pub enum EmitMode {
 }
 
 /// The Kafka output of a window.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct WindowKafkaConfig {
     /// The topic; created (one partition, the broker's default replication factor) if
@@ -211,7 +220,7 @@ impl EventTimeConfig {
 }
 
 /// The Iceberg output of a window: a table in the sink's catalog and warehouse.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct WindowIcebergConfig {
     /// Table name; created if absent with columns window_start, window_end
@@ -238,7 +247,7 @@ pub struct WindowIcebergConfig {
 /// [windows.kafka]
 /// topic = "clickstream-analytics"
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct WindowConfig {
     /// Name, unique in the pipeline; it keys the window's state and progress.
@@ -246,10 +255,12 @@ pub struct WindowConfig {
     /// Window length, e.g. `"1m"`, for tumbling and sliding windows. Windows start at
     /// multiples of `slide` since 1970.
     #[serde(default, with = "crate::units::optional_duration")]
+    #[schemars(with = "Option<crate::units::DurationText>")]
     pub size: Option<Duration>,
     /// Distance between window starts; default `size` (tumbling windows). A smaller
     /// slide makes sliding windows: each event counts in `size / slide` windows.
     #[serde(default, with = "crate::units::optional_duration")]
+    #[schemars(with = "Option<crate::units::DurationText>")]
     pub slide: Option<Duration>,
     /// Session windows, e.g. `"30m"`, instead of `size`: per group, an event at `t` opens
     /// a session `[t, t + gap)`, an event within a session's span extends it, and an
@@ -257,6 +268,7 @@ pub struct WindowConfig {
     /// event and ends at its last event plus the gap; it closes when the watermark
     /// passes its end.
     #[serde(default, with = "crate::units::optional_duration")]
+    #[schemars(with = "Option<crate::units::DurationText>")]
     pub gap: Option<Duration>,
     /// JSON fields to group by; their values become string columns.
     #[serde(default)]

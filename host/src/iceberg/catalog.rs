@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use std::collections::HashMap;
 
@@ -11,6 +12,7 @@ use iceberg::{Catalog, CatalogBuilder};
 use super::config::{CatalogConfig, CatalogKind, IcebergSinkConfig, redact_password};
 use super::storage::StorageKind;
 use super::{IcebergError, iceberg_err};
+use crate::retry::Backoff;
 
 /// A catalog, with the tokio runtime its calls run on. Cheap to clone.
 #[derive(Clone)]
@@ -115,6 +117,10 @@ fn warehouse_url(warehouse: &str, create: bool) -> Result<String, IcebergError> 
 /// unique violation, and opening again succeeds.
 const OPEN_ATTEMPTS: u32 = 5;
 
+/// The waits between attempts at opening a catalog: 200 ms doubling to 800 ms.
+const OPEN_BACKOFF: Backoff =
+    Backoff::doubling(Duration::from_millis(200), Duration::from_millis(800));
+
 /// What a catalog is opened with.
 struct Opening<'a> {
     config: &'a CatalogConfig,
@@ -134,8 +140,7 @@ async fn open_with_retries(
         match open_catalog(opening, warehouse).await {
             Err(error) if attempt < OPEN_ATTEMPTS && opening.config.kind == CatalogKind::Sql => {
                 tracing::info!(%error, attempt, "cannot open the SQL catalog yet: trying again");
-                tokio::time::sleep(std::time::Duration::from_millis(200 * u64::from(attempt)))
-                    .await;
+                tokio::time::sleep(OPEN_BACKOFF.wait(attempt)).await;
                 attempt += 1;
             }
             opened => return opened,

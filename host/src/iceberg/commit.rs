@@ -12,6 +12,7 @@ use super::fence::{Fence, Fenced, PinnedCatalog};
 use super::marks::{mark_property, mark_property_value};
 use super::{IcebergError, IcebergTable};
 use crate::checkpoint::{CommitMark, PIPELINE, RUN};
+use crate::retry::Backoff;
 
 /// Conflicts with commits that leave the fence standing (another pipeline, maintenance)
 /// are retried this many times.
@@ -82,7 +83,7 @@ impl IcebergTable {
                         return Err(self.not_committed(&mark, Some(error.to_string())));
                     }
                     tracing::info!(table = %self.name(), commit_id = %mark.commit_id(), retries, %error, "the table moved: checking the fence again");
-                    std::thread::sleep(backoff(retries));
+                    std::thread::sleep(BACKOFF.wait(retries));
                 }
                 Err(error) => return self.landed_anyway(planned, fence, run.as_deref(), error),
             }
@@ -192,15 +193,10 @@ impl IcebergTable {
     }
 }
 
-/// The wait before retry `n` (from 1): 50 ms doubling, at most 2 s, with jitter so that
-/// writers that collided do not collide again.
-fn backoff(n: u32) -> Duration {
-    let base = 50u64 << n.min(6).saturating_sub(1);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::from(d.subsec_nanos()));
-    Duration::from_millis(base.min(2_000) + nanos % base.max(1))
-}
+/// The wait before retry `n` (from 1): 50 ms doubling to 1.6 s, plus jitter of up to as
+/// much again, so that writers that collided do not collide again.
+const BACKOFF: Backoff =
+    Backoff::doubling(Duration::from_millis(50), Duration::from_millis(1600)).with_jitter();
 
 #[cfg(test)]
 mod tests {

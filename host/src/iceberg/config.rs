@@ -12,7 +12,9 @@ use super::storage::S3Config;
 use crate::units::ByteSize;
 
 /// Which catalog holds the table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum CatalogKind {
     /// A SQL catalog (SQLite or PostgreSQL), the JDBC catalog's layout.
@@ -39,7 +41,7 @@ pub enum CatalogKind {
 /// credential = "${CLIENT_ID}:${CLIENT_SECRET}"
 /// ca-cert = "/etc/sluice/ca.pem"
 /// ```
-#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct CatalogConfig {
     /// `sql` (SQLite or PostgreSQL) or `rest`.
@@ -130,7 +132,7 @@ impl Default for CatalogConfig {
 }
 
 /// One column of a table that sluice creates.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct ColumnConfig {
     /// Column name; the JSON field of the same name fills it.
@@ -162,7 +164,7 @@ pub struct ColumnConfig {
 ///   { name = "ingestion_time", type = "timestamptz" },
 /// ]
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct IcebergSinkConfig {
     /// Warehouse: a folder (created if absent; relative to the configuration file), a
@@ -208,6 +210,7 @@ pub struct IcebergSinkConfig {
     /// With `[event-time]`, each held trigger runs the operators as it would alone, and
     /// their state is saved once, at the commit (see [`crate::pipeline`]'s `cadence`).
     #[serde(default, with = "crate::units::optional_duration")]
+    #[schemars(with = "Option<crate::units::DurationText>")]
     pub commit_interval: Option<Duration>,
     /// Commit the held triggers once they read this many records, before
     /// `commit-interval` is up (which then defaults to `"5m"`, the Kafka Connect Iceberg
@@ -234,11 +237,12 @@ pub struct IcebergSinkConfig {
 /// retain-last = 10
 /// every-commits = 10
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct ExpireSnapshotsConfig {
     /// Expire snapshots older than this, e.g. `"1h"`; `"0s"`: whatever their age.
     #[serde(default = "default_expire_older_than", with = "crate::units::duration")]
+    #[schemars(with = "crate::units::DurationText")]
     pub older_than: Duration,
     /// Keep at least this many of the newest snapshots of the current history (at least 1).
     #[serde(default = "default_retain_last", deserialize_with = "at_least_one")]

@@ -30,7 +30,7 @@ use super::durable::DurableFsStorageFactory;
 /// access-key-id = "${S3_KEY}"
 /// secret-access-key = "${S3_SECRET}"
 /// ```
-#[derive(Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct S3Config {
     /// Endpoint URL of an S3-compatible service. Default: `AWS_ENDPOINT_URL_S3`, else

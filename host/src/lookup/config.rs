@@ -21,7 +21,7 @@ use serde::Deserialize;
 use crate::units::ByteSize;
 
 /// One `[[lookups]]` section.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct LookupConfig {
     /// The name plugins look the table up by (and their grants name).
@@ -44,6 +44,7 @@ pub struct LookupConfig {
     /// How long a table is kept before it is brought to its source's newest version, at
     /// the next batch boundary. Default `"0s"`: at every batch boundary.
     #[serde(default, with = "crate::units::duration")]
+    #[schemars(with = "crate::units::DurationText")]
     pub refresh_interval: Duration,
 }
 

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use super::PipelineError;
 use crate::iceberg::IcebergError;
+use crate::retry::Backoff;
 use crate::sink::OutputError;
 use crate::source::SourceError;
 
@@ -17,6 +18,8 @@ use crate::source::SourceError;
 pub const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 /// The longest wait between two attempts.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// The waits after faults: [`FIRST_BACKOFF`] doubling up to [`MAX_BACKOFF`].
+const BACKOFF: Backoff = Backoff::doubling(FIRST_BACKOFF, MAX_BACKOFF);
 
 impl PipelineError {
     /// Whether retrying later may succeed: the broker, the catalog or storage failed,
@@ -78,9 +81,7 @@ impl Faults {
             self.streak
                 .get_or_insert((Instant::now(), 0, Duration::ZERO));
         *attempts += 1;
-        let wait = FIRST_BACKOFF
-            .saturating_mul(1 << (*attempts - 1).min(16))
-            .min(MAX_BACKOFF);
+        let wait = BACKOFF.wait(*attempts);
         if since.elapsed().max(*waited) + wait > self.budget {
             tracing::error!(%error, attempts = *attempts, budget = ?self.budget, "a transient fault persisted past the fault budget: giving up");
             return Err(error);

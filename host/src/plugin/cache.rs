@@ -84,10 +84,6 @@ impl Hasher for Sha256Hasher {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 impl CompileCache {
     /// A cache of `engine`'s components in `dir`; `None`: no cache.
     pub fn new(engine: &Engine, dir: Option<PathBuf>) -> Self {
@@ -95,7 +91,7 @@ impl CompileCache {
         engine.precompile_compatibility_hash().hash(&mut hasher);
         CompileCache {
             dir,
-            engine_key: hex(&hasher.0.finalize()),
+            engine_key: hex::encode(hasher.0.finalize()),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             warned: AtomicBool::new(false),
@@ -208,23 +204,15 @@ impl CompileCache {
     }
 
     /// Stores `component` (compiled from the component `digest`) in `entry`: a temporary
-    /// file beside it, renamed over it.
+    /// file beside it, synced, renamed over it ([`crate::files::replace`]).
     fn write(&self, component: &Component, digest: &str, entry: &Path) -> io::Result<()> {
         let code = component.serialize().map_err(io::Error::other)?;
         let (digest, engine) = (digest.as_bytes(), self.engine_key.as_bytes());
         if digest.len() != HEX || engine.len() != HEX {
             return Err(io::Error::other("not a sha256 digest"));
         }
-        static WRITES: AtomicU64 = AtomicU64::new(0);
-        let n = WRITES.fetch_add(1, Ordering::Relaxed);
-        let temp = entry.with_extension(format!("tmp.{}.{n}", std::process::id()));
-        let written = (|| {
-            let mut options = fs::OpenOptions::new();
-            options.write(true).create(true).truncate(true);
-            // This user's alone, whatever the umask: [`read_private`] refuses others'.
-            #[cfg(unix)]
-            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-            let mut file = options.open(&temp)?;
+        // This user's alone, whatever the umask: [`read_private`] refuses others'.
+        crate::files::replace(entry, crate::files::Access::Private, |file| {
             let sum = Sha256::new()
                 .chain_update(digest)
                 .chain_update(engine)
@@ -234,13 +222,8 @@ impl CompileCache {
             file.write_all(&sum)?;
             file.write_all(digest)?;
             file.write_all(engine)?;
-            file.write_all(&code)?;
-            fs::rename(&temp, entry)
-        })();
-        if written.is_err() {
-            let _ = fs::remove_file(&temp);
-        }
-        written
+            file.write_all(&code)
+        })
     }
 }
 

@@ -18,7 +18,7 @@ use crate::units::ByteSize;
 /// params = { allowed-event-types = "page_view,search,purchase" }
 /// limits = { memory = "64MiB", call-timeout = "2s" }
 /// ```
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct StageConfig {
     /// Name of the stage, used in logs, metrics and dead-letter headers. Unique in a pipeline.
@@ -66,7 +66,7 @@ const fn default_watch() -> bool {
 /// Automatic rollback of a version swapped in while running: over its first
 /// `first-events` events, if it fails on (traps, limits) or rejects too many, sluice goes
 /// back to the previous version and re-processes that batch on it.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct RollbackConfig {
     /// Events a new version is on probation for; `0` turns automatic rollback off.
@@ -105,7 +105,7 @@ impl Default for RollbackConfig {
 
 /// Limits on one plugin instance. Exceeding one fails the call with an error naming the
 /// limit; the host goes on.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct Limits {
     /// Most linear memory one instance may use, e.g. `"64MiB"`.
@@ -114,6 +114,7 @@ pub struct Limits {
     /// Longest one call (one chunk of events) may run before it is interrupted, e.g. `"5s"`.
     /// Measured in wall-clock time with a resolution of 10 ms.
     #[serde(default = "default_call_timeout", with = "crate::units::duration")]
+    #[schemars(with = "crate::units::DurationText")]
     pub call_timeout: Duration,
     /// Most bytes of rewritten values and rejection messages that one call may return.
     #[serde(default = "default_max_output")]
@@ -143,7 +144,7 @@ impl Default for Limits {
 }
 
 /// Capabilities a plugin may be given. A plugin never has network access.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct Grants {
     /// Give the plugin the real wall and monotonic clocks. Without this grant both clocks
@@ -174,7 +175,7 @@ pub struct Grants {
 }
 
 /// Engine-wide settings shared by every plugin of a process.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct RuntimeConfig {
     /// Deepest a plugin's WebAssembly stack may grow before the call fails with a stack
@@ -186,6 +187,7 @@ pub struct RuntimeConfig {
     pub chunk_size: usize,
     /// How often `sluice run` looks at the stages' plugin files for a new version.
     #[serde(default = "default_watch_interval", with = "crate::units::duration")]
+    #[schemars(with = "crate::units::DurationText")]
     pub watch_interval: Duration,
     /// Whether the stages' `call-timeout` is enforced. Enforcing it compiles a deadline
     /// check into every loop and every function of every plugin (wasmtime's epoch
@@ -204,7 +206,7 @@ pub struct RuntimeConfig {
 }
 
 /// The `compile-cache` setting: on (the default folder), off, or a folder.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(
     untagged,
     expecting = "a folder, or true (the default folder), or false (no cache)"

@@ -466,8 +466,5 @@ fn deadline_ticks(timeout: Duration) -> u64 {
 
 /// The sha256 of a module, in hex: how sluice names a plugin version.
 pub fn digest_of(wasm: &[u8]) -> String {
-    Sha256::digest(wasm)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(Sha256::digest(wasm))
 }

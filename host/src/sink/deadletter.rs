@@ -36,7 +36,7 @@ use crate::record::{Reason, Record};
 /// [dead-letter]
 /// topic = "retail-clickstream-dead-letter"
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct DeadLetterConfig {
     /// The topic. Created (one partition, the broker's default replication factor) if
@@ -48,6 +48,7 @@ pub struct DeadLetterConfig {
     pub bootstrap_servers: Option<String>,
     /// Longest wait for the broker to acknowledge a batch's dead-letter records.
     #[serde(default = "default_ack_timeout", with = "crate::units::duration")]
+    #[schemars(with = "crate::units::DurationText")]
     pub ack_timeout: Duration,
     /// librdkafka properties of the dead-letter producer (and of `sluice show`'s reader),
     /// over `[source] properties`: these win.

@@ -9,7 +9,9 @@ use crate::event_time::config::{WindowIcebergConfig, WindowKafkaConfig};
 use crate::iceberg::ColumnConfig;
 
 /// Which rows a join emits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum JoinKind {
     /// A row per pair of a left event and a right record that match (default).
@@ -22,7 +24,7 @@ pub enum JoinKind {
 
 /// One output column of a join: a field of one side, by name, or a table naming the field,
 /// the column (`name`, default the field's) and its Iceberg type.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum JoinField {
     /// The field, into a column of the same name.
@@ -32,7 +34,7 @@ pub enum JoinField {
 }
 
 /// A join output column given as a table (see [`JoinField`]).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct JoinColumn {
     /// The JSON field of the event (left) or record (right).
@@ -100,7 +102,7 @@ impl JoinField {
 /// table = "events_with_profiles"
 /// partition-by = ["day(timestamp)"]
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct JoinConfig {
     /// Name, unique in the pipeline; it keys the join's state.
@@ -114,6 +116,7 @@ pub struct JoinConfig {
     /// How far behind the newest right event time of a partition the right watermark
     /// stays. Right records behind it are late, handled as `[event-time] late` says.
     #[serde(with = "crate::units::duration")]
+    #[schemars(with = "crate::units::DurationText")]
     pub right_max_delay: Duration,
     /// The key fields of the left events; equal values on both sides match. An event with
     /// one of them missing or null matches nothing.
@@ -127,9 +130,11 @@ pub struct JoinConfig {
     pub kind: JoinKind,
     /// How far before a left event's time a right record may be and match, e.g. `"1h"`.
     #[serde(with = "crate::units::duration")]
+    #[schemars(with = "crate::units::DurationText")]
     pub before: Duration,
     /// How far after a left event's time a right record may be and match; default `"0s"`.
     #[serde(default, with = "crate::units::duration")]
+    #[schemars(with = "crate::units::DurationText")]
     pub after: Duration,
     /// Output columns taken from the left event, in order.
     pub left_fields: Vec<JoinField>,

@@ -8,7 +8,9 @@ use serde::Deserialize;
 use crate::kafka::Connection;
 
 /// Where a brand-new pipeline starts reading.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum StartingOffsets {
     /// The earliest record still in each partition.
@@ -19,7 +21,9 @@ pub enum StartingOffsets {
 
 /// What the source does when unread records are gone (see
 /// [`KafkaSourceConfig::on_data_loss`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum OnDataLoss {
     /// Stop with a message.
@@ -33,7 +37,9 @@ const fn default_on_data_loss() -> OnDataLoss {
 }
 
 /// How the source gets its partitions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum SourceMode {
     /// Every partition of the topics, assigned by sluice itself: one process runs the
@@ -57,7 +63,7 @@ pub enum SourceMode {
 /// starting-offsets = "earliest"
 /// properties = { "client.id" = "sluice" }
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct KafkaSourceConfig {
     /// Kafka bootstrap servers, `host:port[,host:port...]`.
@@ -89,6 +95,7 @@ pub struct KafkaSourceConfig {
     pub on_data_loss: OnDataLoss,
     /// Longest time to wait for records that the end offsets say exist, e.g. `"60s"`.
     #[serde(default = "default_fetch_timeout", with = "crate::units::duration")]
+    #[schemars(with = "crate::units::DurationText")]
     pub fetch_timeout: Duration,
     /// librdkafka properties (`security.protocol`, `ssl.ca.location`, `sasl.*`...) of
     /// every Kafka client the pipeline makes: the source's consumer, the election's, the

@@ -1,0 +1,244 @@
+//! Cells: one raw JSON value converted to the kind of its column ([`ColumnKind`]), or the
+//! code and message saying why it does not fit.
+
+use std::borrow::Cow;
+
+use super::EncodeError;
+use super::decimal;
+
+/// The Iceberg type of a column, among those sluice fills from JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ColumnKind {
+    Boolean,
+    Int,
+    Long,
+    Float,
+    Double,
+    Decimal { precision: u32, scale: u32 },
+    Date,
+    Timestamp,
+    Timestamptz,
+    String,
+}
+
+/// One parsed value; a string borrows from the event unless it had escapes.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Cell<'a> {
+    Null,
+    Bool(bool),
+    Int(i32),
+    Long(i64),
+    Float(f32),
+    Double(f64),
+    Decimal(i128),
+    Date(i32),
+    Micros(i64),
+    Str(Cow<'a, str>),
+}
+
+type CellError = (&'static str, String);
+
+/// The value as text: JSON is UTF-8, checked whole (SIMD), not only in the strings of the
+/// columns (serde_json skips the others unchecked), so a value with bytes that are not
+/// UTF-8 in a field the table lacks is malformed too.
+pub(super) fn utf8(value: &[u8]) -> Result<&str, EncodeError> {
+    simdutf8::basic::from_utf8(value).map_err(|_| {
+        let detail = std::str::from_utf8(value).err().map(|e| e.to_string());
+        EncodeError {
+            code: "malformed_json",
+            message: format!(
+                "the value is not valid JSON: it is not UTF-8 ({})",
+                detail.unwrap_or_default()
+            ),
+            field: None,
+        }
+    })
+}
+
+fn describe(raw: &str) -> String {
+    let shown: String = raw.chars().take(60).collect();
+    match raw.as_bytes().first() {
+        Some(b'"') => format!("the string {shown}"),
+        Some(b'{') => "an object".into(),
+        Some(b'[') => "an array".into(),
+        Some(b't' | b'f') => format!("the boolean {shown}"),
+        _ => format!("the number {shown}"),
+    }
+}
+
+fn mismatch(expected: &str, raw: &str) -> CellError {
+    (
+        "type_mismatch",
+        format!("expected {expected}, found {}", describe(raw)),
+    )
+}
+
+/// The text of a JSON string (`raw`, valid JSON): the bytes between its quotes unless it
+/// has escapes to undo.
+#[inline]
+fn json_string(raw: &str) -> Option<Cow<'_, str>> {
+    let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
+    if memchr::memchr(b'\\', inner.as_bytes()).is_none() {
+        Some(Cow::Borrowed(inner))
+    } else {
+        serde_json::from_str(raw).ok().map(Cow::Owned)
+    }
+}
+
+/// The text of a JSON string, or a type mismatch saying what was `expected`.
+fn string_for<'a>(expected: &str, raw: &'a str) -> Result<Cow<'a, str>, CellError> {
+    json_string(raw).ok_or_else(|| mismatch(expected, raw))
+}
+
+fn out_of_range(raw: &str, bits: u8) -> CellError {
+    (
+        "out_of_range",
+        format!("{raw} does not fit a {bits}-bit integer"),
+    )
+}
+
+/// Converts one raw JSON value to a cell of `kind`.
+#[inline]
+pub(super) fn cell(kind: ColumnKind, raw: &str) -> Result<Cell<'_>, CellError> {
+    if raw == "null" {
+        return Ok(Cell::Null);
+    }
+    let first = raw.as_bytes()[0];
+    let is_number = first == b'-' || first.is_ascii_digit();
+    match kind {
+        ColumnKind::String => Ok(Cell::Str(string_cell(raw))),
+        ColumnKind::Boolean => boolean_cell(raw),
+        ColumnKind::Int | ColumnKind::Long if !is_number => Err(mismatch("an integer", raw)),
+        ColumnKind::Int => int_cell(raw),
+        ColumnKind::Long => long(raw).map(Cell::Long),
+        ColumnKind::Float | ColumnKind::Double if !is_number => Err(mismatch("a number", raw)),
+        ColumnKind::Float => float(raw).map(Cell::Float),
+        ColumnKind::Double => double(raw).map(Cell::Double),
+        ColumnKind::Decimal { precision, scale } => decimal_cell(raw, is_number, precision, scale),
+        ColumnKind::Date => date_cell(raw),
+        ColumnKind::Timestamptz => timestamptz_cell(raw),
+        ColumnKind::Timestamp => timestamp_cell(raw),
+    }
+}
+
+/// A JSON string's text; like Spark's from_json, a non-string value keeps its JSON text.
+#[inline]
+fn string_cell(raw: &str) -> Cow<'_, str> {
+    json_string(raw).unwrap_or(Cow::Borrowed(raw))
+}
+
+#[inline]
+fn boolean_cell(raw: &str) -> Result<Cell<'static>, CellError> {
+    match raw {
+        "true" => Ok(Cell::Bool(true)),
+        "false" => Ok(Cell::Bool(false)),
+        _ => Err(mismatch("a boolean", raw)),
+    }
+}
+
+/// A JSON number that looks like an integer, as 64 bits.
+#[inline]
+fn long(raw: &str) -> Result<i64, CellError> {
+    raw.parse().map_err(|_| {
+        if raw.bytes().all(|b| b.is_ascii_digit() || b == b'-') {
+            out_of_range(raw, 64)
+        } else {
+            mismatch("an integer", raw)
+        }
+    })
+}
+
+#[inline]
+fn int_cell(raw: &str) -> Result<Cell<'static>, CellError> {
+    let v = long(raw)?;
+    i32::try_from(v)
+        .map(Cell::Int)
+        .map_err(|_| out_of_range(raw, 32))
+}
+
+/// A JSON number as 64 bits; one too large for them (`1e400`) is out of range, not
+/// infinity.
+#[inline]
+fn double(raw: &str) -> Result<f64, CellError> {
+    let v: f64 = raw.parse().map_err(|_| mismatch("a number", raw))?;
+    if v.is_finite() {
+        Ok(v)
+    } else {
+        Err(float_out_of_range(raw, 64))
+    }
+}
+
+/// A JSON number as 32 bits, out of range beyond `f32::MAX` (it would be infinity).
+#[inline]
+fn float(raw: &str) -> Result<f32, CellError> {
+    let v = raw.parse::<f64>().map_err(|_| mismatch("a number", raw))? as f32;
+    if v.is_finite() {
+        Ok(v)
+    } else {
+        Err(float_out_of_range(raw, 32))
+    }
+}
+
+fn float_out_of_range(raw: &str, bits: u8) -> CellError {
+    (
+        "out_of_range",
+        format!("{raw} does not fit a {bits}-bit floating-point number"),
+    )
+}
+
+/// A decimal from a JSON number or a string holding one.
+fn decimal_cell(
+    raw: &str,
+    is_number: bool,
+    precision: u32,
+    scale: u32,
+) -> Result<Cell<'static>, CellError> {
+    let text = if is_number {
+        Cow::Borrowed(raw)
+    } else {
+        string_for("a decimal number", raw)?
+    };
+    decimal::parse_decimal(&text, precision, scale)
+        .map(Cell::Decimal)
+        .map_err(|m| ("invalid_decimal", m))
+}
+
+/// Days since 1970-01-01 from a `YYYY-MM-DD` string.
+fn date_cell(raw: &str) -> Result<Cell<'static>, CellError> {
+    let text = string_for("a date string", raw)?;
+    let date = chrono::NaiveDate::parse_from_str(&text, "%Y-%m-%d").map_err(|e| {
+        (
+            "invalid_date",
+            format!("{text:?} is not a date (YYYY-MM-DD): {e}"),
+        )
+    })?;
+    let epoch = chrono::NaiveDate::from_ymd_opt(1970, 1, 1).expect("valid");
+    Ok(Cell::Date((date - epoch).num_days() as i32))
+}
+
+/// Microseconds since the epoch from an RFC 3339 string with a zone.
+fn timestamptz_cell(raw: &str) -> Result<Cell<'static>, CellError> {
+    let text = string_for("an RFC 3339 timestamp string", raw)?;
+    let t = chrono::DateTime::parse_from_rfc3339(&text).map_err(|e| {
+        (
+            "invalid_timestamp",
+            format!("{text:?} is not an RFC 3339 timestamp with a zone: {e}"),
+        )
+    })?;
+    Ok(Cell::Micros(t.timestamp_micros()))
+}
+
+/// Microseconds since the epoch from a zoneless `T`- or space-separated timestamp string,
+/// read as UTC.
+fn timestamp_cell(raw: &str) -> Result<Cell<'static>, CellError> {
+    let text = string_for("a timestamp string", raw)?;
+    let t = chrono::NaiveDateTime::parse_from_str(&text, "%Y-%m-%dT%H:%M:%S%.f")
+        .or_else(|_| chrono::NaiveDateTime::parse_from_str(&text, "%Y-%m-%d %H:%M:%S%.f"))
+        .map_err(|e| {
+            (
+                "invalid_timestamp",
+                format!("{text:?} is not a timestamp: {e}"),
+            )
+        })?;
+    Ok(Cell::Micros(t.and_utc().timestamp_micros()))
+}

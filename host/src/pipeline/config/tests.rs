@@ -1,0 +1,294 @@
+//! The pipeline file's cases: what parses, what each check refuses and the key it names.
+
+use super::*;
+use std::time::Duration;
+
+const MINIMAL: &str = r#"
+[pipeline]
+name = "p"
+on-invalid = "fail"
+
+[source]
+bootstrap-servers = "localhost:9092"
+topics = ["t"]
+
+[sink]
+warehouse = "w"
+namespace = "n"
+table = "t"
+columns = [{ name = "a", type = "string" }]
+"#;
+
+#[test]
+fn minimal_parses_with_defaults() {
+    let c = PipelineConfig::parse(MINIMAL, Path::new("p.toml")).unwrap();
+    assert_eq!(c.pipeline.on_invalid, OnInvalid::Fail);
+    assert_eq!(c.trigger, TriggerConfig::default());
+    assert!(c.stages.is_empty());
+}
+
+#[test]
+fn unknown_key_names_key_and_line() {
+    let text = MINIMAL.replace("topics = [\"t\"]", "topics = [\"t\"]\ntopicz = 1");
+    let err = PipelineConfig::parse(&text, Path::new("p.toml")).unwrap_err();
+    let shown = err.to_string();
+    assert!(shown.starts_with("p.toml:9: `source.topicz`: "), "{shown}");
+    assert!(shown.contains("topicz"), "{shown}");
+}
+
+#[test]
+fn wrong_type_names_the_key() {
+    let text = MINIMAL.replace("name = \"p\"", "name = 5");
+    let err = PipelineConfig::parse(&text, Path::new("p.toml")).unwrap_err();
+    let ConfigError::Invalid { key, line, .. } = &err else {
+        panic!("{err}")
+    };
+    assert_eq!((key.as_str(), *line), ("pipeline.name", 3));
+}
+
+#[test]
+fn a_bad_snapshot_expiry_names_its_key() {
+    let text = format!("{MINIMAL}\n[sink.expire-snapshots]\nretain-last = 0\n");
+    let err = PipelineConfig::parse(&text, Path::new("p.toml")).unwrap_err();
+    let ConfigError::Invalid { key, message, .. } = &err else {
+        panic!("{err}")
+    };
+    assert_eq!(key, "sink.expire-snapshots.retain-last");
+    assert!(message.contains("at least 1"), "{err}");
+    let text = format!("{MINIMAL}\n[sink.expire-snapshots]\nevery-commits = 2\n");
+    let c = PipelineConfig::parse(&text, Path::new("p.toml")).unwrap();
+    assert_eq!(c.sink.expire_snapshots.map(|e| e.every_commits), Some(2));
+}
+
+#[test]
+fn group_mode_parses_and_makes_event_time_active_standby() {
+    let group = MINIMAL.replace("topics = [\"t\"]", "topics = [\"t\"]\nmode = \"group\"");
+    let c = PipelineConfig::parse(&group, Path::new("p.toml")).unwrap();
+    assert_eq!(c.source.mode, SourceMode::Group);
+    assert!(!c.active_standby());
+    let c = PipelineConfig::parse(MINIMAL, Path::new("p.toml")).unwrap();
+    assert_eq!(c.source.mode, SourceMode::Assign);
+    let windows = format!("{group}{WINDOWS}");
+    let c = PipelineConfig::parse(&windows, Path::new("p.toml")).unwrap();
+    assert!(c.active_standby());
+    let c = PipelineConfig::parse(&format!("{MINIMAL}{WINDOWS}"), Path::new("p.toml")).unwrap();
+    assert!(!c.active_standby());
+}
+
+#[test]
+fn commit_cadence_defaults_and_works_with_event_time() {
+    let c = PipelineConfig::parse(MINIMAL, Path::new("p.toml")).unwrap();
+    assert_eq!(c.sink.cadence(), None);
+    let rows = MINIMAL.replace("table = \"t\"", "table = \"t\"\nmin-commit-rows = 5000");
+    let c = PipelineConfig::parse(&rows, Path::new("p.toml")).unwrap();
+    assert_eq!(c.sink.cadence(), Some((Duration::from_secs(300), 5000)));
+    let every = MINIMAL.replace("table = \"t\"", "table = \"t\"\ncommit-interval = \"30s\"");
+    let c = PipelineConfig::parse(&every, Path::new("p.toml")).unwrap();
+    assert_eq!(c.sink.cadence(), Some((Duration::from_secs(30), 500_000)));
+    let c = PipelineConfig::parse(&format!("{every}{WINDOWS}"), Path::new("p.toml")).unwrap();
+    assert_eq!(c.sink.cadence(), Some((Duration::from_secs(30), 500_000)));
+    assert!(c.event_time.is_some());
+}
+
+#[test]
+fn inconsistencies_are_refused() {
+    let text = MINIMAL.replace("on-invalid = \"fail\"", "");
+    let err = PipelineConfig::parse(&text, Path::new("p.toml")).unwrap_err();
+    assert!(err.to_string().contains("[dead-letter]"), "{err}");
+    let text = MINIMAL.replace("\"a\", type = \"string\"", "\"a\", type = \"varchar\"");
+    let err = PipelineConfig::parse(&text, Path::new("p.toml")).unwrap_err();
+    assert!(err.to_string().contains("varchar"), "{err}");
+}
+
+const JOINS: &str = r#"
+[event-time]
+field = "ts"
+max-delay = "2m"
+late = "drop"
+
+[[joins]]
+name = "j"
+right-topic = "profiles"
+right-time-field = "updated_at"
+right-max-delay = "1m"
+on = ["user"]
+kind = "left-outer"
+before = "1h"
+left-fields = ["a", "user"]
+right-fields = ["tier", { field = "updated_at", name = "profile_time", type = "timestamptz" }]
+iceberg = { table = "joined" }
+"#;
+
+#[test]
+fn joins_parse_read_their_right_topic_and_are_checked() {
+    use crate::event_time::join::config::JoinKind;
+    let c = PipelineConfig::parse(&format!("{MINIMAL}{JOINS}"), Path::new("p.toml")).unwrap();
+    let j = &c.joins[0];
+    assert_eq!(
+        (j.kind, j.after, j.right_on()),
+        (
+            JoinKind::LeftOuter,
+            Duration::ZERO,
+            &["user".to_string()][..]
+        )
+    );
+    assert_eq!(c.source.topics, ["t", "profiles"]);
+    let columns = j.columns(&c.sink.columns);
+    let names: Vec<(&str, &str)> = columns
+        .iter()
+        .map(|c| (c.name.as_str(), c.ty.as_str()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("a", "string"),
+            ("user", "string"),
+            ("tier", "string"),
+            ("profile_time", "timestamptz"),
+            ("batch_id", "long")
+        ]
+    );
+    let refused = |text: String, needle: &str| {
+        let err = PipelineConfig::parse(&format!("{MINIMAL}{text}"), Path::new("p.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(needle), "{err}");
+    };
+    refused(
+        JOINS.replace("right-topic = \"profiles\"", "right-topic = \"t\""),
+        "also in source.topics",
+    );
+    refused(
+        JOINS.replace("name = \"profile_time\"", "name = \"tier\""),
+        "two output columns",
+    );
+    refused(
+        JOINS.replace("kind = ", "max-rows = 0\nkind = "),
+        "max-rows must be at least 1",
+    );
+    refused(
+        JOINS.replace(
+            "[event-time]\nfield = \"ts\"\nmax-delay = \"2m\"\nlate = \"drop\"",
+            "",
+        ),
+        "need an [event-time]",
+    );
+    refused(
+        JOINS.replace("iceberg = { table = \"joined\" }", ""),
+        "give an output",
+    );
+    refused(
+        JOINS.replace("table = \"joined\"", "table = \"t\""),
+        "another output",
+    );
+    refused(
+        JOINS.replace("kind = \"left-outer\"", "kind = \"full\""),
+        "full",
+    );
+    refused(
+        JOINS.replace("before = \"1h\"", "before = \"1h\"\nbefor = 1"),
+        "befor",
+    );
+}
+
+#[test]
+fn lookups_parse_and_grants_must_name_one() {
+    let stage = "\n[[stages]]\nname = \"enrich\"\nplugin = \"e.wasm\"\n[stages.grants]\nlookups = [\"profiles\"]\n";
+    let lookups = "\n[[lookups]]\nname = \"profiles\"\ntopic = \"user-profiles\"\n";
+    let c =
+        PipelineConfig::parse(&format!("{MINIMAL}{stage}{lookups}"), Path::new("p.toml")).unwrap();
+    assert_eq!(c.lookups[0].name, "profiles");
+    let err = PipelineConfig::parse(&format!("{MINIMAL}{stage}"), Path::new("p.toml"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("granted but not declared"), "{err}");
+    let twice = format!("{MINIMAL}{lookups}{lookups}");
+    let err = PipelineConfig::parse(&twice, Path::new("p.toml")).unwrap_err();
+    assert!(err.to_string().contains("two lookups"), "{err}");
+}
+
+const WINDOWS: &str = r#"
+[event-time]
+field = "ts"
+max-delay = "2m"
+late = "drop"
+
+[dedup]
+keys = ["id"]
+
+[[windows]]
+name = "w"
+size = "1m"
+slide = "30s"
+group-by = ["type"]
+aggregates = [{ name = "count", fn = "count" }, { name = "users", fn = "distinct-count", field = "user" }]
+emit = "update"
+kafka = { topic = "out" }
+iceberg = { table = "counts", partition-by = ["day(window_start)"] }
+"#;
+
+#[test]
+fn event_time_sections_parse_and_are_checked() {
+    use crate::event_time::config::{EmitMode, Function};
+    let c = PipelineConfig::parse(&format!("{MINIMAL}{WINDOWS}"), Path::new("p.toml")).unwrap();
+    let et = c.event_time.as_ref().unwrap();
+    assert_eq!(et.max_delay, std::time::Duration::from_secs(120));
+    assert_eq!(et.idle_timeout, std::time::Duration::from_secs(30));
+    let w = &c.windows[0];
+    assert_eq!(w.slide, Some(std::time::Duration::from_secs(30)));
+    assert_eq!(w.emit, EmitMode::Update);
+    assert_eq!(w.aggregates[1].function, Function::DistinctCount);
+    let refused = |text: String, needle: &str| {
+        let err = PipelineConfig::parse(&format!("{MINIMAL}{text}"), Path::new("p.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(needle), "{err}");
+    };
+    refused(
+        WINDOWS.replace(
+            "[event-time]\nfield = \"ts\"\nmax-delay = \"2m\"\nlate = \"drop\"",
+            "",
+        ),
+        "need an [event-time]",
+    );
+    refused(
+        WINDOWS.replace("late = \"drop\"", ""),
+        "needs a [dead-letter]",
+    );
+    refused(
+        WINDOWS.replace("late = \"drop\"", "late = \"topic\""),
+        "late-topic",
+    );
+    refused(
+        WINDOWS.replace(
+            "late = \"drop\"",
+            "late = \"drop\"\nlate-topic-properties = { \"acks\" = \"1\" }",
+        ),
+        "late-topic-properties is only used",
+    );
+    refused(
+        WINDOWS.replace("slide = \"30s\"", "slide = \"2m\""),
+        "at most size",
+    );
+    refused(
+        WINDOWS.replace("name = \"users\"", "name = \"count\""),
+        "two output columns",
+    );
+    refused(
+        WINDOWS.replace("name = \"users\"", "name = \"window_end\""),
+        "reserved",
+    );
+    refused(WINDOWS.replace(", field = \"user\"", ""), "needs a field");
+    refused(
+        WINDOWS.replace("table = \"counts\"", "table = \"t\""),
+        "another output",
+    );
+    refused(
+        WINDOWS.replace("max-delay = \"2m\"", "max-delay = \"soon\""),
+        "event-time.max-delay",
+    );
+    refused(
+        WINDOWS.replace("fn = \"count\" }", "fn = \"median\" }"),
+        "median",
+    );
+}
