@@ -6,7 +6,7 @@
 
 use hashbrown::HashTable;
 
-use super::StateSize;
+use super::outcome::StateSize;
 use super::shard::{hash_str, shard_of};
 use crate::units::Micros;
 

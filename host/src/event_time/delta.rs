@@ -19,9 +19,9 @@ use serde::{Deserialize, Serialize};
 
 use super::EventTime;
 use super::join::{SavedJoin, SavedJoinRef};
-use super::state::{Plan, SavedGroupRef};
+use super::plan::Plan;
 use super::watermark::Watermark;
-use super::window::{GroupKey, PackedKey, SavedGroup};
+pub use super::window::{WindowDelta, WindowDeltaRef};
 use crate::units::Micros;
 
 /// A snapshot is written at least once in this many state files (the chain of a delta
@@ -106,30 +106,6 @@ impl Chain {
 /// The batch a state file's name starts with (`<batch:020>…`).
 pub fn batch_of(path: &str) -> Option<u64> {
     path.rsplit('/').next()?.get(..20)?.parse().ok()
-}
-
-/// The changes of one window operator.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-pub struct WindowDelta {
-    /// Groups added or changed, with their accumulators.
-    pub upserted: Vec<SavedGroup>,
-    /// Groups removed, applied before `upserted`: window start and group-by values.
-    /// Listed by older versions of sluice for the groups closed; now the groups closed
-    /// are those of the windows behind the delta's watermark, and this lists only the
-    /// sessions of session windows merged into another, or whose start moved back, under
-    /// their former start (see [`super::session`]).
-    #[serde(default)]
-    pub removed: Vec<(Micros, GroupKey)>,
-}
-
-/// The changes of one window operator, borrowed: serialised like [`WindowDelta`].
-#[derive(Debug, Default, Serialize)]
-pub struct WindowDeltaRef<'a> {
-    /// Groups added or changed, with their accumulators.
-    pub upserted: Vec<SavedGroupRef<'a>>,
-    /// Sessions removed (see [`WindowDelta::removed`]); empty for tumbling and sliding
-    /// windows.
-    pub removed: Vec<(Micros, &'a PackedKey)>,
 }
 
 /// What changed in the operators' state since the previous file of the chain.
