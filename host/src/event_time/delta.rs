@@ -179,64 +179,43 @@ pub const DELTA_VERSION: u32 = 2;
 impl EventTime {
     /// The changes since the last save (or recovery), borrowed for saving.
     pub fn delta_ref(&self) -> StateDeltaRef<'_> {
-        StateDeltaRef {
+        let mut delta = StateDeltaRef {
             watermark: &self.watermark,
-            dedup_added: self.dedup.delta(),
+            dedup_added: Vec::new(),
             dedup_removed: Vec::new(),
-            windows: self
-                .windows
-                .iter()
-                .map(|(_, op)| (op.config().name.as_str(), op.delta()))
-                .collect(),
-            joins: self
-                .joins
-                .iter()
-                .map(|(_, op)| (op.config().name.as_str(), op.delta_ref()))
-                .collect(),
+            windows: BTreeMap::new(),
+            joins: BTreeMap::new(),
+        };
+        for op in &self.operators {
+            op.delta(&mut delta);
         }
+        delta
     }
 
     /// The rows of the state: dedup keys, open window groups and join rows.
     pub fn state_rows(&self) -> u64 {
-        let groups: usize = self.windows.iter().map(|(_, op)| op.rows()).sum();
-        let joined: usize = self.joins.iter().map(|(_, op)| op.rows()).sum();
-        (self.dedup.len() + groups + joined) as u64
+        self.operators.iter().map(|op| op.rows()).sum::<usize>() as u64
     }
 
     /// The rows changed since the last save: dedup keys added or forgotten, window groups
     /// changed or closed, join rows added or changed.
     pub fn changed_rows(&self) -> u64 {
-        let groups: usize = self.windows.iter().map(|(_, op)| op.changed()).sum();
-        let joined: usize = self.joins.iter().map(|(_, op)| op.changed()).sum();
-        (self.dedup.changed() + groups + joined) as u64
+        self.operators.iter().map(|op| op.changed()).sum::<usize>() as u64
     }
 
     /// Applies saved changes to the state (windows no longer configured are skipped).
-    pub fn apply_delta(&mut self, delta: StateDelta) {
-        self.watermark = delta.watermark;
+    pub fn apply_delta(&mut self, mut delta: StateDelta) {
+        self.watermark = std::mem::take(&mut delta.watermark);
         let w = self.watermark.current;
-        self.dedup.apply(delta.dedup_added, delta.dedup_removed, w);
-        let mut windows = delta.windows;
-        for (_, op) in &mut self.windows {
-            let changes = windows.remove(&op.config().name).unwrap_or_default();
-            op.apply(changes, w);
-        }
-        let mut joins = delta.joins;
-        for (_, op) in &mut self.joins {
-            if let Some(changes) = joins.remove(&op.config().name) {
-                op.apply(changes, w);
-            }
+        for op in &mut self.operators {
+            op.apply(&mut delta, w);
         }
     }
 
     /// Starts recording changes afresh for the next delta, which extends `chain`.
     pub(super) fn track(&mut self, chain: Chain) {
         self.chain = Some(chain);
-        self.dedup.track();
-        for (_, op) in &mut self.windows {
-            op.track();
-        }
-        for (_, op) in &mut self.joins {
+        for op in &mut self.operators {
             op.track();
         }
     }

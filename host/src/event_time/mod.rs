@@ -19,12 +19,14 @@
 //! processed batch.
 //!
 //! The rooms, lowest first: [`config`], [`extract`], [`watermark`] and [`shard`]; the
-//! operators [`window`] (with its sessions), [`dedup`] and [`join`]; [`outcome`] (what a
-//! batch did, shared by all); [`plan`] (what a batch read); [`delta`] and [`state`] (the
-//! saved state: deltas below the state files that chain them). Imports run that way only.
-//! The one exception is `EventTime` itself: its `impl` is split over the files of its
-//! seams ([`delta`], [`state`], the batch run, [`apply`]), each of which names it from
-//! here, as a child names its parent.
+//! operators' state machines [`window`] (with its sessions), [`dedup`] and [`join`];
+//! [`outcome`] (what a batch did, shared by all); [`plan`] (what a batch read); [`delta`]
+//! and [`state`] (the saved state: deltas below the state files that chain them); then
+//! [`operator`], the one trait every operator implements (one file per kind in its
+//! folder), which `EventTime` holds a list of. Imports run that way only. The one
+//! exception is `EventTime` itself: its `impl` is split over the files of its seams
+//! ([`delta`], [`state`], the batch run, [`apply`]), each of which names it from here, as
+//! a child names its parent.
 
 pub mod apply;
 pub mod config;
@@ -32,6 +34,7 @@ pub mod dedup;
 pub mod delta;
 pub mod extract;
 pub mod join;
+pub mod operator;
 pub mod outcome;
 pub mod plan;
 mod process;
@@ -42,15 +45,17 @@ pub mod window;
 
 use std::collections::BTreeMap;
 
-use self::config::{DedupConfig, EmitMode, EventTimeConfig, WindowConfig};
-use self::dedup::Dedup;
+use self::config::{DedupConfig, EventTimeConfig, WindowConfig};
 use self::extract::{ExtractError, Extractor, event_time};
 use self::join::config::JoinConfig;
-use self::join::{JoinOperator, LeftSlots, RightFields};
+use self::join::{JoinOperator, RightFields};
+use self::operator::Operator;
+use self::operator::dedup::DedupStage;
+use self::operator::join::JoinStage;
+use self::operator::window::WindowStage;
 pub use self::outcome::{Arrival, EventTimeOutcome, Fields, StateSize};
 use self::state::{SavedState, SavedStateRef};
 use self::watermark::{Clock, Watermark};
-use self::window::{Slots, WindowOperator};
 use crate::units::{Micros, Millis};
 
 /// The event-time operators of a pipeline and their state.
@@ -60,11 +65,10 @@ pub struct EventTime {
     clock: Clock,
     extractor: Extractor,
     time_slot: usize,
-    dedup_slots: Option<Vec<usize>>,
-    windows: Vec<(Slots, WindowOperator)>,
-    joins: Vec<(LeftSlots, JoinOperator)>,
+    /// The operators, in the order they run: dedup, the windows, the joins (see
+    /// [`operator`]).
+    operators: Vec<Box<dyn Operator>>,
     watermark: Watermark,
-    dedup: Dedup,
     /// Shards of the keyed state, each run on a thread of its own (see [`shard`]).
     shards: usize,
     /// Batches of at least this many events run their shards on threads of their own.
@@ -84,15 +88,11 @@ impl EventTime {
         let mut extractor = Extractor::new([config.field.as_str()]);
         let time_slot = extractor.position(&config.field);
         let dedup_slots = dedup.map(|d| d.keys.iter().map(|k| extractor.position(k)).collect());
-        let windows = windows
-            .iter()
-            .map(|w| {
-                (
-                    Slots::new(w, |f| extractor.position(f)),
-                    WindowOperator::new(w.clone()),
-                )
-            })
-            .collect();
+        let mut operators: Vec<Box<dyn Operator>> = vec![Box::new(DedupStage::new(dedup_slots))];
+        for (i, w) in windows.iter().enumerate() {
+            let stage = WindowStage::new(w, i, |f| extractor.position(f));
+            operators.push(Box::new(stage));
+        }
         EventTime {
             config: config.clone(),
             clock: Clock {
@@ -103,11 +103,8 @@ impl EventTime {
             },
             extractor,
             time_slot,
-            dedup_slots,
-            windows,
-            joins: Vec::new(),
+            operators,
             watermark: Watermark::default(),
-            dedup: Dedup::default(),
             shards: 1,
             parallel_from: shard::PARALLEL_MIN_EVENTS,
             chain: None,
@@ -119,47 +116,51 @@ impl EventTime {
     pub fn with_threads(mut self, threads: usize) -> Self {
         let shards = shard::shards_for(threads);
         self.shards = shards;
-        self.dedup = Dedup::new(shards);
-        for (_, op) in &mut self.windows {
-            *op = WindowOperator::with_shards(op.config().clone(), shards);
+        for op in &mut self.operators {
+            op.set_shards(shards);
         }
         self
     }
 
     /// The same operators with stream-stream joins of the events (see [`join`]), empty.
     pub fn with_joins(mut self, joins: &[JoinConfig]) -> Self {
-        let extractor = &mut self.extractor;
-        self.joins = joins
-            .iter()
-            .map(|j| {
-                (
-                    LeftSlots::new(j, |f| extractor.position(f)),
-                    JoinOperator::new(j, &self.config),
-                )
-            })
-            .collect();
+        self.operators.retain(|op| op.as_join().is_none());
+        for (i, j) in joins.iter().enumerate() {
+            let extractor = &mut self.extractor;
+            let stage = JoinStage::new(j, &self.config, i, |f| extractor.position(f));
+            self.operators.push(Box::new(stage));
+        }
         self
     }
 
     /// The joins.
     pub fn joins(&self) -> impl Iterator<Item = &JoinOperator> {
-        self.joins.iter().map(|(_, op)| op)
+        self.operators.iter().filter_map(|op| op.as_join())
+    }
+
+    /// The join `join` (by index among the joins).
+    pub(crate) fn join_mut(&mut self, join: usize) -> Option<&mut JoinOperator> {
+        let mut joins = self.operators.iter_mut().filter_map(|op| op.as_join_mut());
+        joins.nth(join)
     }
 
     /// The join reading `topic` as its right side, by index.
     pub fn join_of_topic(&self, topic: &str) -> Option<usize> {
-        self.joins
-            .iter()
-            .position(|(_, op)| op.config().right_topic == topic)
+        self.joins().position(|op| op.config().right_topic == topic)
     }
 
     /// Reads what join `join` needs from a right record. Safe to call from many threads.
+    ///
+    /// # Panics
+    ///
+    /// If there is no join `join`.
     pub fn right_fields(
         &self,
         join: usize,
         value: Option<&[u8]>,
     ) -> Result<RightFields, ExtractError> {
-        self.joins[join].1.right_fields(value)
+        let op = self.joins().nth(join).expect("a configured join");
+        op.right_fields(value)
     }
 
     /// Runs shards on threads of their own for every batch, however small (for tests).
@@ -178,24 +179,17 @@ impl EventTime {
     pub fn fields(&self, value: Option<&[u8]>) -> Result<Fields, ExtractError> {
         let values = self.extractor.read(value)?;
         let time = event_time(&self.config.field, values[self.time_slot].as_ref())?;
-        // An event without one of the key fields is not deduplicated.
-        let dedup_key = self.dedup_slots.as_ref().and_then(|slots| {
-            let mut key = String::new();
-            for (i, &slot) in slots.iter().enumerate() {
-                if i > 0 {
-                    key.push('\u{1f}');
-                }
-                key.push_str(values[slot].as_ref()?.text());
-            }
-            Some(key.into_boxed_str())
-        });
-        Ok(Fields {
+        let mut fields = Fields {
             time,
-            dedup_hash: dedup_key.as_deref().map_or(0, shard::hash_str),
-            dedup_key,
-            windows: self.windows.iter().map(|(s, _)| s.input(&values)).collect(),
-            joins: self.joins.iter().map(|(s, _)| s.input(&values)).collect(),
-        })
+            dedup_key: None,
+            dedup_hash: 0,
+            windows: Vec::new(),
+            joins: Vec::new(),
+        };
+        for op in &self.operators {
+            op.read(&values, &mut fields);
+        }
+        Ok(fields)
     }
 
     /// The watermark at processing time `now`.
@@ -211,7 +205,7 @@ impl EventTime {
     /// Sets when this run started (or, to replay a batch, when its run started).
     pub fn set_session_start(&mut self, start: Millis) {
         self.clock.session_start = start;
-        for (_, op) in &mut self.joins {
+        for op in &mut self.operators {
             op.set_session_start(start);
         }
     }
@@ -225,91 +219,51 @@ impl EventTime {
     }
 
     /// Whether a batch without events at `now` would emit a window (the watermark moved on
-    /// while input was idle), or, with `flush`, whether any window is open.
+    /// while input was idle) or left-outer join rows, or, with `flush`, whether any window
+    /// is open or any left-outer row waits.
     pub fn due(&self, now: Millis, flush: bool) -> bool {
-        let on_close = |op: &&WindowOperator| op.config().emit == EmitMode::OnWindowClose;
         let left = self.watermark_at(now);
-        if self.joins.iter().any(|(_, op)| op.due(now, flush, left)) {
-            return true;
-        }
-        if flush {
-            return self.windows.iter().any(|(_, op)| op.rows() > 0);
-        }
-        let Some(w) = left else {
-            return false;
-        };
-        self.windows
-            .iter()
-            .map(|(_, op)| op)
-            .filter(on_close)
-            .any(|op| op.closes_any(w))
+        self.operators.iter().any(|op| op.due(now, flush, left))
     }
 
-    /// State size per operator: `dedup` and `window:<name>`.
+    /// State size per operator: `dedup`, `window:<name>` and `join:<name>`.
     pub fn state_sizes(&self) -> BTreeMap<String, StateSize> {
-        let mut sizes = BTreeMap::new();
-        if self.dedup_slots.is_some() {
-            sizes.insert("dedup".to_string(), self.dedup.size());
-        }
-        for (_, op) in &self.joins {
-            sizes.insert(format!("join:{}", op.config().name), op.size());
-        }
-        for (_, op) in &self.windows {
-            sizes.insert(
-                format!("window:{}", op.config().name),
-                StateSize {
-                    rows: op.rows() as u64,
-                    bytes: op.bytes() as u64,
-                },
-            );
-        }
-        sizes
+        operator::sizes(&self.operators)
     }
 
     /// Rows each join evicted by its `max-rows` since the start: (left, right), by join.
     pub fn join_rows_evicted(&self) -> BTreeMap<String, (u64, u64)> {
-        let joins = self.joins.iter().map(|(_, op)| op);
-        joins
+        self.joins()
             .map(|op| (op.config().name.clone(), op.evicted()))
             .collect()
     }
 
     /// The state, borrowed for saving (it is read back as a [`SavedState`]).
     pub fn save_ref(&self) -> SavedStateRef<'_> {
-        SavedStateRef {
+        let mut saved = SavedStateRef {
             watermark: &self.watermark,
-            dedup: self.dedup.save_ref(),
-            windows: self
-                .windows
-                .iter()
-                .map(|(_, op)| (op.config().name.as_str(), op.save_ref()))
-                .collect(),
-            joins: self
-                .joins
-                .iter()
-                .map(|(_, op)| (op.config().name.as_str(), op.save_ref()))
-                .collect(),
+            dedup: Vec::new(),
+            windows: BTreeMap::new(),
+            joins: BTreeMap::new(),
+        };
+        for op in &self.operators {
+            op.save(&mut saved);
         }
+        saved
     }
 
     /// Restores saved state. Windows not in `saved` start empty; saved windows that are
     /// no longer configured are dropped with a warning. The next save is a snapshot.
-    pub fn restore(&mut self, saved: SavedState) {
+    pub fn restore(&mut self, mut saved: SavedState) {
         self.chain = None;
-        self.watermark = saved.watermark;
-        self.dedup.restore(saved.dedup);
-        let mut windows = saved.windows;
-        for (_, op) in &mut self.windows {
-            op.restore(windows.remove(&op.config().name).unwrap_or_default());
+        self.watermark = std::mem::take(&mut saved.watermark);
+        for op in &mut self.operators {
+            op.restore(&mut saved);
         }
-        for name in windows.keys() {
+        for name in saved.windows.keys() {
             tracing::warn!(window = %name, "saved state of a window that is no longer configured is dropped");
         }
-        let mut joins = saved.joins;
-        for (_, op) in &mut self.joins {
-            op.restore(joins.remove(&op.config().name).unwrap_or_default());
-        }
-        for name in joins.keys() {
+        for name in saved.joins.keys() {
             tracing::warn!(join = %name, "saved state of a join that is no longer configured is dropped");
         }
     }

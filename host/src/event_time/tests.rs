@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::config::{AggregateConfig, AtEnd, Function, LateData};
+use super::config::{AggregateConfig, AtEnd, EmitMode, Function, LateData};
 use super::*;
 
 const S: i64 = 1_000_000;
