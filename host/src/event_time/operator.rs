@@ -27,8 +27,8 @@ use std::collections::BTreeMap;
 use super::delta::{StateDelta, StateDeltaRef};
 use super::extract::Scalar;
 use super::join::{JoinOperator, RightFields};
-use super::state::{SavedState, SavedStateRef};
 use super::outcome::{EventTimeOutcome, Fields, StateSize};
+use super::state::{SavedState, SavedStateRef};
 use crate::units::{Micros, Millis};
 
 /// One batch, as every operator sees it.

@@ -6,9 +6,9 @@ use super::{Batch, Operator};
 use crate::event_time::dedup::Dedup;
 use crate::event_time::delta::{StateDelta, StateDeltaRef};
 use crate::event_time::extract::Scalar;
+use crate::event_time::outcome::{Arrival, EventTimeOutcome, Fields, StateSize};
 use crate::event_time::shard;
 use crate::event_time::state::{SavedState, SavedStateRef};
-use crate::event_time::outcome::{Arrival, EventTimeOutcome, Fields, StateSize};
 use crate::units::Micros;
 
 /// The dedup keys of a pipeline: always in the list, so that saved keys are kept (and

@@ -8,8 +8,8 @@ use crate::event_time::delta::{StateDelta, StateDeltaRef};
 use crate::event_time::extract::Scalar;
 use crate::event_time::join::config::JoinConfig;
 use crate::event_time::join::{JoinInput, JoinOperator, LeftSlots, RightFields};
-use crate::event_time::state::{SavedState, SavedStateRef};
 use crate::event_time::outcome::{Arrival, EventTimeOutcome, Fields, StateSize};
+use crate::event_time::state::{SavedState, SavedStateRef};
 use crate::units::{Micros, Millis};
 
 /// One join of a pipeline: its operator, the slots of the left fields it reads, and

@@ -7,10 +7,10 @@ use super::{Batch, Operator};
 use crate::event_time::config::{EmitMode, WindowConfig};
 use crate::event_time::delta::{StateDelta, StateDeltaRef};
 use crate::event_time::extract::Scalar;
+use crate::event_time::outcome::{Arrival, EventTimeOutcome, Fields, StateSize};
 use crate::event_time::shard;
 use crate::event_time::state::{SavedState, SavedStateRef};
 use crate::event_time::window::{Slots, WindowOperator, merge_rows};
-use crate::event_time::outcome::{Arrival, EventTimeOutcome, Fields, StateSize};
 use crate::units::{Micros, Millis};
 
 /// One window of a pipeline: its operator, the slots of the fields it reads, and where
