@@ -264,83 +264,100 @@ impl JoinOperator {
     /// times), in order, and holds them; returns the pairs (and, in a left-outer join, the
     /// left events without a key, which match nothing).
     pub fn join(&mut self, left: &[(&JoinInput, Micros)], right: &[&RightFields]) -> Vec<JoinRow> {
+        let mut out = Vec::new();
+        for r in right {
+            self.join_right(r, &mut out);
+        }
+        for &(l, time) in left {
+            self.join_left(l, time, &mut out);
+        }
+        out
+    }
+
+    /// Matches one right record against the left rows held (marking a left-outer row
+    /// that first matches as changed), then holds it.
+    fn join_right(&mut self, r: &RightFields, out: &mut Vec<JoinRow>) {
         let (before, after) = (
             Micros(self.config.before_micros()),
             Micros(self.config.after_micros()),
         );
         let outer = self.config.kind == JoinKind::LeftOuter;
-        let mut out = Vec::new();
-        for r in right {
-            let id = self.next_id;
-            self.next_id += 1;
-            // A left row at `tl` matches when tl - after <= tr <= tl + before.
-            let (from, to) = (r.time.saturating_sub(after), r.time.saturating_add(before));
-            let save = self.left.save;
-            if let Some(rows) = self.left.rows.get_mut(&r.key) {
-                let mut changed = false;
-                for l in rows.iter_mut().filter(|l| l.time >= from && l.time <= to) {
-                    out.push(JoinRow {
-                        left_id: l.id,
-                        right_id: Some(id),
-                        left: l.values.clone(),
-                        right: Some(r.values.clone()),
-                    });
-                    if outer && !l.matched {
-                        l.matched = true;
-                        l.changed_in = save;
-                        changed = true;
-                    }
-                }
-                if changed {
-                    self.left.changed.insert(r.key.clone());
+        let id = self.next_id;
+        self.next_id += 1;
+        // A left row at `tl` matches when tl - after <= tr <= tl + before.
+        let (from, to) = (r.time.saturating_sub(after), r.time.saturating_add(before));
+        let save = self.left.save;
+        if let Some(rows) = self.left.rows.get_mut(&r.key) {
+            let mut changed = false;
+            for l in rows.iter_mut().filter(|l| l.time >= from && l.time <= to) {
+                out.push(JoinRow {
+                    left_id: l.id,
+                    right_id: Some(id),
+                    left: l.values.clone(),
+                    right: Some(r.values.clone()),
+                });
+                if outer && !l.matched {
+                    l.matched = true;
+                    l.changed_in = save;
+                    changed = true;
                 }
             }
-            let row = Row {
-                id,
-                time: r.time,
-                values: r.values.clone(),
-                matched: false,
-                changed_in: 0,
-            };
-            self.right.insert(r.key.clone(), row);
-        }
-        for &(l, time) in left {
-            let id = self.next_id;
-            self.next_id += 1;
-            let Some(key) = &l.key else {
-                if outer {
-                    out.push(JoinRow {
-                        left_id: id,
-                        right_id: None,
-                        left: l.values.clone(),
-                        right: None,
-                    });
-                }
-                continue;
-            };
-            let (from, to) = (time.saturating_sub(before), time.saturating_add(after));
-            let mut matched = false;
-            if let Some(rows) = self.right.rows.get(key) {
-                for r in rows.iter().filter(|r| r.time >= from && r.time <= to) {
-                    matched = true;
-                    out.push(JoinRow {
-                        left_id: id,
-                        right_id: Some(r.id),
-                        left: l.values.clone(),
-                        right: Some(r.values.clone()),
-                    });
-                }
+            if changed {
+                self.left.changed.insert(r.key.clone());
             }
-            let row = Row {
-                id,
-                time,
-                values: l.values.clone(),
-                matched: outer && matched,
-                changed_in: 0,
-            };
-            self.left.insert(key.clone(), row);
         }
-        out
+        let row = Row {
+            id,
+            time: r.time,
+            values: r.values.clone(),
+            matched: false,
+            changed_in: 0,
+        };
+        self.right.insert(r.key.clone(), row);
+    }
+
+    /// Matches one left event at `time` against the right rows held (those of this batch
+    /// included), then holds it; a left-outer event without a key is emitted at once.
+    fn join_left(&mut self, l: &JoinInput, time: Micros, out: &mut Vec<JoinRow>) {
+        let (before, after) = (
+            Micros(self.config.before_micros()),
+            Micros(self.config.after_micros()),
+        );
+        let outer = self.config.kind == JoinKind::LeftOuter;
+        let id = self.next_id;
+        self.next_id += 1;
+        let Some(key) = &l.key else {
+            if outer {
+                out.push(JoinRow {
+                    left_id: id,
+                    right_id: None,
+                    left: l.values.clone(),
+                    right: None,
+                });
+            }
+            return;
+        };
+        let (from, to) = (time.saturating_sub(before), time.saturating_add(after));
+        let mut matched = false;
+        if let Some(rows) = self.right.rows.get(key) {
+            for r in rows.iter().filter(|r| r.time >= from && r.time <= to) {
+                matched = true;
+                out.push(JoinRow {
+                    left_id: id,
+                    right_id: Some(r.id),
+                    left: l.values.clone(),
+                    right: Some(r.values.clone()),
+                });
+            }
+        }
+        let row = Row {
+            id,
+            time,
+            values: l.values.clone(),
+            matched: outer && matched,
+            changed_in: 0,
+        };
+        self.left.insert(key.clone(), row);
     }
 
     /// Ends a batch: the right watermark moves on (with `flush`, past every left row held),
