@@ -225,7 +225,8 @@ mod tests {
         );
     }
 
-    /// The sibling files of `module` (its folder) that each file imports: through
+    /// The sibling files of `module` (its folder) that each file imports (outside its tests):
+    /// through
     /// `crate::module::x` or `super::x` (from a direct child) or `super::super::x` (from a
     /// grandchild).
     fn sibling_edges(module: &str) -> BTreeMap<String, BTreeSet<String>> {
@@ -248,8 +249,13 @@ mod tests {
             // How many `super::` lead from this file to the module's folder.
             let depth = parts.len() - usize::from(parts.last() == Some(&"mod.rs"));
             let to_module = "super::".repeat(depth);
+            if parts.last() == Some(&"tests.rs") {
+                continue;
+            }
             let text = std::fs::read_to_string(&path).unwrap();
-            for (_, code) in code_lines(&text) {
+            // Test code may reach across: only what ships counts.
+            let shipped = text.split("#[cfg(test)]").next().unwrap_or_default();
+            for (_, code) in code_lines(shipped) {
                 let mut targets = after(code, &full);
                 targets.extend(after(code, &to_module));
                 let is_sibling = |t: &&str| {
@@ -289,10 +295,23 @@ mod tests {
                         .collect()
                 })
                 .collect();
-            for circle in cycles(&sibling_edges(module)) {
+            let edges = sibling_edges(module);
+            for circle in cycles(&edges) {
                 let members: BTreeSet<String> = circle.iter().cloned().collect();
                 if !allowed.contains(&members) {
-                    undocumented.push(format!("{module}: {}", circle.join(", ")));
+                    let inside: Vec<String> = circle
+                        .iter()
+                        .flat_map(|from| {
+                            let to = edges.get(from).into_iter().flatten();
+                            to.filter(|t| members.contains(*t))
+                                .map(move |t| format!("{from} → {t}"))
+                        })
+                        .collect();
+                    undocumented.push(format!(
+                        "{module}: {} ({})",
+                        circle.join(", "),
+                        inside.join(", ")
+                    ));
                 }
             }
         }

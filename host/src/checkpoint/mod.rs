@@ -28,6 +28,11 @@ pub const OFFSETS: &str = "sluice.offsets";
 pub const RUN: &str = "sluice.run";
 /// Snapshot summary key: the path of the state file after this commit.
 pub const STATE: &str = "sluice.state";
+/// Snapshot summary key: the watermark after this commit, RFC 3339.
+pub const WATERMARK: &str = "sluice.watermark";
+/// Snapshot summary key: the last record read of every partition, as JSON (see
+/// `source::identity`).
+pub const LAST_RECORDS: &str = "sluice.last-records";
 /// Snapshot summary key: rows of the batch sent to the dead-letter topic.
 pub const DEAD_LETTERED: &str = "sluice.dead-lettered";
 /// Snapshot summary key: data loss accepted since the last commit (`on-data-loss =

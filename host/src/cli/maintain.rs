@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::Context;
 use clap::Args;
 
-use crate::event_time::files::old_state_files;
+use crate::event_time::state::files::old_state_files;
 use crate::iceberg::maintain::cutoff_ms;
 use crate::iceberg::{IcebergCatalog, IcebergSinkConfig, IcebergTable};
 use crate::pipeline::config::PipelineConfig;

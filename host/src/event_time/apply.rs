@@ -95,7 +95,11 @@ impl EventTime {
         let mut main = Vec::new();
         for tp in assigned {
             match self.join_of_topic(&tp.topic) {
-                Some(j) => self.joins[j].1.register(&tp.to_string(), now),
+                Some(j) => {
+                    if let Some(join) = self.join_mut(j) {
+                        join.register(&tp.to_string(), now);
+                    }
+                }
                 None => main.push(tp.to_string()),
             }
         }
@@ -110,8 +114,9 @@ impl EventTime {
         horizon: Micros,
         sorted: &mut Sorted,
     ) {
+        let joins: Vec<_> = self.joins().collect();
         for (j, records) in per_join.into_iter().enumerate() {
-            let join = self.joins[j].1.config();
+            let join = joins[j].config();
             let verdicts = &outcome.right_verdicts[j];
             let before = outcome.right_watermarks_before[j];
             let field = &join.right_time_field;
@@ -184,7 +189,7 @@ impl EventTime {
         Vec<Vec<(String, Record, RightFields)>>,
         Vec<(Record, Reason)>,
     ) {
-        let mut per_join: Vec<Vec<_>> = self.joins.iter().map(|_| Vec::new()).collect();
+        let mut per_join: Vec<Vec<_>> = self.joins().map(|_| Vec::new()).collect();
         let mut unreadable = Vec::new();
         for record in right {
             let Some(j) = self.join_of_topic(&record.topic) else {
@@ -204,7 +209,8 @@ impl EventTime {
                     per_join[j].push((partition, record, fields));
                 }
                 Err(e) => {
-                    let name = &self.joins[j].1.config().name;
+                    let join = self.joins().nth(j).map(|op| op.config());
+                    let name = join.map_or("", |c| c.name.as_str());
                     let reason = Reason {
                         stage: format!("join `{name}`"),
                         digest: None,

@@ -19,9 +19,9 @@ use serde::{Deserialize, Serialize};
 
 use super::EventTime;
 use super::join::{SavedJoin, SavedJoinRef};
-use super::state::{Plan, SavedGroupRef};
+use super::plan::Plan;
 use super::watermark::Watermark;
-use super::window::{GroupKey, PackedKey, SavedGroup};
+pub use super::window::{WindowDelta, WindowDeltaRef};
 use crate::units::Micros;
 
 /// A snapshot is written at least once in this many state files (the chain of a delta
@@ -108,30 +108,6 @@ pub fn batch_of(path: &str) -> Option<u64> {
     path.rsplit('/').next()?.get(..20)?.parse().ok()
 }
 
-/// The changes of one window operator.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-pub struct WindowDelta {
-    /// Groups added or changed, with their accumulators.
-    pub upserted: Vec<SavedGroup>,
-    /// Groups removed, applied before `upserted`: window start and group-by values.
-    /// Listed by older versions of sluice for the groups closed; now the groups closed
-    /// are those of the windows behind the delta's watermark, and this lists only the
-    /// sessions of session windows merged into another, or whose start moved back, under
-    /// their former start (see [`super::session`]).
-    #[serde(default)]
-    pub removed: Vec<(Micros, GroupKey)>,
-}
-
-/// The changes of one window operator, borrowed: serialised like [`WindowDelta`].
-#[derive(Debug, Default, Serialize)]
-pub struct WindowDeltaRef<'a> {
-    /// Groups added or changed, with their accumulators.
-    pub upserted: Vec<SavedGroupRef<'a>>,
-    /// Sessions removed (see [`WindowDelta::removed`]); empty for tumbling and sliding
-    /// windows.
-    pub removed: Vec<(Micros, &'a PackedKey)>,
-}
-
 /// What changed in the operators' state since the previous file of the chain.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 pub struct StateDelta {
@@ -203,64 +179,43 @@ pub const DELTA_VERSION: u32 = 2;
 impl EventTime {
     /// The changes since the last save (or recovery), borrowed for saving.
     pub fn delta_ref(&self) -> StateDeltaRef<'_> {
-        StateDeltaRef {
+        let mut delta = StateDeltaRef {
             watermark: &self.watermark,
-            dedup_added: self.dedup.delta(),
+            dedup_added: Vec::new(),
             dedup_removed: Vec::new(),
-            windows: self
-                .windows
-                .iter()
-                .map(|(_, op)| (op.config().name.as_str(), op.delta()))
-                .collect(),
-            joins: self
-                .joins
-                .iter()
-                .map(|(_, op)| (op.config().name.as_str(), op.delta_ref()))
-                .collect(),
+            windows: BTreeMap::new(),
+            joins: BTreeMap::new(),
+        };
+        for op in &self.operators {
+            op.delta(&mut delta);
         }
+        delta
     }
 
     /// The rows of the state: dedup keys, open window groups and join rows.
     pub fn state_rows(&self) -> u64 {
-        let groups: usize = self.windows.iter().map(|(_, op)| op.rows()).sum();
-        let joined: usize = self.joins.iter().map(|(_, op)| op.rows()).sum();
-        (self.dedup.len() + groups + joined) as u64
+        self.operators.iter().map(|op| op.rows()).sum::<usize>() as u64
     }
 
     /// The rows changed since the last save: dedup keys added or forgotten, window groups
     /// changed or closed, join rows added or changed.
     pub fn changed_rows(&self) -> u64 {
-        let groups: usize = self.windows.iter().map(|(_, op)| op.changed()).sum();
-        let joined: usize = self.joins.iter().map(|(_, op)| op.changed()).sum();
-        (self.dedup.changed() + groups + joined) as u64
+        self.operators.iter().map(|op| op.changed()).sum::<usize>() as u64
     }
 
     /// Applies saved changes to the state (windows no longer configured are skipped).
-    pub fn apply_delta(&mut self, delta: StateDelta) {
-        self.watermark = delta.watermark;
+    pub fn apply_delta(&mut self, mut delta: StateDelta) {
+        self.watermark = std::mem::take(&mut delta.watermark);
         let w = self.watermark.current;
-        self.dedup.apply(delta.dedup_added, delta.dedup_removed, w);
-        let mut windows = delta.windows;
-        for (_, op) in &mut self.windows {
-            let changes = windows.remove(&op.config().name).unwrap_or_default();
-            op.apply(changes, w);
-        }
-        let mut joins = delta.joins;
-        for (_, op) in &mut self.joins {
-            if let Some(changes) = joins.remove(&op.config().name) {
-                op.apply(changes, w);
-            }
+        for op in &mut self.operators {
+            op.apply(&mut delta, w);
         }
     }
 
     /// Starts recording changes afresh for the next delta, which extends `chain`.
     pub(super) fn track(&mut self, chain: Chain) {
         self.chain = Some(chain);
-        self.dedup.track();
-        for (_, op) in &mut self.windows {
-            op.track();
-        }
-        for (_, op) in &mut self.joins {
+        for op in &mut self.operators {
             op.track();
         }
     }

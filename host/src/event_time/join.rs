@@ -33,17 +33,16 @@
 //! a delta changes (a left row of a left-outer join changes when it first matches).
 
 pub mod config;
-
-use std::collections::{BTreeSet, HashMap, HashSet};
-
-use serde::{Deserialize, Serialize};
+pub mod side;
 
 use self::config::{JoinConfig, JoinKind};
+use self::side::{Row, Side};
+pub use self::side::{SavedJoin, SavedJoinRef, SavedJoinRow, SavedJoinRowRef};
 use super::config::EventTimeConfig;
 use super::extract::{ExtractError, Extractor, Scalar, event_time};
+use super::verdict::{Arrival, StateSize};
 use super::watermark::{Clock, Watermark, WhenIdle};
-use super::window::{GroupKey, PackedKey};
-use super::{Arrival, StateSize};
+use super::window::PackedKey;
 use crate::units::{Micros, Millis};
 
 /// What a join reads from a left event.
@@ -124,243 +123,6 @@ fn read_key(slots: &[usize], values: &[Option<Scalar>]) -> Option<PackedKey> {
         key.push(values[i].as_ref()?.text());
     }
     Some(PackedKey::pack(key.into_iter().map(Some)))
-}
-
-/// One row held in a side's state.
-#[derive(Debug, Clone)]
-struct Row {
-    id: u64,
-    time: Micros,
-    values: PackedKey,
-    /// A left row of a left-outer join that matched a right record.
-    matched: bool,
-    /// The save it last changed in (see [`Side::save`]).
-    changed_in: u64,
-}
-
-/// The rows of one side, by key, with an index by time for leaving the state.
-#[derive(Debug, Clone, Default)]
-struct Side {
-    rows: HashMap<PackedKey, Vec<Row>>,
-    /// `(time, key)` of every row held (some may have left: see [`Side::expire`]).
-    by_time: BTreeSet<(Micros, PackedKey)>,
-    len: usize,
-    /// Keys with rows changed since the last save.
-    changed: HashSet<PackedKey>,
-    /// The saves so far: a row with `changed_in == save` changed since the last one.
-    save: u64,
-    /// The bytes of the keys and values held (for [`Side::bytes`]).
-    heap: usize,
-}
-
-impl Side {
-    fn insert(&mut self, key: PackedKey, mut row: Row) {
-        row.changed_in = self.save;
-        self.changed.insert(key.clone());
-        self.by_time.insert((row.time, key.clone()));
-        self.heap += row.values.as_bytes().len();
-        let rows = self.rows.entry(key).or_default();
-        match rows.iter_mut().find(|r| r.id == row.id) {
-            Some(held) => {
-                self.heap -= held.values.as_bytes().len();
-                *held = row;
-            }
-            None => {
-                rows.push(row);
-                self.len += 1;
-            }
-        }
-    }
-
-    /// Removes the oldest rows (all those of the oldest time at once) until at most `max`
-    /// are held, handing each to `gone`; returns how many left.
-    fn evict(&mut self, max: usize, mut gone: impl FnMut(&PackedKey, Row)) -> u64 {
-        let mut evicted = 0;
-        while self.len > max
-            && let Some(&(time, _)) = self.by_time.first()
-        {
-            self.expire(time.saturating_add(Micros(1)), |key, row| {
-                evicted += 1;
-                gone(key, row);
-            });
-        }
-        evicted
-    }
-
-    /// Removes the rows with a time before `until`, oldest first, handing each to `gone`.
-    fn expire(&mut self, until: Micros, mut gone: impl FnMut(&PackedKey, Row)) {
-        while let Some((time, _)) = self.by_time.first()
-            && *time < until
-        {
-            let Some((_, key)) = self.by_time.pop_first() else {
-                break;
-            };
-            let Some(rows) = self.rows.get_mut(&key) else {
-                continue;
-            };
-            let mut kept = Vec::with_capacity(rows.len());
-            for row in rows.drain(..) {
-                if row.time < until {
-                    self.len -= 1;
-                    self.heap -= row.values.as_bytes().len();
-                    gone(&key, row);
-                } else {
-                    kept.push(row);
-                }
-            }
-            if kept.is_empty() {
-                self.rows.remove(&key);
-                self.changed.remove(&key);
-            } else {
-                *rows = kept;
-            }
-        }
-    }
-
-    /// The earliest time held.
-    fn first_time(&self) -> Option<Micros> {
-        self.by_time.first().map(|(t, _)| *t)
-    }
-
-    /// The latest time held.
-    fn last_time(&self) -> Option<Micros> {
-        self.by_time.last().map(|(t, _)| *t)
-    }
-
-    /// Starts recording changes afresh.
-    fn track(&mut self) {
-        self.save += 1;
-        self.changed.clear();
-    }
-
-    /// Estimated bytes in memory: per key a map slot and its text (twice with the time
-    /// index), per row the row and its values, per index entry a B-tree slot.
-    fn bytes(&self) -> usize {
-        let slot = std::mem::size_of::<(PackedKey, Vec<Row>)>() + 1;
-        let keys: usize = self.rows.keys().map(|k| k.as_bytes().len()).sum();
-        let index_entry = std::mem::size_of::<(Micros, PackedKey)>() + 8;
-        let index_keys: usize = self.by_time.iter().map(|(_, k)| k.as_bytes().len()).sum();
-        self.rows.capacity() * slot
-            + keys
-            + self.len * std::mem::size_of::<Row>()
-            + self.heap
-            + self.by_time.len() * index_entry
-            + index_keys
-    }
-
-    fn saved(&self) -> impl Iterator<Item = SavedJoinRowRef<'_>> {
-        self.rows.iter().flat_map(|(key, rows)| {
-            rows.iter().map(move |r| SavedJoinRowRef {
-                id: r.id,
-                time: r.time,
-                key,
-                values: &r.values,
-                matched: r.matched,
-            })
-        })
-    }
-
-    fn delta(&self) -> impl Iterator<Item = SavedJoinRowRef<'_>> {
-        self.changed.iter().flat_map(|key| {
-            let rows = self.rows.get_key_value(key);
-            rows.into_iter().flat_map(|(key, rows)| {
-                rows.iter()
-                    .filter(|r| r.changed_in == self.save)
-                    .map(move |r| SavedJoinRowRef {
-                        id: r.id,
-                        time: r.time,
-                        key,
-                        values: &r.values,
-                        matched: r.matched,
-                    })
-            })
-        })
-    }
-
-    fn changed_rows(&self) -> usize {
-        self.delta().count()
-    }
-
-    fn restore(&mut self, rows: Vec<SavedJoinRow>) {
-        for row in rows {
-            self.insert(
-                PackedKey::of(&row.key),
-                Row {
-                    id: row.id,
-                    time: row.time,
-                    values: PackedKey::of(&row.values),
-                    matched: row.matched,
-                    changed_in: 0,
-                },
-            );
-        }
-    }
-}
-
-/// A saved row of a join side.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct SavedJoinRow {
-    /// Its id.
-    pub id: u64,
-    /// Its event time.
-    pub time: Micros,
-    /// The key values.
-    pub key: GroupKey,
-    /// The output fields' JSON texts.
-    pub values: GroupKey,
-    /// A left row of a left-outer join that matched.
-    pub matched: bool,
-}
-
-/// A saved row, borrowed: serialised like [`SavedJoinRow`].
-#[derive(Debug, Serialize)]
-pub struct SavedJoinRowRef<'a> {
-    /// Its id.
-    pub id: u64,
-    /// Its event time.
-    pub time: Micros,
-    /// The key values.
-    pub key: &'a PackedKey,
-    /// The output fields' JSON texts.
-    pub values: &'a PackedKey,
-    /// A left row of a left-outer join that matched.
-    pub matched: bool,
-}
-
-/// The saved state of a join (in a snapshot: all of it; in a delta: the rows added or
-/// changed since the previous file, the rows gone being those the watermarks are past).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct SavedJoin {
-    /// The right side's watermark and its partitions.
-    pub right_watermark: Watermark,
-    /// The next row id.
-    pub next_id: u64,
-    /// Left rows, in no order.
-    pub left: Vec<SavedJoinRow>,
-    /// Right rows, in no order.
-    pub right: Vec<SavedJoinRow>,
-}
-
-impl SavedJoin {
-    /// The same state in one order, to compare states.
-    pub fn sorted(mut self) -> Self {
-        self.left.sort_unstable();
-        self.right.sort_unstable();
-        self
-    }
-}
-
-/// The saved state of a join, borrowed: serialised like [`SavedJoin`].
-#[derive(Debug, Serialize)]
-pub struct SavedJoinRef<'a> {
-    /// The right side's watermark.
-    pub right_watermark: &'a Watermark,
-    /// The next row id.
-    pub next_id: u64,
-    /// Left rows.
-    pub left: Vec<SavedJoinRowRef<'a>>,
-    /// Right rows.
-    pub right: Vec<SavedJoinRowRef<'a>>,
 }
 
 /// One join and its state.
@@ -502,83 +264,100 @@ impl JoinOperator {
     /// times), in order, and holds them; returns the pairs (and, in a left-outer join, the
     /// left events without a key, which match nothing).
     pub fn join(&mut self, left: &[(&JoinInput, Micros)], right: &[&RightFields]) -> Vec<JoinRow> {
+        let mut out = Vec::new();
+        for r in right {
+            self.join_right(r, &mut out);
+        }
+        for &(l, time) in left {
+            self.join_left(l, time, &mut out);
+        }
+        out
+    }
+
+    /// Matches one right record against the left rows held (marking a left-outer row
+    /// that first matches as changed), then holds it.
+    fn join_right(&mut self, r: &RightFields, out: &mut Vec<JoinRow>) {
         let (before, after) = (
             Micros(self.config.before_micros()),
             Micros(self.config.after_micros()),
         );
         let outer = self.config.kind == JoinKind::LeftOuter;
-        let mut out = Vec::new();
-        for r in right {
-            let id = self.next_id;
-            self.next_id += 1;
-            // A left row at `tl` matches when tl - after <= tr <= tl + before.
-            let (from, to) = (r.time.saturating_sub(after), r.time.saturating_add(before));
-            let save = self.left.save;
-            if let Some(rows) = self.left.rows.get_mut(&r.key) {
-                let mut changed = false;
-                for l in rows.iter_mut().filter(|l| l.time >= from && l.time <= to) {
-                    out.push(JoinRow {
-                        left_id: l.id,
-                        right_id: Some(id),
-                        left: l.values.clone(),
-                        right: Some(r.values.clone()),
-                    });
-                    if outer && !l.matched {
-                        l.matched = true;
-                        l.changed_in = save;
-                        changed = true;
-                    }
-                }
-                if changed {
-                    self.left.changed.insert(r.key.clone());
+        let id = self.next_id;
+        self.next_id += 1;
+        // A left row at `tl` matches when tl - after <= tr <= tl + before.
+        let (from, to) = (r.time.saturating_sub(after), r.time.saturating_add(before));
+        let save = self.left.save;
+        if let Some(rows) = self.left.rows.get_mut(&r.key) {
+            let mut changed = false;
+            for l in rows.iter_mut().filter(|l| l.time >= from && l.time <= to) {
+                out.push(JoinRow {
+                    left_id: l.id,
+                    right_id: Some(id),
+                    left: l.values.clone(),
+                    right: Some(r.values.clone()),
+                });
+                if outer && !l.matched {
+                    l.matched = true;
+                    l.changed_in = save;
+                    changed = true;
                 }
             }
-            let row = Row {
-                id,
-                time: r.time,
-                values: r.values.clone(),
-                matched: false,
-                changed_in: 0,
-            };
-            self.right.insert(r.key.clone(), row);
-        }
-        for &(l, time) in left {
-            let id = self.next_id;
-            self.next_id += 1;
-            let Some(key) = &l.key else {
-                if outer {
-                    out.push(JoinRow {
-                        left_id: id,
-                        right_id: None,
-                        left: l.values.clone(),
-                        right: None,
-                    });
-                }
-                continue;
-            };
-            let (from, to) = (time.saturating_sub(before), time.saturating_add(after));
-            let mut matched = false;
-            if let Some(rows) = self.right.rows.get(key) {
-                for r in rows.iter().filter(|r| r.time >= from && r.time <= to) {
-                    matched = true;
-                    out.push(JoinRow {
-                        left_id: id,
-                        right_id: Some(r.id),
-                        left: l.values.clone(),
-                        right: Some(r.values.clone()),
-                    });
-                }
+            if changed {
+                self.left.changed.insert(r.key.clone());
             }
-            let row = Row {
-                id,
-                time,
-                values: l.values.clone(),
-                matched: outer && matched,
-                changed_in: 0,
-            };
-            self.left.insert(key.clone(), row);
         }
-        out
+        let row = Row {
+            id,
+            time: r.time,
+            values: r.values.clone(),
+            matched: false,
+            changed_in: 0,
+        };
+        self.right.insert(r.key.clone(), row);
+    }
+
+    /// Matches one left event at `time` against the right rows held (those of this batch
+    /// included), then holds it; a left-outer event without a key is emitted at once.
+    fn join_left(&mut self, l: &JoinInput, time: Micros, out: &mut Vec<JoinRow>) {
+        let (before, after) = (
+            Micros(self.config.before_micros()),
+            Micros(self.config.after_micros()),
+        );
+        let outer = self.config.kind == JoinKind::LeftOuter;
+        let id = self.next_id;
+        self.next_id += 1;
+        let Some(key) = &l.key else {
+            if outer {
+                out.push(JoinRow {
+                    left_id: id,
+                    right_id: None,
+                    left: l.values.clone(),
+                    right: None,
+                });
+            }
+            return;
+        };
+        let (from, to) = (time.saturating_sub(before), time.saturating_add(after));
+        let mut matched = false;
+        if let Some(rows) = self.right.rows.get(key) {
+            for r in rows.iter().filter(|r| r.time >= from && r.time <= to) {
+                matched = true;
+                out.push(JoinRow {
+                    left_id: id,
+                    right_id: Some(r.id),
+                    left: l.values.clone(),
+                    right: Some(r.values.clone()),
+                });
+            }
+        }
+        let row = Row {
+            id,
+            time,
+            values: l.values.clone(),
+            matched: outer && matched,
+            changed_in: 0,
+        };
+        self.left.insert(key.clone(), row);
     }
 
     /// Ends a batch: the right watermark moves on (with `flush`, past every left row held),

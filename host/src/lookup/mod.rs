@@ -22,7 +22,7 @@ use std::sync::{Arc, RwLock};
 
 use rustc_hash::FxHashMap;
 
-pub use crate::checkpoint::lookups::{LOOKUPS, Version};
+pub use crate::checkpoint::lookups::Version;
 
 /// The loaders of `lookups`: topics on `connection` (the source's cluster; a replaced
 /// topic is handled as `on_data_loss` says, the source's setting), tables in `catalog`

@@ -9,14 +9,15 @@ use super::cpu;
 use super::crash::CrashPoint;
 use super::route::Prepared;
 use super::{Pipeline, PipelineError};
+use crate::checkpoint::LAST_RECORDS;
+use crate::checkpoint::lookups::LOOKUPS;
 use crate::checkpoint::{CommitMark, DATA_LOSS, DEAD_LETTERED, RECORDS_LOST, RUN};
+use crate::checkpoint::{STATE, WATERMARK};
 use crate::event_time::delta::Chain;
 use crate::event_time::extract::format_micros;
-use crate::event_time::state::{self, STATE, WATERMARK};
+use crate::event_time::state;
 use crate::iceberg::maintain::cutoff_ms;
-use crate::lookup::LOOKUPS;
 use crate::sink::{Commit, Delivered, Expired};
-use crate::source::identity::LAST_RECORDS;
 
 /// One step of a batch's commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -155,7 +155,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::lookup::Version;
+    use crate::checkpoint::lookups::Version;
 
     fn lookups() -> Lookups {
         let mut profiles = Table::new(Version::File { digest: "d".into() });

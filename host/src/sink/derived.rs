@@ -1,20 +1,220 @@
-//! What the outputs derived from a batch (window results, join rows) share: keyed JSON
-//! records to a topic, at least once, and a table that takes each batch exactly once, in
-//! one commit carrying the pipeline's commit mark (a batch it already holds is not written
-//! again: its files, if written, stay unreferenced).
+//! The outputs derived from a batch (window results, join rows), as one generic output
+//! [`Derived`]: keyed JSON records to a topic, at least once, and a table that takes each
+//! batch exactly once, in one commit carrying the pipeline's commit mark (a batch it
+//! already holds is not written again: its files, if written, stay unreferenced). What
+//! differs per kind of row (its configuration, table, key and value) is a [`DerivedRow`].
 
 use std::collections::HashMap;
 
 use arrow_array::RecordBatch;
 
-use super::topic::{Outgoing, Topic};
-use super::{Delivered, OutputError, Results, send_to};
+use super::topic::{Outgoing, Topic, Topics};
+use super::{Commit, Delivered, Output, OutputError, Results, send_to};
 use crate::checkpoint::CommitMark;
-use crate::iceberg::{Fence, IcebergError, IcebergTable, Landed};
+use crate::encode::Encoder;
+use crate::event_time::config::WindowKafkaConfig;
+use crate::iceberg::{
+    Fence, IcebergCatalog, IcebergError, IcebergSinkConfig, IcebergTable, Landed,
+};
+use crate::kafka::Connection;
+
+/// A kind of row a derived output writes: what is particular to window results, or to
+/// join rows.
+pub trait DerivedRow: Sized + 'static {
+    /// The configuration of one output of this kind (`[[windows]]`, `[[joins]]`).
+    type Config: Clone + Send + Sync;
+    /// What the outputs hold, in names, logs and errors: `window` or `join`.
+    const KIND: &'static str;
+    /// The header that tags each record with the output's name: `sluice.window`, …
+    const TAG: &'static str;
+    /// What one row is called in an error: `a result`, `a joined row`.
+    const ROW: &'static str;
+
+    /// The output's name.
+    fn name(config: &Self::Config) -> &str;
+    /// Its topic, if it has one.
+    fn kafka(config: &Self::Config) -> Option<&WindowKafkaConfig>;
+    /// Its table's configuration, if it has one, beside the pipeline's `sink`.
+    fn table_config(config: &Self::Config, sink: &IcebergSinkConfig) -> Option<IcebergSinkConfig>;
+    /// The rows of this kind in a batch's results, by output.
+    fn all(results: &Results) -> &[Vec<Self>];
+    /// A row's Kafka record: its key and its value (JSON texts).
+    fn record(config: &Self::Config, row: &Self, batch_id: u64) -> (String, String);
+    /// A row's value alone (what the table takes): the record's value.
+    fn value(config: &Self::Config, row: &Self, batch_id: u64) -> String {
+        Self::record(config, row, batch_id).1
+    }
+}
+
+/// The outputs of one window or join (`R` says which): its topic and its table.
+pub struct Derived<R: DerivedRow> {
+    config: R::Config,
+    /// Which of the batch's results of its kind are this output's.
+    index: usize,
+    topic: Option<Box<dyn Topic>>,
+    table: Option<(IcebergTable, Encoder)>,
+}
+
+impl<R: DerivedRow> std::fmt::Debug for Derived<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Derived")
+            .field(R::KIND, &R::name(&self.config))
+            .finish_non_exhaustive()
+    }
+}
+
+impl<R: DerivedRow> Derived<R> {
+    /// Opens the outputs of `config`, the `index`th of its kind: its topic (through
+    /// `topics`, on the `source`'s cluster with its properties) and its table (in
+    /// `catalog`, beside the pipeline's `sink`).
+    pub fn open(
+        config: &R::Config,
+        index: usize,
+        topics: &dyn Topics,
+        source: &Connection,
+        catalog: &IcebergCatalog,
+        sink: &IcebergSinkConfig,
+    ) -> Result<Self, OutputError> {
+        let output = format!("{} `{}`", R::KIND, R::name(config));
+        let topic = match R::kafka(config) {
+            Some(k) => {
+                Some(
+                    topics
+                        .open(&k.target(source))
+                        .map_err(|error| OutputError::Topic {
+                            output: output.clone(),
+                            error: Box::new(error),
+                        })?,
+                )
+            }
+            None => None,
+        };
+        let table = match R::table_config(config, sink) {
+            Some(table_config) => Some(open_table(catalog, table_config, &output)?),
+            None => None,
+        };
+        Ok(Derived {
+            config: config.clone(),
+            index,
+            topic,
+            table,
+        })
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &R::Config {
+        &self.config
+    }
+
+    fn rows<'a>(&self, results: &'a Results) -> &'a [R] {
+        R::all(results).get(self.index).map_or(&[], Vec::as_slice)
+    }
+
+    fn schema_error(&self, message: String) -> OutputError {
+        OutputError::Schema {
+            output: self.name(),
+            message,
+        }
+    }
+
+    /// The rows as a table batch.
+    fn encode(&self, rows: &[R], batch_id: u64) -> Result<RecordBatch, OutputError> {
+        let values: Vec<String> = rows
+            .iter()
+            .map(|row| R::value(&self.config, row, batch_id))
+            .collect();
+        let (_, encoder) = self.table.as_ref().expect("only called with a table");
+        let encoded = encoder
+            .encode(values.iter().map(|v| Some(v.as_bytes())), 0)
+            .map_err(|e| self.schema_error(e.to_string()))?;
+        match encoded.errors.first() {
+            Some((_, error)) => {
+                Err(self.schema_error(format!("{} does not fit the table: {error}", R::ROW)))
+            }
+            None => Ok(encoded.batch),
+        }
+    }
+
+    /// The table, named for logs and errors.
+    fn derived_table(&mut self) -> Option<DerivedTable<'_>> {
+        let (table, _) = self.table.as_mut()?;
+        Some(DerivedTable {
+            kind: R::KIND,
+            name: R::name(&self.config),
+            table,
+        })
+    }
+}
+
+fn open_table(
+    catalog: &IcebergCatalog,
+    config: IcebergSinkConfig,
+    output: &str,
+) -> Result<(IcebergTable, Encoder), OutputError> {
+    let table = IcebergTable::open(catalog, config).map_err(|error| OutputError::Table {
+        output: output.to_string(),
+        error: Box::new(error),
+    })?;
+    let encoder = Encoder::new(table.schema(), &[]).map_err(|e| OutputError::Schema {
+        output: output.to_string(),
+        message: e.to_string(),
+    })?;
+    Ok((table, encoder))
+}
+
+impl<R: DerivedRow> Output for Derived<R> {
+    fn name(&self) -> String {
+        format!("{} `{}`", R::KIND, R::name(&self.config))
+    }
+
+    /// Sends the batch's rows to the topic, if any, keyed as the kind says.
+    fn send(&mut self, results: &Results) -> Result<Delivered, OutputError> {
+        let Some(topic) = &self.topic else {
+            return Ok(Delivered::default());
+        };
+        let encoded: Vec<(String, String)> = self
+            .rows(results)
+            .iter()
+            .map(|row| R::record(&self.config, row, results.batch_id))
+            .collect();
+        let tag = (R::TAG, R::name(&self.config));
+        send_json(topic.as_ref(), self.name(), results, tag, &encoded)
+    }
+
+    /// Appends the batch's rows to the table, if any, in one commit carrying the mark,
+    /// unless the table already holds this batch (a replay after a crash). A batch without
+    /// rows is not committed.
+    fn commit(&mut self, results: &Results, commit: Commit<'_>) -> Result<Delivered, OutputError> {
+        let rows = self.rows(results);
+        if self.table.is_none() || rows.is_empty() {
+            return Ok(Delivered::default());
+        }
+        let mark = commit.mark;
+        let table = self.table.as_ref().map(|t| &t.0);
+        if let Some(held) = holds(table, R::KIND, R::name(&self.config), mark)? {
+            return Ok(held);
+        }
+        let batch = self.encode(rows, mark.batch_id)?;
+        let table = self.derived_table().expect("checked above");
+        table.commit(batch, mark)
+    }
+
+    fn expire_snapshots(&mut self, cutoff_ms: i64, retain_last: usize) -> Result<u64, OutputError> {
+        match self.derived_table() {
+            Some(table) => table.expire(cutoff_ms, retain_last),
+            None => Ok(0),
+        }
+    }
+
+    fn held_batch(&self, pipeline: &str) -> Result<Option<u64>, OutputError> {
+        let table = self.table.as_ref().map(|t| &t.0);
+        held_batch(table, R::KIND, R::name(&self.config), pipeline)
+    }
+}
 
 /// Sends `records` (key, value) to `topic`, each with the pipeline's and batch's headers
 /// and `tag` (`("sluice.window", name)`, for example).
-pub(super) fn send_json(
+fn send_json(
     topic: &dyn Topic,
     output: String,
     results: &Results,
@@ -42,23 +242,19 @@ pub(super) fn send_json(
 }
 
 /// A derived output's table, named for logs and errors as `KIND `NAME``.
-pub(super) struct DerivedTable<'a> {
+struct DerivedTable<'a> {
     /// What the table holds: `window` or `join`.
-    pub(super) kind: &'static str,
+    kind: &'static str,
     /// The window's or join's name.
-    pub(super) name: &'a str,
+    name: &'a str,
     /// The table.
-    pub(super) table: &'a mut IcebergTable,
+    table: &'a mut IcebergTable,
 }
 
 impl DerivedTable<'_> {
     /// Appends `batch` in one commit carrying `mark` (a table that turns out to hold the
     /// batch already, committed by another attempt, is left as it is).
-    pub(super) fn commit(
-        self,
-        batch: RecordBatch,
-        mark: &CommitMark,
-    ) -> Result<Delivered, OutputError> {
+    fn commit(self, batch: RecordBatch, mark: &CommitMark) -> Result<Delivered, OutputError> {
         let error = |e| table_error(self.kind, self.name, e);
         let written = self
             .table
@@ -85,7 +281,7 @@ impl DerivedTable<'_> {
 
     /// Expires snapshots older than `cutoff_ms` beyond the last `retain_last`; returns how
     /// many went.
-    pub(super) fn expire(self, cutoff_ms: i64, retain_last: usize) -> Result<u64, OutputError> {
+    fn expire(self, cutoff_ms: i64, retain_last: usize) -> Result<u64, OutputError> {
         let expiry = self
             .table
             .expire_snapshots(cutoff_ms, retain_last, false)
@@ -96,7 +292,7 @@ impl DerivedTable<'_> {
 
 /// Whether `table` holds the batch of `mark` already (a replay after a crash): then what
 /// the batch delivered there, nothing, logged.
-pub(super) fn holds(
+fn holds(
     table: Option<&IcebergTable>,
     kind: &'static str,
     name: &str,
@@ -109,7 +305,7 @@ pub(super) fn holds(
 }
 
 /// The last batch of `pipeline` that `table` holds, if it has one.
-pub(super) fn held_batch(
+fn held_batch(
     table: Option<&IcebergTable>,
     kind: &'static str,
     name: &str,
@@ -136,7 +332,7 @@ fn held(kind: &str, name: &str, batch_id: u64) -> Delivered {
 }
 
 /// An error of the table of `KIND `NAME``.
-pub(super) fn table_error(kind: &str, name: &str, error: IcebergError) -> OutputError {
+fn table_error(kind: &str, name: &str, error: IcebergError) -> OutputError {
     OutputError::Table {
         output: format!("{kind} `{name}`"),
         error: Box::new(error),

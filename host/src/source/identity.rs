@@ -15,10 +15,8 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 
 use super::TopicPartition;
+use crate::checkpoint::LAST_RECORDS;
 use crate::record::Record;
-
-/// Snapshot summary key: the last record read of every partition, as JSON.
-pub const LAST_RECORDS: &str = "sluice.last-records";
 
 /// The offset of a record and a hash of its timestamp, key and value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,15 +7,18 @@
 //! sessions of a group never overlap: kept sorted by start in a small vector, they are
 //! also sorted by end. A session closes when the watermark reaches its end.
 //!
-//! Saved like a window group ([`super::window::SavedGroup`]): its start, its group-by
+//! Saved like a window group ([`super::SavedGroup`]): its start, its group-by
 //! values and its accumulators, followed by one more, [`Accumulator::Last`], the time of
 //! its last event. A session merged away, or whose start moved back, is listed in a
-//! delta's `removed` under its former start (see [`super::delta::WindowDelta`]).
+//! delta's `removed` under its former start (see [`super::WindowDelta`]).
 
 use hashbrown::HashTable;
 use hashbrown::hash_table::Entry;
 
-use super::window::{Accumulator, PackedKey, Shape, WindowInput, WindowRow, key_hash};
+use super::accumulate::Accumulator;
+use super::keys::{PackedKey, key_hash};
+use super::rows::WindowRow;
+use super::shape::{Shape, WindowInput};
 use crate::units::Micros;
 
 /// One open session of a group.
@@ -68,7 +71,7 @@ struct Group {
     sessions: Vec<Session>,
 }
 
-/// Counters of the shard a session shard belongs to (see [`super::window::WindowShard`]).
+/// Counters of the shard a session shard belongs to (see [`super::WindowShard`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Marks {
     /// The current save.
