@@ -68,49 +68,39 @@ fn split(markdown: &str) -> (Vec<Block>, String) {
     let mut open: Option<(String, Block)> = None;
     for (n, line) in markdown.lines().enumerate() {
         let trimmed = line.trim_start();
-        match &mut open {
-            Some((fence, block)) => {
-                if trimmed.starts_with(fence.as_str())
-                    && trimmed.trim_start_matches(['`', '~']).trim().is_empty()
-                {
-                    blocks.push(std::mem::replace(
-                        block,
-                        Block {
-                            info: String::new(),
-                            line: 0,
-                            text: String::new(),
-                        },
-                    ));
-                    open = None;
-                } else {
-                    block.text.push_str(line.trim_start_matches(' '));
-                    block.text.push('\n');
-                }
-                prose.push('\n');
+        if let Some((fence, block)) = &mut open {
+            let closes = trimmed.starts_with(fence.as_str())
+                && trimmed.trim_start_matches(['`', '~']).trim().is_empty();
+            if !closes {
+                block.text.push_str(line.trim_start_matches(' '));
+                block.text.push('\n');
             }
-            None => {
-                let fence: String = trimmed
-                    .chars()
-                    .take_while(|&c| c == '`' || c == '~')
-                    .collect();
-                let info = &trimmed[fence.len()..];
-                // A backtick fence's info string holds no backtick (else it is inline code).
-                if fence.len() >= 3
-                    && fence.chars().all(|c| c == fence.chars().next().unwrap())
-                    && !(fence.starts_with('`') && info.contains('`'))
-                {
-                    let block = Block {
-                        info: info.trim().to_string(),
-                        line: n + 2,
-                        text: String::new(),
-                    };
-                    open = Some((fence, block));
-                    prose.push('\n');
-                } else {
-                    prose.push_str(line);
-                    prose.push('\n');
-                }
+            prose.push('\n');
+            if closes {
+                blocks.extend(open.take().map(|(_, block)| block));
             }
+            continue;
+        }
+        let fence: String = trimmed
+            .chars()
+            .take_while(|&c| c == '`' || c == '~')
+            .collect();
+        let info = &trimmed[fence.len()..];
+        // A backtick fence's info string holds no backtick (else it is inline code).
+        if fence.len() >= 3
+            && fence.chars().all(|c| c == fence.chars().next().unwrap())
+            && !(fence.starts_with('`') && info.contains('`'))
+        {
+            let block = Block {
+                info: info.trim().to_string(),
+                line: n + 2,
+                text: String::new(),
+            };
+            open = Some((fence, block));
+            prose.push('\n');
+        } else {
+            prose.push_str(line);
+            prose.push('\n');
         }
     }
     (blocks, prose)
