@@ -6,7 +6,7 @@
 //! helper's loop), and parsing every value with `JSON.parse` before keeping it.
 //!
 //! Rounds are interleaved (Rust, JavaScript, keep, parse) so that a noisy neighbour slows
-//! them alike. Nothing is judged: the numbers are printed, for the README.
+//! them alike. Nothing is judged: the numbers are printed, for the book's benchmarks chapter.
 //!
 //! Run with `cargo bench -p sluice-tests --bench js` (optionally `-- EVENTS ROUNDS CHUNK`).
 
@@ -51,8 +51,8 @@ fn main() {
         .map(|c| Chunk::from_records(c.iter().copied()))
         .collect();
 
-    // The JavaScript engine's heap settles above the default 64 MiB (see the README); the
-    // JavaScript plugins get more.
+    // The JavaScript engine's heap settles above the default 64 MiB (see the book's chapter
+    // on JavaScript plugins); the JavaScript plugins get more.
     let js_limits = Limits {
         memory: ByteSize::mib(JS_MEMORY_MIB),
         ..Limits::default()

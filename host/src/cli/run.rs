@@ -12,57 +12,48 @@ use crate::pipeline::stages::Stages;
 use crate::pipeline::{Pipeline, RunSummary};
 use crate::plugin::Runtime;
 
-/// The configuration reference printed by `sluice run --help`.
+/// The summary of a pipeline file printed by `sluice run --help`: its sections and their
+/// keys. What each key means, and its default, is in the book's configuration reference.
 const REFERENCE: &str = "\
-CONFIGURATION (TOML; `${VAR}` and `${VAR:-default}` are replaced from the environment
-anywhere in the file; relative paths are relative to the file's folder)
+PIPELINE FILE (TOML; `${VAR}` and `${VAR:-default}` are replaced from the environment;
+relative paths are relative to the file's folder). Sections and their keys:
 
-[pipeline]      name (keys the offsets stored in the table)
-                on-invalid = \"dead-letter\" | \"fail\"       threads = N (default: cores)
-                fault-budget = \"5m\" (transient faults retried with backoff this long)
-[source]        bootstrap-servers, topics = [..], group-id, mode = \"assign\" | \"group\"
-                (group: several processes share the partitions; with [event-time]:
-                one active process, standbys take over),
-                starting-offsets = \"earliest\" | \"latest\" (brand-new pipelines only;
-                latest is anchored in the table at the first start),
-                on-data-loss = \"fail\" | \"continue\" (records deleted before they were
-                read, a recreated topic, a replaced broker),
-                fetch-timeout = \"60s\", properties = { librdkafka key = value } (every
-                Kafka client gets them; an output's own properties win)
-[trigger]       mode = \"interval\" | \"available-now\", interval = \"10s\",
-                max-records = 100000, max-bytes = \"64MiB\"
-[runtime]       chunk-size = 1024, max-stack = \"512KiB\", watch-interval = \"500ms\",
-                enforce-call-timeout = true (false: faster plugins, no call-timeout; trusted only)
-[[stages]]      name, plugin = \"x.wasm\", params = {..},
-                limits = { memory, call-timeout, max-output }, grants = { clocks, env, read-only-dirs },
-                watch = true (swap in a new version of the file between batches),
-                samples = \"samples.jsonl\", allowed-digests = [..], shadow = \"candidate.wasm\",
-                rollback = { first-events = 1000, max-failure-rate = 0.01,
-                             max-rejection-rate, max-rejection-ratio }
-[sink]          warehouse, namespace, table, columns = [{ name, type, required, doc }],
-                partition-by = [\"day(event_time)\"], ingestion-time-column,
-                target-file-size = \"128MiB\", zstd-level = 1
-[sink.catalog]  type = \"sql\" | \"rest\", name = \"sluice\", uri (default: SQLite
-                <warehouse>/catalog.db; or postgres://...; or the REST URL), properties = {..}
-[sink.expire-snapshots]  older-than = \"1h\", retain-last = 10, every-commits = 10
-                (expire old snapshots while running; absent: never)
-[dead-letter]   topic, bootstrap-servers (default: the source's), ack-timeout = \"60s\",
-                properties = {..}
-[event-time]    field (the event time: RFC 3339, \"YYYY-MM-DD HH:MM:SS\" or epoch ms),
-                max-delay = \"2m\", idle-timeout = \"30s\",
-                late = \"dead-letter\" | \"topic\" | \"drop\", late-topic,
-                late-topic-properties = {..},
-                at-end = \"keep\" | \"flush\" (open windows after --available-now)
-[dedup]         keys = [\"event_id\"]   (within the watermark)
-[admin]         listen = \"127.0.0.1:9464\", token (default: $SLUICE_ADMIN_TOKEN),
-                max-upload = \"32MiB\", recent-batches = 20   (HTTP: /healthz /status
-                /metrics /stages, POST /stages/{name}/modules|activate|rollback)
-[[windows]]     name, size = \"1m\", slide (default: size, tumbling), group-by = [..],
-                aggregates = [{ name, fn = count | sum | min | max | avg | distinct-count,
-                field }], emit = \"on-window-close\" | \"update\",
-                kafka = { topic, properties }, iceberg = { table, namespace, partition-by }
+[pipeline]              name, on-invalid, threads, fault-budget
+[source]                bootstrap-servers, topics, group-id, mode, starting-offsets,
+                        on-data-loss, fetch-timeout, properties
+[trigger]               mode, interval, max-records, max-bytes
+[runtime]               chunk-size, max-stack, watch-interval, enforce-call-timeout,
+                        compile-cache
+[[stages]]              name, plugin, params, limits (memory, call-timeout, max-output),
+                        grants (clocks, random, env, read-only-dirs, lookups), watch,
+                        samples, allowed-digests, shadow, rollback (first-events,
+                        max-failure-rate, max-rejection-rate, max-rejection-ratio)
+[sink]                  warehouse, namespace, table, columns, partition-by,
+                        ingestion-time-column, target-file-size, zstd-level,
+                        commit-interval, min-commit-rows
+[sink.s3]               endpoint, region, path-style, access-key-id, secret-access-key,
+                        session-token
+[sink.catalog]          type, name, uri, token, credential, oauth2-server-uri, scope,
+                        ca-cert, properties
+[sink.expire-snapshots] older-than, retain-last, every-commits
+[dead-letter]           topic, bootstrap-servers, ack-timeout, properties
+[event-time]            field, max-delay, idle-timeout, max-future, late, late-topic,
+                        late-topic-properties, at-end
+[dedup]                 keys
+[[windows]]             name, size, slide, gap, group-by, aggregates (count, sum, min,
+                        max, avg, distinct-count), emit (on-window-close, update), kafka,
+                        iceberg
+[[joins]]               name, right-topic, right-time-field, right-max-delay, on, right-on,
+                        kind, before, after, left-fields, right-fields, max-rows, kafka,
+                        iceberg
+[[lookups]]             name, topic, or table with key-column; max-bytes,
+                        refresh-interval
+[admin]                 listen, token, max-upload, recent-batches, max-connections,
+                        idle-timeout, state-dir
 
-Every field is documented in the README's configuration reference; full examples are
+Every key, its default and its meaning: the book's configuration reference,
+docs/src/reference/configuration.md (built with `mdbook build docs`); how the file is read
+and checked: docs/src/reference/pipeline-files.md. Full examples:
 examples/retail-clickstream/pipeline.toml and examples/clickstream-analytics/pipeline.toml.";
 
 /// Arguments of `sluice run`.

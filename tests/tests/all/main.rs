@@ -11,6 +11,7 @@ mod cli;
 mod compile_cache;
 mod config_check;
 mod config_secrets;
+mod docs;
 mod engine;
 mod enricher;
 mod event_time;

@@ -1,12 +1,19 @@
-//! The README's "Writing a plugin" section works as written: `sluice plugin new`, then its
-//! src/lib.rs and samples build into a component that passes `sluice plugin test`, and
-//! `sluice try` prints the verdicts the README shows.
+//! The book's plugin chapters work as written. "Writing a plugin in Rust"
+//! (`docs/src/plugins/rust.md`): `sluice plugin new`, then its src/lib.rs and samples build
+//! into a component that passes `sluice plugin test`, and `sluice try` prints the verdicts
+//! the chapter shows. "Plugins in JavaScript" (`docs/src/plugins/javascript.md`): its steps
+//! and its rule.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use sluice::cli;
 use sluice_tests::{plugins, repo_root};
+
+/// The chapter of the book at `docs/src/<path>`.
+fn chapter(path: &str) -> String {
+    std::fs::read_to_string(repo_root().join("docs/src").join(path)).unwrap()
+}
 
 /// The fenced block that follows `<!-- readme-plugin: NAME -->`.
 fn block(readme: &str, name: &str) -> String {
@@ -24,10 +31,10 @@ fn block(readme: &str, name: &str) -> String {
 #[test]
 fn the_readme_plugin_builds_and_gives_the_readme_verdicts() {
     let root = repo_root();
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let readme = chapter("plugins/rust.md");
     let parent = std::env::temp_dir().join(format!("sluice-readme-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&parent);
-    // `sluice plugin new no-bots --sdk-path SLUICE/guest-sdk`, then the README's rule.
+    // `sluice plugin new no-bots --sdk-path SLUICE/guest-sdk`, then the chapter's rule.
     let sdk = root.join("guest-sdk");
     let new = [
         "sluice",
@@ -59,7 +66,7 @@ fn the_readme_plugin_builds_and_gives_the_readme_verdicts() {
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .status()
         .unwrap();
-    assert!(status.success(), "the README plugin does not build");
+    assert!(status.success(), "the book's plugin does not build");
     let wasm = udfs_target.join("wasm32-wasip2/release/no_bots.wasm");
     let samples = dir.join("samples.jsonl");
     let test = [
@@ -86,7 +93,7 @@ fn the_readme_plugin_builds_and_gives_the_readme_verdicts() {
         "{out}"
     );
 
-    // The input is the README's printf line.
+    // The input is the chapter's printf line.
     let printf = readme
         .lines()
         .find(|l| l.starts_with("printf '%s\\n' "))
@@ -125,17 +132,18 @@ fn the_readme_plugin_builds_and_gives_the_readme_verdicts() {
     std::fs::remove_dir_all(parent).unwrap();
 }
 
-/// The README's "Plugins in JavaScript" steps as written: `sluice plugin new` with the
-/// README's arguments, npm scripts by the names the README runs, a build that writes the
-/// component the README's `sluice plugin test` reads; and the README's rule in JavaScript,
-/// judged in Node.js by the project's helper, gives the verdicts of the README's samples
-/// (those of the Rust rule). Building the component is `plugin_author.rs`'s part.
+/// The book's "Plugins in JavaScript" steps as written: `sluice plugin new` with the
+/// chapter's arguments, npm scripts by the names the chapter runs, a build that writes the
+/// component the chapter's `sluice plugin test` reads; and the chapter's rule in JavaScript,
+/// judged in Node.js by the project's helper, gives the verdicts of the samples of "Writing
+/// a plugin in Rust" (those of the Rust rule). Building the component is
+/// `plugin_author.rs`'s part.
 #[test]
 fn the_readme_js_steps_work_and_its_rule_gives_the_samples_verdicts() {
     if crate::js::js_validator().is_none() {
         return;
     }
-    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let readme = chapter("plugins/javascript.md");
     let steps = block(&readme, "js steps");
     let commands: Vec<Vec<&str>> = steps
         .lines()
@@ -172,7 +180,7 @@ fn the_readme_js_steps_work_and_its_rule_gives_the_samples_verdicts() {
     assert!(dir.join(&test_args.samples).exists());
 
     std::fs::write(dir.join("index.js"), block(&readme, "index.js")).unwrap();
-    let samples = block(&readme, "samples.jsonl");
+    let samples = block(&chapter("plugins/rust.md"), "samples.jsonl");
     std::fs::write(dir.join("samples.jsonl"), &samples).unwrap();
     let expected: Vec<serde_json::Value> = samples
         .lines()
@@ -210,7 +218,7 @@ fn judge_samples(dir: &Path) -> serde_json::Value {
     serde_json::from_slice(&output.stdout).unwrap()
 }
 
-/// Runs the README's `sluice plugin new …` command line; returns the plugin's folder.
+/// Runs the book's `sluice plugin new …` command line; returns the plugin's folder.
 fn plugin_new<'a>(command: impl IntoIterator<Item = &'a str>) -> PathBuf {
     let invocation = cli::parse(command).unwrap();
     let cli::Command::Plugin(plugin) = &invocation.cli.command else {

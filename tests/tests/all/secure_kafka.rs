@@ -382,12 +382,13 @@ fn run_check_names_what_the_build_cannot_honour_and_connects_nowhere() {
     assert_eq!(connections, 0, "--check connected to the broker");
 }
 
-/// The README's secured-Kafka example is a valid `[source]` and `[dead-letter]`, and this
-/// build honours each of its properties.
+/// The book's secured-Kafka example (`docs/src/running/secured-kafka.md`) is a valid
+/// `[source]` and `[dead-letter]`, and this build honours each of its properties.
 #[test]
 fn the_readme_secured_kafka_example_parses_and_every_property_is_honoured() {
-    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
-    let section = &readme[readme.find("### Secured Kafka").unwrap()..];
+    let readme =
+        std::fs::read_to_string(repo_root().join("docs/src/running/secured-kafka.md")).unwrap();
+    let section = &readme[readme.find("# Secured Kafka").unwrap()..];
     let body = &section[section.find("```toml\n").unwrap() + 8..];
     let example: toml::Table = body[..body.find("```").unwrap()].parse().unwrap();
     let source: KafkaSourceConfig = example["source"].clone().try_into().unwrap();
