@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use super::*;
 use crate::admin::tests::progress;
 
-/// Every family served, with its type: the README's list.
+/// Every family served, with its type: the list in the book's metrics chapter
+/// (`docs/src/operations/metrics.md`).
 const FAMILIES: [(&str, &str); 42] = [
     ("sluice_batches", "counter"),
     ("sluice_input_rows", "counter"),
