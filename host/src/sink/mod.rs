@@ -36,7 +36,7 @@
 //! [`table`] (the main table as an output).
 
 pub mod deadletter;
-mod derived;
+pub mod derived;
 pub mod iceberg;
 pub mod join;
 pub mod memory;
