@@ -6,8 +6,8 @@
 
 use hashbrown::HashTable;
 
+use super::outcome::StateSize;
 use super::shard::{hash_str, shard_of};
-use super::verdict::StateSize;
 use crate::units::Micros;
 
 /// A key seen and the event time of its first copy.

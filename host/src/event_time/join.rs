@@ -40,7 +40,7 @@ use self::side::{Row, Side};
 pub use self::side::{SavedJoin, SavedJoinRef, SavedJoinRow, SavedJoinRowRef};
 use super::config::EventTimeConfig;
 use super::extract::{ExtractError, Extractor, Scalar, event_time};
-use super::verdict::{Arrival, StateSize};
+use super::outcome::{Arrival, StateSize};
 use super::watermark::{Clock, Watermark, WhenIdle};
 use super::window::PackedKey;
 use crate::units::{Micros, Millis};

@@ -18,15 +18,16 @@
 //! once for the triggers held into one commit), and [`apply`] runs the operators over a
 //! processed batch.
 //!
-//! The rooms, lowest first: [`config`], [`extract`], [`watermark`] and [`shard`]; the
-//! operators' state machines [`window`] (with its sessions), [`dedup`] and [`join`];
-//! [`outcome`] (what a batch did, shared by all); [`plan`] (what a batch read); [`delta`]
-//! and [`state`] (the saved state: deltas below the state files that chain them); then
-//! [`operator`], the one trait every operator implements (one file per kind in its
-//! folder), which `EventTime` holds a list of. Imports run that way only. The one
-//! exception is `EventTime` itself: its `impl` is split over the files of its seams
-//! ([`delta`], [`state`], the batch run, [`apply`]), each of which names it from here, as
-//! a child names its parent.
+//! The rooms, lowest first: [`config`], [`extract`], [`watermark`], [`shard`] and
+//! [`outcome`] (what became of an event, the size of a state); the operators' state
+//! machines [`window`] (with its sessions), [`dedup`] and [`join`]; [`plan`] (what a
+//! batch read); [`delta`] and [`state`] (the saved state: deltas below the state files
+//! that chain them); then [`operator`], the one trait every operator implements (one
+//! file per kind in its folder), with what an operator reads and emits, and which
+//! `EventTime` holds a list of. Imports run that way only. The one exception is
+//! `EventTime` itself: its `impl` is split over the files of its seams ([`delta`],
+//! [`state`], the batch run, [`apply`]), each of which names it from here, as a child
+//! names its parent.
 
 pub mod apply;
 pub mod config;
@@ -40,7 +41,6 @@ pub mod plan;
 mod process;
 pub mod shard;
 pub mod state;
-pub mod verdict;
 pub mod watermark;
 pub mod window;
 
@@ -54,7 +54,8 @@ use self::operator::Operator;
 use self::operator::dedup::DedupStage;
 use self::operator::join::JoinStage;
 use self::operator::window::WindowStage;
-pub use self::outcome::{Arrival, EventTimeOutcome, Fields, StateSize};
+pub use self::operator::{EventTimeOutcome, Fields};
+pub use self::outcome::{Arrival, StateSize};
 use self::state::{SavedState, SavedStateRef};
 use self::watermark::{Clock, Watermark};
 use crate::units::{Micros, Millis};

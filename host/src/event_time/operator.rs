@@ -1,4 +1,8 @@
-//! The event-time operators behind one trait: [`EventTime`](super::EventTime) holds a list
+//! The event-time operators behind one trait, and what they share above their own
+//! state: what they read from an event ([`Fields`]), the batch they see ([`Batch`]) and
+//! what it did ([`EventTimeOutcome`]).
+//!
+//! The operators behind one trait: [`EventTime`](super::EventTime) holds a list
 //! of them (dedup first, then the windows, then the joins) and runs every hook over the
 //! list in order, so adding an operator is its own file (its state, and its
 //! [`Operator`] implementation in [`operator`](self)'s folder) and one line where the
@@ -26,10 +30,51 @@ use std::collections::BTreeMap;
 
 use super::delta::{StateDelta, StateDeltaRef};
 use super::extract::Scalar;
-use super::join::{JoinOperator, RightFields};
-use super::outcome::{EventTimeOutcome, Fields, StateSize};
+use super::join::{JoinInput, JoinOperator, JoinRow, RightFields};
+use super::outcome::{Arrival, StateSize};
 use super::state::{SavedState, SavedStateRef};
+use super::window::{WindowInput, WindowRow};
 use crate::units::{Micros, Millis};
+
+/// What the operators read from one event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fields {
+    /// Event time.
+    pub time: Micros,
+    /// The dedup key, when deduplicating.
+    pub dedup_key: Option<Box<str>>,
+    /// Its hash (see [`super::shard`]); 0 without a key.
+    pub dedup_hash: u64,
+    /// One input per window.
+    pub windows: Vec<WindowInput>,
+    /// One input per join.
+    pub joins: Vec<JoinInput>,
+}
+
+/// What a batch did to the operators.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventTimeOutcome {
+    /// One verdict per event, in input order.
+    pub verdicts: Vec<Arrival>,
+    /// The watermark events were judged against.
+    pub watermark_before: Option<Micros>,
+    /// The watermark after the batch.
+    pub watermark: Option<Micros>,
+    /// Rows emitted, per window (in configured order).
+    pub emitted: Vec<Vec<WindowRow>>,
+    /// Late events.
+    pub late: u64,
+    /// Duplicates dropped.
+    pub duplicates: u64,
+    /// Events too far in the future.
+    pub future: u64,
+    /// Rows joined, per join (in configured order).
+    pub joined: Vec<Vec<JoinRow>>,
+    /// Per join, one verdict per right record, in input order.
+    pub right_verdicts: Vec<Vec<Arrival>>,
+    /// Per join, the right watermark its records were judged against.
+    pub right_watermarks_before: Vec<Option<Micros>>,
+}
 
 /// One batch, as every operator sees it.
 #[derive(Debug)]

@@ -36,8 +36,7 @@
 //! (joined rows).
 
 pub mod deadletter;
-mod derived;
-
+pub mod derived;
 pub mod join;
 pub mod memory;
 pub mod table;

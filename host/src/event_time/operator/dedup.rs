@@ -3,10 +3,11 @@
 //! watermark are forgotten. Each shard looks at its own keys.
 
 use super::{Batch, Operator};
+use super::{EventTimeOutcome, Fields};
 use crate::event_time::dedup::Dedup;
 use crate::event_time::delta::{StateDelta, StateDeltaRef};
 use crate::event_time::extract::Scalar;
-use crate::event_time::outcome::{Arrival, EventTimeOutcome, Fields, StateSize};
+use crate::event_time::outcome::{Arrival, StateSize};
 use crate::event_time::shard;
 use crate::event_time::state::{SavedState, SavedStateRef};
 use crate::units::Micros;

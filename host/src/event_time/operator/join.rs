@@ -3,12 +3,13 @@
 //! watermark moved, the rows the watermarks passed leave (left-outer rows emitted).
 
 use super::{Batch, Operator};
+use super::{EventTimeOutcome, Fields};
 use crate::event_time::config::EventTimeConfig;
 use crate::event_time::delta::{StateDelta, StateDeltaRef};
 use crate::event_time::extract::Scalar;
 use crate::event_time::join::config::JoinConfig;
 use crate::event_time::join::{JoinInput, JoinOperator, LeftSlots, RightFields};
-use crate::event_time::outcome::{Arrival, EventTimeOutcome, Fields, StateSize};
+use crate::event_time::outcome::{Arrival, StateSize};
 use crate::event_time::state::{SavedState, SavedStateRef};
 use crate::units::{Micros, Millis};
 

@@ -4,10 +4,11 @@
 //! (`update`).
 
 use super::{Batch, Operator};
+use super::{EventTimeOutcome, Fields};
 use crate::event_time::config::{EmitMode, WindowConfig};
 use crate::event_time::delta::{StateDelta, StateDeltaRef};
 use crate::event_time::extract::Scalar;
-use crate::event_time::outcome::{Arrival, EventTimeOutcome, Fields, StateSize};
+use crate::event_time::outcome::{Arrival, StateSize};
 use crate::event_time::shard;
 use crate::event_time::state::{SavedState, SavedStateRef};
 use crate::event_time::window::{Slots, WindowOperator, merge_rows};

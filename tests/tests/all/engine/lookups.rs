@@ -144,7 +144,10 @@ fn each_batch_of_a_run_sees_the_newest_lookup_version() {
     let summary = pipeline.run(&Default::default()).unwrap();
     assert_eq!((summary.batches, summary.lookup_refresh_failures), (2, 0));
     assert_eq!(versions(&engine), BTreeMap::from([(1, at(1)), (2, at(2))]));
-    assert_eq!(engine.mark_properties()[sluice::checkpoint::lookups::LOOKUPS], at(2));
+    assert_eq!(
+        engine.mark_properties()[sluice::checkpoint::lookups::LOOKUPS],
+        at(2)
+    );
 }
 
 /// A refresh that fails is a transient fault: the batch is retried, and commits once the
