@@ -94,6 +94,15 @@ pub fn planned(config: &PipelineConfig) -> Vec<PlannedClient> {
     clients
 }
 
+/// Checks the Kafka clients of the pipeline `config` (read from `path`) offline; see the
+/// documentation of [`crate::kafka::check`]. What `sluice run --check` calls.
+pub fn check_pipeline(config: &PipelineConfig, path: &Path) -> Result<(), ConfigError> {
+    check_clients(&planned(config)).map_err(|error| ConfigError::Kafka {
+        path: path.to_owned(),
+        error,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;
@@ -205,13 +214,4 @@ kafka = { topic = "counts", properties = { "linger.ms" = "50" } }
             ]
         );
     }
-}
-
-/// Checks the Kafka clients of the pipeline `config` (read from `path`) offline; see the
-/// documentation of [`crate::kafka::check`]. What `sluice run --check` calls.
-pub fn check_pipeline(config: &PipelineConfig, path: &Path) -> Result<(), ConfigError> {
-    check_clients(&planned(config)).map_err(|error| ConfigError::Kafka {
-        path: path.to_owned(),
-        error,
-    })
 }
