@@ -274,16 +274,23 @@ impl JoinOperator {
         out
     }
 
+    /// The time bounds (`before`, `after`), whether the join is left-outer, and the id of
+    /// the next row held.
+    fn next_match(&mut self) -> (Micros, Micros, bool, u64) {
+        let id = self.next_id;
+        self.next_id += 1;
+        (
+            Micros(self.config.before_micros()),
+            Micros(self.config.after_micros()),
+            self.config.kind == JoinKind::LeftOuter,
+            id,
+        )
+    }
+
     /// Matches one right record against the left rows held (marking a left-outer row
     /// that first matches as changed), then holds it.
     fn join_right(&mut self, r: &RightFields, out: &mut Vec<JoinRow>) {
-        let (before, after) = (
-            Micros(self.config.before_micros()),
-            Micros(self.config.after_micros()),
-        );
-        let outer = self.config.kind == JoinKind::LeftOuter;
-        let id = self.next_id;
-        self.next_id += 1;
+        let (before, after, outer, id) = self.next_match();
         // A left row at `tl` matches when tl - after <= tr <= tl + before.
         let (from, to) = (r.time.saturating_sub(after), r.time.saturating_add(before));
         let save = self.left.save;
@@ -319,13 +326,7 @@ impl JoinOperator {
     /// Matches one left event at `time` against the right rows held (those of this batch
     /// included), then holds it; a left-outer event without a key is emitted at once.
     fn join_left(&mut self, l: &JoinInput, time: Micros, out: &mut Vec<JoinRow>) {
-        let (before, after) = (
-            Micros(self.config.before_micros()),
-            Micros(self.config.after_micros()),
-        );
-        let outer = self.config.kind == JoinKind::LeftOuter;
-        let id = self.next_id;
-        self.next_id += 1;
+        let (before, after, outer, id) = self.next_match();
         let Some(key) = &l.key else {
             if outer {
                 out.push(JoinRow {
