@@ -41,6 +41,15 @@ pub const DATA_LOSS: &str = "sluice.data-loss";
 /// Snapshot summary key: records known lost since the last commit (see [`DATA_LOSS`]).
 pub const RECORDS_LOST: &str = "sluice.records-lost";
 
+/// A new run id: this process among others (its id and when the id was made), as [`RUN`]
+/// records it and as data and state file names carry it.
+pub fn run_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{:x}-{nanos:x}", std::process::id())
+}
+
 /// What one commit records about the pipeline.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CommitMark {

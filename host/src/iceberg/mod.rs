@@ -169,16 +169,12 @@ impl IcebergTable {
         } else {
             catalog.block_on(load_existing(catalog.catalog(), &ident))?
         };
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default();
         Ok(IcebergTable {
             catalog: catalog.clone(),
             ident,
             table,
             config,
-            run_id: format!("{:x}-{nanos:x}", std::process::id()),
+            run_id: crate::checkpoint::run_id(),
         })
     }
 

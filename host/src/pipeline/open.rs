@@ -159,7 +159,7 @@ impl Pipeline {
             last_batch: 0,
             last_end: Instant::now(),
             crash: parts.crash,
-            run: run_id(),
+            run: crate::checkpoint::run_id(),
             replay: None,
             admin,
             summary: RunSummary::default(),
@@ -348,14 +348,6 @@ impl Pipeline {
         }
         Ok(())
     }
-}
-
-/// This process among others: its id and when it started.
-fn run_id() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    format!("{:x}-{nanos:x}", std::process::id())
 }
 
 /// The outputs other than the table, in the order of [`crate::sink`]: dead letters, late
