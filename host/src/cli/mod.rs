@@ -204,44 +204,8 @@ fn raise_open_files_limit() {
 
 fn run(invocation: Invocation) -> anyhow::Result<ExitCode> {
     match &invocation.cli.command {
-        Command::Try(args) => {
-            let stdout = std::io::stdout();
-            let stderr = std::io::stderr();
-            let summary = r#try::run(
-                args,
-                &invocation.plugin_params,
-                &mut stdout.lock(),
-                &mut stderr.lock(),
-            )
-            .context("sluice try failed")?;
-            if summary.failed_total() > 0 {
-                return Ok(ExitCode::from(EXIT_PLUGIN_FAILED));
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Produce(args) => {
-            let stop = stop_flag()?;
-            let summary = produce::run(args, &|| stop.load(std::sync::atomic::Ordering::Relaxed))
-                .context("sluice produce failed")?;
-            match &args.input {
-                Some(file) => println!(
-                    "produced {} records from {} to {}",
-                    summary.delivered,
-                    file.display(),
-                    args.topic
-                ),
-                None => println!(
-                    "produced {} events to {} ({} valid, {} late, {} invalid, {} duplicates)",
-                    summary.delivered,
-                    args.topic,
-                    summary.valid,
-                    summary.late,
-                    summary.invalid,
-                    summary.duplicates
-                ),
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Try(args) => run_try(args, &invocation.plugin_params),
+        Command::Produce(args) => run_produce(args),
         Command::Run(args) => {
             let stop = stop_flag()?;
             let summary = run::run(args, &stop)?;
@@ -282,6 +246,43 @@ fn run(invocation: Invocation) -> anyhow::Result<ExitCode> {
             }
         },
     }
+}
+
+/// `sluice try`: exit code [`EXIT_PLUGIN_FAILED`] when the plugin failed on an event.
+fn run_try(args: &r#try::TryArgs, params: &[Vec<(String, String)>]) -> anyhow::Result<ExitCode> {
+    let stdout = std::io::stdout();
+    let stderr = std::io::stderr();
+    let summary = r#try::run(args, params, &mut stdout.lock(), &mut stderr.lock())
+        .context("sluice try failed")?;
+    if summary.failed_total() > 0 {
+        return Ok(ExitCode::from(EXIT_PLUGIN_FAILED));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `sluice produce`, stopped by SIGINT or SIGTERM; prints what was produced.
+fn run_produce(args: &produce::ProduceArgs) -> anyhow::Result<ExitCode> {
+    let stop = stop_flag()?;
+    let summary = produce::run(args, &|| stop.load(std::sync::atomic::Ordering::Relaxed))
+        .context("sluice produce failed")?;
+    match &args.input {
+        Some(file) => println!(
+            "produced {} records from {} to {}",
+            summary.delivered,
+            file.display(),
+            args.topic
+        ),
+        None => println!(
+            "produced {} events to {} ({} valid, {} late, {} invalid, {} duplicates)",
+            summary.delivered,
+            args.topic,
+            summary.valid,
+            summary.late,
+            summary.invalid,
+            summary.duplicates
+        ),
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// A flag set by SIGINT or SIGTERM, so that long-running commands stop cleanly.
