@@ -70,6 +70,9 @@ pub struct EventTime {
     /// The operators, in the order they run: dedup, the windows, the joins (see
     /// [`operator`]).
     operators: Vec<Box<dyn Operator>>,
+    /// How many window and join inputs an event's [`Fields`] hold, so that they are
+    /// allocated once, at their size.
+    inputs: (usize, usize),
     watermark: Watermark,
     /// Shards of the keyed state, each run on a thread of its own (see [`shard`]).
     shards: usize,
@@ -106,6 +109,7 @@ impl EventTime {
             extractor,
             time_slot,
             operators,
+            inputs: (windows.len(), 0),
             watermark: Watermark::default(),
             shards: 1,
             parallel_from: shard::PARALLEL_MIN_EVENTS,
@@ -132,6 +136,7 @@ impl EventTime {
             let stage = JoinStage::new(j, &self.config, i, |f| extractor.position(f));
             self.operators.push(Box::new(stage));
         }
+        self.inputs.1 = joins.len();
         self
     }
 
@@ -185,8 +190,8 @@ impl EventTime {
             time,
             dedup_key: None,
             dedup_hash: 0,
-            windows: Vec::new(),
-            joins: Vec::new(),
+            windows: Vec::with_capacity(self.inputs.0),
+            joins: Vec::with_capacity(self.inputs.1),
         };
         for op in &self.operators {
             op.read(&values, &mut fields);
