@@ -9,10 +9,10 @@ use super::cpu;
 use super::crash::CrashPoint;
 use super::route::Prepared;
 use super::{Pipeline, PipelineError};
-use crate::checkpoint::LAST_RECORDS;
 use crate::checkpoint::lookups::LOOKUPS;
-use crate::checkpoint::{CommitMark, DATA_LOSS, DEAD_LETTERED, RECORDS_LOST, RUN};
-use crate::checkpoint::{STATE, WATERMARK};
+use crate::checkpoint::{
+    CommitMark, DATA_LOSS, DEAD_LETTERED, LAST_RECORDS, RECORDS_LOST, RUN, STATE, WATERMARK,
+};
 use crate::event_time::delta::Chain;
 use crate::event_time::extract::format_micros;
 use crate::event_time::state;

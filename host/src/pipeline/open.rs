@@ -11,9 +11,7 @@ use super::crash::Crash;
 use super::stages::Stages;
 use super::{Pipeline, PipelineError, RunSummary};
 use crate::admin::Admin;
-use crate::checkpoint::CommitMark;
-use crate::checkpoint::LAST_RECORDS;
-use crate::checkpoint::STATE;
+use crate::checkpoint::{CommitMark, LAST_RECORDS, STATE};
 use crate::election::{Election, KafkaElection};
 use crate::encode::Encoder;
 use crate::event_time::EventTime;
@@ -93,6 +91,36 @@ impl Parts {
     }
 }
 
+/// The admin API, when configured: it checks uploads against the stages and hands new
+/// versions to them.
+fn start_admin(
+    config: &PipelineConfig,
+    runtime: &Runtime,
+    stages: &Stages,
+) -> Result<Option<Admin>, PipelineError> {
+    let Some(admin) = &config.admin else {
+        return Ok(None);
+    };
+    let (name, checks) = (&config.pipeline.name, stages.checks());
+    Ok(Some(Admin::start(
+        admin,
+        name,
+        runtime.clone(),
+        checks,
+        stages.sender(),
+    )?))
+}
+
+/// The encoder of `table`'s rows (the host fills its ingestion-time column, if any).
+fn encoder_of(table: &IcebergTable) -> Result<Encoder, PipelineError> {
+    let generated: Vec<String> = table
+        .ingestion_time_column()
+        .map(String::from)
+        .into_iter()
+        .collect();
+    Ok(Encoder::new(table.schema(), &generated)?)
+}
+
 impl Pipeline {
     /// Opens a pipeline on Kafka and the configured table (see [`Parts::production`]).
     /// `base` is the folder relative paths are resolved against.
@@ -118,24 +146,10 @@ impl Pipeline {
             None => Runtime::new(config.runtime.clone())?,
         };
         let stages = Stages::load(&runtime, &config.stages)?;
-        let admin = match &config.admin {
-            Some(a) => Some(Admin::start(
-                a,
-                &config.pipeline.name,
-                runtime.clone(),
-                stages.checks(),
-                stages.sender(),
-            )?),
-            None => None,
-        };
+        let admin = start_admin(&config, &runtime, &stages)?;
         let catalog = IcebergCatalog::open(&config.sink, base)?;
         let table = IcebergTable::open(&catalog, config.sink.clone())?;
-        let generated: Vec<String> = table
-            .ingestion_time_column()
-            .map(String::from)
-            .into_iter()
-            .collect();
-        let encoder = Encoder::new(table.schema(), &generated)?;
+        let encoder = encoder_of(&table)?;
         let state = parts.state.unwrap_or_else(|| Box::new(table.files()));
         let lookups = match parts.lookups {
             Some(lookups) => lookups,
