@@ -133,3 +133,49 @@ pub fn run(args: &RunArgs, stop: &AtomicBool) -> anyhow::Result<RunSummary> {
     );
     Ok(summary)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::REFERENCE;
+    use crate::pipeline::config::reference;
+
+    /// Whether `word` stands in `text` as a whole key (not inside a longer one).
+    fn names(text: &str, word: &str) -> bool {
+        let key = |c: char| c.is_alphanumeric() || c == '-' || c == '_';
+        text.match_indices(word).any(|(at, _)| {
+            let before = text[..at].chars().next_back();
+            let after = text[at + word.len()..].chars().next();
+            !before.is_some_and(key) && !after.is_some_and(key)
+        })
+    }
+
+    /// `run --help` cannot go stale: every section of the generated reference, every key
+    /// of a top-level section and the name of every sub-table are in its summary.
+    #[test]
+    fn the_help_summary_names_every_section_and_key_of_the_config_types() {
+        let mut missing = Vec::new();
+        let mut section = String::new();
+        for line in reference::render().lines() {
+            if let Some(header) = line.strip_prefix("## `").and_then(|h| h.strip_suffix('`')) {
+                section = header.to_string();
+                let name = header.trim_matches(|c| c == '[' || c == ']');
+                let shown = match name.split_once('.') {
+                    None => REFERENCE.contains(&format!("\n{header}")),
+                    Some((_, table)) => names(REFERENCE, table),
+                };
+                if !shown {
+                    missing.push(header.to_string());
+                }
+            } else if let Some(row) = line.strip_prefix("| `") {
+                let key = row.split('`').next().unwrap_or_default();
+                if !section.contains('.') && !names(REFERENCE, key) {
+                    missing.push(format!("{section} {key}"));
+                }
+            }
+        }
+        assert!(
+            missing.is_empty(),
+            "`sluice run --help` does not name: {missing:?}"
+        );
+    }
+}
