@@ -1,6 +1,14 @@
 //! Reads the few JSON fields the event-time operators need (event time, dedup keys,
 //! group-by fields, aggregated fields) from an event, skipping the rest without building
 //! it.
+//!
+//! A field is named by a path: `user_id` is a top-level key, `context.device.os` the key
+//! `os` of the object `device` of the object `context` (a dot always separates segments,
+//! so a key that itself holds a dot cannot be named). A missing object on the way, or a
+//! value on the way that is not an object (an array, a string, null), leaves the field
+//! absent, like a missing top-level key. Top-level names are matched in the one pass over
+//! the event as they always were; an object on the way to a path is kept as its raw text
+//! in that pass and read again, once for all the paths under it.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -64,11 +72,37 @@ pub struct ExtractError {
     pub field: Option<String>,
 }
 
-/// Reads a fixed set of top-level fields.
+/// The output column a field path names: its last segment (`context.device.os` → `os`),
+/// as Spark names `col("context.device.os")`.
+pub fn path_column(path: &str) -> &str {
+    path.rsplit('.').next().unwrap_or(path)
+}
+
+/// Checks a field path: no empty segment (`a..b`, `.a`, `a.`).
+pub fn check_path(path: &str) -> Result<(), String> {
+    if path.split('.').any(str::is_empty) {
+        return Err(format!(
+            "`{path}` is not a field path: a dot separates non-empty keys (`a.b.c`)"
+        ));
+    }
+    Ok(())
+}
+
+/// What one key of an object leads to: a slot read here, keys read inside it, or both.
+#[derive(Debug, Clone, Default)]
+struct Target {
+    slot: Option<usize>,
+    children: Option<Box<Keys>>,
+}
+
+/// The keys read in one object, by name.
+type Keys = HashMap<String, Target>;
+
+/// Reads a fixed set of fields, each a top-level key or a dotted path (see the module).
 #[derive(Debug, Clone)]
 pub struct Extractor {
     names: Vec<String>,
-    index: HashMap<String, usize>,
+    index: Keys,
 }
 
 impl Extractor {
@@ -84,14 +118,24 @@ impl Extractor {
         extractor
     }
 
-    /// The slot of `name`, adding it if new.
+    /// The slot of the field path `name`, adding it if new.
     pub fn position(&mut self, name: &str) -> usize {
-        if let Some(&i) = self.index.get(name) {
+        if let Some(i) = self.names.iter().position(|n| n == name) {
             return i;
         }
+        let slot = self.names.len();
         self.names.push(name.to_string());
-        self.index.insert(name.to_string(), self.names.len() - 1);
-        self.names.len() - 1
+        let mut keys = &mut self.index;
+        let mut segments = name.split('.').peekable();
+        while let Some(segment) = segments.next() {
+            let target = keys.entry(segment.to_string()).or_default();
+            if segments.peek().is_none() {
+                target.slot = Some(slot);
+                break;
+            }
+            keys = target.children.get_or_insert_with(Box::default);
+        }
+        slot
     }
 
     /// The values of the fields, by slot (`None`: missing or null).
@@ -126,8 +170,21 @@ impl Extractor {
 }
 
 struct Fields<'x, 'de> {
-    index: &'x HashMap<String, usize>,
+    index: &'x Keys,
     out: &'x mut Vec<Option<&'de RawValue>>,
+}
+
+/// Reads the keys of `children` inside `raw`; a `raw` that is not an object holds none.
+fn read_inside<'de>(raw: &'de RawValue, children: &Keys, out: &mut Vec<Option<&'de RawValue>>) {
+    if !raw.get().starts_with('{') {
+        return;
+    }
+    let mut de = serde_json::Deserializer::from_str(raw.get());
+    // The outer pass already checked the text: an object reads without error.
+    let _ = de.deserialize_map(Fields {
+        index: children,
+        out,
+    });
 }
 
 impl<'de> Visitor<'de> for Fields<'_, 'de> {
@@ -140,7 +197,25 @@ impl<'de> Visitor<'de> for Fields<'_, 'de> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         while let Some(key) = map.next_key::<KeyText<'de>>()? {
             match self.index.get(key.as_str()) {
-                Some(&slot) => self.out[slot] = Some(map.next_value::<&'de RawValue>()?),
+                Some(Target {
+                    slot,
+                    children: None,
+                }) => {
+                    let raw = map.next_value::<&'de RawValue>()?;
+                    if let Some(slot) = slot {
+                        self.out[*slot] = Some(raw);
+                    }
+                }
+                Some(Target {
+                    slot,
+                    children: Some(children),
+                }) => {
+                    let raw = map.next_value::<&'de RawValue>()?;
+                    if let Some(slot) = slot {
+                        self.out[*slot] = Some(raw);
+                    }
+                    read_inside(raw, children, self.out);
+                }
                 None => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -268,6 +343,90 @@ mod tests {
         // An escaped key still matches.
         let v = ex.read(Some(br#"{"\u0061":"yes"}"#)).unwrap();
         assert_eq!(v[0], Some(Scalar::Str("yes".into())));
+    }
+
+    #[test]
+    fn reads_paths_into_objects() {
+        let ex = Extractor::new(["context.device.os", "context.page", "user", "a.b"]);
+        let v = ex
+            .read(Some(
+                br#"{"context":{"page":"/home","device":{"os":"ios","v":[1]}},"user":"u1","a":{"b":2}}"#,
+            ))
+            .unwrap();
+        assert_eq!(v[0], Some(Scalar::Str("ios".into())));
+        assert_eq!(v[1], Some(Scalar::Str("/home".into())));
+        assert_eq!(v[2], Some(Scalar::Str("u1".into())));
+        assert_eq!(v[3], Some(Scalar::Num(2.0, "2".into())));
+        // An object as a path's value keeps its JSON text, like a top-level one.
+        let ex = Extractor::new(["context.device"]);
+        let v = ex
+            .read(Some(br#"{"context":{"device":{"os":"ios"}}}"#))
+            .unwrap();
+        assert_eq!(v[0], Some(Scalar::Other(r#"{"os":"ios"}"#.into())));
+    }
+
+    #[test]
+    fn a_missing_or_non_object_step_leaves_the_path_absent() {
+        let ex = Extractor::new(["context.device.os", "n"]);
+        for value in [
+            &br#"{"n":1}"#[..],
+            br#"{"n":1,"context":null}"#,
+            br#"{"n":1,"context":{}}"#,
+            br#"{"n":1,"context":{"device":"ios"}}"#,
+            br#"{"n":1,"context":{"device":[{"os":"ios"}]}}"#,
+            br#"{"n":1,"context":[{"device":{"os":"ios"}}]}"#,
+            br#"{"n":1,"context":{"device":{"os":null}}}"#,
+            br#"{"n":1,"context":7}"#,
+        ] {
+            let v = ex.read(Some(value)).unwrap();
+            assert_eq!(v[0], None, "{}", String::from_utf8_lossy(value));
+            assert_eq!(v[1], Some(Scalar::Num(1.0, "1".into())));
+        }
+        // An array step is not indexed: `items.0` is the key "0" of an object.
+        let ex = Extractor::new(["items.0"]);
+        assert_eq!(ex.read(Some(br#"{"items":["x"]}"#)).unwrap()[0], None);
+        let v = ex.read(Some(br#"{"items":{"0":"x"}}"#)).unwrap();
+        assert_eq!(v[0], Some(Scalar::Str("x".into())));
+    }
+
+    #[test]
+    fn paths_with_escaped_keys_and_a_top_level_namesake() {
+        // Escaped keys match at every level.
+        let ex = Extractor::new(["ctx.os"]);
+        let v = ex
+            .read(Some(br#"{"\u0063tx":{"o\u0073":"android"}}"#))
+            .unwrap();
+        assert_eq!(v[0], Some(Scalar::Str("android".into())));
+        // A top-level field named like a path's first segment is read too, each into its
+        // own slot, whichever is asked first.
+        for names in [["ctx", "ctx.os"], ["ctx.os", "ctx"]] {
+            let ex = Extractor::new(names);
+            let v = ex.read(Some(br#"{"ctx":{"os":"ios"}}"#)).unwrap();
+            let (whole, os) = if names[0] == "ctx" { (0, 1) } else { (1, 0) };
+            assert_eq!(v[whole], Some(Scalar::Other(r#"{"os":"ios"}"#.into())));
+            assert_eq!(v[os], Some(Scalar::Str("ios".into())));
+            let v = ex.read(Some(br#"{"ctx":"flat"}"#)).unwrap();
+            assert_eq!(v[whole], Some(Scalar::Str("flat".into())));
+            assert_eq!(v[os], None);
+        }
+        // A dot always separates: a top-level key holding a dot is not addressable.
+        let ex = Extractor::new(["a.b"]);
+        assert_eq!(ex.read(Some(br#"{"a.b":1}"#)).unwrap()[0], None);
+        // Malformed JSON inside an object on the way is still an error of the event.
+        assert_eq!(
+            ex.read(Some(br#"{"a":{"b":}}"#)).unwrap_err().code,
+            "malformed_json"
+        );
+    }
+
+    #[test]
+    fn path_names_and_checks() {
+        assert_eq!(path_column("context.device.os"), "os");
+        assert_eq!(path_column("user_id"), "user_id");
+        assert!(check_path("a.b.c").is_ok());
+        for bad in ["a..b", ".a", "a.", ""] {
+            assert!(check_path(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
