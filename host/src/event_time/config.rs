@@ -1,10 +1,11 @@
 //! Configuration of the event-time operators: `[event-time]`, `[dedup]` and `[[windows]]`.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use serde::Deserialize;
 
+use super::extract::{check_path, path_column};
 use crate::kafka::Connection;
 use crate::kafka::TopicTarget;
 
@@ -47,9 +48,10 @@ pub enum AtEnd {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct EventTimeConfig {
-    /// JSON field holding the event time: an RFC 3339 string (`2026-07-29T10:05:00Z`), a
-    /// `YYYY-MM-DD HH:MM:SS[.f]` string (read as UTC), or a number of milliseconds since
-    /// 1970. An event without a readable event time is dead-lettered
+    /// JSON field holding the event time, a top-level key or a dotted path into nested
+    /// objects (`meta.ts`; a top-level key spelled like the whole path wins): an RFC 3339
+    /// string (`2026-07-29T10:05:00Z`), a `YYYY-MM-DD HH:MM:SS[.f]` string (read as UTC),
+    /// or a number of milliseconds since 1970. An event without a readable event time is dead-lettered
     /// (`missing_event_time`, `invalid_event_time`).
     pub field: String,
     /// How far behind the newest event time of a partition the watermark stays (Spark's
@@ -113,9 +115,10 @@ const fn default_at_end() -> AtEnd {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct DedupConfig {
-    /// JSON fields that identify an event. A later event with the same values is dropped
-    /// (and counted) while the first copy's event time is not behind the watermark. An
-    /// event missing one of them is not deduplicated.
+    /// JSON fields that identify an event, top-level keys or dotted paths
+    /// (`context.session_id`). A later event with the same values is dropped (and counted)
+    /// while the first copy's event time is not behind the watermark. An event missing one
+    /// of them is not deduplicated.
     pub keys: Vec<String>,
 }
 
@@ -153,8 +156,9 @@ pub struct AggregateConfig {
     /// `count`, `sum`, `min`, `max`, `avg` or `distinct-count`.
     #[serde(rename = "fn")]
     pub function: Function,
-    /// The JSON field aggregated. Required except for `count`. Numbers and numeric
-    /// strings count as numbers; other values are ignored like nulls.
+    /// The JSON field aggregated, a top-level key or a dotted path (`item.price`).
+    /// Required except for `count`. Numbers and numeric strings count as numbers; other
+    /// values are ignored like nulls.
     #[serde(default)]
     pub field: Option<String>,
 }
@@ -224,7 +228,8 @@ impl EventTimeConfig {
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct WindowIcebergConfig {
     /// Table name; created if absent with columns window_start, window_end
-    /// (`timestamptz`), the group-by fields (`string`), the aggregates and batch_id.
+    /// (`timestamptz`), the group-by fields (`string`, a path's column named by its last
+    /// segment), the aggregates and batch_id.
     pub table: String,
     /// Namespace; default: the sink's.
     #[serde(default)]
@@ -270,7 +275,8 @@ pub struct WindowConfig {
     #[serde(default, with = "crate::units::optional_duration")]
     #[schemars(with = "Option<crate::units::DurationText>")]
     pub gap: Option<Duration>,
-    /// JSON fields to group by; their values become string columns.
+    /// JSON fields to group by, top-level keys or dotted paths (`context.device.os`);
+    /// their values become string columns, each named by its last segment (`os`).
     #[serde(default)]
     pub group_by: Vec<String>,
     /// The aggregates, in output order.
@@ -309,6 +315,11 @@ impl WindowConfig {
         self.gap.map(|gap| gap.as_micros() as i64)
     }
 
+    /// The group-by fields and the output column each makes (its last segment).
+    pub fn group_by_columns(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.group_by.iter().map(|g| (g.as_str(), path_column(g)))
+    }
+
     /// Checks the entry on its own.
     pub fn check(&self) -> Result<(), String> {
         let at = format!("windows `{}`", self.name);
@@ -319,19 +330,14 @@ impl WindowConfig {
         if self.aggregates.is_empty() {
             return Err(format!("{at}: list at least one aggregate"));
         }
-        let mut names = HashSet::new();
-        for name in self
+        let fields = self
             .group_by
             .iter()
-            .chain(self.aggregates.iter().map(|a| &a.name))
-        {
-            if RESERVED.contains(&name.as_str()) {
-                return Err(format!("{at}: `{name}` is a reserved column name"));
-            }
-            if !names.insert(name) {
-                return Err(format!("{at}: two output columns are named `{name}`"));
-            }
+            .chain(self.aggregates.iter().flat_map(|a| &a.field));
+        for field in fields {
+            check_path(field).map_err(|e| format!("{at}: {e}"))?;
         }
+        self.check_columns(&at)?;
         for aggregate in &self.aggregates {
             if aggregate.field.is_none() && aggregate.function != Function::Count {
                 return Err(format!(
@@ -344,6 +350,29 @@ impl WindowConfig {
             return Err(format!(
                 "{at}: give an output, [windows.kafka] and/or [windows.iceberg]"
             ));
+        }
+        Ok(())
+    }
+
+    /// Checks the output columns: none reserved, no two of the same name (naming both).
+    fn check_columns(&self, at: &str) -> Result<(), String> {
+        let mut names = HashMap::new();
+        let outputs = self
+            .group_by_columns()
+            .map(|(field, column)| (column, format!("group-by `{field}`")));
+        let aggregates = self
+            .aggregates
+            .iter()
+            .map(|a| (a.name.as_str(), format!("aggregate `{}`", a.name)));
+        for (name, from) in outputs.chain(aggregates) {
+            if RESERVED.contains(&name) {
+                return Err(format!("{at}: `{name}` ({from}) is a reserved column name"));
+            }
+            if let Some(first) = names.insert(name, from.clone()) {
+                return Err(format!(
+                    "{at}: two output columns are named `{name}`: {first} and {from} (a path's column is its last segment)"
+                ));
+            }
         }
         Ok(())
     }

@@ -3,12 +3,14 @@
 //! it.
 //!
 //! A field is named by a path: `user_id` is a top-level key, `context.device.os` the key
-//! `os` of the object `device` of the object `context` (a dot always separates segments,
-//! so a key that itself holds a dot cannot be named). A missing object on the way, or a
+//! `os` of the object `device` of the object `context`. A missing object on the way, or a
 //! value on the way that is not an object (an array, a string, null), leaves the field
-//! absent, like a missing top-level key. Top-level names are matched in the one pass over
-//! the event as they always were; an object on the way to a path is kept as its raw text
-//! in that pass and read again, once for all the paths under it.
+//! absent, like a missing top-level key. An event whose top level has a key spelled
+//! exactly like the whole path (`"context.device.os": ...`) is read from that key instead,
+//! even if its value is null: the exact top-level match wins, so a key holding a dot can
+//! still be named (and a pipeline written before paths reads what it always read). Top-level
+//! keys are matched in the one pass over the event; an object on the way to a path is kept
+//! as its raw text in that pass and read again, once for all the paths under it.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -88,10 +90,13 @@ pub fn check_path(path: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// What one key of an object leads to: a slot read here, keys read inside it, or both.
+/// What one key of an object leads to: a value kept here, keys read inside it, or both.
 #[derive(Debug, Clone, Default)]
 struct Target {
-    slot: Option<usize>,
+    /// Where the value goes among the raw values read: `2 * slot` for a path's value
+    /// reached through its segments, `2 * slot + 1` for a top-level key spelled like the
+    /// whole dotted path (which wins when present).
+    at: Option<usize>,
     children: Option<Box<Keys>>,
 }
 
@@ -125,12 +130,15 @@ impl Extractor {
         }
         let slot = self.names.len();
         self.names.push(name.to_string());
+        if name.contains('.') {
+            self.index.entry(name.to_string()).or_default().at = Some(2 * slot + 1);
+        }
         let mut keys = &mut self.index;
         let mut segments = name.split('.').peekable();
         while let Some(segment) = segments.next() {
             let target = keys.entry(segment.to_string()).or_default();
             if segments.peek().is_none() {
-                target.slot = Some(slot);
+                target.at = Some(2 * slot);
                 break;
             }
             keys = target.children.get_or_insert_with(Box::default);
@@ -145,7 +153,7 @@ impl Extractor {
             message: "the record has no value".into(),
             field: None,
         })?;
-        let mut raw: Vec<Option<&RawValue>> = vec![None; self.names.len()];
+        let mut raw: Vec<Option<&RawValue>> = vec![None; 2 * self.names.len()];
         let mut de = serde_json::Deserializer::from_slice(value);
         let malformed = |e: serde_json::Error| ExtractError {
             code: if e.is_data() {
@@ -163,8 +171,8 @@ impl Extractor {
         .map_err(malformed)?;
         de.end().map_err(malformed)?;
         Ok(raw
-            .into_iter()
-            .map(|r| r.and_then(Scalar::from_raw))
+            .chunks_exact(2)
+            .map(|r| r[1].or(r[0]).and_then(Scalar::from_raw))
             .collect())
     }
 }
@@ -197,24 +205,14 @@ impl<'de> Visitor<'de> for Fields<'_, 'de> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         while let Some(key) = map.next_key::<KeyText<'de>>()? {
             match self.index.get(key.as_str()) {
-                Some(Target {
-                    slot,
-                    children: None,
-                }) => {
+                Some(Target { at, children }) => {
                     let raw = map.next_value::<&'de RawValue>()?;
-                    if let Some(slot) = slot {
-                        self.out[*slot] = Some(raw);
+                    if let Some(at) = at {
+                        self.out[*at] = Some(raw);
                     }
-                }
-                Some(Target {
-                    slot,
-                    children: Some(children),
-                }) => {
-                    let raw = map.next_value::<&'de RawValue>()?;
-                    if let Some(slot) = slot {
-                        self.out[*slot] = Some(raw);
+                    if let Some(children) = children {
+                        read_inside(raw, children, self.out);
                     }
-                    read_inside(raw, children, self.out);
                 }
                 None => {
                     map.next_value::<IgnoredAny>()?;
@@ -409,14 +407,40 @@ mod tests {
             assert_eq!(v[whole], Some(Scalar::Str("flat".into())));
             assert_eq!(v[os], None);
         }
-        // A dot always separates: a top-level key holding a dot is not addressable.
         let ex = Extractor::new(["a.b"]);
-        assert_eq!(ex.read(Some(br#"{"a.b":1}"#)).unwrap()[0], None);
         // Malformed JSON inside an object on the way is still an error of the event.
         assert_eq!(
             ex.read(Some(br#"{"a":{"b":}}"#)).unwrap_err().code,
             "malformed_json"
         );
+    }
+
+    #[test]
+    fn a_top_level_key_spelled_like_the_path_wins() {
+        let ex = Extractor::new(["a.b", "a.c", "x"]);
+        let read = |json: &str| ex.read(Some(json.as_bytes())).unwrap();
+        // Only the dotted key: it is the field (as before paths existed).
+        let v = read(r#"{"a.b":1,"x":0}"#);
+        assert_eq!(v[0], Some(Scalar::Num(1.0, "1".into())));
+        assert_eq!(v[1], None);
+        // Both, in either order: the exact top-level key wins, per field.
+        for json in [
+            r#"{"a.b":"top","a":{"b":"nested","c":"c"}}"#,
+            r#"{"a":{"b":"nested","c":"c"},"a.b":"top"}"#,
+        ] {
+            let v = read(json);
+            assert_eq!(v[0], Some(Scalar::Str("top".into())), "{json}");
+            assert_eq!(v[1], Some(Scalar::Str("c".into())), "{json}");
+        }
+        // Present but null still wins: the event says the field is null.
+        assert_eq!(read(r#"{"a.b":null,"a":{"b":"nested"}}"#)[0], None);
+        // Absent: the path is read.
+        let v = read(r#"{"a":{"b":"nested"}}"#);
+        assert_eq!(v[0], Some(Scalar::Str("nested".into())));
+        // A top-level key holding a dot is not split: `a.b` in `{"a.b":{"c":1}}` is no
+        // step towards `a.b.c`.
+        let ex = Extractor::new(["a.b.c"]);
+        assert_eq!(ex.read(Some(br#"{"a.b":{"c":1}}"#)).unwrap()[0], None);
     }
 
     #[test]

@@ -194,3 +194,5 @@ fn bad_event_times_are_reported() {
     let e = op.fields(Some(b"nope")).unwrap_err();
     assert_eq!(e.code, "malformed_json");
 }
+
+mod paths;

@@ -1,9 +1,10 @@
 //! Window results: to a Kafka topic as JSON, and/or to an Iceberg table.
 //!
-//! A row is `window_start`, `window_end` (RFC 3339, UTC), the group-by fields, the
-//! aggregates, and the `batch_id` that emitted it. On Kafka the key is the window and the
-//! group-by values, so a repeat (at-least-once delivery after a crash) carries the same
-//! key and the same value, and a compacted topic keeps one copy. The table is exactly
+//! A row is `window_start`, `window_end` (RFC 3339, UTC), the group-by fields (a path's
+//! column named by its last segment), the aggregates, and the `batch_id` that emitted it.
+//! On Kafka the key is the window and the group-by values, so a repeat (at-least-once
+//! delivery after a crash) carries the same key and the same value, and a compacted topic
+//! keeps one copy. The table is exactly
 //! once: each batch's rows are one commit carrying the pipeline's commit mark, and a batch
 //! the table already holds is not written again.
 
@@ -28,7 +29,11 @@ pub fn table_columns(config: &WindowConfig) -> Vec<ColumnConfig> {
         column("window_start", "timestamptz", true),
         column("window_end", "timestamptz", true),
     ];
-    columns.extend(config.group_by.iter().map(|g| column(g, "string", false)));
+    columns.extend(
+        config
+            .group_by_columns()
+            .map(|(_, name)| column(name, "string", false)),
+    );
     columns.extend(config.aggregates.iter().map(|a| {
         let ty = if a.function.is_integer() {
             "long"
@@ -66,9 +71,9 @@ pub fn to_json(
     let mut key = Map::new();
     key.insert("window_start".into(), format_micros(row.start).into());
     key.insert("window_end".into(), format_micros(row.end).into());
-    for (name, value) in config.group_by.iter().zip(&row.key) {
+    for ((_, name), value) in config.group_by_columns().zip(&row.key) {
         key.insert(
-            name.clone(),
+            name.to_string(),
             value.clone().map_or(Value::Null, Value::String),
         );
     }
@@ -124,5 +129,35 @@ impl DerivedRow for WindowRow {
 
     fn value(config: &WindowConfig, row: &WindowRow, batch_id: u64) -> String {
         Value::Object(to_json(config, row, batch_id).1).to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event_time::config::EmitMode;
+    use crate::units::Micros;
+
+    #[test]
+    fn a_group_by_path_is_a_column_named_by_its_last_segment() {
+        let mut config = crate::event_time::window::tests::config(60, None, EmitMode::Update);
+        config.group_by = vec!["context.device.os".into(), "page".into()];
+        let names: Vec<String> = table_columns(&config).into_iter().map(|c| c.name).collect();
+        assert_eq!(
+            names[..5],
+            ["window_start", "window_end", "os", "page", "n"]
+        );
+        let row = WindowRow {
+            start: Micros(0),
+            end: Micros(60_000_000),
+            key: vec![Some("ios".to_string()), None],
+            values: vec![1.into(); 6],
+        };
+        let (key, value) = to_json(&config, &row, 7);
+        let keys: Vec<&String> = key.keys().collect();
+        assert_eq!(keys, ["window_start", "window_end", "os", "page"]);
+        assert_eq!(key["os"], "ios");
+        assert_eq!(value["page"], Value::Null);
+        assert_eq!(value["batch_id"], 7);
     }
 }

@@ -1,11 +1,12 @@
 //! Configuration of a stream-stream join: one `[[joins]]` entry of the pipeline file.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use serde::Deserialize;
 
 use crate::event_time::config::{WindowIcebergConfig, WindowKafkaConfig};
+use crate::event_time::extract::{check_path, path_column};
 use crate::iceberg::ColumnConfig;
 
 /// Which rows a join emits.
@@ -22,12 +23,13 @@ pub enum JoinKind {
     LeftOuter,
 }
 
-/// One output column of a join: a field of one side, by name, or a table naming the field,
-/// the column (`name`, default the field's) and its Iceberg type.
+/// One output column of a join: a field of one side, by name or dotted path, or a table
+/// naming the field, the column (`name`, default the field's last segment) and its Iceberg
+/// type.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum JoinField {
-    /// The field, into a column of the same name.
+    /// The field, into a column of the same name (a path's: its last segment).
     Name(String),
     /// The field, renamed and typed.
     Column(JoinColumn),
@@ -37,9 +39,10 @@ pub enum JoinField {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct JoinColumn {
-    /// The JSON field of the event (left) or record (right).
+    /// The JSON field of the event (left) or record (right), a top-level key or a dotted
+    /// path (`context.device.os`).
     pub field: String,
-    /// The output column; default: the field's name.
+    /// The output column; default: the field's name, a path's last segment.
     #[serde(default)]
     pub name: Option<String>,
     /// The Iceberg type (`string`, `long`, `double`, `timestamptz`...). Default: a left
@@ -57,11 +60,11 @@ impl JoinField {
         }
     }
 
-    /// The output column's name.
+    /// The output column's name: `name`, else the field's last segment.
     pub fn column(&self) -> &str {
         match self {
-            JoinField::Name(name) => name,
-            JoinField::Column(c) => c.name.as_deref().unwrap_or(&c.field),
+            JoinField::Name(name) => path_column(name),
+            JoinField::Column(c) => c.name.as_deref().unwrap_or(path_column(&c.field)),
         }
     }
 
@@ -110,7 +113,7 @@ pub struct JoinConfig {
     /// The topic of the right side; read from the same cluster as `[source] topics`, and
     /// not to be listed there (its records are the join's alone).
     pub right_topic: String,
-    /// JSON field of a right record holding its event time, read like
+    /// JSON field (or dotted path) of a right record holding its event time, read like
     /// `[event-time] field`. A record without one is dead-lettered.
     pub right_time_field: String,
     /// How far behind the newest right event time of a partition the right watermark
@@ -118,11 +121,13 @@ pub struct JoinConfig {
     #[serde(with = "crate::units::duration")]
     #[schemars(with = "crate::units::DurationText")]
     pub right_max_delay: Duration,
-    /// The key fields of the left events; equal values on both sides match. An event with
-    /// one of them missing or null matches nothing.
+    /// The key fields of the left events, top-level keys or dotted paths (`customer.id`);
+    /// equal values on both sides match. An event with one of them missing or null matches
+    /// nothing.
     pub on: Vec<String>,
-    /// The key fields of the right records, in the order of `on`; default: `on`. A right
-    /// record with one of them missing or null is dead-lettered (`missing_join_key`).
+    /// The key fields (or dotted paths) of the right records, in the order of `on`;
+    /// default: `on`. A right record with one of them missing or null is dead-lettered
+    /// (`missing_join_key`).
     #[serde(default)]
     pub right_on: Option<Vec<String>>,
     /// `inner` (default) or `left-outer`.
@@ -136,9 +141,11 @@ pub struct JoinConfig {
     #[serde(default, with = "crate::units::duration")]
     #[schemars(with = "crate::units::DurationText")]
     pub after: Duration,
-    /// Output columns taken from the left event, in order.
+    /// Output columns taken from the left event, in order: fields or dotted paths (a
+    /// path's column is its last segment), or tables renaming and typing them.
     pub left_fields: Vec<JoinField>,
-    /// Output columns taken from the right record, in order (null in a left-outer row).
+    /// Output columns taken from the right record, in order (null in a left-outer row),
+    /// given like `left-fields`.
     pub right_fields: Vec<JoinField>,
     /// The most rows each side holds. The watermarks bound the state by themselves; this
     /// is the backstop when they cannot (a right topic far behind, or a bound far wider
@@ -169,6 +176,19 @@ const fn default_kind() -> JoinKind {
 pub const RESERVED: [&str; 1] = ["batch_id"];
 
 impl JoinConfig {
+    /// Checks every field path the join reads.
+    fn check_paths(&self, at: &str) -> Result<(), String> {
+        let fields = self.left_fields.iter().chain(&self.right_fields);
+        let paths = [self.right_time_field.as_str()]
+            .into_iter()
+            .chain(self.on.iter().chain(self.right_on()).map(String::as_str))
+            .chain(fields.map(JoinField::field));
+        for path in paths {
+            check_path(path).map_err(|e| format!("{at}: {e}"))?;
+        }
+        Ok(())
+    }
+
     /// The right side's key fields.
     pub fn right_on(&self) -> &[String] {
         self.right_on.as_deref().unwrap_or(&self.on)
@@ -241,15 +261,18 @@ impl JoinConfig {
                 "{at}: list the output columns in left-fields and right-fields"
             ));
         }
-        let mut names = HashSet::new();
+        self.check_paths(&at)?;
+        let mut names = HashMap::new();
         for f in self.left_fields.iter().chain(&self.right_fields) {
             let name = f.column();
             if RESERVED.contains(&name) {
                 return Err(format!("{at}: `{name}` is a reserved column name"));
             }
-            if !names.insert(name) {
+            if let Some(first) = names.insert(name, f.field()) {
                 return Err(format!(
-                    "{at}: two output columns are named `{name}` (rename one: {{ field = \"{name}\", name = \"...\" }})"
+                    "{at}: two output columns are named `{name}`, from fields `{first}` and `{}` (a path's column is its last segment; rename one: {{ field = \"{}\", name = \"...\" }})",
+                    f.field(),
+                    f.field()
                 ));
             }
         }

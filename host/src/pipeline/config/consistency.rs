@@ -6,6 +6,7 @@ use std::collections::HashSet;
 
 use super::{OnInvalid, PipelineConfig, names};
 use crate::event_time::config::{EventTimeConfig, LateData};
+use crate::event_time::extract::check_path;
 
 impl PipelineConfig {
     pub(super) fn check(&self) -> Result<(), String> {
@@ -67,11 +68,15 @@ impl PipelineConfig {
         if et.field.trim().is_empty() {
             return Err("event-time.field must not be empty".into());
         }
+        check_path(&et.field).map_err(|e| format!("event-time.field: {e}"))?;
         self.check_late(et)?;
         if let Some(dedup) = &self.dedup
             && dedup.keys.is_empty()
         {
             return Err("dedup.keys must name at least one field".into());
+        }
+        for key in self.dedup.iter().flat_map(|d| &d.keys) {
+            check_path(key).map_err(|e| format!("dedup.keys: {e}"))?;
         }
         let mut tables = HashSet::from([(self.sink.namespace.clone(), self.sink.table.clone())]);
         self.check_windows(&mut tables)?;

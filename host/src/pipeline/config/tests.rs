@@ -292,3 +292,111 @@ fn event_time_sections_parse_and_are_checked() {
         "median",
     );
 }
+
+#[test]
+fn field_paths_parse_and_bad_ones_are_refused_where_they_are_named() {
+    let paths = WINDOWS
+        .replace("field = \"ts\"", "field = \"meta.ts\"")
+        .replace("keys = [\"id\"]", "keys = [\"meta.id\"]")
+        .replace("[\"type\"]", "[\"context.device.os\", \"type\"]")
+        .replace("field = \"user\"", "field = \"context.user.id\"");
+    let c = PipelineConfig::parse(&format!("{MINIMAL}{paths}"), Path::new("p.toml")).unwrap();
+    let columns: Vec<(&str, &str)> = c.windows[0].group_by_columns().collect();
+    assert_eq!(columns, [("context.device.os", "os"), ("type", "type")]);
+    let refused = |text: String, needles: &[&str]| {
+        let err = PipelineConfig::parse(&format!("{MINIMAL}{text}"), Path::new("p.toml"))
+            .unwrap_err()
+            .to_string();
+        for needle in needles {
+            assert!(err.contains(needle), "{needle}: {err}");
+        }
+    };
+    let not_a_path = |path: &str| format!("`{path}` is not a field path");
+    for bad in ["meta..ts", ".ts", "ts."] {
+        let text = paths.replace("\"meta.ts\"", &format!("\"{bad}\""));
+        refused(text, &["event-time.field", &not_a_path(bad)]);
+    }
+    refused(
+        paths.replace("\"meta.id\"", "\"meta.\""),
+        &["dedup.keys", &not_a_path("meta.")],
+    );
+    refused(
+        paths.replace("\"context.device.os\"", "\"context..os\""),
+        &["windows `w`", &not_a_path("context..os")],
+    );
+    refused(
+        paths.replace("\"context.user.id\"", "\".user\""),
+        &["windows `w`", &not_a_path(".user")],
+    );
+    // Two group-bys whose paths end alike make the same column: both are named.
+    refused(
+        paths.replace("\"type\"]", "\"app.os\"]"),
+        &[
+            "two output columns are named `os`",
+            "group-by `context.device.os`",
+            "group-by `app.os`",
+        ],
+    );
+    refused(
+        paths.replace("\"type\"]", "\"a.count\"]"),
+        &[
+            "two output columns are named `count`",
+            "group-by `a.count`",
+            "aggregate `count`",
+        ],
+    );
+    refused(
+        paths.replace("\"type\"]", "\"a.window_end\"]"),
+        &["`window_end` (group-by `a.window_end`) is a reserved column name"],
+    );
+}
+
+#[test]
+fn join_paths_parse_and_bad_ones_are_refused_where_they_are_named() {
+    let paths = JOINS
+        .replace(
+            "on = [\"user\"]",
+            "on = [\"ctx.user\"]\nright-on = [\"profile.uid\"]",
+        )
+        .replace("\"updated_at\"", "\"meta.updated_at\"")
+        .replace("[\"a\", \"user\"]", "[\"a\", \"ctx.user\"]")
+        .replace("[\"tier\",", "[\"profile.tier\",");
+    let c = PipelineConfig::parse(&format!("{MINIMAL}{paths}"), Path::new("p.toml")).unwrap();
+    let j = &c.joins[0];
+    assert_eq!(j.right_time_field, "meta.updated_at");
+    let names: Vec<String> = j.columns(&[]).into_iter().map(|c| c.name).collect();
+    assert_eq!(names, ["a", "user", "tier", "profile_time", "batch_id"]);
+    let refused = |text: String, needles: &[&str]| {
+        let err = PipelineConfig::parse(&format!("{MINIMAL}{text}"), Path::new("p.toml"))
+            .unwrap_err()
+            .to_string();
+        for needle in needles {
+            assert!(err.contains(needle), "{needle}: {err}");
+        }
+    };
+    for (from, to) in [
+        ("\"ctx.user\"]\n", "\"ctx..user\"]\n"),
+        ("\"profile.uid\"", "\"profile.\""),
+        (
+            "right-time-field = \"meta.updated_at\"",
+            "right-time-field = \".updated_at\"",
+        ),
+        ("\"a\", \"ctx.user\"", "\"a\", \"ctx.user.\""),
+        ("\"profile.tier\"", "\"profile..tier\""),
+        (
+            "{ field = \"meta.updated_at\"",
+            "{ field = \"meta..updated_at\"",
+        ),
+    ] {
+        let text = paths.replacen(from, to, 1);
+        assert_ne!(text, paths, "{from}");
+        refused(text, &["joins `j`", "is not a field path"]);
+    }
+    refused(
+        paths.replace("[\"a\", \"ctx.user\"]", "[\"user\", \"ctx.user\"]"),
+        &[
+            "two output columns are named `user`",
+            "from fields `user` and `ctx.user`",
+        ],
+    );
+}
