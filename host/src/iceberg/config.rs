@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use iceberg::spec::{NestedField, PrimitiveType, Schema, Transform, Type, UnboundPartitionSpec};
+use iceberg::spec::{NestedField, PrimitiveType, Schema, Transform, UnboundPartitionSpec};
 use serde::{Deserialize, Deserializer};
 
 use super::storage::S3Config;
@@ -138,7 +138,11 @@ pub struct ColumnConfig {
     /// Column name; the JSON field of the same name fills it.
     pub name: String,
     /// Iceberg type: `string`, `int`, `long`, `boolean`, `float`, `double`, `date`,
-    /// `timestamp`, `timestamptz` or `decimal(P,S)`.
+    /// `timestamp`, `timestamptz`, `decimal(P,S)`, or a nested type, to any depth:
+    /// `struct<name: type, ...>` (from a JSON object), `list<type>` (from an array) or
+    /// `map<keytype, valuetype>` (from an object's keys and values). Nested fields are
+    /// optional; a field name other than letters, digits and `_` goes between backticks
+    /// (`` struct<`user-agent`: string> ``).
     #[serde(rename = "type")]
     pub ty: String,
     /// Whether the column may not be null. An event without it is dead-lettered.
@@ -420,11 +424,13 @@ impl IcebergSinkConfig {
             );
         }
         let mut fields = Vec::new();
+        // Top-level columns take ids 1..=n, their nested fields the ids after.
+        let mut next_id = self.columns.len() as i32 + 1;
         for (i, c) in self.columns.iter().enumerate() {
-            let ty =
-                parse_type(&c.ty).map_err(|e| format!("sink.columns[{i}] ({}): {e}", c.name))?;
-            let mut field =
-                NestedField::new(i as i32 + 1, &c.name, Type::Primitive(ty), c.required);
+            let ty = super::column_type::parse_column_type(&c.ty, &mut next_id).map_err(|e| {
+                format!("sink.columns[{i}] ({}): type `{}`: {e}", c.name, c.ty)
+            })?;
+            let mut field = NestedField::new(i as i32 + 1, &c.name, ty, c.required);
             if let Some(doc) = &c.doc {
                 field = field.with_doc(doc);
             }
