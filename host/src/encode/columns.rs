@@ -10,8 +10,8 @@ use arrow_array::builder::{
 };
 
 use super::EncodeError;
-use super::cells::{Cell, cell};
 pub(super) use super::cells::ColumnKind;
+use super::cells::{Cell, cell};
 use super::nested::{self, NestedBuilder, Shape};
 
 /// What fills a column.

@@ -153,7 +153,11 @@ pub(super) fn cell<'a>(shape: &Shape, raw: &'a str) -> Result<Cell<'a>, NestedEr
     }
 }
 
-fn struct_cell<'a>(fields: &Fields, shapes: &[Shape], raw: &'a str) -> Result<Cell<'a>, NestedError> {
+fn struct_cell<'a>(
+    fields: &Fields,
+    shapes: &[Shape],
+    raw: &'a str,
+) -> Result<Cell<'a>, NestedError> {
     if !raw.starts_with('{') {
         return Err(NestedError::new(mismatch("an object", raw)));
     }
@@ -208,7 +212,8 @@ fn map_cell<'a>(
         if value_required && value == Cell::Null {
             return Err(missing("a value of this map").under(step()));
         }
-        let key = key_cell(key_kind, name.clone()).map_err(|e| NestedError::new(e).under(step()))?;
+        let key =
+            key_cell(key_kind, name.clone()).map_err(|e| NestedError::new(e).under(step()))?;
         cells.push((key, value));
     }
     Ok(Cell::Map(cells))
@@ -257,7 +262,10 @@ fn key_cell<'a>(kind: ColumnKind, name: Cow<'a, str>) -> Result<Cell<'a>, CellEr
 }
 
 fn malformed(e: serde_json::Error) -> NestedError {
-    NestedError::new(("malformed_json", format!("the value is not valid JSON: {e}")))
+    NestedError::new((
+        "malformed_json",
+        format!("the value is not valid JSON: {e}"),
+    ))
 }
 
 /// An object's entries, in order: each key (borrowed unless it had escapes) and raw value.
@@ -386,27 +394,54 @@ impl NestedBuilder {
     /// Appends one value; a null (or, by a bug, a cell of another shape) appends a null.
     pub(super) fn append(&mut self, cell: Cell<'_>) {
         match (self, cell) {
-            (Self::Struct { children, nulls, .. }, Cell::Struct(cells)) => {
+            (
+                Self::Struct {
+                    children, nulls, ..
+                },
+                Cell::Struct(cells),
+            ) => {
                 for (child, cell) in children.iter_mut().zip(cells) {
                     child.append(cell);
                 }
                 nulls.append_non_null();
             }
-            (Self::Struct { children, nulls, .. }, _) => {
+            (
+                Self::Struct {
+                    children, nulls, ..
+                },
+                _,
+            ) => {
                 // A null struct still has a slot in each child (arrays of one length).
                 for child in children {
                     child.append(Cell::Null);
                 }
                 nulls.append_null();
             }
-            (Self::List { offsets, values, nulls, .. }, Cell::List(cells)) => {
+            (
+                Self::List {
+                    offsets,
+                    values,
+                    nulls,
+                    ..
+                },
+                Cell::List(cells),
+            ) => {
                 offsets.push_length(cells.len());
                 for cell in cells {
                     values.append(cell);
                 }
                 nulls.append_non_null();
             }
-            (Self::Map { offsets, keys, values, nulls, .. }, Cell::Map(cells)) => {
+            (
+                Self::Map {
+                    offsets,
+                    keys,
+                    values,
+                    nulls,
+                    ..
+                },
+                Cell::Map(cells),
+            ) => {
                 offsets.push_length(cells.len());
                 for (key, value) in cells {
                     keys.append(key);
@@ -453,7 +488,8 @@ impl NestedBuilder {
                 values,
                 mut nulls,
             } => {
-                let pairs = StructArray::try_new(pairs, vec![keys.finish()?, values.finish()?], None)?;
+                let pairs =
+                    StructArray::try_new(pairs, vec![keys.finish()?, values.finish()?], None)?;
                 Arc::new(MapArray::try_new(
                     entries,
                     offsets.finish(),

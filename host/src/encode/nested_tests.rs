@@ -7,9 +7,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Decimal128Type, Int32Type, Int64Type, TimestampMicrosecondType};
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::{DataType, Field};
-use iceberg::spec::{
-    ListType, MapType, NestedField, PrimitiveType, Schema, StructType, Type,
-};
+use iceberg::spec::{ListType, MapType, NestedField, PrimitiveType, Schema, StructType, Type};
 
 use super::Encoder;
 
@@ -56,7 +54,10 @@ fn schema() -> Schema {
     let deep = structure(vec![opt(
         22,
         "a",
-        list(23, Type::Map(MapType::optional(24, p(PrimitiveType::String), 25, b))),
+        list(
+            23,
+            Type::Map(MapType::optional(24, p(PrimitiveType::String), 25, b)),
+        ),
     )]);
     Schema::builder()
         .with_fields(vec![
@@ -94,7 +95,11 @@ fn lists_of_structs_fill_with_their_primitives_converted() {
     assert_eq!(nulls, [false, false, true, true]);
     let elements = items.values().as_struct();
     assert_eq!(
-        (elements.is_null(0), elements.is_null(1), elements.is_null(2)),
+        (
+            elements.is_null(0),
+            elements.is_null(1),
+            elements.is_null(2)
+        ),
         (false, true, false)
     );
     let sku = elements.column(0).as_string::<i32>();
@@ -158,7 +163,10 @@ fn nests_three_levels_deep() {
     assert_eq!(maps.value_offsets(), [0, 2, 2, 2, 3]);
     assert!(maps.is_null(2) && !maps.is_null(1));
     let keys = maps.keys().as_string::<i32>();
-    assert_eq!((keys.value(0), keys.value(1), keys.value(2)), ("x", "y", "z"));
+    assert_eq!(
+        (keys.value(0), keys.value(1), keys.value(2)),
+        ("x", "y", "z")
+    );
     let inner = maps.values().as_struct();
     assert_eq!(
         (inner.is_null(0), inner.is_null(1), inner.is_null(2)),
@@ -210,16 +218,44 @@ fn every_nested_field_has_its_field_id() {
 fn a_misfit_names_its_path() {
     let encoder = Encoder::new(&schema(), &[]).unwrap();
     let cases = [
-        (r#""items": [{}, {"qty": "x"}]"#, "type_mismatch", "items[1].qty"),
-        (r#""items": [{"price": 1.234}]"#, "invalid_decimal", "items[0].price"),
+        (
+            r#""items": [{}, {"qty": "x"}]"#,
+            "type_mismatch",
+            "items[1].qty",
+        ),
+        (
+            r#""items": [{"price": 1.234}]"#,
+            "invalid_decimal",
+            "items[0].price",
+        ),
         (r#""items": {"qty": 1}"#, "type_mismatch", "items"),
-        (r#""context": {"r": 1, "at": "now"}"#, "invalid_timestamp", "context.at"),
-        (r#""context": {"r": 1, "os": "x"}"#, "unknown_field", "context.os"),
-        (r#""context": {"device": "x"}"#, "missing_required", "context.r"),
+        (
+            r#""context": {"r": 1, "at": "now"}"#,
+            "invalid_timestamp",
+            "context.at",
+        ),
+        (
+            r#""context": {"r": 1, "os": "x"}"#,
+            "unknown_field",
+            "context.os",
+        ),
+        (
+            r#""context": {"device": "x"}"#,
+            "missing_required",
+            "context.r",
+        ),
         (r#""context": "ios""#, "type_mismatch", "context"),
         (r#""counts": {"x": 1}"#, "type_mismatch", r#"counts["x"]"#),
-        (r#""counts": {"1": "many"}"#, "type_mismatch", r#"counts["1"]"#),
-        (r#""counts": {"1": 1, "3000000000": 1}"#, "out_of_range", r#"counts["3000000000"]"#),
+        (
+            r#""counts": {"1": "many"}"#,
+            "type_mismatch",
+            r#"counts["1"]"#,
+        ),
+        (
+            r#""counts": {"1": 1, "3000000000": 1}"#,
+            "out_of_range",
+            r#"counts["3000000000"]"#,
+        ),
         (r#""utm": ["a"]"#, "type_mismatch", "utm"),
         (
             r#""deep": {"a": [{}, {"k\"1": {"b": true}}]}"#,

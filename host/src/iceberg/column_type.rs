@@ -233,7 +233,10 @@ mod tests {
             panic!("{map:?}")
         };
         assert_eq!((inner.key_field.id, inner.value_field.id), (13, 14));
-        assert_eq!(*inner.value_field.field_type, Type::Primitive(PrimitiveType::Double));
+        assert_eq!(
+            *inner.value_field.field_type,
+            Type::Primitive(PrimitiveType::Double)
+        );
         let Type::Struct(context) =
             parse(" struct< device :string,os: string, `user-agent`: string > ").unwrap()
         else {
@@ -249,12 +252,18 @@ mod tests {
         for (text, says) in [
             ("list<string", "position 11: expected `>`, found the end"),
             ("struct<a string>", "position 9: expected `:`, found `s`"),
-            ("struct<`a b: int>", "position 7: the quoted field name is not closed"),
+            (
+                "struct<`a b: int>",
+                "position 7: the quoted field name is not closed",
+            ),
             ("struct<``: int>", "position 7: the field name is empty"),
             ("struct<a: int,>", "position 14: expected a field name"),
             ("struct<a: int, a: long>", "field `a` twice"),
             ("map<string>", "position 10: expected `,`"),
-            ("map<list<int>, string>", "position 4: a map's key must be a primitive"),
+            (
+                "map<list<int>, string>",
+                "position 4: a map's key must be a primitive",
+            ),
             ("list<varchar>", "position 5: unknown column type `varchar`"),
             ("struct<p: decimal(2,3)>", "position 10: `decimal(2,3)`"),
             ("list<int> x", "position 10: expected end of the type"),

@@ -88,8 +88,14 @@ fn nested_columns_land_as_pyiceberg_and_duckdb_read_them_and_misfits_name_their_
         text(&out)
     );
 
-    assert_eq!(pyiceberg::read_table(&s.warehouse, "shop.orders"), expected());
-    assert_eq!(pyiceberg::read_duckdb(&s.warehouse, "shop.orders"), expected());
+    assert_eq!(
+        pyiceberg::read_table(&s.warehouse, "shop.orders"),
+        expected()
+    );
+    assert_eq!(
+        pyiceberg::read_duckdb(&s.warehouse, "shop.orders"),
+        expected()
+    );
 
     let shown = s.show();
     let mut reasons: Vec<(String, String, String)> = shown["dead_letters"]
