@@ -7,8 +7,6 @@ use std::sync::Arc;
 
 use iceberg::spec::{ListType, MapType, NestedField, PrimitiveType, StructType, Type};
 
-use super::config::parse_type;
-
 /// Parses a column type; nested fields take ids `*next_id`, `*next_id + 1`... in the order
 /// they are written (a list's element and a map's key and value included).
 pub fn parse_column_type(text: &str, next_id: &mut i32) -> Result<Type, String> {
@@ -182,6 +180,45 @@ impl Parser<'_> {
         }
         parse_type(&text).map_err(|e| format!("at position {start}: {e}"))
     }
+}
+
+/// Parses a primitive column type (`decimal(10, 2)`, `string`...), case-insensitively.
+pub fn parse_type(text: &str) -> Result<PrimitiveType, String> {
+    let t = text.trim().to_ascii_lowercase();
+    Ok(match t.as_str() {
+        "string" => PrimitiveType::String,
+        "int" | "integer" => PrimitiveType::Int,
+        "long" | "bigint" => PrimitiveType::Long,
+        "boolean" => PrimitiveType::Boolean,
+        "float" => PrimitiveType::Float,
+        "double" => PrimitiveType::Double,
+        "date" => PrimitiveType::Date,
+        "timestamp" => PrimitiveType::Timestamp,
+        "timestamptz" => PrimitiveType::Timestamptz,
+        _ => {
+            let inner = t
+                .strip_prefix("decimal(")
+                .and_then(|r| r.strip_suffix(')'))
+                .ok_or_else(|| format!("unknown column type `{text}`"))?;
+            let (p, s) = inner
+                .split_once(',')
+                .ok_or_else(|| format!("decimal needs a precision and a scale: `{text}`"))?;
+            let precision: u32 = p
+                .trim()
+                .parse()
+                .map_err(|_| format!("bad precision in `{text}`"))?;
+            let scale: u32 = s
+                .trim()
+                .parse()
+                .map_err(|_| format!("bad scale in `{text}`"))?;
+            if precision == 0 || precision > 38 || scale > precision {
+                return Err(format!(
+                    "`{text}`: need 1 <= precision <= 38 and scale <= precision"
+                ));
+            }
+            PrimitiveType::Decimal { precision, scale }
+        }
+    })
 }
 
 #[cfg(test)]
