@@ -1,6 +1,6 @@
 //! pyiceberg, an Iceberg reader independent of sluice's, in a Python venv made by
 //! `tests/py/setup-venv` (once; later calls only check it): the tests read back what sluice
-//! wrote with it.
+//! wrote with it (and with DuckDB, from the same venv).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -93,6 +93,25 @@ pub fn read_table_with(
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .filter(|v| v.get("__snapshot_summary").is_none())
+        .collect()
+}
+
+/// The rows of `table` (`namespace.name`) in the SQL catalog on SQLite of `warehouse`, as
+/// DuckDB's iceberg extension reads them (`tests/py/read_duckdb.py`, the same JSON as
+/// [`read_table`]'s).
+pub fn read_duckdb(warehouse: &Path, table: &str) -> Vec<Value> {
+    let warehouse = std::fs::canonicalize(warehouse).unwrap();
+    let out = Command::new(python())
+        .arg(repo_root().join("tests/py/read_duckdb.py"))
+        .arg("--catalog-db")
+        .arg(warehouse.join("catalog.db"))
+        .args(["--table", table])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "read_duckdb.py: {}", text(&out));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .collect()
 }
 

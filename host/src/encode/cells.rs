@@ -3,6 +3,8 @@
 
 use std::borrow::Cow;
 
+use iceberg::spec::PrimitiveType;
+
 use super::EncodeError;
 use super::decimal;
 
@@ -21,7 +23,31 @@ pub(super) enum ColumnKind {
     String,
 }
 
-/// One parsed value; a string borrows from the event unless it had escapes.
+impl ColumnKind {
+    /// The kind of an Iceberg primitive, if sluice fills it from JSON.
+    pub(super) fn of(ty: &PrimitiveType) -> Option<ColumnKind> {
+        Some(match ty {
+            PrimitiveType::Boolean => ColumnKind::Boolean,
+            PrimitiveType::Int => ColumnKind::Int,
+            PrimitiveType::Long => ColumnKind::Long,
+            PrimitiveType::Float => ColumnKind::Float,
+            PrimitiveType::Double => ColumnKind::Double,
+            PrimitiveType::Decimal { precision, scale } => ColumnKind::Decimal {
+                precision: *precision,
+                scale: *scale,
+            },
+            PrimitiveType::Date => ColumnKind::Date,
+            PrimitiveType::Timestamp => ColumnKind::Timestamp,
+            PrimitiveType::Timestamptz => ColumnKind::Timestamptz,
+            PrimitiveType::String => ColumnKind::String,
+            _ => return None,
+        })
+    }
+}
+
+/// One parsed value; a string borrows from the event unless it had escapes. The last
+/// three are the values of nested columns (see `nested.rs`): a struct's fields in its
+/// type's order, a list's elements, a map's keys and values.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) enum Cell<'a> {
     Null,
@@ -34,9 +60,37 @@ pub(super) enum Cell<'a> {
     Date(i32),
     Micros(i64),
     Str(Cow<'a, str>),
+    Struct(Vec<Cell<'a>>),
+    List(Vec<Cell<'a>>),
+    Map(Vec<(Cell<'a>, Cell<'a>)>),
 }
 
-type CellError = (&'static str, String);
+impl Cell<'_> {
+    /// The cell, borrowing nothing.
+    pub(super) fn into_owned(self) -> Cell<'static> {
+        match self {
+            Cell::Null => Cell::Null,
+            Cell::Bool(v) => Cell::Bool(v),
+            Cell::Int(v) => Cell::Int(v),
+            Cell::Long(v) => Cell::Long(v),
+            Cell::Float(v) => Cell::Float(v),
+            Cell::Double(v) => Cell::Double(v),
+            Cell::Decimal(v) => Cell::Decimal(v),
+            Cell::Date(v) => Cell::Date(v),
+            Cell::Micros(v) => Cell::Micros(v),
+            Cell::Str(v) => Cell::Str(Cow::Owned(v.into_owned())),
+            Cell::Struct(v) => Cell::Struct(v.into_iter().map(Cell::into_owned).collect()),
+            Cell::List(v) => Cell::List(v.into_iter().map(Cell::into_owned).collect()),
+            Cell::Map(v) => Cell::Map(
+                v.into_iter()
+                    .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                    .collect(),
+            ),
+        }
+    }
+}
+
+pub(super) type CellError = (&'static str, String);
 
 /// The value as text: JSON is UTF-8, checked whole (SIMD), not only in the strings of the
 /// columns (serde_json skips the others unchecked), so a value with bytes that are not
@@ -66,7 +120,7 @@ fn describe(raw: &str) -> String {
     }
 }
 
-fn mismatch(expected: &str, raw: &str) -> CellError {
+pub(super) fn mismatch(expected: &str, raw: &str) -> CellError {
     (
         "type_mismatch",
         format!("expected {expected}, found {}", describe(raw)),

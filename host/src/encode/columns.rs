@@ -9,8 +9,10 @@ use arrow_array::builder::{
     Int64Builder, StringBuilder, TimestampMicrosecondBuilder,
 };
 
-use super::cells::Cell;
+use super::EncodeError;
 pub(super) use super::cells::ColumnKind;
+use super::cells::{Cell, cell};
+use super::nested::{self, NestedBuilder, Shape};
 
 /// What fills a column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,13 +23,34 @@ pub(super) enum Fill {
     IngestionTime,
 }
 
-/// One column of the table: its name, kind, whether it is required, and what fills it.
+/// One column of the table: its name, shape (a primitive kind, or a nested type), whether
+/// it is required, and what fills it.
 #[derive(Debug, Clone)]
 pub(super) struct Column {
     pub(super) name: String,
-    pub(super) kind: ColumnKind,
+    pub(super) shape: Shape,
     pub(super) required: bool,
     pub(super) fill: Fill,
+}
+
+impl Column {
+    /// Converts the raw JSON value of the column's field into its cell; a misfit names the
+    /// column, and for a nested one the path inside it (`items[3].qty`).
+    #[inline]
+    pub(super) fn cell<'a>(&self, raw: &'a str) -> Result<Cell<'a>, EncodeError> {
+        match &self.shape {
+            Shape::Leaf(kind) => cell(*kind, raw).map_err(|(code, message)| EncodeError {
+                code,
+                message,
+                field: Some(self.name.clone()),
+            }),
+            shape => nested::cell(shape, raw).map_err(|e| EncodeError {
+                code: e.code,
+                message: e.message,
+                field: Some(format!("{}{}", self.name, e.path)),
+            }),
+        }
+    }
 }
 
 /// The Arrow builder of one column.
@@ -41,10 +64,31 @@ pub(super) enum ColumnBuilder {
     Date(Date32Builder),
     Timestamp(TimestampMicrosecondBuilder, bool),
     String(StringBuilder),
+    /// A struct, list or map column (or one nested in another).
+    Nested(Box<NestedBuilder>),
 }
 
 impl ColumnBuilder {
-    pub(super) fn new(kind: ColumnKind, n: usize) -> Self {
+    /// A builder for `n` cells of `shape`.
+    pub(super) fn new(shape: &Shape, n: usize) -> Self {
+        match shape {
+            Shape::Leaf(kind) => Self::leaf(*kind, n),
+            Shape::Struct { fields, shapes } => {
+                Self::Nested(Box::new(NestedBuilder::structure(fields, shapes, n)))
+            }
+            Shape::List { element, shape } => {
+                Self::Nested(Box::new(NestedBuilder::list(element, shape, n)))
+            }
+            Shape::Map {
+                entries,
+                pairs,
+                key,
+                value,
+            } => Self::Nested(Box::new(NestedBuilder::map(entries, pairs, *key, value, n))),
+        }
+    }
+
+    fn leaf(kind: ColumnKind, n: usize) -> Self {
         match kind {
             ColumnKind::Boolean => Self::Boolean(BooleanBuilder::with_capacity(n)),
             ColumnKind::Int => Self::Int(Int32Builder::with_capacity(n)),
@@ -78,6 +122,7 @@ impl ColumnBuilder {
             (Self::Date(b), Cell::Date(v)) => b.append_value(v),
             (Self::Timestamp(b, _), Cell::Micros(v)) => b.append_value(v),
             (Self::String(b), Cell::Str(v)) => b.append_value(&*v),
+            (Self::Nested(b), cell) => b.append(cell),
             (this, _) => this.append_null(),
         }
     }
@@ -93,6 +138,7 @@ impl ColumnBuilder {
             Self::Date(b) => b.append_null(),
             Self::Timestamp(b, _) => b.append_null(),
             Self::String(b) => b.append_null(),
+            Self::Nested(b) => b.append(Cell::Null),
         }
     }
 
@@ -114,6 +160,7 @@ impl ColumnBuilder {
                 }
             }
             Self::String(mut b) => Arc::new(b.finish()),
+            Self::Nested(b) => (*b).finish()?,
         })
     }
 }

@@ -6,13 +6,14 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
-use iceberg::spec::{PrimitiveType, Schema, Type};
+use iceberg::spec::{Schema, Type};
 use rustc_hash::FxHashMap;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
-use super::cells::{Cell, cell, utf8};
+use super::cells::{Cell, utf8};
 use super::columns::{Column, ColumnBuilder, ColumnKind, Fill};
+use super::nested::{self, Shape};
 use super::{EncodeError, SchemaError, flat};
 
 /// Encodes JSON values to Arrow batches of one table schema. Cheap to share across
@@ -48,24 +49,10 @@ impl Encoder {
                 ty: field.field_type.to_string(),
             };
             let Type::Primitive(p) = field.field_type.as_ref() else {
-                return Err(unsupported());
+                columns.push(nested::column(field, generated)?);
+                continue;
             };
-            let kind = match p {
-                PrimitiveType::Boolean => ColumnKind::Boolean,
-                PrimitiveType::Int => ColumnKind::Int,
-                PrimitiveType::Long => ColumnKind::Long,
-                PrimitiveType::Float => ColumnKind::Float,
-                PrimitiveType::Double => ColumnKind::Double,
-                PrimitiveType::Decimal { precision, scale } => ColumnKind::Decimal {
-                    precision: *precision,
-                    scale: *scale,
-                },
-                PrimitiveType::Date => ColumnKind::Date,
-                PrimitiveType::Timestamp => ColumnKind::Timestamp,
-                PrimitiveType::Timestamptz => ColumnKind::Timestamptz,
-                PrimitiveType::String => ColumnKind::String,
-                _ => return Err(unsupported()),
-            };
+            let kind = ColumnKind::of(p).ok_or_else(unsupported)?;
             let fill = if generated.contains(&field.name) {
                 if !matches!(kind, ColumnKind::Timestamp | ColumnKind::Timestamptz) {
                     return Err(SchemaError::GeneratedType(field.name.clone()));
@@ -76,7 +63,7 @@ impl Encoder {
             };
             columns.push(Column {
                 name: field.name.clone(),
-                kind,
+                shape: Shape::Leaf(kind),
                 required: field.required,
                 fill,
             });
@@ -166,16 +153,9 @@ impl Encoder {
         if failure.is_some() {
             return;
         }
-        let column = &self.columns[i];
-        match cell(column.kind, raw) {
+        match self.columns[i].cell(raw) {
             Ok(cell) => cells[i] = cell,
-            Err((code, message)) => {
-                *failure = Some(EncodeError {
-                    code,
-                    message,
-                    field: Some(column.name.clone()),
-                })
-            }
+            Err(error) => *failure = Some(error),
         }
     }
 
@@ -216,7 +196,7 @@ impl Encoder {
         let mut builders: Vec<ColumnBuilder> = self
             .columns
             .iter()
-            .map(|c| ColumnBuilder::new(c.kind, capacity))
+            .map(|c| ColumnBuilder::new(&c.shape, capacity))
             .collect();
         let mut rows = Vec::with_capacity(capacity);
         let mut errors = Vec::new();

@@ -5,12 +5,22 @@
 //! that does not fit its column (a string for an int, an unparseable timestamp, a price
 //! with three decimals) makes the whole event an [`EncodeError`] with a code, a message and
 //! the field, so the pipeline can dead-letter it; the other events of the batch go on.
+//!
+//! A column may be nested (`struct`, `list`, `map`, to any depth; see `nested.rs`): a
+//! misfit inside it names the path to the value (`items[3].qty`, `context.os`,
+//! `utm["k"]`). Events with nested values skip the flat fast path.
+//!
+//! Import cycle: columns, nested: a column's builder holds nested builders, whose children
+//! are column builders again.
 
 mod cells;
 mod columns;
 pub mod decimal;
 mod encoder;
 mod flat;
+mod nested;
+#[cfg(test)]
+mod nested_tests;
 #[cfg(test)]
 mod props;
 #[cfg(test)]
@@ -27,7 +37,8 @@ pub use self::encoder::{Encoded, Encoder};
 pub struct EncodeError {
     /// Machine-readable code: `malformed_json`, `not_an_object`, `null_value`,
     /// `type_mismatch`, `invalid_timestamp`, `invalid_date`, `invalid_decimal`,
-    /// `out_of_range` or `missing_required`.
+    /// `out_of_range`, `missing_required` or `unknown_field` (a nested object's field
+    /// that its struct type lacks).
     pub code: &'static str,
     /// What is wrong, for people.
     pub message: String,

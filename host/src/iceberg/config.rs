@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use iceberg::spec::{NestedField, PrimitiveType, Schema, Transform, Type, UnboundPartitionSpec};
+use iceberg::spec::{NestedField, Schema, Transform, UnboundPartitionSpec};
 use serde::{Deserialize, Deserializer};
 
 use super::storage::S3Config;
@@ -138,7 +138,11 @@ pub struct ColumnConfig {
     /// Column name; the JSON field of the same name fills it.
     pub name: String,
     /// Iceberg type: `string`, `int`, `long`, `boolean`, `float`, `double`, `date`,
-    /// `timestamp`, `timestamptz` or `decimal(P,S)`.
+    /// `timestamp`, `timestamptz`, `decimal(P,S)`, or a nested type, to any depth:
+    /// `struct<name: type, ...>` (from a JSON object), `list<type>` (from an array) or
+    /// `map<keytype, valuetype>` (from an object's keys and values). Nested fields are
+    /// optional; a field name other than letters, digits and `_` goes between backticks
+    /// (`` struct<`user-agent`: string> ``).
     #[serde(rename = "type")]
     pub ty: String,
     /// Whether the column may not be null. An event without it is dead-lettered.
@@ -315,45 +319,6 @@ const fn default_zstd_level() -> i32 {
     1
 }
 
-/// Parses a column type.
-pub fn parse_type(text: &str) -> Result<PrimitiveType, String> {
-    let t = text.trim().to_ascii_lowercase();
-    Ok(match t.as_str() {
-        "string" => PrimitiveType::String,
-        "int" | "integer" => PrimitiveType::Int,
-        "long" | "bigint" => PrimitiveType::Long,
-        "boolean" => PrimitiveType::Boolean,
-        "float" => PrimitiveType::Float,
-        "double" => PrimitiveType::Double,
-        "date" => PrimitiveType::Date,
-        "timestamp" => PrimitiveType::Timestamp,
-        "timestamptz" => PrimitiveType::Timestamptz,
-        _ => {
-            let inner = t
-                .strip_prefix("decimal(")
-                .and_then(|r| r.strip_suffix(')'))
-                .ok_or_else(|| format!("unknown column type `{text}`"))?;
-            let (p, s) = inner
-                .split_once(',')
-                .ok_or_else(|| format!("decimal needs a precision and a scale: `{text}`"))?;
-            let precision: u32 = p
-                .trim()
-                .parse()
-                .map_err(|_| format!("bad precision in `{text}`"))?;
-            let scale: u32 = s
-                .trim()
-                .parse()
-                .map_err(|_| format!("bad scale in `{text}`"))?;
-            if precision == 0 || precision > 38 || scale > precision {
-                return Err(format!(
-                    "`{text}`: need 1 <= precision <= 38 and scale <= precision"
-                ));
-            }
-            PrimitiveType::Decimal { precision, scale }
-        }
-    })
-}
-
 /// Parses a partition transform like `day(event_time)` or `bucket[16](user_id)`.
 pub fn parse_partition(text: &str) -> Result<(Transform, String), String> {
     let t = text.trim();
@@ -420,11 +385,12 @@ impl IcebergSinkConfig {
             );
         }
         let mut fields = Vec::new();
+        // Top-level columns take ids 1..=n, their nested fields the ids after.
+        let mut next_id = self.columns.len() as i32 + 1;
         for (i, c) in self.columns.iter().enumerate() {
-            let ty =
-                parse_type(&c.ty).map_err(|e| format!("sink.columns[{i}] ({}): {e}", c.name))?;
-            let mut field =
-                NestedField::new(i as i32 + 1, &c.name, Type::Primitive(ty), c.required);
+            let ty = super::column_type::parse_column_type(&c.ty, &mut next_id)
+                .map_err(|e| format!("sink.columns[{i}] ({}): type `{}`: {e}", c.name, c.ty))?;
+            let mut field = NestedField::new(i as i32 + 1, &c.name, ty, c.required);
             if let Some(doc) = &c.doc {
                 field = field.with_doc(doc);
             }
@@ -460,6 +426,9 @@ impl IcebergSinkConfig {
 
 #[cfg(test)]
 mod tests {
+    use iceberg::spec::PrimitiveType;
+
+    use super::super::column_type::parse_type;
     use super::*;
 
     fn sink(expire: &str) -> Result<IcebergSinkConfig, toml::de::Error> {

@@ -28,6 +28,7 @@
 //! every file and folder fsynced); [`config`] is the `[sink]` section.
 
 pub mod catalog;
+pub mod column_type;
 pub mod commit;
 pub mod config;
 pub mod durable;

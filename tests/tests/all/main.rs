@@ -24,6 +24,7 @@ mod idle_join;
 mod js;
 mod lookup_sources;
 mod lookups;
+mod nested;
 mod nested_paths;
 mod pipeline;
 mod plugin_author;
