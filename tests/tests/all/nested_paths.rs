@@ -83,7 +83,7 @@ fn event_time_dedup_and_a_window_read_nested_paths() {
     //     `meta.id`) → ios 2 orders 6.5, android 1 order 1.0
     //   [10:01, 10:02): o4 ios 3.0; o5 has a top-level "context.device.os" = "web" that
     //     wins over its nested "ios" → web 7.0; o6 has no context → a null group, 1.0
-    let mut s = Setup::new("nested");
+    let mut s = Setup::new("nested-paths");
     s.write_config("nested.toml", PIPELINE);
     let lines = [
         order("o1", "00:10", Some("ios"), 2.5, ""),
