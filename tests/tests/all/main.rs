@@ -31,4 +31,5 @@ mod readme;
 mod secure_kafka;
 mod standby;
 mod storage;
+mod unknown_fields;
 mod validator;
