@@ -85,8 +85,9 @@ mod tests {
     #[test]
     fn names_past_the_cap_count_under_other() {
         let mut fields = DroppedFields::default();
-        let first: BTreeMap<String, u64> =
-            (0..MAX_FIELD_LABELS).map(|i| (format!("f{i:03}"), 1)).collect();
+        let first: BTreeMap<String, u64> = (0..MAX_FIELD_LABELS)
+            .map(|i| (format!("f{i:03}"), 1))
+            .collect();
         assert_eq!(fields.label(first.clone()), first);
         let later = BTreeMap::from([
             ("f000".to_string(), 2),

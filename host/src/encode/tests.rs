@@ -8,9 +8,9 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Decimal128Type, Int32Type, TimestampMicrosecondType};
 use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};
 
-use super::{Encoder, UnknownFields};
 use super::cells::cell;
 use super::columns::ColumnKind;
+use super::{Encoder, UnknownFields};
 
 fn schema() -> Schema {
     Schema::builder()
@@ -112,7 +112,10 @@ fn unknown_fields_are_dropped_and_counted_on_both_paths() {
     let ids = out.batch.column(0).as_string::<i32>();
     assert_eq!(ids.value(2), "e3");
     // The host fills its column whatever the event says.
-    let ingested = out.batch.column(2).as_primitive::<TimestampMicrosecondType>();
+    let ingested = out
+        .batch
+        .column(2)
+        .as_primitive::<TimestampMicrosecondType>();
     assert_eq!(ingested.value(3), 0);
     // Only the rows that land count; a null counts like any value.
     let expected = [("ctx", 1), ("n", 1), ("utm", 3)];
@@ -141,8 +144,13 @@ fn unknown_fields_dead_letter_the_event_on_both_paths() {
             (4, "unknown_field", "utm"),
         ]
     );
-    let null = e.check(Some(br#"{"event_id": "e", "n": null}"#)).unwrap_err();
-    assert_eq!((null.code, null.field.as_deref()), ("unknown_field", Some("n")));
+    let null = e
+        .check(Some(br#"{"event_id": "e", "n": null}"#))
+        .unwrap_err();
+    assert_eq!(
+        (null.code, null.field.as_deref()),
+        ("unknown_field", Some("n"))
+    );
     let nested = e.check(Some(br#"{"event_id": "e", "ctx": {"a": 1}}"#));
     assert_eq!(nested.unwrap_err().field.as_deref(), Some("ctx"));
 }

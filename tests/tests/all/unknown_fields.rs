@@ -154,7 +154,10 @@ fn by_default_unknown_fields_are_dropped_counted_and_logged_once() {
     assert_eq!(dropped(&progress), expected, "{progress:?}");
     for (field, n) in &expected {
         let series = format!("sluice_dropped_fields_total{{field=\"{field}\"}} {n}");
-        assert!(metrics.lines().any(|l| l == series), "no {series}: {metrics}");
+        assert!(
+            metrics.lines().any(|l| l == series),
+            "no {series}: {metrics}"
+        );
     }
     // `utm`, in two batches, is logged once; each name is.
     for field in ["utm", "ctx", "n"] {
@@ -190,7 +193,11 @@ fn with_dead_letter_the_events_go_whole_to_the_dead_letter_topic() {
     assert_eq!(dropped(&progress), BTreeMap::new(), "{progress:?}");
     let by_code: u64 = progress
         .iter()
-        .map(|p| p["dead_lettered_by_code"]["unknown_field"].as_u64().unwrap_or(0))
+        .map(|p| {
+            p["dead_lettered_by_code"]["unknown_field"]
+                .as_u64()
+                .unwrap_or(0)
+        })
         .sum();
     assert_eq!(by_code, 4);
 }
