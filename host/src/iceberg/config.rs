@@ -194,15 +194,11 @@ pub struct IcebergSinkConfig {
     /// (Spark's `current_timestamp()`), not from the event.
     #[serde(default)]
     pub ingestion_time_column: Option<String>,
-    /// What happens to an event's field that the table has no column for: `"drop"` (the
-    /// default) writes the row without it and counts the drop per field name (the
-    /// progress line's `dropped_fields`, `sluice_dropped_fields_total{field}`, a warning
-    /// once per new name); `"dead-letter"` sends the whole event to the dead-letter
-    /// output with the code `unknown_field`, naming the field. The default is what a
-    /// Kafka Connect Iceberg sink user gets (`iceberg.tables.evolve-schema-enabled` is
-    /// off by default, and the connector then leaves such fields out), but counted rather
-    /// than silent: the table's schema stays the contract, and no record stops on a field
-    /// added upstream.
+    /// What happens to an event's field that the table has no column for. The default,
+    /// `"drop"`, is what a Kafka Connect Iceberg sink user gets
+    /// (`iceberg.tables.evolve-schema-enabled` is off by default, and the connector then
+    /// leaves such fields out), but counted rather than silent: the table's schema stays
+    /// the contract, and no event stops on a field added upstream.
     #[serde(default)]
     pub unknown_fields: UnknownFields,
     /// Size at which a data file is closed and a new one started, e.g. `"128MiB"`.
