@@ -109,7 +109,7 @@ fn dropped(progress: &[Value]) -> BTreeMap<String, u64> {
 /// Follows the log until the batches seen have read `records` records.
 fn follow_until_read(running: &Running, progress: &mut Vec<Value>, records: u64) {
     let deadline = Instant::now() + Duration::from_secs(120);
-    let read = |p: &[Value]| p.iter().map(|p| p["input_rows"].as_u64().unwrap()).sum();
+    let read = |p: &[Value]| -> u64 { p.iter().map(|p| p["input_rows"].as_u64().unwrap()).sum() };
     while read(progress) < records {
         assert!(Instant::now() < deadline, "not everything was read");
         running.follow(progress, "sluice::progress", Duration::from_secs(60));
