@@ -130,6 +130,10 @@ pub struct Progress {
     pub rows_dead_lettered: u64,
     /// Dead letters by code.
     pub dead_lettered_by_code: BTreeMap<String, u64>,
+    /// Fields dropped from the rows because the table has no column for them
+    /// (`[sink] unknown-fields = "drop"`), counted per row and by field name: the first
+    /// 100 names the process saw, later ones together under `_other`.
+    pub dropped_fields: BTreeMap<String, u64>,
     /// Records read per second since the previous batch ended.
     pub input_rows_per_second: f64,
     /// Records processed per second of this batch's duration.

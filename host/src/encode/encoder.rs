@@ -1,6 +1,8 @@
 //! The encoder: a table schema's columns, and the parse of each event into a row of cells
 //! (the flat fast path first, serde_json for everything else) and of a batch into Arrow.
 
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -14,7 +16,7 @@ use serde_json::value::RawValue;
 use super::cells::{Cell, utf8};
 use super::columns::{Column, ColumnBuilder, ColumnKind, Fill};
 use super::nested::{self, Shape};
-use super::{EncodeError, SchemaError, flat};
+use super::{EncodeError, SchemaError, UnknownFields, flat};
 
 /// Encodes JSON values to Arrow batches of one table schema. Cheap to share across
 /// threads.
@@ -23,8 +25,11 @@ pub struct Encoder {
     columns: Vec<Column>,
     /// Column index by field name (a fast hash: the lookup runs for every field of every
     /// event, and SipHash took ~4% of the CPU per event).
+    /// Host-filled columns are in it too: an event's field of their name is not unknown.
     by_name: FxHashMap<Box<str>, usize>,
     arrow: SchemaRef,
+    /// What happens to a field the table has no column for.
+    unknown: UnknownFields,
 }
 
 /// The result of encoding a batch.
@@ -36,11 +41,15 @@ pub struct Encoded {
     pub rows: Vec<usize>,
     /// The inputs that did not fit, by index.
     pub errors: Vec<(usize, EncodeError)>,
+    /// Fields the table has no column for, dropped from the rows of `batch` (with
+    /// [`UnknownFields::Drop`]): how many times each, by field name.
+    pub dropped: BTreeMap<String, u64>,
 }
 
 impl Encoder {
     /// An encoder for `schema` (the table's current schema). Columns named in `generated`
-    /// are filled with the ingestion time instead of a JSON field.
+    /// are filled with the ingestion time instead of a JSON field. Fields the table has
+    /// no column for are dropped and counted (see [`Encoder::with_unknown_fields`]).
     pub fn new(schema: &Schema, generated: &[String]) -> Result<Self, SchemaError> {
         let mut columns = Vec::new();
         for field in schema.as_struct().fields() {
@@ -71,7 +80,6 @@ impl Encoder {
         let by_name = columns
             .iter()
             .enumerate()
-            .filter(|(_, c)| c.fill == Fill::Field)
             .map(|(i, c)| (c.name.as_str().into(), i))
             .collect();
         let arrow = Arc::new(
@@ -82,7 +90,13 @@ impl Encoder {
             columns,
             by_name,
             arrow,
+            unknown: UnknownFields::Drop,
         })
+    }
+
+    /// The same encoder, doing `unknown` with the fields the table has no column for.
+    pub fn with_unknown_fields(self, unknown: UnknownFields) -> Self {
+        Encoder { unknown, ..self }
     }
 
     /// The Arrow schema of the batches (with Iceberg field ids).
@@ -90,8 +104,13 @@ impl Encoder {
         &self.arrow
     }
 
-    /// Parses one value into its row of cells.
-    fn parse<'a>(&self, value: Option<&'a [u8]>) -> Result<Vec<Cell<'a>>, EncodeError> {
+    /// Parses one value into its row of cells; the names of the fields it drops (the
+    /// table has no column for them) are put in `dropped`.
+    fn parse<'a>(
+        &self,
+        value: Option<&'a [u8]>,
+        dropped: &mut Vec<Cow<'a, str>>,
+    ) -> Result<Vec<Cell<'a>>, EncodeError> {
         let value = value.ok_or_else(|| EncodeError {
             code: "null_value",
             message: "the record has no value (a tombstone)".into(),
@@ -100,21 +119,22 @@ impl Encoder {
         let text = utf8(value)?;
         let mut cells = vec![Cell::Null; self.columns.len()];
         let mut failure = None;
-        let fast = flat::each_field(text, |key, raw| {
-            if let Some(&i) = self.by_name.get(key) {
-                self.field(i, raw, &mut cells, &mut failure);
-            }
+        let fast = flat::each_field(text, |key, raw| match self.by_name.get(key) {
+            Some(&i) => self.field(i, raw, &mut cells, &mut failure),
+            None => self.unknown(Cow::Borrowed(key), dropped, &mut failure),
         });
         if fast.is_some() {
             return self.complete(cells, failure);
         }
         cells.fill(Cell::Null);
         failure = None;
+        dropped.clear();
         let mut de = serde_json::Deserializer::from_str(text);
         let parsed = RowSeed {
             encoder: self,
             cells: &mut cells,
             failure: &mut failure,
+            dropped,
         }
         .deserialize(&mut de)
         .and_then(|()| de.end());
@@ -140,8 +160,8 @@ impl Encoder {
         self.complete(cells, failure)
     }
 
-    /// Converts field `raw` into the cell of column `i`, unless an earlier field failed:
-    /// the first failure is the event's.
+    /// Converts field `raw` into the cell of column `i`, unless an earlier field failed
+    /// (the first failure is the event's) or the host fills the column.
     #[inline]
     fn field<'a>(
         &self,
@@ -150,12 +170,38 @@ impl Encoder {
         cells: &mut [Cell<'a>],
         failure: &mut Option<EncodeError>,
     ) {
+        let column = &self.columns[i];
+        if failure.is_some() || column.fill != Fill::Field {
+            return;
+        }
+        match column.cell(raw) {
+            Ok(cell) => cells[i] = cell,
+            Err(error) => *failure = Some(error),
+        }
+    }
+
+    /// A field the table has no column for: dropped (its name put in `dropped`), or the
+    /// event's failure, unless an earlier field failed.
+    fn unknown<'a>(
+        &self,
+        key: Cow<'a, str>,
+        dropped: &mut Vec<Cow<'a, str>>,
+        failure: &mut Option<EncodeError>,
+    ) {
         if failure.is_some() {
             return;
         }
-        match self.columns[i].cell(raw) {
-            Ok(cell) => cells[i] = cell,
-            Err(error) => *failure = Some(error),
+        match self.unknown {
+            UnknownFields::Drop => dropped.push(key),
+            UnknownFields::DeadLetter => {
+                *failure = Some(EncodeError {
+                    code: "unknown_field",
+                    message: format!(
+                        "the table has no column `{key}` (`[sink] unknown-fields = \"dead-letter\"`)"
+                    ),
+                    field: Some(key.into_owned()),
+                })
+            }
         }
     }
 
@@ -182,7 +228,7 @@ impl Encoder {
 
     /// Checks one value without building anything.
     pub fn check(&self, value: Option<&[u8]>) -> Result<(), EncodeError> {
-        self.parse(value).map(drop)
+        self.parse(value, &mut Vec::new()).map(drop)
     }
 
     /// Encodes `values`; `ingestion_micros` fills the host's timestamp columns.
@@ -200,9 +246,13 @@ impl Encoder {
             .collect();
         let mut rows = Vec::with_capacity(capacity);
         let mut errors = Vec::new();
+        let mut dropped = BTreeMap::new();
+        let mut row_dropped = Vec::new();
         for (i, value) in values.enumerate() {
-            match self.parse(value) {
+            row_dropped.clear();
+            match self.parse(value, &mut row_dropped) {
                 Ok(cells) => {
+                    count_dropped(&mut dropped, &row_dropped);
                     for ((builder, column), cell) in
                         builders.iter_mut().zip(&self.columns).zip(cells)
                     {
@@ -226,7 +276,20 @@ impl Encoder {
             batch,
             rows,
             errors,
+            dropped,
         })
+    }
+}
+
+/// Adds one row's dropped fields to the batch's counts.
+fn count_dropped(counts: &mut BTreeMap<String, u64>, row: &[Cow<'_, str>]) {
+    for name in row {
+        match counts.get_mut(name.as_ref()) {
+            Some(n) => *n += 1,
+            None => {
+                counts.insert(name.to_string(), 1);
+            }
+        }
     }
 }
 
@@ -235,6 +298,7 @@ struct RowSeed<'s, 'de> {
     encoder: &'s Encoder,
     cells: &'s mut [Cell<'de>],
     failure: &'s mut Option<EncodeError>,
+    dropped: &'s mut Vec<Cow<'de, str>>,
 }
 
 impl<'de> DeserializeSeed<'de> for RowSeed<'_, 'de> {
@@ -253,38 +317,59 @@ impl<'de> Visitor<'de> for RowSeed<'_, 'de> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while let Some(column) = map.next_key_seed(KeySeed(self.encoder))? {
-            let Some(i) = column else {
-                map.next_value::<IgnoredAny>()?;
-                continue;
-            };
-            let raw: &'de RawValue = map.next_value()?;
+        while let Some(key) = map.next_key_seed(KeySeed(self.encoder))? {
             // After a failure, parsing goes on: the rest must still be valid JSON.
-            self.encoder.field(i, raw.get(), self.cells, self.failure);
+            match key {
+                Key::Column(i) => {
+                    let raw: &'de RawValue = map.next_value()?;
+                    self.encoder.field(i, raw.get(), self.cells, self.failure);
+                }
+                Key::Unknown(name) => {
+                    map.next_value::<IgnoredAny>()?;
+                    self.encoder.unknown(name, self.dropped, self.failure);
+                }
+            }
         }
         Ok(())
     }
 }
 
-/// Maps an object key to its column index (`None` for fields the table lacks).
+/// An object key: the index of its column, or the name of a field the table lacks.
+enum Key<'de> {
+    Column(usize),
+    Unknown(Cow<'de, str>),
+}
+
+/// Maps an object key to its column.
 struct KeySeed<'a>(&'a Encoder);
 
 impl<'de> DeserializeSeed<'de> for KeySeed<'_> {
-    type Value = Option<usize>;
+    type Value = Key<'de>;
 
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<usize>, D::Error> {
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Key<'de>, D::Error> {
         d.deserialize_str(self)
     }
 }
 
 impl<'de> Visitor<'de> for KeySeed<'_> {
-    type Value = Option<usize>;
+    type Value = Key<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a field name")
     }
 
-    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Option<usize>, E> {
-        Ok(self.0.by_name.get(v).copied())
+    fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
+        Ok(match self.0.by_name.get(v) {
+            Some(&i) => Key::Column(i),
+            None => Key::Unknown(Cow::Borrowed(v)),
+        })
+    }
+
+    /// A key with escapes, unescaped into a scratch buffer.
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Key<'de>, E> {
+        Ok(match self.0.by_name.get(v) {
+            Some(&i) => Key::Column(i),
+            None => Key::Unknown(Cow::Owned(v.to_string())),
+        })
     }
 }

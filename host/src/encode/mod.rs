@@ -1,7 +1,8 @@
 //! Encoding: JSON event values to Arrow record batches against a table's schema.
 //!
 //! Columns follow the table's order. Each column is filled from the JSON field of the same
-//! name (fields the table lacks are ignored), or by the host (`ingestion_time`). A value
+//! name, or by the host (`ingestion_time`). A field the table lacks is dropped and counted,
+//! or makes the event an `unknown_field` error ([`UnknownFields`], see [`dropped`]). A value
 //! that does not fit its column (a string for an int, an unparseable timestamp, a price
 //! with three decimals) makes the whole event an [`EncodeError`] with a code, a message and
 //! the field, so the pipeline can dead-letter it; the other events of the batch go on.
@@ -16,6 +17,7 @@
 mod cells;
 mod columns;
 pub mod decimal;
+pub mod dropped;
 mod encoder;
 mod flat;
 mod nested;
@@ -30,6 +32,7 @@ use std::fmt;
 
 use arrow_array::{BooleanArray, RecordBatch};
 
+pub use self::dropped::{DroppedFields, UnknownFields};
 pub use self::encoder::{Encoded, Encoder};
 
 /// Why one event could not be encoded.

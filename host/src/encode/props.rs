@@ -295,6 +295,9 @@ proptest! {
         let texts: Vec<String> = rows.iter().map(Row::json).collect();
         let out = encoder().encode(texts.iter().map(|t| Some(t.as_bytes())), 0).unwrap();
         prop_assert!(out.errors.is_empty(), "{:?} for {:?}", out.errors, texts);
+        // Every field the table lacks is counted, once per occurrence.
+        let extra: usize = rows.iter().map(|r| r.extra.len()).sum();
+        prop_assert_eq!(out.dropped.values().sum::<u64>(), extra as u64);
         for (r, row) in rows.iter().enumerate() {
             assert_holds(&out.batch, r, row);
         }

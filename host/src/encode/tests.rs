@@ -1,5 +1,6 @@
 //! The encoder's cases: table order, one code per misfit, and every branch of `cell`.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use arrow_array::Array;
@@ -7,9 +8,9 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Decimal128Type, Int32Type, TimestampMicrosecondType};
 use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};
 
-use super::Encoder;
 use super::cells::cell;
 use super::columns::ColumnKind;
+use super::{Encoder, UnknownFields};
 
 fn schema() -> Schema {
     Schema::builder()
@@ -52,7 +53,7 @@ fn encoder() -> Encoder {
 }
 
 #[test]
-fn encodes_in_table_order_ignoring_unknown_fields() {
+fn encodes_in_table_order_dropping_unknown_fields() {
     let values: Vec<&[u8]> = vec![
         br#"{"price": 18.0, "quantity": 2, "extra": {"x": [1]}, "event_time": "2026-01-09T10:04:00Z", "event_id": "e1"}"#,
         br#"{"event_id": "e2", "price": "0.10", "event_time": "2026-01-09T11:04:00.5+01:00"}"#,
@@ -75,6 +76,83 @@ fn encodes_in_table_order_ignoring_unknown_fields() {
     assert_eq!((q.value(0), q.is_null(1)), (2, true));
     let p = b.column(4).as_primitive::<Decimal128Type>();
     assert_eq!((p.value(0), p.value(1)), (1800, 10));
+    assert_eq!(out.dropped, BTreeMap::from([("extra".to_string(), 1)]));
+}
+
+/// Events with fields the table lacks, on the flat path and on serde_json's (a string
+/// with an escape, a nested value, a key with an escape), a null one among them; a field
+/// named like the host-filled column; and one that fails on a column.
+const UNKNOWN: [&[u8]; 6] = [
+    br#"{"event_id": "e1", "utm": "x", "n": null}"#,
+    br#"{"event_id": "e2", "utm": "a\"b", "ctx": {"d": [1]}}"#,
+    br#"{"u\u0074m": 1, "event_id": "e3"}"#,
+    br#"{"event_id": "e4", "ingestion_time": "not a time", "quantity": 1}"#,
+    br#"{"event_id": "e5", "utm": "x", "quantity": "many"}"#,
+    br#"{"event_id": "e6", "quantity": 2}"#,
+];
+
+#[test]
+fn the_unknown_events_take_both_paths() {
+    let flat: Vec<bool> = UNKNOWN
+        .iter()
+        .map(|v| {
+            let text = std::str::from_utf8(v).unwrap();
+            super::flat::each_field(text, |_, _| {}).is_some()
+        })
+        .collect();
+    assert_eq!(flat, [true, false, false, true, true, true]);
+}
+
+#[test]
+fn unknown_fields_are_dropped_and_counted_on_both_paths() {
+    let out = encoder().encode(UNKNOWN.map(Some), 0).unwrap();
+    assert_eq!(out.rows, vec![0, 1, 2, 3, 5]);
+    let failed: Vec<_> = out.errors.iter().map(|(i, e)| (*i, e.code)).collect();
+    assert_eq!(failed, [(4, "type_mismatch")]);
+    let ids = out.batch.column(0).as_string::<i32>();
+    assert_eq!(ids.value(2), "e3");
+    // The host fills its column whatever the event says.
+    let ingested = out
+        .batch
+        .column(2)
+        .as_primitive::<TimestampMicrosecondType>();
+    assert_eq!(ingested.value(3), 0);
+    // Only the rows that land count; a null counts like any value.
+    let expected = [("ctx", 1), ("n", 1), ("utm", 3)];
+    let expected: BTreeMap<String, u64> = expected.map(|(k, n)| (k.to_string(), n)).into();
+    assert_eq!(out.dropped, expected);
+}
+
+#[test]
+fn unknown_fields_dead_letter_the_event_on_both_paths() {
+    let e = encoder().with_unknown_fields(UnknownFields::DeadLetter);
+    let out = e.encode(UNKNOWN.map(Some), 0).unwrap();
+    assert_eq!(out.rows, vec![3, 5]);
+    assert!(out.dropped.is_empty(), "{:?}", out.dropped);
+    let failed: Vec<_> = out
+        .errors
+        .iter()
+        .map(|(i, e)| (*i, e.code, e.field.as_deref().unwrap_or("")))
+        .collect();
+    assert_eq!(
+        failed,
+        [
+            (0, "unknown_field", "utm"),
+            (1, "unknown_field", "utm"),
+            (2, "unknown_field", "utm"),
+            // The first failure is the event's.
+            (4, "unknown_field", "utm"),
+        ]
+    );
+    let null = e
+        .check(Some(br#"{"event_id": "e", "n": null}"#))
+        .unwrap_err();
+    assert_eq!(
+        (null.code, null.field.as_deref()),
+        ("unknown_field", Some("n"))
+    );
+    let nested = e.check(Some(br#"{"event_id": "e", "ctx": {"a": 1}}"#));
+    assert_eq!(nested.unwrap_err().field.as_deref(), Some("ctx"));
 }
 
 #[test]

@@ -9,6 +9,7 @@ use iceberg::spec::{NestedField, Schema, Transform, UnboundPartitionSpec};
 use serde::{Deserialize, Deserializer};
 
 use super::storage::S3Config;
+use crate::encode::UnknownFields;
 use crate::units::ByteSize;
 
 /// Which catalog holds the table.
@@ -197,6 +198,13 @@ pub struct IcebergSinkConfig {
     /// (Spark's `current_timestamp()`), not from the event.
     #[serde(default)]
     pub ingestion_time_column: Option<String>,
+    /// What happens to an event's field that the table has no column for. The default,
+    /// `"drop"`, is what a Kafka Connect Iceberg sink user gets
+    /// (`iceberg.tables.evolve-schema-enabled` is off by default, and the connector then
+    /// leaves such fields out), but counted rather than silent: the table's schema stays
+    /// the contract, and no event stops on a field added upstream.
+    #[serde(default)]
+    pub unknown_fields: UnknownFields,
     /// Size at which a data file is closed and a new one started, e.g. `"128MiB"`.
     #[serde(default = "default_target_file_size")]
     pub target_file_size: ByteSize,

@@ -57,7 +57,7 @@ use crate::admin::{Admin, AdminError};
 use crate::batch::trigger::{self, Batches};
 use crate::checkpoint::MarkError;
 use crate::election::Election;
-use crate::encode::{Encoder, SchemaError};
+use crate::encode::{DroppedFields, Encoder, SchemaError};
 use crate::event_time::EventTime;
 use crate::event_time::config::AtEnd;
 use crate::event_time::state::{Plan, StateError, StateStore};
@@ -179,6 +179,9 @@ pub struct RunSummary {
     pub snapshot_expiry_failures: u64,
     /// Lookup-table refreshes that failed (each a transient fault, retried).
     pub lookup_refresh_failures: u64,
+    /// Fields of written rows dropped because the table has no column for them
+    /// (`[sink] unknown-fields = "drop"`), all names together.
+    pub fields_dropped: u64,
     /// Whether a stop signal ended the run.
     pub stopped: bool,
 }
@@ -226,6 +229,9 @@ pub struct Pipeline {
     /// Table commits of this process since its last snapshot expiry
     /// (`[sink.expire-snapshots]`).
     commits_since_expiry: u64,
+    /// The names of the fields dropped for want of a column that this process has seen
+    /// (bounded labels of the progress line's `dropped_fields`; each logged once).
+    dropped_fields: DroppedFields,
     /// The lookup tables (`[[lookups]]`), refreshed between batches.
     lookups: LookupTables,
     /// Where plugin calls read the lookup tables from (the runtime's).

@@ -13,7 +13,7 @@ use super::{Pipeline, PipelineError, RunSummary};
 use crate::admin::Admin;
 use crate::checkpoint::{CommitMark, LAST_RECORDS, STATE};
 use crate::election::{Election, KafkaElection};
-use crate::encode::Encoder;
+use crate::encode::{DroppedFields, Encoder, UnknownFields};
 use crate::event_time::EventTime;
 use crate::event_time::config::EventTimeConfig;
 use crate::event_time::state::{self, Plan, StateStore};
@@ -111,14 +111,15 @@ fn start_admin(
     )?))
 }
 
-/// The encoder of `table`'s rows (the host fills its ingestion-time column, if any).
-fn encoder_of(table: &IcebergTable) -> Result<Encoder, PipelineError> {
+/// The encoder of `table`'s rows (the host fills its ingestion-time column, if any),
+/// doing with fields the table lacks what `[sink] unknown-fields` says.
+fn encoder_of(table: &IcebergTable, unknown: UnknownFields) -> Result<Encoder, PipelineError> {
     let generated: Vec<String> = table
         .ingestion_time_column()
         .map(String::from)
         .into_iter()
         .collect();
-    Ok(Encoder::new(table.schema(), &generated)?)
+    Ok(Encoder::new(table.schema(), &generated)?.with_unknown_fields(unknown))
 }
 
 impl Pipeline {
@@ -149,7 +150,7 @@ impl Pipeline {
         let admin = start_admin(&config, &runtime, &stages)?;
         let catalog = IcebergCatalog::open(&config.sink, base)?;
         let table = IcebergTable::open(&catalog, config.sink.clone())?;
-        let encoder = encoder_of(&table)?;
+        let encoder = encoder_of(&table, config.sink.unknown_fields)?;
         let state = parts.state.unwrap_or_else(|| Box::new(table.files()));
         let lookups = match parts.lookups {
             Some(lookups) => lookups,
@@ -191,6 +192,7 @@ impl Pipeline {
             committed: Offsets::default(),
             held: None,
             commits_since_expiry: 0,
+            dropped_fields: DroppedFields::default(),
             lookups,
             current: runtime.lookups().clone(),
         };

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::config::OnInvalid;
 use super::stages::StageCounts;
-use super::step::{Slice, Step, shadow_reports, total_counts, total_verdicts};
+use super::step::{Slice, Step, add_counts, shadow_reports, total_counts, total_verdicts};
 use super::{Pipeline, PipelineError};
 use crate::event_time::apply::Timed;
 use crate::plugin::shadow::ShadowReport;
@@ -35,6 +35,9 @@ pub(super) struct ProcessStats {
     pub(super) stage_verdicts: Vec<BTreeMap<String, u64>>,
     /// Per stage, how its shadow compared.
     pub(super) shadows: Vec<Option<ShadowReport>>,
+    /// Fields of the rows dropped for want of a column, by name (all names: the report
+    /// bounds them).
+    pub(super) dropped_fields: BTreeMap<String, u64>,
     /// The slowest thread's time in plugins.
     pub(super) plugins: Duration,
     /// The slowest thread's time encoding.
@@ -62,6 +65,7 @@ impl ProcessStats {
                 t.get_or_insert_with(Default::default).merge(r);
             }
         }
+        add_counts(&mut self.dropped_fields, later.dropped_fields);
         self.plugins += later.plugins;
         self.encode += later.encode;
         self.plugins_cpu += later.plugins_cpu;
@@ -158,6 +162,7 @@ fn merge(slices: Vec<Slice>, stages: usize) -> Processed {
         stage_counts: total_counts(&slices, stages),
         stage_verdicts: total_verdicts(&slices),
         shadows: shadow_reports(&slices),
+        dropped_fields: BTreeMap::new(),
         plugins: slices.iter().map(|s| s.plugins).max().unwrap_or_default(),
         encode: slices.iter().map(|s| s.encode).max().unwrap_or_default(),
         plugins_cpu: slices.iter().map(|s| s.plugins_cpu).sum(),
@@ -169,6 +174,7 @@ fn merge(slices: Vec<Slice>, stages: usize) -> Processed {
         stats,
     };
     for slice in slices {
+        add_counts(&mut processed.stats.dropped_fields, slice.dropped_fields);
         processed.dead.extend(slice.dead);
         processed.slices.extend(slice.rows);
     }

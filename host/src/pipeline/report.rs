@@ -32,10 +32,11 @@ impl Pipeline {
     fn progress(
         &mut self,
         input: &Input,
-        stats: ProcessStats,
+        mut stats: ProcessStats,
         prepared: &Prepared,
         committed: &Committed,
     ) -> Progress {
+        let dropped_fields = std::mem::take(&mut stats.dropped_fields);
         let total = input.started.elapsed();
         let since_last = self.last_end.elapsed();
         self.last_end = Instant::now();
@@ -58,6 +59,7 @@ impl Pipeline {
             rows_written: committed.table.records,
             rows_dead_lettered: prepared.results.dead.len() as u64,
             dead_lettered_by_code: by_code,
+            dropped_fields: self.dropped_fields.label(dropped_fields),
             input_rows_per_second: input_rows as f64 / since_last.as_secs_f64().max(1e-9),
             processed_rows_per_second: input_rows as f64 / total.as_secs_f64().max(1e-9),
             files_written: committed.table.files,
@@ -160,6 +162,7 @@ impl RunSummary {
         self.input_rows += p.input_rows;
         self.rows_written += p.rows_written;
         self.rows_dead_lettered += p.rows_dead_lettered;
+        self.fields_dropped += p.dropped_fields.values().sum::<u64>();
         self.commit_retries += p.commit_retries;
         self.snapshots_expired += p.snapshots_expired;
         self.snapshot_expiry_failures += p.snapshot_expiry_failures;

@@ -35,6 +35,9 @@ pub(super) struct Slice {
     pub(super) stage_verdicts: Vec<BTreeMap<String, u64>>,
     /// Per stage, how its shadow version compared, if it has one.
     pub(super) shadows: Vec<Option<ShadowReport>>,
+    /// Fields of the encoded rows that the table has no column for, dropped: how many
+    /// times each, by name.
+    pub(super) dropped_fields: BTreeMap<String, u64>,
     pub(super) plugins: Duration,
     pub(super) encode: Duration,
     /// CPU time of this thread in the stages.
@@ -70,6 +73,7 @@ impl Slice {
             stage_counts: vec![StageCounts::default(); stages],
             stage_verdicts: vec![BTreeMap::new(); stages],
             shadows: vec![None; shadows],
+            dropped_fields: BTreeMap::new(),
             plugins: Duration::ZERO,
             encode: Duration::ZERO,
             plugins_cpu: Duration::ZERO,
@@ -139,7 +143,7 @@ impl Step<'_> {
         let mut judgement = self.judge(judged, &runs);
         slice.count(&judgement, shadows);
         slice.dead.append(&mut judgement.dead);
-        let rows = self.encode(judgement.kept, ingestion, &mut slice.dead)?;
+        let rows = self.encode(judgement.kept, ingestion, slice)?;
         if rows.batch.is_some() || !rows.records.is_empty() {
             slice.rows.push(rows);
         }
@@ -240,16 +244,19 @@ impl Step<'_> {
     }
 
     /// Encodes the kept records, and with event time reads their fields. Records that do
-    /// not fit the table or have no readable event time join `dead`.
+    /// not fit the table or have no readable event time join the slice's dead letters;
+    /// the fields the encoder dropped are added to its counts.
     fn encode(
         self,
         kept: Vec<Record>,
         ingestion: i64,
-        dead: &mut Vec<(Record, Reason)>,
+        slice: &mut Slice,
     ) -> Result<Timed, PipelineError> {
         let encoded = self
             .encoder
             .encode(kept.iter().map(|r| r.value.as_deref()), ingestion)?;
+        add_counts(&mut slice.dropped_fields, encoded.dropped);
+        let dead = &mut slice.dead;
         let mut failed = encoded.errors.into_iter().peekable();
         let mut timed = Vec::new();
         let mut on_time = Vec::new();
@@ -302,6 +309,13 @@ fn failed_message(
     }
 }
 
+/// Adds counts by name to `total`.
+pub(super) fn add_counts(total: &mut BTreeMap<String, u64>, counts: BTreeMap<String, u64>) {
+    for (name, n) in counts {
+        *total.entry(name).or_default() += n;
+    }
+}
+
 /// Every stage before the one that stopped a record kept it.
 fn count_kept(counts: &mut [StageCounts]) {
     for c in counts {
@@ -315,7 +329,7 @@ fn refusal(stage: &str, code: &str, message: String, field: Option<String>) -> R
         stage: stage.into(),
         digest: None,
         code: code.into(),
-        message: message.into(),
+        message: capped(&message),
         field,
     }
 }

@@ -33,4 +33,5 @@ mod readme;
 mod secure_kafka;
 mod standby;
 mod storage;
+mod unknown_fields;
 mod validator;

@@ -1,5 +1,5 @@
 //! What every batch read and wrote: batches, rows in and out, dead letters by code,
-//! files and bytes.
+//! fields dropped by name, files and bytes.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -14,6 +14,12 @@ struct CodeLabel {
     code: String,
 }
 
+/// A dropped field's name, bounded by the pipeline (see [`crate::encode::DroppedFields`]).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FieldLabel {
+    field: String,
+}
+
 /// What every batch read and wrote.
 pub(super) struct RowMetrics {
     batches: Counter,
@@ -22,6 +28,7 @@ pub(super) struct RowMetrics {
     rows_dead_lettered: Counter,
     dead_lettered: Family<CodeLabel, Counter>,
     codes: BoundedCodes,
+    dropped_fields: Family<FieldLabel, Counter>,
     files_written: Counter,
     written_bytes: Counter,
 }
@@ -47,6 +54,11 @@ impl RowMetrics {
                 Family::default(),
             ),
             codes: BoundedCodes::default(),
+            dropped_fields: f.add(
+                "dropped_fields",
+                "Fields of written rows dropped because the table has no column for them, by name",
+                Family::default(),
+            ),
             files_written: f.add("files_written", "Data files added", Counter::default()),
             written_bytes: f.with_unit(
                 "written",
@@ -66,6 +78,12 @@ impl RowMetrics {
             let code = self.codes.label(code);
             self.dead_lettered
                 .get_or_create(&CodeLabel { code })
+                .inc_by(*n);
+        }
+        for (field, n) in &p.dropped_fields {
+            let field = field.clone();
+            self.dropped_fields
+                .get_or_create(&FieldLabel { field })
                 .inc_by(*n);
         }
         self.files_written.inc_by(p.files_written);

@@ -8,12 +8,13 @@ use crate::admin::tests::progress;
 
 /// Every family served, with its type: the list in the book's metrics chapter
 /// (`docs/src/operations/metrics.md`).
-const FAMILIES: [(&str, &str); 42] = [
+const FAMILIES: [(&str, &str); 43] = [
     ("sluice_batches", "counter"),
     ("sluice_input_rows", "counter"),
     ("sluice_rows_written", "counter"),
     ("sluice_rows_dead_lettered", "counter"),
     ("sluice_dead_lettered", "counter"),
+    ("sluice_dropped_fields", "counter"),
     ("sluice_files_written", "counter"),
     ("sluice_written_bytes", "counter"),
     ("sluice_commit_retries", "counter"),
@@ -55,8 +56,9 @@ const FAMILIES: [(&str, &str); 42] = [
 
 /// The families whose series are labelled by what a batch reports: they appear with
 /// their first series.
-const LABELLED_LATER: [&str; 16] = [
+const LABELLED_LATER: [&str; 17] = [
     "sluice_dead_lettered",
+    "sluice_dropped_fields",
     "sluice_plugin_events",
     "sluice_plugin_kept",
     "sluice_plugin_rejected",
@@ -185,6 +187,8 @@ fn metrics_render_a_real_progress_with_event_time() {
         &text,
         r#"sluice_dead_lettered_total{code="bad \"x\"\\ and\nmore"} 4"#,
     );
+    // Dropped fields, by name, add up over the batches.
+    has(&text, "sluice_dropped_fields_total{field=\"utm_source\"} 6");
     // Gauges hold the last batch's value.
     has(&text, "sluice_last_batch_id 2");
     has(&text, "sluice_lag_records 40");
