@@ -293,6 +293,16 @@ fn event_time_sections_parse_and_are_checked() {
     );
 }
 
+/// Checks that `MINIMAL` followed by `text` is refused with an error saying each of `needles`.
+fn refused(text: String, needles: &[&str]) {
+    let err = PipelineConfig::parse(&format!("{MINIMAL}{text}"), Path::new("p.toml"))
+        .unwrap_err()
+        .to_string();
+    for needle in needles {
+        assert!(err.contains(needle), "{needle}: {err}");
+    }
+}
+
 #[test]
 fn field_paths_parse_and_bad_ones_are_refused_where_they_are_named() {
     let paths = WINDOWS
@@ -303,14 +313,6 @@ fn field_paths_parse_and_bad_ones_are_refused_where_they_are_named() {
     let c = PipelineConfig::parse(&format!("{MINIMAL}{paths}"), Path::new("p.toml")).unwrap();
     let columns: Vec<(&str, &str)> = c.windows[0].group_by_columns().collect();
     assert_eq!(columns, [("context.device.os", "os"), ("type", "type")]);
-    let refused = |text: String, needles: &[&str]| {
-        let err = PipelineConfig::parse(&format!("{MINIMAL}{text}"), Path::new("p.toml"))
-            .unwrap_err()
-            .to_string();
-        for needle in needles {
-            assert!(err.contains(needle), "{needle}: {err}");
-        }
-    };
     let not_a_path = |path: &str| format!("`{path}` is not a field path");
     for bad in ["meta..ts", ".ts", "ts."] {
         let text = paths.replace("\"meta.ts\"", &format!("\"{bad}\""));
@@ -366,14 +368,6 @@ fn join_paths_parse_and_bad_ones_are_refused_where_they_are_named() {
     assert_eq!(j.right_time_field, "meta.updated_at");
     let names: Vec<String> = j.columns(&[]).into_iter().map(|c| c.name).collect();
     assert_eq!(names, ["a", "user", "tier", "profile_time", "batch_id"]);
-    let refused = |text: String, needles: &[&str]| {
-        let err = PipelineConfig::parse(&format!("{MINIMAL}{text}"), Path::new("p.toml"))
-            .unwrap_err()
-            .to_string();
-        for needle in needles {
-            assert!(err.contains(needle), "{needle}: {err}");
-        }
-    };
     for (from, to) in [
         ("\"ctx.user\"]\n", "\"ctx..user\"]\n"),
         ("\"profile.uid\"", "\"profile.\""),
