@@ -131,6 +131,23 @@ pub fn maintain(warehouse: &Path, table: &str, options: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// The current schema of `table` in the SQLite catalog of `warehouse`, after committing
+/// `changes` to it with pyiceberg first (`tests/py/schema.py`: `--add name:type`,
+/// `--rename old:new`, `--widen name:type`): `{"schema_id", "fields": [{"id", "name",
+/// "type"}]}`.
+pub fn schema(warehouse: &Path, table: &str, changes: &[&str]) -> Value {
+    let out = Command::new(python())
+        .arg(repo_root().join("tests/py/schema.py"))
+        .arg("--warehouse")
+        .arg(warehouse)
+        .args(["--table", table])
+        .args(changes)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "schema.py: {}", text(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// A REST catalog server (`tests/py/rest_catalog.py`: the REST protocol over pyiceberg's SQL
 /// catalog) on a free loopback port, sharing a warehouse folder; stopped when dropped.
 #[derive(Debug)]

@@ -29,8 +29,9 @@ relative paths are relative to the file's folder). Sections and their keys:
                         samples, allowed-digests, shadow, rollback (first-events,
                         max-failure-rate, max-rejection-rate, max-rejection-ratio)
 [sink]                  warehouse, namespace, table, columns, partition-by,
-                        ingestion-time-column, unknown-fields, target-file-size,
-                        zstd-level, commit-interval, min-commit-rows
+                        ingestion-time-column, unknown-fields, max-columns,
+                        max-nesting-depth, target-file-size, zstd-level,
+                        commit-interval, min-commit-rows
 [sink.s3]               endpoint, region, path-style, access-key-id, secret-access-key,
                         session-token
 [sink.catalog]          type, name, uri, token, credential, oauth2-server-uri, scope,
@@ -123,6 +124,8 @@ pub fn run(args: &RunArgs, stop: &AtomicBool) -> anyhow::Result<RunSummary> {
         rows_written = summary.rows_written,
         rows_dead_lettered = summary.rows_dead_lettered,
         fields_dropped = summary.fields_dropped,
+        columns_added = summary.columns_added,
+        schema_retries = summary.schema_retries,
         rows_late = summary.rows_late,
         rows_deduplicated = summary.rows_deduplicated,
         window_rows = summary.window_rows,

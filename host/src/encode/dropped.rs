@@ -26,6 +26,12 @@ pub enum UnknownFields {
     /// The whole event goes to the dead-letter output with the code `unknown_field`,
     /// naming the field.
     DeadLetter,
+    /// The field becomes a new optional column, its type inferred from its values (see
+    /// the book's "Schemas that move"), committed with the batch that needs it; rows
+    /// written before read it as null. A value that outgrows its column's type widens it
+    /// where Iceberg allows (`int` to `long`, `float` to `double`, decimal precision).
+    /// Kafka Connect's `iceberg.tables.evolve-schema-enabled = true`.
+    Add,
 }
 
 /// Distinct field names that keep a count of their own; later ones count under

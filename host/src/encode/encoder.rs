@@ -8,15 +8,34 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
-use iceberg::spec::{Schema, Type};
+use iceberg::spec::{PrimitiveType, Schema, Type};
 use rustc_hash::FxHashMap;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 use super::cells::{Cell, utf8};
 use super::columns::{Column, ColumnBuilder, ColumnKind, Fill};
+use super::infer::{self, Inferred, Wanted};
 use super::nested::{self, Shape};
 use super::{EncodeError, SchemaError, UnknownFields, flat};
+
+/// The code of a row set aside because the table's schema must change first (with
+/// [`UnknownFields::Add`]); such rows are encoded again against the new schema and never
+/// dead-lettered with it.
+pub const SCHEMA_CHANGE: &str = "schema_change";
+
+/// Evolution's settings: how deep a new column may nest, and which new fields were refused
+/// a column (by name, with the code their events are dead-lettered with).
+#[derive(Debug, Clone, Default)]
+pub struct Evolving {
+    /// The deepest a new column's type may nest (a struct of primitives is 1).
+    pub max_depth: usize,
+    /// Whether the schema is final for this batch: a field still without a column is
+    /// refused, not asked for.
+    pub frozen: bool,
+    /// Fields refused a column, with the code and the reason.
+    pub refused: BTreeMap<String, (&'static str, String)>,
+}
 
 /// Encodes JSON values to Arrow batches of one table schema. Cheap to share across
 /// threads.
@@ -30,6 +49,18 @@ pub struct Encoder {
     arrow: SchemaRef,
     /// What happens to a field the table has no column for.
     unknown: UnknownFields,
+    /// With [`UnknownFields::Add`]: the caps, and the fields refused.
+    evolving: Evolving,
+    /// The schema encoded to.
+    schema: Schema,
+}
+
+/// What parsing a row found besides its cells: the fields it drops, and the schema changes
+/// it needs.
+#[derive(Debug, Default)]
+struct RowExtra<'a> {
+    dropped: Vec<Cow<'a, str>>,
+    wanted: Wanted,
 }
 
 /// The result of encoding a batch.
@@ -44,6 +75,8 @@ pub struct Encoded {
     /// Fields the table has no column for, dropped from the rows of `batch` (with
     /// [`UnknownFields::Drop`]): how many times each, by field name.
     pub dropped: BTreeMap<String, u64>,
+    /// With [`UnknownFields::Add`]: what the rows set aside ([`SCHEMA_CHANGE`]) need.
+    pub wanted: Wanted,
 }
 
 impl Encoder {
@@ -91,12 +124,25 @@ impl Encoder {
             by_name,
             arrow,
             unknown: UnknownFields::Drop,
+            evolving: Evolving::default(),
+            schema: schema.clone(),
         })
     }
 
     /// The same encoder, doing `unknown` with the fields the table has no column for.
     pub fn with_unknown_fields(self, unknown: UnknownFields) -> Self {
         Encoder { unknown, ..self }
+    }
+
+    /// The same encoder, evolving the schema with `evolving`'s settings (with
+    /// [`UnknownFields::Add`]).
+    pub fn with_evolving(self, evolving: Evolving) -> Self {
+        Encoder { evolving, ..self }
+    }
+
+    /// The schema the encoder encodes to.
+    pub fn schema(&self) -> &Schema {
+        &self.schema
     }
 
     /// The Arrow schema of the batches (with Iceberg field ids).
@@ -109,7 +155,7 @@ impl Encoder {
     fn parse<'a>(
         &self,
         value: Option<&'a [u8]>,
-        dropped: &mut Vec<Cow<'a, str>>,
+        extra: &mut RowExtra<'a>,
     ) -> Result<Vec<Cell<'a>>, EncodeError> {
         let value = value.ok_or_else(|| EncodeError {
             code: "null_value",
@@ -120,21 +166,22 @@ impl Encoder {
         let mut cells = vec![Cell::Null; self.columns.len()];
         let mut failure = None;
         let fast = flat::each_field(text, |key, raw| match self.by_name.get(key) {
-            Some(&i) => self.field(i, raw, &mut cells, &mut failure),
-            None => self.unknown(Cow::Borrowed(key), dropped, &mut failure),
+            Some(&i) => self.field(i, raw, &mut cells, &mut failure, extra),
+            None => self.unknown(Cow::Borrowed(key), raw, extra, &mut failure),
         });
         if fast.is_some() {
             return self.complete(cells, failure);
         }
         cells.fill(Cell::Null);
         failure = None;
-        dropped.clear();
+        extra.dropped.clear();
+        extra.wanted = Wanted::default();
         let mut de = serde_json::Deserializer::from_str(text);
         let parsed = RowSeed {
             encoder: self,
             cells: &mut cells,
             failure: &mut failure,
-            dropped,
+            extra,
         }
         .deserialize(&mut de)
         .and_then(|()| de.end());
@@ -169,6 +216,7 @@ impl Encoder {
         raw: &'a str,
         cells: &mut [Cell<'a>],
         failure: &mut Option<EncodeError>,
+        extra: &mut RowExtra<'a>,
     ) {
         let column = &self.columns[i];
         if failure.is_some() || column.fill != Fill::Field {
@@ -176,23 +224,45 @@ impl Encoder {
         }
         match column.cell(raw) {
             Ok(cell) => cells[i] = cell,
-            Err(error) => *failure = Some(error),
+            Err(error) => match self.promotion(column, raw) {
+                Some(wider) => extra.wanted.promote(column.name.clone(), wider),
+                None => *failure = Some(error),
+            },
         }
     }
 
-    /// A field the table has no column for: dropped (its name put in `dropped`), or the
-    /// event's failure, unless an earlier field failed.
+    /// The wider type a value that does not fit `column` asks for, when the schema may
+    /// evolve and Iceberg allows it.
+    fn promotion(&self, column: &Column, raw: &str) -> Option<PrimitiveType> {
+        if self.unknown != UnknownFields::Add || self.evolving.frozen {
+            return None;
+        }
+        let kind = match column.shape {
+            Shape::Leaf(ColumnKind::Int) => PrimitiveType::Int,
+            Shape::Leaf(ColumnKind::Float) => PrimitiveType::Float,
+            Shape::Leaf(ColumnKind::Decimal { precision, scale }) => {
+                PrimitiveType::Decimal { precision, scale }
+            }
+            _ => return None,
+        };
+        infer::promotion(&kind, raw)
+    }
+
+    /// A field the table has no column for: dropped (its name put in `extra`), asked for
+    /// as a new column, or the event's failure, unless an earlier field failed.
     fn unknown<'a>(
         &self,
         key: Cow<'a, str>,
-        dropped: &mut Vec<Cow<'a, str>>,
+        raw: &str,
+        extra: &mut RowExtra<'a>,
         failure: &mut Option<EncodeError>,
     ) {
         if failure.is_some() {
             return;
         }
         match self.unknown {
-            UnknownFields::Drop => dropped.push(key),
+            UnknownFields::Drop => extra.dropped.push(key),
+            UnknownFields::Add => self.add(key, raw, extra, failure),
             UnknownFields::DeadLetter => {
                 *failure = Some(EncodeError {
                     code: "unknown_field",
@@ -202,6 +272,44 @@ impl Encoder {
                     field: Some(key.into_owned()),
                 })
             }
+        }
+    }
+
+    /// A field to become a column: its type is asked for, unless it cannot have one (a
+    /// null, an empty value: dropped and counted), nests too deep, or was refused.
+    fn add<'a>(
+        &self,
+        key: Cow<'a, str>,
+        raw: &str,
+        extra: &mut RowExtra<'a>,
+        failure: &mut Option<EncodeError>,
+    ) {
+        let refuse = |code: &'static str, message: String| {
+            Some(EncodeError {
+                code,
+                message,
+                field: Some(key.to_string()),
+            })
+        };
+        match infer::infer(raw, self.evolving.max_depth) {
+            Inferred::Null => {}
+            Inferred::Empty => extra.dropped.push(key),
+            Inferred::TooDeep => {
+                *failure = refuse(
+                    "nested_too_deep",
+                    format!(
+                        "`{key}` nests deeper than `[sink] max-nesting-depth` ({}), so it cannot become a column",
+                        self.evolving.max_depth
+                    ),
+                )
+            }
+            Inferred::Type(ty) => match self.evolving.refused.get(key.as_ref()) {
+                Some((code, message)) => *failure = refuse(*code, message.clone()),
+                None if self.evolving.frozen => {
+                    *failure = refuse("unknown_field", format!("the table has no column `{key}`"))
+                }
+                None => extra.wanted.add(key.into_owned(), ty),
+            },
         }
     }
 
@@ -228,7 +336,7 @@ impl Encoder {
 
     /// Checks one value without building anything.
     pub fn check(&self, value: Option<&[u8]>) -> Result<(), EncodeError> {
-        self.parse(value, &mut Vec::new()).map(drop)
+        self.parse(value, &mut RowExtra::default()).map(drop)
     }
 
     /// Encodes `values`; `ingestion_micros` fills the host's timestamp columns.
@@ -247,12 +355,20 @@ impl Encoder {
         let mut rows = Vec::with_capacity(capacity);
         let mut errors = Vec::new();
         let mut dropped = BTreeMap::new();
-        let mut row_dropped = Vec::new();
+        let mut wanted = Wanted::default();
+        let mut extra = RowExtra::default();
         for (i, value) in values.enumerate() {
-            row_dropped.clear();
-            match self.parse(value, &mut row_dropped) {
+            extra.dropped.clear();
+            let parsed = self.parse(value, &mut extra);
+            if !extra.wanted.is_empty() && parsed.is_ok() {
+                wanted.merge(std::mem::take(&mut extra.wanted));
+                errors.push((i, schema_change()));
+                continue;
+            }
+            extra.wanted = Wanted::default();
+            match parsed {
                 Ok(cells) => {
-                    count_dropped(&mut dropped, &row_dropped);
+                    count_dropped(&mut dropped, &extra.dropped);
                     for ((builder, column), cell) in
                         builders.iter_mut().zip(&self.columns).zip(cells)
                     {
@@ -277,7 +393,16 @@ impl Encoder {
             rows,
             errors,
             dropped,
+            wanted,
         })
+    }
+}
+
+fn schema_change() -> EncodeError {
+    EncodeError {
+        code: SCHEMA_CHANGE,
+        message: "the table's schema must change first".into(),
+        field: None,
     }
 }
 
@@ -298,7 +423,7 @@ struct RowSeed<'s, 'de> {
     encoder: &'s Encoder,
     cells: &'s mut [Cell<'de>],
     failure: &'s mut Option<EncodeError>,
-    dropped: &'s mut Vec<Cow<'de, str>>,
+    extra: &'s mut RowExtra<'de>,
 }
 
 impl<'de> DeserializeSeed<'de> for RowSeed<'_, 'de> {
@@ -322,11 +447,18 @@ impl<'de> Visitor<'de> for RowSeed<'_, 'de> {
             match key {
                 Key::Column(i) => {
                     let raw: &'de RawValue = map.next_value()?;
-                    self.encoder.field(i, raw.get(), self.cells, self.failure);
+                    let extra = &mut *self.extra;
+                    self.encoder
+                        .field(i, raw.get(), self.cells, self.failure, extra);
+                }
+                Key::Unknown(name) if self.encoder.unknown == UnknownFields::Add => {
+                    let raw: &'de RawValue = map.next_value()?;
+                    self.encoder
+                        .unknown(name, raw.get(), self.extra, self.failure);
                 }
                 Key::Unknown(name) => {
                     map.next_value::<IgnoredAny>()?;
-                    self.encoder.unknown(name, self.dropped, self.failure);
+                    self.encoder.unknown(name, "", self.extra, self.failure);
                 }
             }
         }

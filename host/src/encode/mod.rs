@@ -7,6 +7,11 @@
 //! with three decimals) makes the whole event an [`EncodeError`] with a code, a message and
 //! the field, so the pipeline can dead-letter it; the other events of the batch go on.
 //!
+//! With `[sink] unknown-fields = "add"` a field the table lacks (and a value that outgrows
+//! its column) does not fail the event: the encoder infers the type it needs (see
+//! `infer.rs`), sets the event aside ([`SCHEMA_CHANGE`]) and says what the batch needs
+//! ([`Wanted`]); the pipeline changes the schema and encodes those events again.
+//!
 //! A column may be nested (`struct`, `list`, `map`, to any depth; see `nested.rs`): a
 //! misfit inside it names the path to the value (`items[3].qty`, `context.os`,
 //! `utm["k"]`). Events with nested values skip the flat fast path.
@@ -16,10 +21,14 @@
 
 mod cells;
 mod columns;
+mod conform;
 pub mod decimal;
 pub mod dropped;
 mod encoder;
 mod flat;
+mod infer;
+#[cfg(test)]
+mod infer_encoder_tests;
 mod nested;
 #[cfg(test)]
 mod nested_tests;
@@ -32,8 +41,10 @@ use std::fmt;
 
 use arrow_array::{BooleanArray, RecordBatch};
 
+pub use self::conform::conform;
 pub use self::dropped::{DroppedFields, UnknownFields};
-pub use self::encoder::{Encoded, Encoder};
+pub use self::encoder::{Encoded, Encoder, Evolving, SCHEMA_CHANGE};
+pub use self::infer::Wanted;
 
 /// Why one event could not be encoded.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,6 +8,7 @@ use iceberg::ErrorKind;
 use iceberg::spec::DataFile;
 use iceberg::transaction::{ApplyTransactionAction, Transaction};
 
+use super::evolve::{self, Evolution};
 use super::fence::{Fence, Fenced, PinnedCatalog};
 use super::marks::{mark_property, mark_property_value};
 use super::{IcebergError, IcebergTable};
@@ -53,6 +54,21 @@ impl IcebergTable {
         extra: HashMap<String, String>,
         fence: &Fence,
     ) -> Result<Landed, IcebergError> {
+        self.commit_evolving(files, planned, extra, fence, None)
+    }
+
+    /// [`IcebergTable::commit`], changing the table's schema to `evolution`'s in the same
+    /// snapshot (the files were written with it). If the table's current schema is no
+    /// longer the one the change was planned against, nothing is committed:
+    /// [`IcebergError::SchemaMoved`] (the batch is to be encoded again).
+    pub fn commit_evolving(
+        &mut self,
+        files: Vec<DataFile>,
+        planned: &CommitMark,
+        extra: HashMap<String, String>,
+        fence: &Fence,
+        evolution: Option<&Evolution>,
+    ) -> Result<Landed, IcebergError> {
         let run = extra.get(RUN).cloned();
         let mut retries = 0;
         loop {
@@ -72,10 +88,13 @@ impl IcebergTable {
                     });
                 }
             }
+            if let Some(evolution) = evolution {
+                self.schema_still(evolution, planned)?;
+            }
             let mark = fence.mark(planned, last.as_ref());
             let mut properties = mark.to_properties();
             properties.extend(extra.clone());
-            match self.try_commit(files.clone(), properties) {
+            match self.try_commit(files.clone(), properties, evolution) {
                 Ok(()) => break,
                 Err(error) if error.kind() == ErrorKind::CatalogCommitConflicts => {
                     retries += 1;
@@ -95,32 +114,60 @@ impl IcebergTable {
         }
     }
 
-    /// One attempt, against the table as loaded.
+    /// The table's current schema is still the one `evolution` was planned against.
+    fn schema_still(
+        &self,
+        evolution: &Evolution,
+        planned: &CommitMark,
+    ) -> Result<(), IcebergError> {
+        let found = self.schema().schema_id();
+        if found == evolution.base_schema_id {
+            return Ok(());
+        }
+        Err(IcebergError::SchemaMoved {
+            table: self.name(),
+            commit_id: planned.commit_id(),
+            expected: evolution.base_schema_id,
+            found,
+        })
+    }
+
+    /// One attempt, against the table as loaded (with the schema change's base, see
+    /// [`evolve`], when the schema changes too).
     fn try_commit(
         &self,
         files: Vec<DataFile>,
         properties: HashMap<String, String>,
+        evolution: Option<&Evolution>,
     ) -> iceberg::Result<()> {
-        let tx = Transaction::new(&self.table);
         let pipeline = properties.get(PIPELINE).cloned().unwrap_or_default();
-        let mark = tx
-            .update_table_properties()
-            .set(mark_property(&pipeline), mark_property_value(&properties));
-        // No duplicate-file check: iceberg-rust's reads every manifest of the table at
-        // each commit (the commit's CPU grew from 25 to 250 ms over 100 commits of 13
-        // files). The files are new by construction: named by batch and by this
-        // process's run, written for this commit only, and a retry first checks whether
-        // the earlier attempt landed (`landed_anyway`).
-        let append = tx
-            .fast_append()
-            .with_check_duplicate(false)
-            .add_data_files(files)
-            .set_snapshot_properties(properties);
-        let pinned = PinnedCatalog {
-            inner: self.catalog.catalog(),
-            table: &self.table,
-        };
         self.catalog.block_on(async {
+            let base = match evolution {
+                Some(evolution) => evolve::base_for(&self.table, evolution)?,
+                None => self.table.clone(),
+            };
+            let mut tx = Transaction::new(&base);
+            if evolution.is_some() {
+                let change = tx.update_schema().delete_column(evolve::PLACEHOLDER);
+                tx = change.apply(tx)?;
+            }
+            let mark = tx
+                .update_table_properties()
+                .set(mark_property(&pipeline), mark_property_value(&properties));
+            // No duplicate-file check: iceberg-rust's reads every manifest of the table at
+            // each commit (the commit's CPU grew from 25 to 250 ms over 100 commits of 13
+            // files). The files are new by construction: named by batch and by this
+            // process's run, written for this commit only, and a retry first checks whether
+            // the earlier attempt landed (`landed_anyway`).
+            let append = tx
+                .fast_append()
+                .with_check_duplicate(false)
+                .add_data_files(files)
+                .set_snapshot_properties(properties);
+            let pinned = PinnedCatalog {
+                inner: self.catalog.catalog(),
+                table: &base,
+            };
             let tx = mark.apply(append.apply(tx)?)?;
             tx.commit(&pinned).await.map(|_| ())
         })
@@ -242,7 +289,7 @@ mod tests {
         // Against the snapshot it was checked on, which is no longer current: refused at
         // once, not applied on top of the newer snapshot.
         let error = stale
-            .try_commit(vec![], mark("p").to_properties())
+            .try_commit(vec![], mark("p").to_properties(), None)
             .unwrap_err();
         assert_eq!(error.kind(), ErrorKind::CatalogCommitConflicts, "{error}");
         assert!(!error.retryable());

@@ -205,6 +205,17 @@ pub struct IcebergSinkConfig {
     /// the contract, and no event stops on a field added upstream.
     #[serde(default)]
     pub unknown_fields: UnknownFields,
+    /// With `unknown-fields = "add"`: the most fields the table may have, nested fields
+    /// (list elements, map keys and values) counted. A new field that would take it past
+    /// this is not added: its events are dead-lettered `too_many_columns`. Stops objects
+    /// with dynamic keys (ids, timestamps as keys) from exploding the schema.
+    #[serde(default = "default_max_columns")]
+    pub max_columns: usize,
+    /// With `unknown-fields = "add"`: how deep a new column's type may nest (a struct of
+    /// primitives is 1, a list of structs 2). Deeper values are dead-lettered
+    /// `nested_too_deep`.
+    #[serde(default = "default_max_nesting_depth")]
+    pub max_nesting_depth: usize,
     /// Size at which a data file is closed and a new one started, e.g. `"128MiB"`.
     #[serde(default = "default_target_file_size")]
     pub target_file_size: ByteSize,
@@ -325,6 +336,14 @@ const fn default_target_file_size() -> ByteSize {
 
 const fn default_zstd_level() -> i32 {
     1
+}
+
+const fn default_max_columns() -> usize {
+    1000
+}
+
+const fn default_max_nesting_depth() -> usize {
+    5
 }
 
 /// Parses a partition transform like `day(event_time)` or `bucket[16](user_id)`.

@@ -32,6 +32,7 @@ pub mod column_type;
 pub mod commit;
 pub mod config;
 pub mod durable;
+pub mod evolve;
 pub mod fence;
 pub mod listing;
 pub mod maintain;
@@ -52,6 +53,7 @@ pub use self::commit::Landed;
 pub use self::config::{
     CatalogConfig, CatalogKind, ColumnConfig, ExpireSnapshotsConfig, IcebergSinkConfig,
 };
+pub use self::evolve::Evolution;
 pub use self::fence::Fence;
 pub use self::read::TableFiles;
 pub use self::storage::{S3Config, StorageKind};
@@ -85,6 +87,22 @@ pub enum IcebergError {
         commit_id: String,
         /// What the table shows instead.
         why: String,
+    },
+    /// A batch that changes the schema was planned against a schema that is no longer
+    /// the table's current one (another process or a user changed it meanwhile): nothing
+    /// was committed, and the batch is to be encoded again against the new schema.
+    #[error(
+        "batch {commit_id} changes the schema of {table} planned against schema {expected}, but the table's current schema is {found} now"
+    )]
+    SchemaMoved {
+        /// The table.
+        table: String,
+        /// The commit id of the batch.
+        commit_id: String,
+        /// The schema id the change was planned against.
+        expected: i32,
+        /// The table's current schema id.
+        found: i32,
     },
     /// The commit reported success but the table does not show it (iceberg-rust #3061),
     /// or it failed and the table does not show it either.

@@ -1,7 +1,7 @@
 //! Parquet data files for a batch, through the writer stack described in [`super`].
 
 use arrow_array::RecordBatch;
-use iceberg::spec::{DataFile, DataFileFormat};
+use iceberg::spec::{DataFile, DataFileFormat, SchemaRef};
 use iceberg::writer::base_writer::data_file_writer::DataFileWriterBuilder;
 use iceberg::writer::file_writer::ParquetWriterBuilder;
 use iceberg::writer::file_writer::location_generator::{
@@ -38,16 +38,27 @@ impl IcebergTable {
     /// Writes `batches` as Parquet data files (not yet visible: see
     /// [`IcebergTable::commit`]).
     pub fn write(&self, batches: Vec<RecordBatch>, batch_id: u64) -> Result<Written, IcebergError> {
+        let schema = self.table.metadata().current_schema().clone();
+        self.write_as(batches, batch_id, schema)
+    }
+
+    /// Writes `batches` as data files of `schema` (the table's, or the one a schema change
+    /// committed with them will make current: see [`super::evolve`]).
+    pub fn write_as(
+        &self,
+        batches: Vec<RecordBatch>,
+        batch_id: u64,
+        schema: SchemaRef,
+    ) -> Result<Written, IcebergError> {
         let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
         if rows == 0 {
             return Ok(Written::default());
         }
-        let builder = self.writer_builder(batch_id)?;
+        let builder = self.writer_builder(batch_id, schema.clone())?;
         let spec = self.table.metadata().default_partition_spec().clone();
         let files = if spec.is_unpartitioned() {
             self.catalog.block_on(write_unpartitioned(builder, batches))
         } else {
-            let schema = self.table.metadata().current_schema().clone();
             let splitter = Splitter::new(schema, spec).map_err(iceberg_err("partitioning"))?;
             self.catalog
                 .block_on(write_partitioned(builder, &splitter, batches))
@@ -61,7 +72,7 @@ impl IcebergTable {
     }
 
     /// The data file writer (steps 2 to 4 of the stack) for a batch's files.
-    fn writer_builder(&self, batch_id: u64) -> Result<Builder, IcebergError> {
+    fn writer_builder(&self, batch_id: u64, schema: SchemaRef) -> Result<Builder, IcebergError> {
         let metadata = self.table.metadata();
         let properties = WriterProperties::builder()
             .set_compression(Compression::ZSTD(
@@ -81,7 +92,7 @@ impl IcebergTable {
             DataFileFormat::Parquet,
         );
         let rolling = RollingFileWriterBuilder::new(
-            ParquetWriterBuilder::new(properties, metadata.current_schema().clone()),
+            ParquetWriterBuilder::new(properties, schema),
             self.config.target_file_size.as_usize(),
             self.table.file_io().clone(),
             location,

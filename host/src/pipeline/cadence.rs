@@ -77,6 +77,10 @@ impl Held {
 /// Adds a later trigger's results to the held ones, in order (window results per window).
 fn absorb_results(held: &mut Results, later: Results) {
     held.rows.extend(later.rows);
+    if later.evolution.is_some() {
+        // Planned on top of the held one's: it holds every change of the held triggers.
+        held.evolution = later.evolution;
+    }
     held.dead.extend(later.dead);
     held.late.extend(later.late);
     if held.windows.len() < later.windows.len() {

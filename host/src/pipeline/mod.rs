@@ -30,6 +30,7 @@ pub mod config;
 mod cpu;
 pub mod crash;
 pub mod env;
+mod evolve;
 pub mod faults;
 pub mod open;
 mod process;
@@ -182,6 +183,11 @@ pub struct RunSummary {
     /// Fields of written rows dropped because the table has no column for them
     /// (`[sink] unknown-fields = "drop"`), all names together.
     pub fields_dropped: u64,
+    /// Columns added to the table (`[sink] unknown-fields = "add"`).
+    pub columns_added: u64,
+    /// Batches read again because the table's schema changed while their own schema
+    /// change was being committed.
+    pub schema_retries: u64,
     /// Whether a stop signal ended the run.
     pub stopped: bool,
 }
@@ -232,6 +238,9 @@ pub struct Pipeline {
     /// The names of the fields dropped for want of a column that this process has seen
     /// (bounded labels of the progress line's `dropped_fields`; each logged once).
     dropped_fields: DroppedFields,
+    /// The schema change the batch being processed (or held) commits with, if it needs
+    /// one (`[sink] unknown-fields = "add"`, see [`evolve`]).
+    planned: Option<crate::iceberg::Evolution>,
     /// The lookup tables (`[[lookups]]`), refreshed between batches.
     lookups: LookupTables,
     /// Where plugin calls read the lookup tables from (the runtime's).
@@ -361,6 +370,15 @@ impl Pipeline {
     /// cleaned up by maintenance), and the positions and state are read again from the
     /// table, as a restart would.
     fn fenced(&mut self, prepared: &Prepared, error: &PipelineError) -> Result<(), PipelineError> {
+        if error.is_schema_moved() {
+            tracing::info!(
+                batch_id = prepared.mark.batch_id,
+                %error,
+                "the table's schema changed while the batch was processed: the batch is abandoned and read again against the new schema"
+            );
+            self.summary.schema_retries += 1;
+            return self.resume();
+        }
         tracing::warn!(
             pipeline = %prepared.mark.pipeline,
             batch_id = prepared.mark.batch_id,
@@ -402,6 +420,7 @@ impl Pipeline {
             slices,
             dead,
             stats,
+            ..
         } = self.process(records, input.now)?;
         let prepared = self.route(&input, slices, dead, right)?;
         match self.hold(input, stats, prepared, when) {
@@ -434,6 +453,16 @@ impl Pipeline {
             committed => committed?,
         };
         self.positions = input.next.clone();
+        if let Some(evolution) = &prepared.results.evolution {
+            self.summary.columns_added += evolution.added.len() as u64;
+            tracing::info!(
+                batch_id = committed.mark.batch_id,
+                added = ?evolution.added,
+                widened = ?evolution.promoted,
+                "the table's schema changed with the batch"
+            );
+        }
+        self.planned = None; // committed: the table's schema now
         self.last_batch = committed.mark.batch_id;
         self.last_records = std::mem::take(&mut self.batch_records);
         self.committed = committed.mark.offsets.clone();
@@ -471,11 +500,23 @@ impl Pipeline {
 
 impl PipelineError {
     /// Whether the batch was fenced off the table: another commit took its partitions.
+    /// Whether the batch's schema change was planned against a schema that is no longer
+    /// the table's.
+    pub fn is_schema_moved(&self) -> bool {
+        matches!(
+            self,
+            PipelineError::Output(OutputError::Table { error, .. })
+                if matches!(**error, IcebergError::SchemaMoved { .. })
+        )
+    }
+
+    /// A batch whose schema change was planned against a schema that moved since is
+    /// fenced off too: it is read and encoded again.
     pub fn is_fenced(&self) -> bool {
         matches!(
             self,
             PipelineError::Output(OutputError::Table { error, .. })
-                if matches!(**error, IcebergError::Fenced { .. })
+                if matches!(**error, IcebergError::Fenced { .. } | IcebergError::SchemaMoved { .. })
         )
     }
 }

@@ -13,11 +13,11 @@ use super::{Pipeline, PipelineError, RunSummary};
 use crate::admin::Admin;
 use crate::checkpoint::{CommitMark, LAST_RECORDS, STATE};
 use crate::election::{Election, KafkaElection};
-use crate::encode::{DroppedFields, Encoder, UnknownFields};
+use crate::encode::{DroppedFields, Encoder, Evolving};
 use crate::event_time::EventTime;
 use crate::event_time::config::EventTimeConfig;
 use crate::event_time::state::{self, Plan, StateStore};
-use crate::iceberg::{IcebergCatalog, IcebergTable};
+use crate::iceberg::{IcebergCatalog, IcebergSinkConfig, IcebergTable};
 use crate::kafka::{self, ClientKind, REACH_TIMEOUT};
 use crate::lookup::refresh::LookupTables;
 use crate::plugin::Runtime;
@@ -32,6 +32,7 @@ use crate::source::identity::Fingerprints;
 use crate::source::kafka::{KafkaSource, OnDataLoss, SourceMode, StartingOffsets};
 use crate::source::{Loss, Offsets, Source, SourceError};
 use crate::units::Millis;
+use iceberg::spec::Schema;
 
 /// The parts a pipeline is built from. Production wires Kafka and the table's storage
 /// ([`Parts::production`]); tests wire in-memory twins
@@ -111,15 +112,20 @@ fn start_admin(
     )?))
 }
 
-/// The encoder of `table`'s rows (the host fills its ingestion-time column, if any),
-/// doing with fields the table lacks what `[sink] unknown-fields` says.
-fn encoder_of(table: &IcebergTable, unknown: UnknownFields) -> Result<Encoder, PipelineError> {
-    let generated: Vec<String> = table
-        .ingestion_time_column()
-        .map(String::from)
-        .into_iter()
-        .collect();
-    Ok(Encoder::new(table.schema(), &generated)?.with_unknown_fields(unknown))
+/// The encoder of the rows of a table of `schema` (the host fills the ingestion-time
+/// column, if any), doing with fields the table lacks what `[sink] unknown-fields` says.
+pub(super) fn encoder_for(
+    schema: &Schema,
+    sink: &IcebergSinkConfig,
+) -> Result<Encoder, PipelineError> {
+    let generated: Vec<String> = sink.ingestion_time_column.iter().cloned().collect();
+    let evolving = Evolving {
+        max_depth: sink.max_nesting_depth,
+        ..Evolving::default()
+    };
+    Ok(Encoder::new(schema, &generated)?
+        .with_unknown_fields(sink.unknown_fields)
+        .with_evolving(evolving))
 }
 
 impl Pipeline {
@@ -150,7 +156,7 @@ impl Pipeline {
         let admin = start_admin(&config, &runtime, &stages)?;
         let catalog = IcebergCatalog::open(&config.sink, base)?;
         let table = IcebergTable::open(&catalog, config.sink.clone())?;
-        let encoder = encoder_of(&table, config.sink.unknown_fields)?;
+        let encoder = encoder_for(table.schema(), &config.sink)?;
         let state = parts.state.unwrap_or_else(|| Box::new(table.files()));
         let lookups = match parts.lookups {
             Some(lookups) => lookups,
@@ -193,6 +199,7 @@ impl Pipeline {
             held: None,
             commits_since_expiry: 0,
             dropped_fields: DroppedFields::default(),
+            planned: None,
             lookups,
             current: runtime.lookups().clone(),
         };
@@ -210,6 +217,7 @@ impl Pipeline {
     /// [`Pipeline::anchor`]).
     pub(super) fn resume(&mut self) -> Result<(), PipelineError> {
         self.held = None; // held triggers are read again from the table's offsets
+        self.planned = None; // and their schema change planned again
         self.outputs.refresh()?;
         let name = self.config.pipeline.name.clone();
         let mut mark = self.outputs.table().last_mark(&name)?;

@@ -10,6 +10,7 @@ use super::config::OnInvalid;
 use super::stages::StageCounts;
 use super::step::{Slice, Step, add_counts, shadow_reports, total_counts, total_verdicts};
 use super::{Pipeline, PipelineError};
+use crate::encode::Wanted;
 use crate::event_time::apply::Timed;
 use crate::plugin::shadow::ShadowReport;
 use crate::record::{Reason, Record};
@@ -25,6 +26,11 @@ pub(super) struct Processed {
     pub(super) dead: Vec<(Record, Reason)>,
     /// What the stages did, for the report.
     pub(super) stats: ProcessStats,
+    /// Pieces set aside until the schema changes: the index of each one's placeholder in
+    /// `slices`, and its records (see [`super::evolve`]).
+    pub(super) pending: Vec<(usize, Vec<Record>)>,
+    /// What they need of the schema.
+    pub(super) wanted: Wanted,
 }
 
 /// What the stages did with a batch.
@@ -81,6 +87,7 @@ impl Pipeline {
         now: Millis,
     ) -> Result<Processed, PipelineError> {
         let ingestion = now.as_micros().0;
+        self.follow_schema()?;
         self.stages.activate_new_versions();
         let backup = self.stages.on_probation().then(|| records.clone());
         let mut slices = self.run_slices(records, ingestion)?;
@@ -91,7 +98,10 @@ impl Pipeline {
         {
             slices = self.run_slices(records, ingestion)?;
         }
-        let processed = merge(slices, self.stages.active().len());
+        let mut processed = merge(slices, self.stages.active().len());
+        if !processed.wanted.is_empty() {
+            self.evolve(&mut processed, ingestion)?;
+        }
         if let Some((record, reason)) = processed.dead.first()
             && self.config.pipeline.on_invalid == OnInvalid::Fail
         {
@@ -172,8 +182,14 @@ fn merge(slices: Vec<Slice>, stages: usize) -> Processed {
         slices: Vec::with_capacity(slices.len()),
         dead: Vec::new(),
         stats,
+        pending: Vec::new(),
+        wanted: Wanted::default(),
     };
     for slice in slices {
+        let offset = processed.slices.len();
+        let pending = slice.pending.into_iter().map(|(i, r)| (offset + i, r));
+        processed.pending.extend(pending);
+        processed.wanted.merge(slice.wanted);
         add_counts(&mut processed.stats.dropped_fields, slice.dropped_fields);
         processed.dead.extend(slice.dead);
         processed.slices.extend(slice.rows);

@@ -74,6 +74,7 @@ impl Pipeline {
             pipeline: name.clone(),
             batch_id: input.batch_id,
             dead,
+            evolution: self.planned.clone(),
             ..Results::default()
         };
         let mut counts = None;

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use super::PipelineError;
 use super::cpu;
 use super::stages::StageCounts;
-use crate::encode::{Encoder, keep_rows};
+use crate::encode::{Encoder, Wanted, keep_rows};
 use crate::event_time::EventTime;
 use crate::event_time::apply::Timed;
 use crate::plugin::chain::{self, Fate, Judged, StageRun};
@@ -38,6 +38,11 @@ pub(super) struct Slice {
     /// Fields of the encoded rows that the table has no column for, dropped: how many
     /// times each, by name.
     pub(super) dropped_fields: BTreeMap<String, u64>,
+    /// Pieces set aside until the table's schema changes (`unknown-fields = "add"`): the
+    /// index of each one's placeholder in `rows`, and its kept records.
+    pub(super) pending: Vec<(usize, Vec<Record>)>,
+    /// What the pieces set aside need of the schema.
+    pub(super) wanted: Wanted,
     pub(super) plugins: Duration,
     pub(super) encode: Duration,
     /// CPU time of this thread in the stages.
@@ -66,7 +71,7 @@ struct Judgement {
 }
 
 impl Slice {
-    fn new(stages: usize, shadows: usize) -> Self {
+    pub(super) fn new(stages: usize, shadows: usize) -> Self {
         Slice {
             rows: Vec::new(),
             dead: Vec::new(),
@@ -74,6 +79,8 @@ impl Slice {
             stage_verdicts: vec![BTreeMap::new(); stages],
             shadows: vec![None; shadows],
             dropped_fields: BTreeMap::new(),
+            pending: Vec::new(),
+            wanted: Wanted::default(),
             plugins: Duration::ZERO,
             encode: Duration::ZERO,
             plugins_cpu: Duration::ZERO,
@@ -143,8 +150,9 @@ impl Step<'_> {
         let mut judgement = self.judge(judged, &runs);
         slice.count(&judgement, shadows);
         slice.dead.append(&mut judgement.dead);
+        let set_aside = slice.pending.len();
         let rows = self.encode(judgement.kept, ingestion, slice)?;
-        if rows.batch.is_some() || !rows.records.is_empty() {
+        if rows.batch.is_some() || !rows.records.is_empty() || slice.pending.len() > set_aside {
             slice.rows.push(rows);
         }
         slice.encode += t.elapsed();
@@ -245,8 +253,10 @@ impl Step<'_> {
 
     /// Encodes the kept records, and with event time reads their fields. Records that do
     /// not fit the table or have no readable event time join the slice's dead letters;
-    /// the fields the encoder dropped are added to its counts.
-    fn encode(
+    /// the fields the encoder dropped are added to its counts. Records that need the
+    /// table's schema to change first set the whole piece aside, in `slice.pending`
+    /// (the rows returned are then an empty placeholder).
+    pub(super) fn encode(
         self,
         kept: Vec<Record>,
         ingestion: i64,
@@ -255,6 +265,14 @@ impl Step<'_> {
         let encoded = self
             .encoder
             .encode(kept.iter().map(|r| r.value.as_deref()), ingestion)?;
+        if !encoded.wanted.is_empty() {
+            slice.wanted.merge(encoded.wanted);
+            slice.pending.push((slice.rows.len(), kept));
+            return Ok(Timed {
+                batch: None,
+                records: Vec::new(),
+            });
+        }
         add_counts(&mut slice.dropped_fields, encoded.dropped);
         let dead = &mut slice.dead;
         let mut failed = encoded.errors.into_iter().peekable();

@@ -52,7 +52,7 @@ use self::topic::TopicError;
 use crate::checkpoint::CommitMark;
 use crate::event_time::join::JoinRow;
 use crate::event_time::window::WindowRow;
-use crate::iceberg::{Fence, IcebergError};
+use crate::iceberg::{Evolution, Fence, IcebergError};
 use crate::record::{Reason, Record};
 
 /// What a batch hands its outputs.
@@ -72,6 +72,8 @@ pub struct Results {
     pub windows: Vec<Vec<WindowRow>>,
     /// Joined rows, one list per join, in configured order.
     pub joins: Vec<Vec<JoinRow>>,
+    /// The schema change the main table commits with these rows, if they need one.
+    pub evolution: Option<Evolution>,
 }
 
 /// What a hook delivered.

@@ -2,12 +2,14 @@
 //! pipeline's commit mark, which makes the table the pipeline's checkpoint.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use iceberg::spec::DataFile;
 
 use super::{Commit, Delivered, Output, OutputError, Results};
 use crate::checkpoint::{CommitMark, RUN};
-use crate::iceberg::{Fence, IcebergError, IcebergTable, Landed};
+use crate::encode::conform;
+use crate::iceberg::{Fence, IcebergError, IcebergTable, Landed, iceberg_err};
 
 /// The main table.
 #[derive(Debug)]
@@ -86,10 +88,29 @@ impl Output for TableOutput {
         format!("table {}", self.table.name())
     }
 
+    /// The rows are written with the schema the commit leaves current: the table's, or
+    /// the one its schema change makes (rows encoded before the change fit it, see
+    /// [`conform`]).
     fn stage(&mut self, results: &Results) -> Result<Delivered, OutputError> {
+        let schema = match &results.evolution {
+            Some(evolution) => Arc::new(evolution.schema.clone()),
+            None => self.table.table().metadata().current_schema().clone(),
+        };
+        let arrow = iceberg::arrow::schema_to_arrow_schema(&schema)
+            .map_err(|e| self.error(iceberg_err("the table's schema")(e)))?;
+        let arrow = Arc::new(arrow);
+        let rows = results
+            .rows
+            .iter()
+            .map(|batch| conform(batch.clone(), &arrow))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| OutputError::Schema {
+                output: self.name(),
+                message: e.to_string(),
+            })?;
         let written = self
             .table
-            .write(results.rows.clone(), results.batch_id)
+            .write_as(rows, results.batch_id, schema)
             .map_err(|e| self.error(e))?;
         self.staged = written.files;
         Ok(Delivered {
@@ -100,11 +121,13 @@ impl Output for TableOutput {
         })
     }
 
-    fn commit(&mut self, _: &Results, commit: Commit<'_>) -> Result<Delivered, OutputError> {
+    fn commit(&mut self, results: &Results, commit: Commit<'_>) -> Result<Delivered, OutputError> {
         let files = std::mem::take(&mut self.staged);
+        let properties = commit.properties.clone();
+        let evolution = results.evolution.as_ref();
         let landed = self
             .table
-            .commit(files, commit.mark, commit.properties.clone(), commit.fence)
+            .commit_evolving(files, commit.mark, properties, commit.fence, evolution)
             .map_err(|e| self.error(e))?;
         let retries = match landed {
             Landed::Committed { retries, mark } => {

@@ -15,6 +15,7 @@ mod docs;
 mod engine;
 mod enricher;
 mod event_time;
+mod evolution;
 mod fencing;
 mod generator;
 mod group;

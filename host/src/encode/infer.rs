@@ -1,0 +1,211 @@
+//! Schema evolution's half in the encoder: the Iceberg type of a field the table lacks,
+//! inferred from its JSON value, and the types a batch asks its table to grow by
+//! ([`Wanted`]).
+//!
+//! A string is a `string` (timestamps too: the value's text is kept as it came), an
+//! integer a `long`, any other number a `double`, `true`/`false` a `boolean`, an object a
+//! `struct` of its fields and an array a `list` of its elements' type. Null, an empty
+//! object and an empty array say nothing about a type ([`Inferred::Null`],
+//! [`Inferred::Empty`]); neither does a field of an object or an element of an array
+//! that does: such fields are left out of the struct, and elements are typed by the
+//! others. Types meet with [`unify`]: a `long` and a `double` make a `double`, two
+//! structs the union of their fields; any other pair keeps the first, and values of the
+//! second then do not fit (`type_mismatch`). Field ids are placeholders (0) until the
+//! table's schema change assigns them.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use iceberg::spec::{ListType, NestedField, NestedFieldRef, PrimitiveType, StructType, Type};
+use serde_json::Value;
+
+/// What a JSON value says about the type of a new column.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Inferred {
+    /// `null`: nothing to store, nothing to infer.
+    Null,
+    /// An empty object or array (or one of nulls only): no type can be inferred, so the
+    /// field cannot become a column yet; it is dropped and counted.
+    Empty,
+    /// Nested deeper than the cap.
+    TooDeep,
+    /// The type.
+    Type(Type),
+}
+
+/// The type of JSON text `raw` (a valid JSON value), nested at most `max_depth` deep (a
+/// primitive is depth 0, a struct or list of primitives depth 1).
+pub(super) fn infer(raw: &str, max_depth: usize) -> Inferred {
+    match serde_json::from_str::<Value>(raw) {
+        Ok(value) => infer_value(&value, max_depth),
+        Err(_) => Inferred::Empty,
+    }
+}
+
+fn infer_value(value: &Value, depth_left: usize) -> Inferred {
+    let nested = matches!(value, Value::Object(_) | Value::Array(_));
+    if nested && depth_left == 0 {
+        return Inferred::TooDeep;
+    }
+    match value {
+        Value::Null => Inferred::Null,
+        Value::Bool(_) => Inferred::Type(Type::Primitive(PrimitiveType::Boolean)),
+        Value::Number(n) if n.is_i64() => Inferred::Type(Type::Primitive(PrimitiveType::Long)),
+        Value::Number(_) => Inferred::Type(Type::Primitive(PrimitiveType::Double)),
+        Value::String(_) => Inferred::Type(Type::Primitive(PrimitiveType::String)),
+        Value::Object(map) => {
+            let mut fields = Vec::new();
+            for (name, v) in map {
+                match infer_value(v, depth_left - 1) {
+                    Inferred::TooDeep => return Inferred::TooDeep,
+                    Inferred::Type(t) => fields.push(optional(name, t)),
+                    Inferred::Null | Inferred::Empty => {}
+                }
+            }
+            if fields.is_empty() {
+                return Inferred::Empty;
+            }
+            Inferred::Type(Type::Struct(StructType::new(fields)))
+        }
+        Value::Array(items) => {
+            let mut element: Option<Type> = None;
+            for item in items {
+                match infer_value(item, depth_left - 1) {
+                    Inferred::TooDeep => return Inferred::TooDeep,
+                    Inferred::Type(t) => {
+                        element = Some(match element {
+                            None => t,
+                            Some(e) => unify(&e, &t),
+                        })
+                    }
+                    Inferred::Null | Inferred::Empty => {}
+                }
+            }
+            match element {
+                Some(t) => Inferred::Type(list_of(t)),
+                None => Inferred::Empty,
+            }
+        }
+    }
+}
+
+fn optional(name: &str, ty: Type) -> NestedFieldRef {
+    Arc::new(NestedField::optional(0, name, ty))
+}
+
+fn list_of(element: Type) -> Type {
+    Type::List(ListType::new(Arc::new(NestedField::list_element(
+        0, element, false,
+    ))))
+}
+
+/// The type both `a` and `b` fit: a `double` for a `long` and a `double`, the union of two
+/// structs' fields (each unified), a list of the unified elements; otherwise `a`.
+pub(super) fn unify(a: &Type, b: &Type) -> Type {
+    match (a, b) {
+        (Type::Primitive(PrimitiveType::Long), Type::Primitive(PrimitiveType::Double))
+        | (Type::Primitive(PrimitiveType::Double), Type::Primitive(PrimitiveType::Long)) => {
+            Type::Primitive(PrimitiveType::Double)
+        }
+        (Type::Struct(x), Type::Struct(y)) => {
+            let mut fields: Vec<NestedFieldRef> = x.fields().to_vec();
+            for f in y.fields() {
+                match fields.iter_mut().find(|g| g.name == f.name) {
+                    Some(g) => *g = optional(&f.name, unify(&g.field_type, &f.field_type)),
+                    None => fields.push(f.clone()),
+                }
+            }
+            Type::Struct(StructType::new(fields))
+        }
+        (Type::List(x), Type::List(y)) => list_of(unify(
+            &x.element_field.field_type,
+            &y.element_field.field_type,
+        )),
+        _ => a.clone(),
+    }
+}
+
+/// What the rows of a batch ask the table's schema to become: new top-level columns and
+/// wider types for existing ones.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Wanted {
+    /// New columns, by name, with the type their values unify to.
+    pub added: BTreeMap<String, Type>,
+    /// Existing columns whose values outgrew their type, by name, with the wider type.
+    pub promoted: BTreeMap<String, PrimitiveType>,
+}
+
+impl Wanted {
+    /// Nothing is asked.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.promoted.is_empty()
+    }
+
+    /// Adds a later part's wants: types of the same column unify, promotions widen.
+    pub fn merge(&mut self, later: Wanted) {
+        for (name, ty) in later.added {
+            self.add(name, ty);
+        }
+        for (name, ty) in later.promoted {
+            self.promote(name, ty);
+        }
+    }
+
+    pub(super) fn add(&mut self, name: String, ty: Type) {
+        match self.added.get_mut(&name) {
+            Some(t) => *t = unify(t, &ty),
+            None => {
+                self.added.insert(name, ty);
+            }
+        }
+    }
+
+    pub(super) fn promote(&mut self, name: String, ty: PrimitiveType) {
+        match self.promoted.get_mut(&name) {
+            Some(PrimitiveType::Decimal { precision, .. }) => {
+                if let PrimitiveType::Decimal { precision: p, .. } = ty {
+                    *precision = (*precision).max(p);
+                }
+            }
+            Some(_) => {}
+            None => {
+                self.promoted.insert(name, ty);
+            }
+        }
+    }
+}
+
+/// The wider type a value that does not fit a column of type `kind` asks for, if Iceberg
+/// allows the promotion and the value fits it: an `int` becomes a `long`, a `float` a
+/// `double`, a decimal gains precision (up to 38, the scale unchanged).
+pub(super) fn promotion(kind: &PrimitiveType, raw: &str) -> Option<PrimitiveType> {
+    match kind {
+        PrimitiveType::Int => raw.parse::<i64>().ok().map(|_| PrimitiveType::Long),
+        PrimitiveType::Float => raw
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .map(|_| PrimitiveType::Double),
+        PrimitiveType::Decimal { precision, scale } => {
+            let text = if raw.starts_with('"') {
+                serde_json::from_str::<String>(raw).ok()?
+            } else {
+                raw.to_string()
+            };
+            let unscaled = super::decimal::parse_decimal(&text, 38, *scale).ok()?;
+            let digits = unscaled
+                .unsigned_abs()
+                .checked_ilog10()
+                .map_or(1, |d| d + 1);
+            (digits > *precision).then_some(PrimitiveType::Decimal {
+                precision: digits,
+                scale: *scale,
+            })
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+#[path = "infer_tests.rs"]
+mod tests;

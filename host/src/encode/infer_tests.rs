@@ -1,0 +1,134 @@
+use super::*;
+
+fn ty(raw: &str) -> String {
+    match infer(raw, 3) {
+        Inferred::Type(t) => t.to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+#[test]
+fn json_values_infer_the_iceberg_types_of_the_issue() {
+    assert_eq!(ty("\"x\""), "string");
+    assert_eq!(ty("\"2026-12-02T10:00:00Z\""), "string");
+    assert_eq!(ty("42"), "long");
+    assert_eq!(ty("-42"), "long");
+    assert_eq!(ty("1.5"), "double");
+    assert_eq!(ty("1e3"), "double");
+    assert_eq!(ty("18446744073709551615"), "double");
+    assert_eq!(ty("true"), "boolean");
+    assert_eq!(ty("null"), "Null");
+    assert_eq!(ty("[]"), "Empty");
+    assert_eq!(ty("{}"), "Empty");
+    assert_eq!(ty("[null, null]"), "Empty");
+    assert_eq!(ty("{\"a\": null}"), "Empty");
+    let Inferred::Type(Type::Struct(s)) = infer("{\"os\": \"ios\", \"n\": 1, \"gone\": null}", 3)
+    else {
+        panic!("a struct");
+    };
+    let fields: Vec<String> = s
+        .fields()
+        .iter()
+        .map(|f| format!("{}:{}", f.name, f.field_type))
+        .collect();
+    assert_eq!(fields, ["os:string", "n:long"], "in the event's order");
+    let Inferred::Type(Type::List(l)) = infer("[1, 2.5, null]", 3) else {
+        panic!("a list");
+    };
+    assert_eq!(l.element_field.field_type.to_string(), "double");
+}
+
+#[test]
+fn nesting_past_the_cap_is_too_deep() {
+    assert_eq!(infer("{\"a\": 1}", 1), infer("{\"a\": 1}", 5));
+    assert_eq!(infer("{\"a\": {\"b\": 1}}", 1), Inferred::TooDeep);
+    assert_eq!(infer("[[1]]", 1), Inferred::TooDeep);
+    assert!(matches!(infer("[[1]]", 2), Inferred::Type(_)));
+    assert_eq!(infer("[]", 0), Inferred::TooDeep);
+    assert!(matches!(infer("1", 0), Inferred::Type(_)));
+}
+
+#[test]
+fn types_unify_to_one_both_fit() {
+    let long = Type::Primitive(PrimitiveType::Long);
+    let double = Type::Primitive(PrimitiveType::Double);
+    let string = Type::Primitive(PrimitiveType::String);
+    assert_eq!(unify(&long, &double), double);
+    assert_eq!(unify(&double, &long), double);
+    assert_eq!(unify(&string, &long), string, "the first type stays");
+    let Inferred::Type(a) = infer("{\"x\": 1, \"l\": [1]}", 3) else {
+        panic!()
+    };
+    let Inferred::Type(b) = infer("{\"y\": \"s\", \"x\": 2.5, \"l\": [0.5]}", 3) else {
+        panic!()
+    };
+    let Type::Struct(s) = unify(&a, &b) else {
+        panic!("a struct");
+    };
+    let fields: Vec<String> = s
+        .fields()
+        .iter()
+        .map(|f| format!("{}:{}", f.name, f.field_type))
+        .collect();
+    assert_eq!(fields, ["x:double", "l:list", "y:string"]);
+}
+
+#[test]
+fn wanted_columns_from_parts_merge() {
+    let mut one = Wanted::default();
+    one.add("n".into(), Type::Primitive(PrimitiveType::Long));
+    one.promote(
+        "price".into(),
+        PrimitiveType::Decimal {
+            precision: 12,
+            scale: 2,
+        },
+    );
+    let mut two = Wanted::default();
+    two.add("n".into(), Type::Primitive(PrimitiveType::Double));
+    two.add("s".into(), Type::Primitive(PrimitiveType::String));
+    two.promote(
+        "price".into(),
+        PrimitiveType::Decimal {
+            precision: 15,
+            scale: 2,
+        },
+    );
+    one.merge(two);
+    assert_eq!(one.added["n"], Type::Primitive(PrimitiveType::Double));
+    assert_eq!(one.added.len(), 2);
+    assert_eq!(
+        one.promoted["price"],
+        PrimitiveType::Decimal {
+            precision: 15,
+            scale: 2
+        }
+    );
+}
+
+#[test]
+fn values_that_outgrow_their_column_ask_for_an_allowed_promotion() {
+    assert_eq!(
+        promotion(&PrimitiveType::Int, "3000000000"),
+        Some(PrimitiveType::Long)
+    );
+    assert_eq!(promotion(&PrimitiveType::Int, "1e20"), None);
+    assert_eq!(promotion(&PrimitiveType::Int, "\"x\""), None);
+    assert_eq!(
+        promotion(&PrimitiveType::Float, "1e300"),
+        Some(PrimitiveType::Double)
+    );
+    assert_eq!(promotion(&PrimitiveType::Float, "1e400"), None);
+    let dec = |precision| PrimitiveType::Decimal {
+        precision,
+        scale: 2,
+    };
+    assert_eq!(promotion(&dec(5), "123456.78"), Some(dec(8)));
+    assert_eq!(promotion(&dec(5), "\"-123456.78\""), Some(dec(8)));
+    assert_eq!(
+        promotion(&dec(5), "1.234"),
+        None,
+        "the scale does not change"
+    );
+    assert_eq!(promotion(&PrimitiveType::Long, "1e30"), None);
+}

@@ -1,0 +1,454 @@
+//! Schema evolution end to end, on a real broker (tansu) and the SQL catalog on SQLite,
+//! read back with pyiceberg: `[sink] unknown-fields = "add"` makes new fields columns and
+//! widens outgrown ones in the snapshot of the batch that needs them (a crash on either
+//! side of that commit leaves the old schema and no rows, or both); and a schema changed
+//! by someone else (pyiceberg) is used from the next batch, values going by field id.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use sluice_tests::fixture::{Running, Setup, text};
+use sluice_tests::pyiceberg;
+
+use crate::pipeline::dead_letters;
+
+const TABLE: &str = "shop.events";
+
+/// Three batches of three events (`{policy}`: the `unknown-fields` lines).
+fn config(policy: &str) -> String {
+    format!(
+        r#"
+[pipeline]
+name = "evolve"
+[source]
+bootstrap-servers = "${{KAFKA_BOOTSTRAP}}"
+topics = ["${{KAFKA_TOPIC}}"]
+[trigger]
+max-records = 3
+[sink]
+warehouse = "${{SLUICE_WAREHOUSE}}"
+namespace = "shop"
+table = "events"
+columns = [
+  {{ name = "event_id", type = "string", required = true }},
+  {{ name = "quantity", type = "int" }},
+  {{ name = "price", type = "decimal(6,2)" }},
+]
+{policy}
+[dead-letter]
+topic = "${{SLUICE_DEAD_LETTER_TOPIC}}"
+"#
+    )
+}
+
+const ADD: &str = "unknown-fields = \"add\"\nmax-columns = 12";
+
+/// Batch 1 adds `ctx` (a struct) and `tier`; batch 2 adds `n` and widens `quantity` (a
+/// value past 32 bits) and `price` (8 digits); in batch 3 a string meets the long `n`,
+/// `tags` (a list) is added, and `attrs`, with six dynamic keys, would pass 12 fields.
+const EVENTS: [&str; 9] = [
+    r#"{"event_id":"e1","quantity":1}"#,
+    r#"{"event_id":"e2","tier":"gold"}"#,
+    r#"{"event_id":"e3","ctx":{"os":"ios","v":2}}"#,
+    r#"{"event_id":"e4","quantity":3000000000}"#,
+    r#"{"event_id":"e5","price":"123456.78","tier":"silver"}"#,
+    r#"{"event_id":"e6","n":1}"#,
+    r#"{"event_id":"e7","n":"x"}"#,
+    r#"{"event_id":"e8","tags":["a","b"],"n":2}"#,
+    r#"{"event_id":"e9","attrs":{"a1":1,"a2":1,"a3":1,"a4":1,"a5":1,"a6":1}}"#,
+];
+
+fn produce(s: &Setup, events: &[&str], file: &str) {
+    std::fs::create_dir_all(&s.warehouse).unwrap();
+    let path = s.warehouse.join(file);
+    std::fs::write(&path, events.join("\n") + "\n").unwrap();
+    let produced = s.produce(&["--partitions", "1", "--input", path.to_str().unwrap()]);
+    assert_eq!(produced.delivered, events.len() as u64);
+}
+
+/// The table's top-level fields as pyiceberg reads its schema: (id, name, type).
+fn fields(s: &Setup) -> Vec<(u64, String, String)> {
+    fields_of(&pyiceberg::schema(&s.warehouse, TABLE, &[]))
+}
+
+fn fields_of(schema: &Value) -> Vec<(u64, String, String)> {
+    schema["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["id"].as_u64().unwrap(),
+                f["name"].as_str().unwrap().to_string(),
+                f["type"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn field(id: u64, name: &str, ty: &str) -> (u64, String, String) {
+    (id, name.to_string(), ty.to_string())
+}
+
+/// (event id, code, field) of each dead letter, sorted.
+fn dead(s: &Setup) -> Vec<(String, String, String)> {
+    let shown = s.show();
+    let mut dead: Vec<_> = dead_letters(&shown)
+        .iter()
+        .map(|d| {
+            let value: Value = serde_json::from_str(d["value"].as_str().unwrap()).unwrap();
+            let header = |name: &str| d["headers"][name].as_str().unwrap_or("").to_string();
+            (
+                value["event_id"].as_str().unwrap().to_string(),
+                header("sluice.error.code"),
+                header("sluice.error.field"),
+            )
+        })
+        .collect();
+    dead.sort();
+    dead
+}
+
+#[test]
+fn new_fields_become_columns_and_outgrown_values_widen_theirs() {
+    let mut s = Setup::new("evolve-add");
+    s.write_config("pipeline.toml", &config(ADD));
+    produce(&s, &EVENTS, "events.jsonl");
+    let out = s.run(&[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("9 records read, 7 rows written, 2 dead-lettered"),
+        "{}",
+        text(&out)
+    );
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        log.matches("the table's schema changed with the batch")
+            .count(),
+        3,
+        "{log}"
+    );
+
+    // Ids from the table's last one up, in name order per batch; ctx.os and ctx.v are 5
+    // and 6, tags' element 10.
+    assert_eq!(
+        fields(&s),
+        [
+            field(1, "event_id", "string"),
+            field(2, "quantity", "long"),
+            field(3, "price", "decimal(8, 2)"),
+            field(
+                4,
+                "ctx",
+                "struct<5: os: optional string, 6: v: optional long>"
+            ),
+            field(7, "tier", "string"),
+            field(8, "n", "long"),
+            field(9, "tags", "list<string>"),
+        ]
+    );
+    let null = Value::Null;
+    let row = |id: &str,
+               quantity: Value,
+               price: Value,
+               ctx: Value,
+               tier: Value,
+               n: Value,
+               tags: Value| {
+        json!({"event_id": id, "quantity": quantity, "price": price, "ctx": ctx, "tier": tier, "n": n, "tags": tags})
+    };
+    let expected = vec![
+        row(
+            "e1",
+            json!(1),
+            null.clone(),
+            null.clone(),
+            null.clone(),
+            null.clone(),
+            null.clone(),
+        ),
+        row(
+            "e2",
+            null.clone(),
+            null.clone(),
+            null.clone(),
+            json!("gold"),
+            null.clone(),
+            null.clone(),
+        ),
+        row(
+            "e3",
+            null.clone(),
+            null.clone(),
+            json!({"os": "ios", "v": 2}),
+            null.clone(),
+            null.clone(),
+            null.clone(),
+        ),
+        row(
+            "e4",
+            json!(3000000000u64),
+            null.clone(),
+            null.clone(),
+            null.clone(),
+            null.clone(),
+            null.clone(),
+        ),
+        row(
+            "e5",
+            null.clone(),
+            json!("123456.78"),
+            null.clone(),
+            json!("silver"),
+            null.clone(),
+            null.clone(),
+        ),
+        row(
+            "e6",
+            null.clone(),
+            null.clone(),
+            null.clone(),
+            null.clone(),
+            json!(1),
+            null.clone(),
+        ),
+        row(
+            "e8",
+            null.clone(),
+            null.clone(),
+            null.clone(),
+            null.clone(),
+            json!(2),
+            json!(["a", "b"]),
+        ),
+    ];
+    assert_eq!(pyiceberg::read_table(&s.warehouse, TABLE), expected);
+    assert_eq!(pyiceberg::read_duckdb(&s.warehouse, TABLE), expected);
+    let reason = |id: &str, code: &str, field: &str| (id.into(), code.into(), field.into());
+    assert_eq!(
+        dead(&s),
+        [
+            reason("e7", "type_mismatch", "n"),
+            reason("e9", "too_many_columns", "attrs"),
+        ]
+    );
+}
+
+#[test]
+fn a_crash_around_the_schema_change_leaves_the_old_schema_and_no_rows_or_both() {
+    let mut s = Setup::new("evolve-crash");
+    let before = [
+        field(1, "event_id", "string"),
+        field(2, "quantity", "int"),
+        field(3, "price", "decimal(6, 2)"),
+    ];
+    let mut after = before.to_vec();
+    after.push(field(
+        4,
+        "ctx",
+        "struct<5: os: optional string, 6: v: optional long>",
+    ));
+    after.push(field(7, "tier", "string"));
+    for (round, point) in ["after-write:1", "after-dead-letter:1", "after-commit:1"]
+        .into_iter()
+        .enumerate()
+    {
+        s.renew(&format!("evolve-crash{round}"));
+        s.write_config("pipeline.toml", &config(ADD));
+        produce(&s, &EVENTS[..3], "events.jsonl");
+        let out = s.run(&[("SLUICE_CRASH_AT", point)]);
+        assert!(!out.status.success(), "{point}: {}", text(&out));
+        let committed = point == "after-commit:1";
+        let rows = pyiceberg::read_table(&s.warehouse, TABLE).len();
+        let schema = fields(&s);
+        if committed {
+            assert_eq!((schema, rows), (after.clone(), 3), "{point}");
+        } else {
+            assert_eq!((schema, rows), (before.to_vec(), 0), "{point}");
+        }
+        let out = s.run(&[]);
+        assert!(out.status.success(), "{point}: {}", text(&out));
+        assert_eq!(fields(&s), after, "{point}");
+        let ids: Vec<Value> = pyiceberg::read_table(&s.warehouse, TABLE)
+            .iter()
+            .map(|r| r["event_id"].clone())
+            .collect();
+        assert_eq!(ids, [json!("e1"), json!("e2"), json!("e3")], "{point}");
+    }
+}
+
+/// Follows the log until the batches seen have read `records` records.
+fn follow_until_read(running: &Running, progress: &mut Vec<Value>, records: u64) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let read = |p: &[Value]| -> u64 { p.iter().map(|p| p["input_rows"].as_u64().unwrap()).sum() };
+    while read(progress) < records {
+        assert!(Instant::now() < deadline, "not everything was read");
+        running.follow(progress, "sluice::progress", Duration::from_secs(60));
+    }
+}
+
+#[test]
+fn a_schema_changed_by_someone_else_is_used_from_the_next_batch_by_field_id() {
+    let mut s = Setup::new("evolve-outside");
+    let interval = "[trigger]\nmode = \"interval\"\ninterval = \"200ms\"\nmax-records = 3";
+    s.write_config(
+        "pipeline.toml",
+        &config("").replace("[trigger]\nmax-records = 3", interval),
+    );
+    produce(
+        &s,
+        &[r#"{"event_id":"e1","quantity":1,"note":"x"}"#],
+        "one.jsonl",
+    );
+    let running = s.start(&["run"], &[]);
+    let mut progress = Vec::new();
+    follow_until_read(&running, &mut progress, 1);
+
+    // A user renames `quantity`, adds `note`, then widens the renamed column.
+    pyiceberg::schema(
+        &s.warehouse,
+        TABLE,
+        &["--add", "note:string", "--rename", "quantity:qty"],
+    );
+    let schema = pyiceberg::schema(&s.warehouse, TABLE, &["--widen", "qty:long"]);
+    assert_eq!(
+        fields_of(&schema),
+        [
+            field(1, "event_id", "string"),
+            field(2, "qty", "long"),
+            field(3, "price", "decimal(6, 2)"),
+            field(4, "note", "string"),
+        ]
+    );
+    produce(
+        &s,
+        &[r#"{"event_id":"e2","qty":3000000000,"note":"y","quantity":5}"#],
+        "two.jsonl",
+    );
+    follow_until_read(&running, &mut progress, 2);
+    let (_, _, log) = running.terminate();
+    assert!(
+        log.contains("the table's schema changed: encoding against the new one"),
+        "{log}"
+    );
+
+    // e1's `quantity` (field 2) reads as `qty`; e2's `qty` went to field 2 and its
+    // `quantity`, a column no more, was dropped and counted.
+    assert_eq!(
+        pyiceberg::read_table(&s.warehouse, TABLE),
+        [
+            json!({"event_id": "e1", "qty": 1, "price": null, "note": null}),
+            json!({"event_id": "e2", "qty": 3000000000u64, "price": null, "note": "y"}),
+        ]
+    );
+    let dropped: Vec<(String, u64)> = progress
+        .iter()
+        .flat_map(|p| {
+            p["dropped_fields"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, n)| (k.clone(), n.as_u64().unwrap()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(
+        dropped,
+        [("note".to_string(), 1), ("quantity".to_string(), 1)],
+        "{progress:?}"
+    );
+}
+
+/// Waits until pyiceberg reads `rows` rows in the table (none until its creation).
+fn wait_for_rows(s: &Setup, rows: usize, processes: &mut Vec<Running>) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let n = s
+            .try_show()
+            .map_or(0, |shown| shown["rows"].as_array().map_or(0, Vec::len));
+        if n >= rows {
+            return;
+        }
+        if Instant::now() > deadline {
+            let logs: Vec<String> = std::mem::take(processes)
+                .into_iter()
+                .map(|p| p.terminate().2)
+                .collect();
+            panic!("{n} rows of {rows}; the logs:\n{}", logs.join("\n----\n"));
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+#[test]
+fn two_processes_adding_columns_at_once_converge_with_every_row_once() {
+    let mut s = Setup::new("evolve-group");
+    let member = "mode = \"group\"\nproperties = { \"session.timeout.ms\" = \"6000\", \"heartbeat.interval.ms\" = \"500\" }\n[trigger]\nmode = \"interval\"\ninterval = \"1s\"\nmax-records = 5";
+    s.write_config(
+        "pipeline.toml",
+        &config(ADD).replace("[trigger]\nmax-records = 3", member),
+    );
+    let mut processes: Vec<Running> = (0..2).map(|_| s.start(&["run"], &[])).collect();
+    // Both members join before the events come, so both ask for columns in the same
+    // seconds: shared ones (`a_shared_…`, in both partitions) and, every fifth event, one
+    // of its own (`only_…`): 3 + 3 + 8 fields, 2 past the cap of 12, so two of the
+    // `only_…` are refused (which two depends on who commits first).
+    std::thread::sleep(Duration::from_secs(8));
+    let events: Vec<String> = (0..40)
+        .map(|i| match i % 5 {
+            0 => format!(
+                r#"{{"event_id":"e{i:02}","a_shared_{}":{i},"only_{i}":"x"}}"#,
+                i % 3
+            ),
+            _ => format!(r#"{{"event_id":"e{i:02}","a_shared_{}":{i}}}"#, i % 3),
+        })
+        .collect();
+    let events: Vec<&str> = events.iter().map(String::as_str).collect();
+    let path = s.warehouse.join("events.jsonl");
+    std::fs::write(&path, events.join("\n") + "\n").unwrap();
+    let produced = s.produce(&["--partitions", "2", "--input", path.to_str().unwrap()]);
+    assert_eq!(produced.delivered, 40);
+    wait_for_rows(&s, 1, &mut processes);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let shown = s.show();
+        let landed = shown["rows"].as_array().unwrap().len() + dead_letters(&shown).len();
+        if landed >= 40 || Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let logs: Vec<String> = processes.into_iter().map(|p| p.terminate().2).collect();
+    let all = logs.join("\n----\n");
+
+    let rows = pyiceberg::read_table(&s.warehouse, TABLE);
+    let dead = dead(&s);
+    let mut ids: Vec<String> = rows
+        .iter()
+        .map(|r| r["event_id"].as_str().unwrap().to_string())
+        .chain(dead.iter().map(|d| d.0.clone()))
+        .collect();
+    ids.sort();
+    let expected: Vec<String> = (0..40).map(|i| format!("e{i:02}")).collect();
+    assert_eq!(
+        ids, expected,
+        "every event once, as a row or a dead letter: {all}"
+    );
+    assert_eq!(dead.len(), 2, "{dead:?}");
+    assert!(dead.iter().all(|d| d.1 == "too_many_columns"), "{dead:?}");
+    // Every column asked for is there (but the two refused), and each row's values are
+    // its own.
+    let names: Vec<String> = fields(&s).into_iter().map(|f| f.1).collect();
+    assert_eq!(names.len(), 12, "the cap is met, not passed: {names:?}");
+    for shared in ["a_shared_0", "a_shared_1", "a_shared_2"] {
+        assert!(names.iter().any(|n| n == shared), "{names:?}");
+    }
+    for row in &rows {
+        let i: u64 = row["event_id"].as_str().unwrap()[1..].parse().unwrap();
+        assert_eq!(row[format!("a_shared_{}", i % 3)], json!(i), "{row}");
+        if i % 5 == 0 {
+            assert_eq!(row[format!("only_{i}")], json!("x"), "{row}");
+        }
+    }
+}
