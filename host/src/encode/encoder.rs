@@ -304,7 +304,7 @@ impl Encoder {
                 )
             }
             Inferred::Type(ty) => match self.evolving.refused.get(key.as_ref()) {
-                Some((code, message)) => *failure = refuse(*code, message.clone()),
+                Some((code, message)) => *failure = refuse(code, message.clone()),
                 None if self.evolving.frozen => {
                     *failure = refuse("unknown_field", format!("the table has no column `{key}`"))
                 }

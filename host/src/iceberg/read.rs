@@ -4,6 +4,8 @@ use arrow_array::RecordBatch;
 use arrow_cast::display::{ArrayFormatter, FormatOptions};
 use arrow_schema::DataType;
 use iceberg::io::FileIO;
+use iceberg::scan::FileScanTask;
+use iceberg::spec::Type;
 use serde_json::{Map, Value};
 
 use super::{IcebergCatalog, IcebergError, IcebergTable, iceberg_err};
@@ -14,18 +16,62 @@ impl IcebergTable {
     /// with their scale). For `sluice show` and tests; not for large tables.
     pub fn read_rows(&self) -> Result<Vec<Map<String, Value>>, IcebergError> {
         use futures::TryStreamExt;
+        let schema = self.table.metadata().current_schema().clone();
+        let arrow = iceberg::arrow::schema_to_arrow_schema(&schema)
+            .map_err(iceberg_err(format!("reading table {}", self.ident)))?;
         let batches: Vec<RecordBatch> = self
             .catalog
             .block_on(async {
                 let scan = self.table.scan().select_all().build()?;
-                scan.to_arrow().await?.try_collect().await
+                let tasks: Vec<FileScanTask> = scan.plan_files().await?.try_collect().await?;
+                let mut batches = Vec::new();
+                for task in tasks {
+                    batches.extend(self.read_task(task).await?);
+                }
+                Ok(batches)
             })
             .map_err(iceberg_err(format!("reading table {}", self.ident)))?;
         let mut rows = Vec::new();
-        for batch in &batches {
-            rows.extend(json_rows(batch)?);
+        for batch in batches {
+            rows.extend(json_rows(&with_all_columns(batch, &arrow))?);
         }
         Ok(rows)
+    }
+
+    /// The rows of one data file. iceberg-rust 0.10 cannot fill a list or map column that
+    /// a file lacks (one added after it was written) with nulls: such a file is read
+    /// without the list and map columns it lacks, which the caller fills with nulls.
+    async fn read_task(&self, task: FileScanTask) -> iceberg::Result<Vec<RecordBatch>> {
+        use futures::TryStreamExt;
+        let read = |task: FileScanTask| async {
+            let tasks = futures::stream::iter([Ok(task)]);
+            let reader = self.table.reader_builder().build();
+            let batches: Vec<RecordBatch> =
+                reader.read(Box::pin(tasks))?.stream().try_collect().await?;
+            iceberg::Result::Ok(batches)
+        };
+        let error = match read(task.clone()).await {
+            Ok(batches) => return Ok(batches),
+            Err(error) => error,
+        };
+        let schema = self.table.metadata().current_schema();
+        let mut kept = Vec::new();
+        for &id in &task.project_field_ids {
+            let nested = schema
+                .field_by_id(id)
+                .is_some_and(|f| matches!(*f.field_type, Type::List(_) | Type::Map(_)));
+            let mut alone = task.clone();
+            alone.project_field_ids = vec![id];
+            if !nested || read(alone).await.is_ok() {
+                kept.push(id);
+            }
+        }
+        if kept.len() == task.project_field_ids.len() {
+            return Err(error);
+        }
+        let mut narrow = task;
+        narrow.project_field_ids = kept;
+        read(narrow).await
     }
 
     /// The table's storage, for files kept beside its data.
@@ -84,6 +130,27 @@ impl TableFiles {
 }
 
 /// The rows of `batch` as JSON objects (see [`IcebergTable::read_rows`]).
+/// `batch` with the columns of `arrow` it lacks (see `read_task`) added, null, by name.
+fn with_all_columns(batch: RecordBatch, arrow: &arrow_schema::Schema) -> RecordBatch {
+    if batch.num_columns() == arrow.fields().len() {
+        return batch;
+    }
+    let have = batch.schema();
+    let (fields, columns): (Vec<_>, Vec<_>) = arrow
+        .fields()
+        .iter()
+        .map(|f| match have.index_of(f.name()) {
+            Ok(i) => (have.field(i).clone(), batch.column(i).clone()),
+            Err(_) => (
+                (**f).clone(),
+                arrow_array::new_null_array(f.data_type(), batch.num_rows()),
+            ),
+        })
+        .unzip();
+    let schema = std::sync::Arc::new(arrow_schema::Schema::new(fields));
+    RecordBatch::try_new(schema, columns).unwrap_or(batch)
+}
+
 fn json_rows(batch: &RecordBatch) -> Result<Vec<Map<String, Value>>, IcebergError> {
     let options = FormatOptions::default();
     let formatters = batch

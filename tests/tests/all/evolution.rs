@@ -68,7 +68,11 @@ fn produce(s: &Setup, events: &[&str], file: &str) {
 
 /// The table's top-level fields as pyiceberg reads its schema: (id, name, type).
 fn fields(s: &Setup) -> Vec<(u64, String, String)> {
-    fields_of(&pyiceberg::schema(&s.warehouse, TABLE, &[]))
+    fields_in(s, TABLE)
+}
+
+fn fields_in(s: &Setup, table: &str) -> Vec<(u64, String, String)> {
+    fields_of(&pyiceberg::schema(&s.warehouse, table, &[]))
 }
 
 fn fields_of(schema: &Value) -> Vec<(u64, String, String)> {
@@ -385,16 +389,11 @@ fn wait_for_rows(s: &Setup, rows: usize, processes: &mut Vec<Running>) {
 fn two_processes_adding_columns_at_once_converge_with_every_row_once() {
     let mut s = Setup::new("evolve-group");
     let member = "mode = \"group\"\nproperties = { \"session.timeout.ms\" = \"6000\", \"heartbeat.interval.ms\" = \"500\" }\n[trigger]\nmode = \"interval\"\ninterval = \"1s\"\nmax-records = 5";
-    s.write_config(
-        "pipeline.toml",
-        &config(ADD).replace("[trigger]\nmax-records = 3", member),
-    );
-    let mut processes: Vec<Running> = (0..2).map(|_| s.start(&["run"], &[])).collect();
-    // Both members join before the events come, so both ask for columns in the same
-    // seconds: shared ones (`a_shared_…`, in both partitions) and, every fifth event, one
-    // of its own (`only_…`): 3 + 3 + 8 fields, 2 past the cap of 12, so two of the
-    // `only_…` are refused (which two depends on who commits first).
-    std::thread::sleep(Duration::from_secs(8));
+    let text = config("unknown-fields = \"add\"").replace("[trigger]\nmax-records = 3", member);
+    s.write_config("pipeline.toml", &text);
+    // Every event asks for a shared column (`a_shared_…`, in both partitions), every fifth
+    // one for a column of its own (`only_…`): both members ask for columns in the same
+    // seconds, and commit schema changes planned against the same schema.
     let events: Vec<String> = (0..40)
         .map(|i| match i % 5 {
             0 => format!(
@@ -404,51 +403,87 @@ fn two_processes_adding_columns_at_once_converge_with_every_row_once() {
             _ => format!(r#"{{"event_id":"e{i:02}","a_shared_{}":{i}}}"#, i % 3),
         })
         .collect();
-    let events: Vec<&str> = events.iter().map(String::as_str).collect();
-    let path = s.warehouse.join("events.jsonl");
-    std::fs::write(&path, events.join("\n") + "\n").unwrap();
-    let produced = s.produce(&["--partitions", "2", "--input", path.to_str().unwrap()]);
-    assert_eq!(produced.delivered, 40);
-    wait_for_rows(&s, 1, &mut processes);
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let shown = s.show();
-        let landed = shown["rows"].as_array().unwrap().len() + dead_letters(&shown).len();
-        if landed >= 40 || Instant::now() > deadline {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    }
+    let produce_part = |part: &[String], file: &str| {
+        let path = s.warehouse.join(file);
+        std::fs::write(&path, part.join("\n") + "\n").unwrap();
+        let produced = s.produce(&["--partitions", "2", "--input", path.to_str().unwrap()]);
+        assert_eq!(produced.delivered, part.len() as u64);
+    };
+    produce_part(&events[..20], "first.jsonl");
+    let mut processes: Vec<Running> = (0..2).map(|_| s.start(&["run"], &[])).collect();
+    std::thread::sleep(Duration::from_secs(3));
+    produce_part(&events[20..], "second.jsonl");
+    wait_for_rows(&s, 40, &mut processes);
     let logs: Vec<String> = processes.into_iter().map(|p| p.terminate().2).collect();
     let all = logs.join("\n----\n");
 
     let rows = pyiceberg::read_table(&s.warehouse, TABLE);
-    let dead = dead(&s);
-    let mut ids: Vec<String> = rows
+    let ids: Vec<String> = rows
         .iter()
         .map(|r| r["event_id"].as_str().unwrap().to_string())
-        .chain(dead.iter().map(|d| d.0.clone()))
         .collect();
-    ids.sort();
     let expected: Vec<String> = (0..40).map(|i| format!("e{i:02}")).collect();
-    assert_eq!(
-        ids, expected,
-        "every event once, as a row or a dead letter: {all}"
-    );
-    assert_eq!(dead.len(), 2, "{dead:?}");
-    assert!(dead.iter().all(|d| d.1 == "too_many_columns"), "{dead:?}");
-    // Every column asked for is there (but the two refused), and each row's values are
-    // its own.
+    assert_eq!(ids, expected, "every event once: {all}");
+    assert_eq!(dead(&s), []);
+    // Every column asked for is there once, and each row's values are its own.
     let names: Vec<String> = fields(&s).into_iter().map(|f| f.1).collect();
-    assert_eq!(names.len(), 12, "the cap is met, not passed: {names:?}");
-    for shared in ["a_shared_0", "a_shared_1", "a_shared_2"] {
-        assert!(names.iter().any(|n| n == shared), "{names:?}");
-    }
+    assert_eq!(names.len(), 3 + 3 + 8, "{names:?}");
     for row in &rows {
         let i: u64 = row["event_id"].as_str().unwrap()[1..].parse().unwrap();
         assert_eq!(row[format!("a_shared_{}", i % 3)], json!(i), "{row}");
-        if i % 5 == 0 {
+        if i.is_multiple_of(5) {
             assert_eq!(row[format!("only_{i}")], json!("x"), "{row}");
         }
     }
 }
+
+/// The retail example's enrich stage adds `tier`, `country` and `list_price` to events;
+/// with `unknown-fields = "add"` they need not be declared: they become columns, typed by
+/// their values, like any field of the events.
+#[test]
+fn fields_a_plugin_adds_become_columns() {
+    let mut s = Setup::new("evolve-enrich");
+    s.edit_example_config(|text| {
+        let start = text.find("  # Added by the enrich stage").unwrap();
+        let end = text[start..].find("]\n").unwrap() + start;
+        let mut edited = text[..start].to_string() + &text[end..];
+        edited = edited.replace(
+            "target-file-size =",
+            "unknown-fields = \"add\"\ntarget-file-size =",
+        );
+        edited
+    });
+    s.ensure_side_topics();
+    let produce_to = |topic: &str, shape: &str, count: &str| {
+        let args = ["--shape", shape, "--count", count, "--invalid-share", "0"];
+        sluice_tests::produce(&s.broker.bootstrap, topic, &args);
+    };
+    produce_to(&s.side_topic("customers"), "customers", "25000");
+    produce_to(&s.side_topic("products"), "products", "4");
+    s.produce(&["--count", "300", "--invalid-share", "0"]);
+    let out = s.run(&[]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    let names: Vec<(String, String)> = fields_in(&s, TABLE_RETAIL)
+        .into_iter()
+        .map(|(_, name, ty)| (name, ty))
+        .collect();
+    let added = &names[names.len() - 3..];
+    let expected = [
+        ("country", "string"),
+        ("list_price", "double"),
+        ("tier", "string"),
+    ]
+    .map(|(n, t)| (n.to_string(), t.to_string()));
+    assert_eq!(added, expected, "{names:?}");
+    assert_eq!(names[names.len() - 4].0, "traffic_source", "{names:?}");
+    let rows = pyiceberg::read_table(&s.warehouse, TABLE_RETAIL);
+    assert_eq!(rows.len(), 300);
+    let enriched = rows.iter().filter(|r| r["tier"].is_string()).count();
+    assert!(enriched > 0 && enriched < 300, "{enriched} of 300 enriched");
+    for row in &rows {
+        assert_eq!(row["tier"].is_string(), row["country"].is_string(), "{row}");
+    }
+}
+
+const TABLE_RETAIL: &str = "tutorial.retail_clickstream_events";
