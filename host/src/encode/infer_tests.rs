@@ -7,30 +7,37 @@ fn ty(raw: &str) -> String {
     }
 }
 
+fn names_and_types(s: &StructType) -> Vec<String> {
+    s.fields()
+        .iter()
+        .map(|f| format!("{}:{}", f.name, f.field_type))
+        .collect()
+}
+
 #[test]
 fn json_values_infer_the_iceberg_types_of_the_issue() {
-    assert_eq!(ty("\"x\""), "string");
-    assert_eq!(ty("\"2026-12-02T10:00:00Z\""), "string");
-    assert_eq!(ty("42"), "long");
-    assert_eq!(ty("-42"), "long");
-    assert_eq!(ty("1.5"), "double");
-    assert_eq!(ty("1e3"), "double");
-    assert_eq!(ty("18446744073709551615"), "double");
-    assert_eq!(ty("true"), "boolean");
-    assert_eq!(ty("null"), "Null");
-    assert_eq!(ty("[]"), "Empty");
-    assert_eq!(ty("{}"), "Empty");
-    assert_eq!(ty("[null, null]"), "Empty");
-    assert_eq!(ty("{\"a\": null}"), "Empty");
+    for (raw, expected) in [
+        ("\"x\"", "string"),
+        ("\"2026-12-02T10:00:00Z\"", "string"),
+        ("42", "long"),
+        ("-42", "long"),
+        ("1.5", "double"),
+        ("1e3", "double"),
+        ("18446744073709551615", "double"),
+        ("true", "boolean"),
+        ("null", "Null"),
+        ("[]", "Empty"),
+        ("{}", "Empty"),
+        ("[null, null]", "Empty"),
+        ("{\"a\": null}", "Empty"),
+    ] {
+        assert_eq!(ty(raw), expected, "{raw}");
+    }
     let Inferred::Type(Type::Struct(s)) = infer("{\"os\": \"ios\", \"n\": 1, \"gone\": null}", 3)
     else {
         panic!("a struct");
     };
-    let fields: Vec<String> = s
-        .fields()
-        .iter()
-        .map(|f| format!("{}:{}", f.name, f.field_type))
-        .collect();
+    let fields = names_and_types(&s);
     assert_eq!(fields, ["os:string", "n:long"], "in the event's order");
     let Inferred::Type(Type::List(l)) = infer("[1, 2.5, null]", 3) else {
         panic!("a list");
@@ -65,11 +72,7 @@ fn types_unify_to_one_both_fit() {
     let Type::Struct(s) = unify(&a, &b) else {
         panic!("a struct");
     };
-    let fields: Vec<String> = s
-        .fields()
-        .iter()
-        .map(|f| format!("{}:{}", f.name, f.field_type))
-        .collect();
+    let fields = names_and_types(&s);
     assert_eq!(fields, ["x:double", "l:list", "y:string"]);
 }
 

@@ -4,13 +4,15 @@
 //! side of that commit leaves the old schema and no rows, or both); and a schema changed
 //! by someone else (pyiceberg) is used from the next batch, values going by field id.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use sluice_tests::fixture::{Running, Setup, text};
 use sluice_tests::pyiceberg;
 
-use crate::pipeline::dead_letters;
+use crate::group::wait_for_rows;
+use crate::pipeline::feed_lookups;
+use crate::unknown_fields::{dead, follow_until_read};
 
 const TABLE: &str = "shop.events";
 
@@ -94,25 +96,6 @@ fn field(id: u64, name: &str, ty: &str) -> (u64, String, String) {
     (id, name.to_string(), ty.to_string())
 }
 
-/// (event id, code, field) of each dead letter, sorted.
-fn dead(s: &Setup) -> Vec<(String, String, String)> {
-    let shown = s.show();
-    let mut dead: Vec<_> = dead_letters(&shown)
-        .iter()
-        .map(|d| {
-            let value: Value = serde_json::from_str(d["value"].as_str().unwrap()).unwrap();
-            let header = |name: &str| d["headers"][name].as_str().unwrap_or("").to_string();
-            (
-                value["event_id"].as_str().unwrap().to_string(),
-                header("sluice.error.code"),
-                header("sluice.error.field"),
-            )
-        })
-        .collect();
-    dead.sort();
-    dead
-}
-
 #[test]
 fn new_fields_become_columns_and_outgrown_values_widen_theirs() {
     let mut s = Setup::new("evolve-add");
@@ -152,80 +135,23 @@ fn new_fields_become_columns_and_outgrown_values_widen_theirs() {
             field(9, "tags", "list<string>"),
         ]
     );
-    let null = Value::Null;
-    let row = |id: &str,
-               quantity: Value,
-               price: Value,
-               ctx: Value,
-               tier: Value,
-               n: Value,
-               tags: Value| {
-        json!({"event_id": id, "quantity": quantity, "price": price, "ctx": ctx, "tier": tier, "n": n, "tags": tags})
+    // Each row: its id, its values, null in every other column.
+    let row = |id: &str, values: Value| {
+        let mut row = json!({"event_id": id, "quantity": null, "price": null, "ctx": null,
+            "tier": null, "n": null, "tags": null});
+        for (k, v) in values.as_object().unwrap() {
+            row[k] = v.clone();
+        }
+        row
     };
     let expected = vec![
-        row(
-            "e1",
-            json!(1),
-            null.clone(),
-            null.clone(),
-            null.clone(),
-            null.clone(),
-            null.clone(),
-        ),
-        row(
-            "e2",
-            null.clone(),
-            null.clone(),
-            null.clone(),
-            json!("gold"),
-            null.clone(),
-            null.clone(),
-        ),
-        row(
-            "e3",
-            null.clone(),
-            null.clone(),
-            json!({"os": "ios", "v": 2}),
-            null.clone(),
-            null.clone(),
-            null.clone(),
-        ),
-        row(
-            "e4",
-            json!(3000000000u64),
-            null.clone(),
-            null.clone(),
-            null.clone(),
-            null.clone(),
-            null.clone(),
-        ),
-        row(
-            "e5",
-            null.clone(),
-            json!("123456.78"),
-            null.clone(),
-            json!("silver"),
-            null.clone(),
-            null.clone(),
-        ),
-        row(
-            "e6",
-            null.clone(),
-            null.clone(),
-            null.clone(),
-            null.clone(),
-            json!(1),
-            null.clone(),
-        ),
-        row(
-            "e8",
-            null.clone(),
-            null.clone(),
-            null.clone(),
-            null.clone(),
-            json!(2),
-            json!(["a", "b"]),
-        ),
+        row("e1", json!({"quantity": 1})),
+        row("e2", json!({"tier": "gold"})),
+        row("e3", json!({"ctx": {"os": "ios", "v": 2}})),
+        row("e4", json!({"quantity": 3000000000u64})),
+        row("e5", json!({"price": "123456.78", "tier": "silver"})),
+        row("e6", json!({"n": 1})),
+        row("e8", json!({"n": 2, "tags": ["a", "b"]})),
     ];
     assert_eq!(pyiceberg::read_table(&s.warehouse, TABLE), expected);
     assert_eq!(pyiceberg::read_duckdb(&s.warehouse, TABLE), expected);
@@ -279,16 +205,6 @@ fn a_crash_around_the_schema_change_leaves_the_old_schema_and_no_rows_or_both() 
             .map(|r| r["event_id"].clone())
             .collect();
         assert_eq!(ids, [json!("e1"), json!("e2"), json!("e3")], "{point}");
-    }
-}
-
-/// Follows the log until the batches seen have read `records` records.
-fn follow_until_read(running: &Running, progress: &mut Vec<Value>, records: u64) {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let read = |p: &[Value]| -> u64 { p.iter().map(|p| p["input_rows"].as_u64().unwrap()).sum() };
-    while read(progress) < records {
-        assert!(Instant::now() < deadline, "not everything was read");
-        running.follow(progress, "sluice::progress", Duration::from_secs(60));
     }
 }
 
@@ -364,27 +280,6 @@ fn a_schema_changed_by_someone_else_is_used_from_the_next_batch_by_field_id() {
     );
 }
 
-/// Waits until pyiceberg reads `rows` rows in the table (none until its creation).
-fn wait_for_rows(s: &Setup, rows: usize, processes: &mut Vec<Running>) {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let n = s
-            .try_show()
-            .map_or(0, |shown| shown["rows"].as_array().map_or(0, Vec::len));
-        if n >= rows {
-            return;
-        }
-        if Instant::now() > deadline {
-            let logs: Vec<String> = std::mem::take(processes)
-                .into_iter()
-                .map(|p| p.terminate().2)
-                .collect();
-            panic!("{n} rows of {rows}; the logs:\n{}", logs.join("\n----\n"));
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    }
-}
-
 #[test]
 fn two_processes_adding_columns_at_once_converge_with_every_row_once() {
     let mut s = Setup::new("evolve-group");
@@ -413,7 +308,7 @@ fn two_processes_adding_columns_at_once_converge_with_every_row_once() {
     let mut processes: Vec<Running> = (0..2).map(|_| s.start(&["run"], &[])).collect();
     std::thread::sleep(Duration::from_secs(3));
     produce_part(&events[20..], "second.jsonl");
-    wait_for_rows(&s, 40, &mut processes);
+    wait_for_rows(&s, 40, Duration::from_secs(120), &mut processes);
     let logs: Vec<String> = processes.into_iter().map(|p| p.terminate().2).collect();
     let all = logs.join("\n----\n");
 
@@ -453,13 +348,7 @@ fn fields_a_plugin_adds_become_columns() {
         );
         edited
     });
-    s.ensure_side_topics();
-    let produce_to = |topic: &str, shape: &str, count: &str| {
-        let args = ["--shape", shape, "--count", count, "--invalid-share", "0"];
-        sluice_tests::produce(&s.broker.bootstrap, topic, &args);
-    };
-    produce_to(&s.side_topic("customers"), "customers", "25000");
-    produce_to(&s.side_topic("products"), "products", "4");
+    feed_lookups(&s);
     s.produce(&["--count", "300", "--invalid-share", "0"]);
     let out = s.run(&[]);
     assert!(out.status.success(), "{}", text(&out));

@@ -33,7 +33,12 @@ const INTERVAL: [(&str, &str); 2] = [("SLUICE_TRIGGER", "interval"), ("SLUICE_IN
 /// Waits until the table holds `rows` rows (until the first commit creates it, `show`
 /// fails and counts as none); after `timeout`, stops the processes and panics with
 /// their logs.
-fn wait_for_rows(s: &Setup, rows: usize, timeout: Duration, processes: &mut Vec<Running>) {
+pub(crate) fn wait_for_rows(
+    s: &Setup,
+    rows: usize,
+    timeout: Duration,
+    processes: &mut Vec<Running>,
+) {
     let deadline = Instant::now() + timeout;
     loop {
         let n = s

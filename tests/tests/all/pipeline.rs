@@ -1008,14 +1008,7 @@ fn a_running_pipeline_expires_old_snapshots_and_keeps_its_checkpoint() {
 #[test]
 fn the_retail_example_enriches_events_from_its_lookup_tables() {
     let s = Setup::new("enrich");
-    s.ensure_side_topics();
-    let produce_to = |topic: &str, shape: &str, count: &str| {
-        let args = ["--shape", shape, "--count", count, "--invalid-share", "0"];
-        sluice_tests::produce(&s.broker.bootstrap, topic, &args);
-    };
-    // Profiles of half the generated events' 50 000 users: user_0 to user_24999.
-    produce_to(&s.side_topic("customers"), "customers", "25000");
-    produce_to(&s.side_topic("products"), "products", "4");
+    feed_lookups(&s);
     s.produce(&["--count", "1000", "--invalid-share", "0"]);
     let out = s.run(&[]);
     assert!(out.status.success(), "{}", text(&out));
@@ -1052,6 +1045,18 @@ fn the_retail_example_enriches_events_from_its_lookup_tables() {
     .unwrap();
     assert_eq!(versions["profiles"]["offsets"]["0"], 25_000, "{versions}");
     assert_eq!(versions["products"]["offsets"]["0"], 4, "{versions}");
+}
+
+/// Feeds the retail example's lookup tables: profiles of half the generated events' 50 000
+/// users (user_0 to user_24999), and the four products.
+pub(crate) fn feed_lookups(s: &Setup) {
+    s.ensure_side_topics();
+    let produce_to = |topic: &str, shape: &str, count: &str| {
+        let args = ["--shape", shape, "--count", count, "--invalid-share", "0"];
+        sluice_tests::produce(&s.broker.bootstrap, topic, &args);
+    };
+    produce_to(&s.side_topic("customers"), "customers", "25000");
+    produce_to(&s.side_topic("products"), "products", "4");
 }
 
 /// The lookup tables are refreshed while the pipeline runs: events read after new customer

@@ -77,7 +77,7 @@ fn landed(s: &Setup) -> (Vec<String>, Vec<Vec<String>>) {
 }
 
 /// (value's event id, code, field) of each dead letter, sorted.
-fn dead(s: &Setup) -> Vec<(String, String, String)> {
+pub(crate) fn dead(s: &Setup) -> Vec<(String, String, String)> {
     let shown = s.show();
     let mut dead: Vec<_> = dead_letters(&shown)
         .iter()
@@ -107,7 +107,7 @@ fn dropped(progress: &[Value]) -> BTreeMap<String, u64> {
 }
 
 /// Follows the log until the batches seen have read `records` records.
-fn follow_until_read(running: &Running, progress: &mut Vec<Value>, records: u64) {
+pub(crate) fn follow_until_read(running: &Running, progress: &mut Vec<Value>, records: u64) {
     let deadline = Instant::now() + Duration::from_secs(120);
     let read = |p: &[Value]| -> u64 { p.iter().map(|p| p["input_rows"].as_u64().unwrap()).sum() };
     while read(progress) < records {
