@@ -65,8 +65,55 @@ pub fn plan(
     let base_schema_id = on_top.map_or(current.schema_id(), |e| e.base_schema_id);
     let mut planned = Planned::default();
     let mut fields: Vec<NestedFieldRef> = current.as_struct().fields().to_vec();
+    let widened = widen(&mut fields, promoted);
+    let names = add(
+        metadata,
+        current,
+        added,
+        max_columns,
+        &mut fields,
+        &mut planned,
+    );
+    if names.is_empty() && widened.is_empty() {
+        planned.evolution = on_top.cloned();
+        return planned;
+    }
+    let schema = Schema::builder()
+        .with_schema_id(current.schema_id())
+        .with_fields(fields)
+        .with_identifier_field_ids(current.identifier_field_ids())
+        .build();
+    match schema {
+        Ok(schema) => {
+            let (mut all_added, mut all_promoted) = on_top
+                .map(|e| (e.added.clone(), e.promoted.clone()))
+                .unwrap_or_default();
+            all_added.extend(names);
+            all_promoted.extend(widened);
+            planned.evolution = Some(Evolution {
+                base_schema_id,
+                schema,
+                added: all_added,
+                promoted: all_promoted,
+            })
+        }
+        Err(error) => {
+            // Unreachable with the checks of `add`; the events are refused, not lost.
+            for name in names {
+                let message = format!("`{name}` cannot become a column: {error}");
+                planned
+                    .refused
+                    .insert(name, ("invalid_column_name", message));
+            }
+        }
+    }
+    planned
+}
+
+/// Widens the `fields` that `promoted` asks for where Iceberg allows; their names.
+fn widen(fields: &mut [NestedFieldRef], promoted: &BTreeMap<String, PrimitiveType>) -> Vec<String> {
     let mut widened = Vec::new();
-    for field in &mut fields {
+    for field in fields {
         if let (Some(to), Type::Primitive(from)) = (promoted.get(&field.name), &*field.field_type)
             && allowed(from, to)
         {
@@ -76,6 +123,20 @@ pub fn plan(
             widened.push(field.name.clone());
         }
     }
+    widened
+}
+
+/// Appends to `fields` the new columns of `added` that fit under `max_columns` and have
+/// usable names, with fresh ids; the others go to `planned.refused`. Returns the names
+/// added.
+fn add(
+    metadata: &TableMetadata,
+    current: &Schema,
+    added: &BTreeMap<String, Type>,
+    max_columns: usize,
+    fields: &mut Vec<NestedFieldRef>,
+    planned: &mut Planned,
+) -> Vec<String> {
     let reserved: HashSet<String> = metadata
         .partition_specs_iter()
         .flat_map(|spec| spec.fields().iter().map(|f| f.name.clone()))
@@ -109,40 +170,7 @@ pub fn plan(
         fields.push(assign_ids(name, ty, &mut next_id));
         names.push(name.clone());
     }
-    if names.is_empty() && widened.is_empty() {
-        planned.evolution = on_top.cloned();
-        return planned;
-    }
-    let schema = Schema::builder()
-        .with_schema_id(current.schema_id())
-        .with_fields(fields)
-        .with_identifier_field_ids(current.identifier_field_ids())
-        .build();
-    match schema {
-        Ok(schema) => {
-            let (mut all_added, mut all_promoted) = on_top
-                .map(|e| (e.added.clone(), e.promoted.clone()))
-                .unwrap_or_default();
-            all_added.extend(names);
-            all_promoted.extend(widened);
-            planned.evolution = Some(Evolution {
-                base_schema_id,
-                schema,
-                added: all_added,
-                promoted: all_promoted,
-            })
-        }
-        Err(error) => {
-            // Unreachable with the checks above; the events are refused, not lost.
-            for name in names {
-                let message = format!("`{name}` cannot become a column: {error}");
-                planned
-                    .refused
-                    .insert(name, ("invalid_column_name", message));
-            }
-        }
-    }
-    planned
+    names
 }
 
 /// Why `name` cannot become a column, if it cannot.
