@@ -145,44 +145,51 @@ def jsonable(value: Any) -> Any:
     return str(value)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description="Print an Iceberg table's rows as JSON lines (see the module docstring)."
-    )
+def add_catalog_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments that say which catalog to open (see [`open_catalog`])."""
     parser.add_argument("--catalog-uri", default=None, help="sqlite:/abs/catalog.db or postgres://... (sqlx or SQLAlchemy style)")
     parser.add_argument("--rest-uri", default=None, help="a REST catalog's URL, instead of --catalog-uri")
     parser.add_argument("--warehouse", default=None, help="file:///abs/warehouse (optional)")
     parser.add_argument("--catalog-name", required=True, help="the catalog_name the writer used")
-    parser.add_argument("--table", required=True, help="namespace.table (the namespace may be dotted)")
     parser.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
                         help="a catalog/FileIO property (s3.endpoint=..., ssl.cabundle=..., credential=...)")
-    args = parser.parse_args()
+
+
+def open_catalog(args: argparse.Namespace) -> tuple[Any, str]:
+    """The catalog the arguments of [`add_catalog_arguments`] name, and its URL."""
     extra = dict(p.split("=", 1) for p in args.property)
+    if (args.catalog_uri is None) == (args.rest_uri is None):
+        fail("give one of --catalog-uri and --rest-uri")
+    if args.rest_uri is not None:
+        from pyiceberg.catalog.rest import RestCatalog
+
+        return RestCatalog(args.catalog_name, uri=args.rest_uri, **extra), args.rest_uri
+    url, sqlite_path = sqlalchemy_url(args.catalog_uri)
+    if sqlite_path is not None and not os.path.isfile(sqlite_path):
+        fail(f"catalog database {sqlite_path} does not exist (from --catalog-uri {args.catalog_uri})")
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    properties = {"uri": url, "init_catalog_tables": "false"}
+    if args.warehouse:
+        properties["warehouse"] = warehouse_uri(args.warehouse)
+    return SqlCatalog(args.catalog_name, **properties, **extra), url
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description="Print an Iceberg table's rows as JSON lines (see the module docstring)."
+    )
+    add_catalog_arguments(parser)
+    parser.add_argument("--table", required=True, help="namespace.table (the namespace may be dotted)")
+    args = parser.parse_args()
 
     if "." not in args.table:
         fail(f"--table {args.table!r} must be namespace.table")
     namespace, _, name = args.table.rpartition(".")
     identifier = (*namespace.split("."), name)
-
-    if (args.catalog_uri is None) == (args.rest_uri is None):
-        fail("give one of --catalog-uri and --rest-uri")
     from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 
-    if args.rest_uri is not None:
-        from pyiceberg.catalog.rest import RestCatalog
-
-        url = args.rest_uri
-        catalog = RestCatalog(args.catalog_name, uri=url, **extra)
-    else:
-        url, sqlite_path = sqlalchemy_url(args.catalog_uri)
-        if sqlite_path is not None and not os.path.isfile(sqlite_path):
-            fail(f"catalog database {sqlite_path} does not exist (from --catalog-uri {args.catalog_uri})")
-        from pyiceberg.catalog.sql import SqlCatalog
-
-        properties = {"uri": url, "init_catalog_tables": "false"}
-        if args.warehouse:
-            properties["warehouse"] = warehouse_uri(args.warehouse)
-        catalog = SqlCatalog(args.catalog_name, **properties, **extra)
+    catalog, url = open_catalog(args)
     try:
         table = catalog.load_table(identifier)
     except (NoSuchTableError, NoSuchNamespaceError) as error:

@@ -85,7 +85,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.table import CommitTableRequest, Table
 from pyiceberg.table.metadata import new_table_metadata
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER, SortOrder
-from pyiceberg.table.update import AssertCreate
+from pyiceberg.table.update import AddSchemaUpdate, AssertCreate
 
 NAMESPACE_SEPARATOR = "\x1f"
 DEFAULT_CATALOG_NAME = "rest"
@@ -116,6 +116,25 @@ def parse_namespace(segment: str) -> tuple[str, ...]:
     if not segment or any(not p for p in parts):
         raise HttpError(400, "BadRequestException", f"Invalid namespace: {segment!r}")
     return parts
+
+
+def assign_schema_ids(updates: list[Any], schemas: list[Schema]) -> list[Any]:
+    """`updates` with each added schema's id assigned by the server, whatever id the client
+    sent, as Java's `TableMetadata.Builder` and iceberg-rust's assign it: one past the
+    highest (Java also reuses the id of an equal schema; not needed here). pyiceberg's own
+    metadata update keeps the client's id, so a client that sends the default (0, as
+    iceberg-rust's `UpdateSchemaAction` does) would add a second schema 0 and never make
+    it current."""
+    known = list(schemas)
+    assigned = []
+    for update in updates:
+        if isinstance(update, AddSchemaUpdate):
+            schema_id = max((s.schema_id for s in known), default=-1) + 1
+            schema = update.schema_.model_copy(update={"schema_id": schema_id})
+            known.append(schema)
+            update = update.model_copy(update={"schema_": schema})
+        assigned.append(update)
+    return assigned
 
 
 def metadata_json(table_metadata: Any) -> Any:
@@ -168,8 +187,15 @@ def parse_sort_order(value: Any) -> SortOrder:
 class RestCatalogService:
     """Maps REST requests onto a pyiceberg SqlCatalog."""
 
-    def __init__(self, catalog: SqlCatalog, token: str | None = None, client: str | None = None):
+    def __init__(
+        self,
+        catalog: SqlCatalog,
+        token: str | None = None,
+        client: str | None = None,
+        keep_schema_ids: bool = False,
+    ):
         self.catalog = catalog
+        self.keep_schema_ids = keep_schema_ids
         self.lock = threading.RLock()
         self.client = client
         self.tokens = {token} if token else set()
@@ -384,8 +410,11 @@ class RestCatalogService:
             # The create half of a create transaction (stage-create); SqlCatalog.commit_table
             # only asks the table for its name.
             table = types.SimpleNamespace(name=lambda: ns + (name,))
+        updates = request.updates
+        if isinstance(table, Table) and not self.keep_schema_ids:
+            updates = assign_schema_ids(updates, table.metadata.schemas)
         try:
-            response = self.catalog.commit_table(table, tuple(request.requirements), tuple(request.updates))
+            response = self.catalog.commit_table(table, tuple(request.requirements), tuple(updates))
         except CommitFailedException as e:
             raise HttpError(409, "CommitFailedException", str(e)) from None
         except TableAlreadyExistsError as e:
@@ -518,6 +547,9 @@ def main() -> None:
     parser.add_argument("--tls-key", help="the certificate's private key (PEM)")
     parser.add_argument("--token", help="a static bearer token that every request must carry")
     parser.add_argument("--client", help="ID:SECRET, the OAuth2 client credentials the token endpoint accepts")
+    parser.add_argument("--keep-schema-ids", action="store_true",
+                        help="keep the schema ids clients send (pyiceberg's metadata update as it is), "
+                        "instead of assigning them as Java does")
     args = parser.parse_args()
 
     warehouse = args.warehouse[len("file://"):] if args.warehouse.startswith("file://") else args.warehouse
@@ -531,7 +563,9 @@ def main() -> None:
     os.makedirs(os.path.dirname(db), exist_ok=True)
 
     catalog = SqlCatalog(args.catalog_name, uri=f"sqlite:///{db}", warehouse=f"file://{warehouse}")
-    service = RestCatalogService(catalog, token=args.token, client=args.client)
+    service = RestCatalogService(
+        catalog, token=args.token, client=args.client, keep_schema_ids=args.keep_schema_ids
+    )
     handler = type("BoundHandler", (Handler,), {"service": service})
     server = ThreadingHTTPServer(("127.0.0.1", args.port), handler)
     server.daemon_threads = True

@@ -4,10 +4,11 @@ evolution tests check what sluice added, and change the table under a running sl
 
 Usage (run with the python that tests/py/setup-venv prints):
 
-    schema.py --warehouse /abs/warehouse --table namespace.table \
+    schema.py CATALOG --table namespace.table \
               [--add NAME:TYPE]... [--rename OLD:NEW]... [--widen NAME:TYPE]...
 
-The catalog is the SQL catalog on SQLite in the warehouse (`catalog.db`, named `sluice`).
+CATALOG is given as to read_table.py (`--catalog-uri` or `--rest-uri`, `--catalog-name`,
+optionally `--warehouse` and `--property`).
 TYPE is one of string, long, int, double, boolean. The changes (if any) are committed in one
 schema update, then the table's current schema is printed as one JSON line:
 {"schema_id": N, "fields": [{"id": 1, "name": "a", "type": "string"}, ...]}, top-level
@@ -18,9 +19,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 
-from pyiceberg.catalog.sql import SqlCatalog
+from read_table import add_catalog_arguments, open_catalog
 from pyiceberg.types import BooleanType, DoubleType, IntegerType, LongType, StringType
 
 TYPES = {
@@ -38,18 +38,13 @@ def pairs(values: list[str]) -> list[tuple[str, str]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--warehouse", required=True)
+    add_catalog_arguments(parser)
     parser.add_argument("--table", required=True)
     parser.add_argument("--add", action="append", default=[])
     parser.add_argument("--rename", action="append", default=[])
     parser.add_argument("--widen", action="append", default=[])
     args = parser.parse_args()
-    warehouse = os.path.abspath(args.warehouse)
-    catalog = SqlCatalog(
-        "sluice",
-        uri="sqlite:///" + os.path.join(warehouse, "catalog.db"),
-        warehouse="file://" + warehouse,
-    )
+    catalog, _ = open_catalog(args)
     table = catalog.load_table(args.table)
     if args.add or args.rename or args.widen:
         with table.update_schema() as update:

@@ -69,6 +69,19 @@ pub fn read_table_with(
     for (key, value) in properties {
         command.arg(format!("--property={key}={value}"));
     }
+    catalog_args(&mut command, catalog);
+    let out = command.args(["--table", table]).output().unwrap();
+    assert!(out.status.success(), "read_table.py: {}", text(&out));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v.get("__snapshot_summary").is_none())
+        .collect()
+}
+
+/// The arguments that name `catalog` to `tests/py/read_table.py` (and the scripts that
+/// share its catalog arguments).
+fn catalog_args(command: &mut Command, catalog: CatalogAt<'_>) {
     match catalog {
         CatalogAt::Warehouse(warehouse) => {
             let warehouse = std::fs::canonicalize(warehouse).unwrap();
@@ -87,13 +100,6 @@ pub fn read_table_with(
             command.args(["--rest-uri", url, "--catalog-name", name]);
         }
     }
-    let out = command.args(["--table", table]).output().unwrap();
-    assert!(out.status.success(), "read_table.py: {}", text(&out));
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|v| v.get("__snapshot_summary").is_none())
-        .collect()
 }
 
 /// The rows of `table` (`namespace.name`) in the SQL catalog on SQLite of `warehouse`, as
@@ -132,14 +138,19 @@ pub fn maintain(warehouse: &Path, table: &str, options: &[&str]) -> Value {
 }
 
 /// The current schema of `table` in the SQLite catalog of `warehouse`, after committing
-/// `changes` to it with pyiceberg first (`tests/py/schema.py`: `--add name:type`,
-/// `--rename old:new`, `--widen name:type`): `{"schema_id", "fields": [{"id", "name",
-/// "type"}]}`.
+/// `changes` to it with pyiceberg first (see [`schema_in`]).
 pub fn schema(warehouse: &Path, table: &str, changes: &[&str]) -> Value {
-    let out = Command::new(python())
-        .arg(repo_root().join("tests/py/schema.py"))
-        .arg("--warehouse")
-        .arg(warehouse)
+    schema_in(CatalogAt::Warehouse(warehouse), table, changes)
+}
+
+/// The current schema of `table` in `catalog`, after committing `changes` to it with
+/// pyiceberg first (`tests/py/schema.py`: `--add name:type`, `--rename old:new`, `--widen
+/// name:type`): `{"schema_id", "fields": [{"id", "name", "type"}]}`.
+pub fn schema_in(catalog: CatalogAt<'_>, table: &str, changes: &[&str]) -> Value {
+    let mut command = Command::new(python());
+    command.arg(repo_root().join("tests/py/schema.py"));
+    catalog_args(&mut command, catalog);
+    let out = command
         .args(["--table", table])
         .args(changes)
         .output()

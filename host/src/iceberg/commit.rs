@@ -61,7 +61,27 @@ impl IcebergTable {
     /// snapshot (the files were written with it). If the table's current schema is no
     /// longer the one the change was planned against, nothing is committed:
     /// [`IcebergError::SchemaMoved`] (the batch is to be encoded again).
+    ///
+    /// A catalog that accepts the change but does not apply it (a REST server that keeps
+    /// the schema id 0 iceberg-rust sends, as one built on pyiceberg does) would leave the
+    /// new columns' values unreadable: that is [`IcebergError::SchemaNotApplied`], and the
+    /// pipeline stops.
     pub fn commit_evolving(
+        &mut self,
+        files: Vec<DataFile>,
+        planned: &CommitMark,
+        extra: HashMap<String, String>,
+        fence: &Fence,
+        evolution: Option<&Evolution>,
+    ) -> Result<Landed, IcebergError> {
+        let landed = self.land(files, planned, extra, fence, evolution)?;
+        if let (Some(evolution), Landed::Committed { .. }) = (evolution, &landed) {
+            self.schema_applied(evolution, planned)?;
+        }
+        Ok(landed)
+    }
+
+    fn land(
         &mut self,
         files: Vec<DataFile>,
         planned: &CommitMark,
@@ -129,6 +149,44 @@ impl IcebergTable {
             commit_id: planned.commit_id(),
             expected: evolution.base_schema_id,
             found,
+        })
+    }
+
+    /// The table's current schema is a new one (a catalog that kept the schema id the
+    /// client sent would show the old id, and pyiceberg would read that id's first
+    /// schema, the old one) with every field the committed `evolution` planned (a later
+    /// change may have added more).
+    fn schema_applied(
+        &self,
+        evolution: &Evolution,
+        planned: &CommitMark,
+    ) -> Result<(), IcebergError> {
+        let current = self.schema();
+        let mut missing: Vec<String> = if current.schema_id() == evolution.base_schema_id {
+            evolution
+                .added
+                .iter()
+                .chain(&evolution.promoted)
+                .cloned()
+                .collect()
+        } else {
+            evolution
+                .schema
+                .field_id_to_name_map()
+                .iter()
+                .filter(|(id, _)| current.field_by_id(**id).is_none())
+                .map(|(_, name)| name.clone())
+                .collect()
+        };
+        missing.sort();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        Err(IcebergError::SchemaNotApplied {
+            table: self.name(),
+            commit_id: planned.commit_id(),
+            schema_id: current.schema_id(),
+            missing,
         })
     }
 

@@ -104,6 +104,25 @@ pub enum IcebergError {
         /// The table's current schema id.
         found: i32,
     },
+    /// A batch's rows and schema change committed, but the table's current schema lacks
+    /// fields the change added: the catalog did not apply it (a REST server built on
+    /// pyiceberg keeps the schema id the client sends, and iceberg-rust sends 0). The
+    /// rows landed; their values for those fields are in the data files under the new
+    /// field ids, but readers do not see them until the schema has them.
+    #[error(
+        "batch {commit_id} committed to {table} with a schema change the catalog did not apply: the current schema ({schema_id}) is the one the change was planned against, or lacks its fields: {missing:?}. Does the catalog assign new schema ids itself, as Java's and iceberg-rust's do?"
+    )]
+    SchemaNotApplied {
+        /// The table.
+        table: String,
+        /// The commit id of the batch.
+        commit_id: String,
+        /// The table's current schema id.
+        schema_id: i32,
+        /// The fields of the planned schema the current one lacks (when its id is the one
+        /// the change was planned against: the columns the change added and widened).
+        missing: Vec<String>,
+    },
     /// The commit reported success but the table does not show it (iceberg-rust #3061),
     /// or it failed and the table does not show it either.
     #[error("commit {commit_id} did not land in {table}{}", .cause.as_deref().map(|c| format!(": {c}")).unwrap_or_default())]

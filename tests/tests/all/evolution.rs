@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use sluice_tests::fixture::{Running, Setup, text};
-use sluice_tests::pyiceberg;
+use sluice_tests::postgres::Postgres;
+use sluice_tests::pyiceberg::{self, CatalogAt, RestCatalog};
 
 use crate::group::wait_for_rows;
 use crate::pipeline::feed_lookups;
@@ -37,6 +38,9 @@ columns = [
   {{ name = "price", type = "decimal(6,2)" }},
 ]
 {policy}
+[sink.catalog]
+type = "sql"
+name = "sluice"
 [dead-letter]
 topic = "${{SLUICE_DEAD_LETTER_TOPIC}}"
 "#
@@ -100,7 +104,60 @@ fn field(id: u64, name: &str, ty: &str) -> (u64, String, String) {
 fn new_fields_become_columns_and_outgrown_values_widen_theirs() {
     let mut s = Setup::new("evolve-add");
     s.write_config("pipeline.toml", &config(ADD));
-    produce(&s, &EVENTS, "events.jsonl");
+    add_and_widen(&s, CatalogAt::Warehouse(&s.warehouse));
+}
+
+#[test]
+fn new_fields_become_columns_and_outgrown_values_widen_theirs_postgresql() {
+    let pg = Postgres::start();
+    let mut s = Setup::new("evolve-add-postgres");
+    s.write_config("pipeline.toml", &config(ADD));
+    s.use_postgres_catalog(&pg.url);
+    let catalog = CatalogAt::Sql {
+        uri: &pg.url,
+        name: "sluice",
+    };
+    add_and_widen(&s, catalog);
+}
+
+#[test]
+fn new_fields_become_columns_and_outgrown_values_widen_theirs_rest() {
+    let mut s = Setup::new("evolve-add-rest");
+    s.write_config("pipeline.toml", &config(ADD));
+    let server = RestCatalog::start(&s.warehouse);
+    s.use_rest_catalog(&server.url);
+    let catalog = CatalogAt::Rest {
+        url: &server.url,
+        name: "rest",
+    };
+    add_and_widen(&s, catalog);
+}
+
+/// A REST catalog that keeps the schema id the client sends (pyiceberg's metadata update,
+/// as a server built on it does) accepts the schema change but never makes it current:
+/// the pipeline stops on the first such batch and says why, rather than writing values
+/// no reader sees.
+#[test]
+fn a_catalog_that_does_not_apply_the_schema_change_stops_the_pipeline() {
+    let mut s = Setup::new("evolve-add-rest-ids");
+    s.write_config("pipeline.toml", &config(ADD));
+    let server = RestCatalog::start_with(&s.warehouse, &["--keep-schema-ids"]);
+    s.use_rest_catalog(&server.url);
+    produce(&s, &EVENTS[..3], "events.jsonl");
+    let out = s.run(&[]);
+    assert!(!out.status.success(), "{}", text(&out));
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        log.contains("with a schema change the catalog did not apply")
+            && log.contains(r#"lacks its fields: ["ctx", "tier"]"#),
+        "{log}"
+    );
+}
+
+/// Nine events in three batches into `catalog`: new columns, widened ones, and the
+/// values that fit neither dead-lettered; pyiceberg (and DuckDB, on SQLite) read the rows.
+fn add_and_widen(s: &Setup, catalog: CatalogAt<'_>) {
+    produce(s, &EVENTS, "events.jsonl");
     let out = s.run(&[]);
     assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -120,7 +177,7 @@ fn new_fields_become_columns_and_outgrown_values_widen_theirs() {
     // Ids from the table's last one up, in name order per batch; ctx.os and ctx.v are 5
     // and 6, tags' element 10.
     assert_eq!(
-        fields(&s),
+        fields_of(&pyiceberg::schema_in(catalog, TABLE, &[])),
         [
             field(1, "event_id", "string"),
             field(2, "quantity", "long"),
@@ -153,11 +210,13 @@ fn new_fields_become_columns_and_outgrown_values_widen_theirs() {
         row("e6", json!({"n": 1})),
         row("e8", json!({"n": 2, "tags": ["a", "b"]})),
     ];
-    assert_eq!(pyiceberg::read_table(&s.warehouse, TABLE), expected);
-    assert_eq!(pyiceberg::read_duckdb(&s.warehouse, TABLE), expected);
+    assert_eq!(pyiceberg::read_table_in(catalog, TABLE), expected);
+    if let CatalogAt::Warehouse(warehouse) = catalog {
+        assert_eq!(pyiceberg::read_duckdb(warehouse, TABLE), expected);
+    }
     let reason = |id: &str, code: &str, field: &str| (id.into(), code.into(), field.into());
     assert_eq!(
-        dead(&s),
+        dead(s),
         [
             reason("e7", "type_mismatch", "n"),
             reason("e9", "too_many_columns", "attrs"),
