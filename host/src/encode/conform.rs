@@ -4,35 +4,91 @@
 
 use std::collections::HashMap;
 
-use arrow_array::{ArrayRef, RecordBatch, new_null_array};
-use arrow_schema::{Field, SchemaRef};
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, ArrayRef, ListArray, MapArray, RecordBatch, StructArray, new_null_array};
+use arrow_schema::{ArrowError, DataType, Field, Fields, SchemaRef};
 
 use super::SchemaError;
 
 /// `batch` with the columns of `schema`, matched by Iceberg field id: a column `batch`
 /// lacks (a new one) is null, one of a narrower type (`int` to `long`, `float` to
-/// `double`, a smaller decimal precision) is cast.
+/// `double`, a smaller decimal precision) is cast, and a struct, list or map column is
+/// rebuilt the same way inside (a struct field it lacks is null).
 pub fn conform(batch: RecordBatch, schema: &SchemaRef) -> Result<RecordBatch, SchemaError> {
     if batch.schema() == *schema {
         return Ok(batch);
     }
     let have = batch.schema();
+    let columns = fit_fields(
+        have.fields(),
+        batch.columns(),
+        schema.fields(),
+        batch.num_rows(),
+    )?;
+    Ok(RecordBatch::try_new(schema.clone(), columns)?)
+}
+
+/// The arrays of `want` fields, from the `arrays` of `have` fields matched by field id.
+fn fit_fields(
+    have: &Fields,
+    arrays: &[ArrayRef],
+    want: &Fields,
+    rows: usize,
+) -> Result<Vec<ArrayRef>, ArrowError> {
     let by_id: HashMap<&str, usize> = have
-        .fields()
         .iter()
         .enumerate()
         .filter_map(|(i, f)| Some((field_id(f)?, i)))
         .collect();
-    let columns = schema
-        .fields()
-        .iter()
+    want.iter()
         .map(|f| match field_id(f).and_then(|id| by_id.get(id)) {
-            Some(&i) if batch.column(i).data_type() == f.data_type() => Ok(batch.column(i).clone()),
-            Some(&i) => arrow_cast::cast(batch.column(i), f.data_type()),
-            None => Ok(new_null_array(f.data_type(), batch.num_rows())),
+            Some(&i) => fit(&arrays[i], f.data_type()),
+            None => Ok(new_null_array(f.data_type(), rows)),
         })
-        .collect::<Result<Vec<ArrayRef>, _>>()?;
-    Ok(RecordBatch::try_new(schema.clone(), columns)?)
+        .collect()
+}
+
+/// `array` as an array of type `to`.
+fn fit(array: &ArrayRef, to: &DataType) -> Result<ArrayRef, ArrowError> {
+    if array.data_type() == to {
+        return Ok(array.clone());
+    }
+    match (array.data_type(), to) {
+        (DataType::Struct(have), DataType::Struct(want)) => {
+            let s = array.as_struct();
+            let children = fit_fields(have, s.columns(), want, s.len())?;
+            Ok(Arc::new(StructArray::try_new(
+                want.clone(),
+                children,
+                s.nulls().cloned(),
+            )?))
+        }
+        (DataType::List(_), DataType::List(element)) => {
+            let l = array.as_list::<i32>();
+            let values = fit(l.values(), element.data_type())?;
+            Ok(Arc::new(ListArray::try_new(
+                element.clone(),
+                l.offsets().clone(),
+                values,
+                l.nulls().cloned(),
+            )?))
+        }
+        (DataType::Map(_, _), DataType::Map(entries, sorted)) => {
+            let m = array.as_map();
+            let pairs: ArrayRef = Arc::new(m.entries().clone());
+            let fitted = fit(&pairs, entries.data_type())?;
+            Ok(Arc::new(MapArray::try_new(
+                entries.clone(),
+                m.offsets().clone(),
+                fitted.as_struct().clone(),
+                m.nulls().cloned(),
+                *sorted,
+            )?))
+        }
+        _ => arrow_cast::cast(array, to),
+    }
 }
 
 /// The Iceberg field id of an Arrow field, as iceberg-rust writes it.
@@ -92,5 +148,66 @@ mod tests {
         assert_eq!((qty.value(0), qty.is_null(1)), (7, true));
         let same = conform(batch.clone(), &target).unwrap();
         assert_eq!(same, batch);
+    }
+
+    #[test]
+    fn nested_columns_gain_fields_and_widen_inside() {
+        let field = |id, name: &str, ty| Arc::new(NestedField::optional(id, name, ty));
+        let prim = Type::Primitive;
+        // ctx: struct<os, v, app?> (ids 2..4); items: list<struct<os, v, app?>> (6..9).
+        let inner = |at: i32, v: PrimitiveType, more: bool| {
+            let mut fields = vec![
+                field(at, "os", prim(PrimitiveType::String)),
+                field(at + 1, "v", prim(v)),
+            ];
+            if more {
+                fields.push(field(at + 2, "app", prim(PrimitiveType::String)));
+            }
+            Type::Struct(iceberg::spec::StructType::new(fields))
+        };
+        let schema = |v: PrimitiveType, more: bool| {
+            let element = Arc::new(NestedField::list_element(
+                6,
+                inner(7, v.clone(), more),
+                false,
+            ));
+            Schema::builder()
+                .with_fields(vec![
+                    field(1, "ctx", inner(2, v, more)),
+                    field(
+                        5,
+                        "items",
+                        Type::List(iceberg::spec::ListType::new(element)),
+                    ),
+                ])
+                .build()
+                .unwrap()
+        };
+        let (old, new) = (
+            schema(PrimitiveType::Int, false),
+            schema(PrimitiveType::Long, true),
+        );
+        let values: Vec<&[u8]> = vec![
+            br#"{"ctx": {"os": "ios", "v": 7}, "items": [{"v": 1}, null]}"#,
+            br#"{}"#,
+        ];
+        let encoded = Encoder::new(&old, &[])
+            .unwrap()
+            .encode(values.into_iter().map(Some), 0)
+            .unwrap();
+        let target = Encoder::new(&new, &[]).unwrap().arrow_schema().clone();
+        let batch = conform(encoded.batch, &target).unwrap();
+        assert_eq!(batch.schema(), target);
+        let ctx = batch.column(0).as_struct();
+        assert_eq!(ctx.column(1).as_primitive::<Int64Type>().value(0), 7);
+        assert_eq!(ctx.column(2).null_count(), 2);
+        assert!(ctx.is_null(1));
+        let items = batch.column(1).as_list::<i32>();
+        let first = items.value(0);
+        let first = first.as_struct();
+        assert_eq!(first.len(), 2);
+        assert_eq!(first.column(1).as_primitive::<Int64Type>().value(0), 1);
+        assert!(first.is_null(1) && first.column(2).is_null(0));
+        assert!(items.is_null(1));
     }
 }

@@ -15,6 +15,7 @@ use serde_json::value::RawValue;
 
 use super::cells::{Cell, utf8};
 use super::columns::{Column, ColumnBuilder, ColumnKind, Fill};
+use super::grow;
 use super::infer::{self, Inferred, Wanted};
 use super::nested::{self, Shape};
 use super::{EncodeError, SchemaError, UnknownFields, flat};
@@ -61,6 +62,10 @@ pub struct Encoder {
 struct RowExtra<'a> {
     dropped: Vec<Cow<'a, str>>,
     wanted: Wanted,
+    /// Once the schema is final, a new field that got no column though nothing refused
+    /// it: the row failed for another reason when the change was planned, and that
+    /// reason, found again, is the row's error rather than this one.
+    unplanned: Option<EncodeError>,
 }
 
 /// The result of encoding a batch.
@@ -170,12 +175,13 @@ impl Encoder {
             None => self.unknown(Cow::Borrowed(key), raw, extra, &mut failure),
         });
         if fast.is_some() {
-            return self.complete(cells, failure);
+            return self.complete(cells, failure, extra.unplanned.take());
         }
         cells.fill(Cell::Null);
         failure = None;
         extra.dropped.clear();
         extra.wanted = Wanted::default();
+        extra.unplanned = None;
         let mut de = serde_json::Deserializer::from_str(text);
         let parsed = RowSeed {
             encoder: self,
@@ -204,7 +210,7 @@ impl Encoder {
                 }
             });
         }
-        self.complete(cells, failure)
+        self.complete(cells, failure, extra.unplanned.take())
     }
 
     /// Converts field `raw` into the cell of column `i`, unless an earlier field failed
@@ -226,9 +232,39 @@ impl Encoder {
             Ok(cell) => cells[i] = cell,
             Err(error) => match self.promotion(column, raw) {
                 Some(wider) => extra.wanted.promote(column.name.clone(), wider),
-                None => *failure = Some(error),
+                None => match self.growth(i, raw) {
+                    Ok(Some(ty)) if !self.evolving.frozen => {
+                        extra.wanted.grow(column.name.clone(), ty)
+                    }
+                    // Not planned, not refused: the row failed for another reason.
+                    Ok(Some(_)) => {
+                        extra.unplanned.get_or_insert(error);
+                    }
+                    Ok(None) => *failure = Some(error),
+                    Err(error) => *failure = Some(error),
+                },
             },
         }
+    }
+
+    /// The grown type a value that does not fit nested column `i` asks for, when the
+    /// schema may evolve (see [`grow`]); once the schema is final, the refusal of the
+    /// column's growth, if it was refused.
+    fn growth(&self, i: usize, raw: &str) -> Result<Option<Type>, EncodeError> {
+        if self.unknown != UnknownFields::Add || matches!(self.columns[i].shape, Shape::Leaf(_)) {
+            return Ok(None);
+        }
+        let field = &self.schema.as_struct().fields()[i];
+        if let (true, Some((code, message))) =
+            (self.evolving.frozen, self.evolving.refused.get(&field.name))
+        {
+            return Err(EncodeError {
+                code,
+                message: message.clone(),
+                field: Some(field.name.clone()),
+            });
+        }
+        grow::grown(field, raw, self.evolving.max_depth)
     }
 
     /// The wider type a value that does not fit `column` asks for, when the schema may
@@ -306,18 +342,23 @@ impl Encoder {
             Inferred::Type(ty) => match self.evolving.refused.get(key.as_ref()) {
                 Some((code, message)) => *failure = refuse(code, message.clone()),
                 None if self.evolving.frozen => {
-                    *failure = refuse("unknown_field", format!("the table has no column `{key}`"))
+                    if extra.unplanned.is_none() {
+                        extra.unplanned =
+                            refuse("unknown_field", format!("the table has no column `{key}`"));
+                    }
                 }
                 None => extra.wanted.add(key.into_owned(), ty),
             },
         }
     }
 
-    /// The row of a parsed event: its first failure, or a required column left empty.
+    /// The row of a parsed event: its first failure, a required column left empty, or a
+    /// new field left without a column.
     fn complete<'a>(
         &self,
         cells: Vec<Cell<'a>>,
         failure: Option<EncodeError>,
+        unplanned: Option<EncodeError>,
     ) -> Result<Vec<Cell<'a>>, EncodeError> {
         if let Some(error) = failure {
             return Err(error);
@@ -331,7 +372,10 @@ impl Encoder {
                 });
             }
         }
-        Ok(cells)
+        match unplanned {
+            Some(error) => Err(error),
+            None => Ok(cells),
+        }
     }
 
     /// Checks one value without building anything.
@@ -359,6 +403,7 @@ impl Encoder {
         let mut extra = RowExtra::default();
         for (i, value) in values.enumerate() {
             extra.dropped.clear();
+            extra.unplanned = None;
             let parsed = self.parse(value, &mut extra);
             if !extra.wanted.is_empty() && parsed.is_ok() {
                 wanted.merge(std::mem::take(&mut extra.wanted));

@@ -16,7 +16,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use iceberg::spec::{ListType, NestedField, NestedFieldRef, PrimitiveType, StructType, Type};
+use iceberg::spec::{
+    ListType, MapType, NestedField, NestedFieldRef, PrimitiveType, StructType, Type,
+};
 use serde_json::Value;
 
 /// What a JSON value says about the type of a new column.
@@ -125,29 +127,46 @@ pub(super) fn unify(a: &Type, b: &Type) -> Type {
     }
 }
 
-/// What the rows of a batch ask the table's schema to become: new top-level columns and
-/// wider types for existing ones.
+/// What the rows of a batch ask the table's schema to become: new top-level columns,
+/// wider types for existing ones, and nested columns grown inside.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Wanted {
     /// New columns, by name, with the type their values unify to.
     pub added: BTreeMap<String, Type>,
     /// Existing columns whose values outgrew their type, by name, with the wider type.
     pub promoted: BTreeMap<String, PrimitiveType>,
+    /// Existing struct, list and map columns whose values need more inside (struct fields,
+    /// wider primitives; see [`super::grow`]), by name: the column's type grown, with the
+    /// placeholder id 0 on what is new.
+    pub grown: BTreeMap<String, Type>,
 }
 
 impl Wanted {
     /// Nothing is asked.
     pub fn is_empty(&self) -> bool {
-        self.added.is_empty() && self.promoted.is_empty()
+        self.added.is_empty() && self.promoted.is_empty() && self.grown.is_empty()
     }
 
-    /// Adds a later part's wants: types of the same column unify, promotions widen.
+    /// Adds a later part's wants: types of the same column unify, promotions widen,
+    /// growths of one column grow each other.
     pub fn merge(&mut self, later: Wanted) {
         for (name, ty) in later.added {
             self.add(name, ty);
         }
         for (name, ty) in later.promoted {
             self.promote(name, ty);
+        }
+        for (name, ty) in later.grown {
+            self.grow(name, ty);
+        }
+    }
+
+    pub(super) fn grow(&mut self, name: String, ty: Type) {
+        match self.grown.get_mut(&name) {
+            Some(t) => *t = grow(t, &ty),
+            None => {
+                self.grown.insert(name, ty);
+            }
         }
     }
 
@@ -204,6 +223,67 @@ pub(super) fn promotion(kind: &PrimitiveType, raw: &str) -> Option<PrimitiveType
         }
         _ => None,
     }
+}
+
+/// Column type `base` grown to hold values of type `value` (see [`super::grow`]): fields
+/// it has keep their ids and grow in turn, fields it lacks are appended (id 0), an `int`
+/// meets a `long` as a `long` and a `float` a `double`; any other pair keeps `base`.
+pub fn grow(base: &Type, value: &Type) -> Type {
+    match (base, value) {
+        (Type::Primitive(PrimitiveType::Int), Type::Primitive(PrimitiveType::Long)) => {
+            Type::Primitive(PrimitiveType::Long)
+        }
+        (Type::Primitive(PrimitiveType::Float), Type::Primitive(PrimitiveType::Double)) => {
+            Type::Primitive(PrimitiveType::Double)
+        }
+        (Type::Struct(b), Type::Struct(v)) => {
+            let mut fields: Vec<NestedFieldRef> = b.fields().to_vec();
+            for f in v.fields() {
+                match fields.iter_mut().find(|g| g.name == f.name) {
+                    Some(g) => *g = with_type(g, grown_field(g, &f.field_type)),
+                    None => fields.push(f.clone()),
+                }
+            }
+            Type::Struct(StructType::new(fields))
+        }
+        (Type::List(b), Type::List(v)) => {
+            let element = &b.element_field;
+            let ty = grown_field(element, &v.element_field.field_type);
+            Type::List(ListType::new(with_type(element, ty)))
+        }
+        // A map is a JSON object: each of its fields is a value of the map.
+        (Type::Map(b), Type::Struct(v)) => {
+            let value = &b.value_field;
+            let ty = v
+                .fields()
+                .iter()
+                .fold((*value.field_type).clone(), |ty, f| {
+                    grow_or_unify(value.id, &ty, &f.field_type)
+                });
+            Type::Map(MapType::new(b.key_field.clone(), with_type(value, ty)))
+        }
+        _ => base.clone(),
+    }
+}
+
+/// `field`'s type grown by `value`: new fields (id 0, asked for by another value of the
+/// batch) unify, as new columns' types do.
+fn grown_field(field: &NestedFieldRef, value: &Type) -> Type {
+    grow_or_unify(field.id, &field.field_type, value)
+}
+
+fn grow_or_unify(id: i32, ty: &Type, value: &Type) -> Type {
+    if id == 0 {
+        unify(ty, value)
+    } else {
+        grow(ty, value)
+    }
+}
+
+fn with_type(field: &NestedFieldRef, ty: Type) -> NestedFieldRef {
+    let mut f = (**field).clone();
+    f.field_type = Box::new(ty);
+    Arc::new(f)
 }
 
 #[cfg(test)]

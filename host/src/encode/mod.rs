@@ -26,6 +26,7 @@ pub mod decimal;
 pub mod dropped;
 mod encoder;
 mod flat;
+mod grow;
 mod infer;
 #[cfg(test)]
 mod infer_encoder_tests;
@@ -44,7 +45,7 @@ use arrow_array::{BooleanArray, RecordBatch};
 pub use self::conform::conform;
 pub use self::dropped::{DroppedFields, UnknownFields};
 pub use self::encoder::{Encoded, Encoder, Evolving, SCHEMA_CHANGE};
-pub use self::infer::Wanted;
+pub use self::infer::{Wanted, grow as grow_type};
 
 /// Why one event could not be encoded.
 #[derive(Debug, Clone, PartialEq, Eq)]

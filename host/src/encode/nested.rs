@@ -2,8 +2,8 @@
 //!
 //! A JSON object fills a struct (by field name), an array a list, an object a map (its keys
 //! converted to the key type). Primitives inside convert as top-level cells do
-//! ([`cells::cell`]). A missing field or a JSON `null` is null; a field the struct lacks, a
-//! value that does not fit, or a null where the type requires a value makes the event an
+//! ([`cells::cell`]). A missing field or a JSON `null` is null; a field the struct lacks
+//! (unless it is null, which holds nothing), a value that does not fit, or a null where the type requires a value makes the event an
 //! error whose path points into the column: `.name` for a struct field, `[i]` for a list
 //! element (from 0), `["key"]` for a map entry (the key as a JSON string), so the
 //! dead-letter's field reads `items[3].qty`, `context.os` or `utm["k"]`.
@@ -164,6 +164,9 @@ fn struct_cell<'a>(
     let mut cells = vec![Cell::Null; fields.len()];
     for (name, value) in entries(raw)? {
         let Some(i) = fields.iter().position(|f| f.name() == &*name) else {
+            if value.get() == "null" {
+                continue; // nothing to keep
+            }
             let message = format!("the struct has no field `{name}` (add it to the column's type)");
             return Err(NestedError::new(("unknown_field", message)).under(format!(".{name}")));
         };

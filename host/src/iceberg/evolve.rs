@@ -25,6 +25,11 @@ use iceberg::spec::{
 };
 use iceberg::table::Table;
 
+use crate::encode::Wanted;
+
+#[path = "evolve_grow.rs"]
+mod grow;
+
 /// The name of the placeholder column of [`base_for`], deleted by the schema change.
 pub const PLACEHOLDER: &str = "_sluice_schema_change";
 
@@ -57,23 +62,30 @@ pub struct Planned {
 pub fn plan(
     metadata: &TableMetadata,
     on_top: Option<&Evolution>,
-    added: &BTreeMap<String, Type>,
-    promoted: &BTreeMap<String, PrimitiveType>,
+    wanted: &Wanted,
     max_columns: usize,
 ) -> Planned {
     let current = on_top.map_or(metadata.current_schema().as_ref(), |e| &e.schema);
     let base_schema_id = on_top.map_or(current.schema_id(), |e| e.base_schema_id);
     let mut planned = Planned::default();
     let mut fields: Vec<NestedFieldRef> = current.as_struct().fields().to_vec();
-    let widened = widen(&mut fields, promoted);
-    let names = add(
+    let mut widened = widen(&mut fields, &wanted.promoted);
+    let mut ids = Ids {
+        next: metadata.last_column_id().max(current.highest_field_id()),
+        count: count_fields(&fields),
+        max: max_columns,
+    };
+    let (mut names, mut deeper) =
+        grow::grow_columns(&mut fields, &wanted.grown, &mut ids, &mut planned);
+    widened.append(&mut deeper);
+    names.extend(add(
         metadata,
         current,
-        added,
-        max_columns,
+        &wanted.added,
+        &mut ids,
         &mut fields,
         &mut planned,
-    );
+    ));
     if names.is_empty() && widened.is_empty() {
         planned.evolution = on_top.cloned();
         return planned;
@@ -133,7 +145,7 @@ fn add(
     metadata: &TableMetadata,
     current: &Schema,
     added: &BTreeMap<String, Type>,
-    max_columns: usize,
+    ids: &mut Ids,
     fields: &mut Vec<NestedFieldRef>,
     planned: &mut Planned,
 ) -> Vec<String> {
@@ -141,8 +153,6 @@ fn add(
         .partition_specs_iter()
         .flat_map(|spec| spec.fields().iter().map(|f| f.name.clone()))
         .collect();
-    let mut count = count_fields(current.as_struct().fields());
-    let mut next_id = metadata.last_column_id().max(current.highest_field_id());
     let mut names = Vec::new();
     for (name, ty) in added {
         let taken = names.iter().any(|n: &String| n.eq_ignore_ascii_case(name));
@@ -155,22 +165,38 @@ fn add(
             planned.refused.insert(name.clone(), refusal);
             continue;
         }
-        let ty_fields = 1 + count_type(ty);
-        if count + ty_fields > max_columns {
-            let message = format!(
-                "`{name}` would take the table past `[sink] max-columns` ({max_columns} \
-                 columns, nested fields counted; it has {count})"
-            );
-            planned
-                .refused
-                .insert(name.clone(), ("too_many_columns", message));
+        if let Err(refusal) = ids.take(name, 1 + count_type(ty)) {
+            planned.refused.insert(name.clone(), refusal);
             continue;
         }
-        count += ty_fields;
-        fields.push(assign_ids(name, ty, &mut next_id));
+        fields.push(assign_ids(name, ty, &mut ids.next));
         names.push(name.clone());
     }
     names
+}
+
+/// Field ids and the column count of a plan: the last id assigned, the fields the schema
+/// has, and the cap on them.
+pub(super) struct Ids {
+    pub(super) next: i32,
+    count: usize,
+    max: usize,
+}
+
+impl Ids {
+    /// Counts `n` more fields for `name`, unless they would pass the cap.
+    pub(super) fn take(&mut self, name: &str, n: usize) -> Result<(), (&'static str, String)> {
+        if self.count + n > self.max {
+            let message = format!(
+                "`{name}` would take the table past `[sink] max-columns` ({} columns, nested \
+                 fields counted; it has {})",
+                self.max, self.count
+            );
+            return Err(("too_many_columns", message));
+        }
+        self.count += n;
+        Ok(())
+    }
 }
 
 /// Why `name` cannot become a column, if it cannot.
@@ -238,7 +264,7 @@ pub fn count_fields(fields: &[NestedFieldRef]) -> usize {
     fields.iter().map(|f| 1 + count_type(&f.field_type)).sum()
 }
 
-fn count_type(ty: &Type) -> usize {
+pub(super) fn count_type(ty: &Type) -> usize {
     match ty {
         Type::Primitive(_) => 0,
         Type::Struct(s) => count_fields(s.fields()),
@@ -251,7 +277,7 @@ fn count_type(ty: &Type) -> usize {
 
 /// Optional field `name` of type `ty`, with ids after `next_id` (the field first, then
 /// what it holds, depth first).
-fn assign_ids(name: &str, ty: &Type, next_id: &mut i32) -> NestedFieldRef {
+pub(super) fn assign_ids(name: &str, ty: &Type, next_id: &mut i32) -> NestedFieldRef {
     *next_id += 1;
     let id = *next_id;
     Arc::new(NestedField::optional(id, name, with_ids(ty, next_id)))

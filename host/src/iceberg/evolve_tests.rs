@@ -68,7 +68,7 @@ fn a_plan_adds_columns_in_name_order_with_fresh_ids_and_widens_what_iceberg_allo
         ("qty".to_string(), PrimitiveType::Long),
         ("id".to_string(), PrimitiveType::Long),
     ]);
-    let planned = plan(metadata, None, &added, &promoted, 100);
+    let planned = plan(metadata, None, &wanted(&added, &promoted), 100);
     let evolution = planned.evolution.expect("a change");
     assert_eq!(evolution.base_schema_id, metadata.current_schema_id());
     assert_eq!(evolution.added, ["tags", "tier"]);
@@ -112,13 +112,60 @@ fn columns_past_the_cap_are_refused_and_nothing_else_changes() {
     let metadata = table.table().metadata();
     let added = BTreeMap::from([("a".to_string(), string()), ("b".to_string(), string())]);
     // 4 fields now (ctx.os counts): room for one more.
-    let planned = plan(metadata, None, &added, &BTreeMap::new(), 5);
+    let planned = plan(metadata, None, &wanted(&added, &BTreeMap::new()), 5);
     assert_eq!(planned.evolution.unwrap().added, ["a"]);
     assert_eq!(planned.refused["b"].0, "too_many_columns");
-    let planned = plan(metadata, None, &added, &BTreeMap::new(), 4);
+    let planned = plan(metadata, None, &wanted(&added, &BTreeMap::new()), 4);
     assert!(planned.evolution.is_none());
     assert_eq!(planned.refused.len(), 2);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_struct_column_grows_inside_with_fresh_ids_counted_against_the_cap() {
+    let (dir, table) = open("grow");
+    let metadata = table.table().metadata();
+    let field = |id, name: &str, ty| Arc::new(NestedField::optional(id, name, ty));
+    let asked = |fields| Wanted {
+        grown: BTreeMap::from([("ctx".to_string(), Type::Struct(StructType::new(fields)))]),
+        ..Wanted::default()
+    };
+    // `ctx.os` (id 4) stays, `ctx.v` and `ctx.app` are new (id 0, asked by the encoder).
+    let wanted = asked(vec![
+        field(4, "os", string()),
+        field(0, "v", Type::Primitive(PrimitiveType::Long)),
+        field(0, "app", string()),
+    ]);
+    let evolution = plan(metadata, None, &wanted, 100).evolution.unwrap();
+    assert_eq!(evolution.added, ["ctx.v", "ctx.app"]);
+    assert_eq!(
+        ids(&evolution.schema)[2..],
+        [
+            (3, "ctx:struct<stringlongstring>".to_string()),
+            (4, "ctx.os:string".to_string()),
+            (5, "ctx.v:long".to_string()),
+            (6, "ctx.app:string".to_string()),
+        ]
+    );
+    // 4 fields now: one more fits under 5, two do not, and nothing else changes.
+    let planned = plan(metadata, None, &wanted, 5);
+    assert!(planned.evolution.is_none());
+    assert_eq!(planned.refused["ctx"].0, "too_many_columns");
+    // A new field named as another but for its case refuses the growth.
+    let twin = asked(vec![field(4, "os", string()), field(0, "OS", string())]);
+    let planned = plan(metadata, None, &twin, 100);
+    assert!(planned.evolution.is_none());
+    assert_eq!(planned.refused["ctx"].0, "invalid_column_name");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// What a batch asks for: `added` columns and `promoted` ones.
+fn wanted(added: &BTreeMap<String, Type>, promoted: &BTreeMap<String, PrimitiveType>) -> Wanted {
+    Wanted {
+        added: added.clone(),
+        promoted: promoted.clone(),
+        ..Wanted::default()
+    }
 }
 
 fn mark(batch_id: u64) -> CommitMark {
@@ -135,14 +182,21 @@ fn a_schema_change_commits_with_its_batch_or_not_at_all() {
     let before = table.schema().schema_id();
     let added = BTreeMap::from([("tier".to_string(), string())]);
     let promoted = BTreeMap::from([("qty".to_string(), PrimitiveType::Long)]);
-    let planned = plan(table.table().metadata(), None, &added, &promoted, 100);
+    let planned = plan(
+        table.table().metadata(),
+        None,
+        &wanted(&added, &promoted),
+        100,
+    );
     let evolution = planned.evolution.unwrap();
     // Another change, planned against the same schema: it must not land after the first.
     let other = plan(
         table.table().metadata(),
         None,
-        &BTreeMap::from([("other".to_string(), string())]),
-        &BTreeMap::new(),
+        &wanted(
+            &BTreeMap::from([("other".to_string(), string())]),
+            &BTreeMap::new(),
+        ),
         100,
     )
     .evolution

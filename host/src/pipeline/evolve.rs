@@ -55,13 +55,7 @@ impl Pipeline {
         let sink = &self.config.sink;
         let wanted = std::mem::take(&mut processed.wanted);
         let metadata = self.outputs.table().table().table().metadata();
-        let planned = plan(
-            metadata,
-            self.planned.as_ref(),
-            &wanted.added,
-            &wanted.promoted,
-            sink.max_columns,
-        );
+        let planned = plan(metadata, self.planned.as_ref(), &wanted, sink.max_columns);
         if !planned.refused.is_empty() {
             tracing::debug!(refused = ?planned.refused.keys().collect::<Vec<_>>(), "new fields refused a column");
         }

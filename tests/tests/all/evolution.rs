@@ -15,10 +15,21 @@ use crate::group::wait_for_rows;
 use crate::pipeline::feed_lookups;
 use crate::unknown_fields::{dead, follow_until_read};
 
-const TABLE: &str = "shop.events";
+pub(crate) const TABLE: &str = "shop.events";
 
 /// Three batches of three events (`{policy}`: the `unknown-fields` lines).
 fn config(policy: &str) -> String {
+    config_with(
+        r#"{ name = "event_id", type = "string", required = true },
+  { name = "quantity", type = "int" },
+  { name = "price", type = "decimal(6,2)" },"#,
+        policy,
+    )
+}
+
+/// A pipeline of batches of three events into `shop.events`, declaring `columns` (TOML
+/// inline tables, comma-terminated), with `{policy}` in `[sink]`.
+pub(crate) fn config_with(columns: &str, policy: &str) -> String {
     format!(
         r#"
 [pipeline]
@@ -33,9 +44,7 @@ warehouse = "${{SLUICE_WAREHOUSE}}"
 namespace = "shop"
 table = "events"
 columns = [
-  {{ name = "event_id", type = "string", required = true }},
-  {{ name = "quantity", type = "int" }},
-  {{ name = "price", type = "decimal(6,2)" }},
+  {columns}
 ]
 {policy}
 [sink.catalog]
@@ -64,7 +73,7 @@ const EVENTS: [&str; 9] = [
     r#"{"event_id":"e9","attrs":{"a1":1,"a2":1,"a3":1,"a4":1,"a5":1,"a6":1}}"#,
 ];
 
-fn produce(s: &Setup, events: &[&str], file: &str) {
+pub(crate) fn produce(s: &Setup, events: &[&str], file: &str) {
     std::fs::create_dir_all(&s.warehouse).unwrap();
     let path = s.warehouse.join(file);
     std::fs::write(&path, events.join("\n") + "\n").unwrap();
@@ -81,7 +90,7 @@ fn fields_in(s: &Setup, table: &str) -> Vec<(u64, String, String)> {
     fields_of(&pyiceberg::schema(&s.warehouse, table, &[]))
 }
 
-fn fields_of(schema: &Value) -> Vec<(u64, String, String)> {
+pub(crate) fn fields_of(schema: &Value) -> Vec<(u64, String, String)> {
     schema["fields"]
         .as_array()
         .unwrap()
@@ -96,7 +105,7 @@ fn fields_of(schema: &Value) -> Vec<(u64, String, String)> {
         .collect()
 }
 
-fn field(id: u64, name: &str, ty: &str) -> (u64, String, String) {
+pub(crate) fn field(id: u64, name: &str, ty: &str) -> (u64, String, String) {
     (id, name.to_string(), ty.to_string())
 }
 

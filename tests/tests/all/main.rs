@@ -16,6 +16,7 @@ mod engine;
 mod enricher;
 mod event_time;
 mod evolution;
+mod evolution_nested;
 mod fencing;
 mod generator;
 mod group;

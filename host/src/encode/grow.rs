@@ -1,0 +1,179 @@
+//! Evolution inside a nested column: a struct that gains fields and a primitive inside one
+//! that widens, asked for by a value that does not fit the column as it is.
+//!
+//! The value's type is inferred ([`super::infer`]) and grown onto the column's
+//! ([`grow`]): fields
+//! the column has keep their ids and grow in turn, fields it lacks are appended with the
+//! placeholder id 0 (the table's schema change numbers them), an `int` meets a `long` as
+//! a `long` and a `float` a `double`. Any other pair keeps the column's type. The grown
+//! type is asked for only if the value fits it; otherwise the value's error is the fit
+//! against the grown type, which names the real misfit (a string for a `long` inside, say)
+//! rather than the first unknown field.
+
+use std::sync::Arc;
+
+use iceberg::spec::{NestedField, NestedFieldRef, Type};
+
+use super::EncodeError;
+use super::columns::Column;
+use super::infer::{self, Inferred, grow};
+use super::nested;
+
+/// What a value that does not fit nested `field` asks for: `Ok(Some(type))` the grown
+/// column type it fits, `Ok(None)` nothing (no growth helps: the column's own error
+/// stands), `Err` the value's error against the grown type, or why it cannot grow.
+pub(super) fn grown(
+    field: &NestedFieldRef,
+    raw: &str,
+    max_depth: usize,
+) -> Result<Option<Type>, EncodeError> {
+    let value = match infer::infer(raw, max_depth) {
+        Inferred::Type(ty) => ty,
+        Inferred::TooDeep => {
+            return Err(EncodeError {
+                code: "nested_too_deep",
+                message: format!(
+                    "`{}` nests deeper than `[sink] max-nesting-depth` ({max_depth}), so its new fields cannot become columns",
+                    field.name
+                ),
+                field: Some(field.name.clone()),
+            });
+        }
+        Inferred::Null | Inferred::Empty => return Ok(None),
+    };
+    let ty = grow(&field.field_type, &value);
+    if ty == *field.field_type {
+        return Ok(None);
+    }
+    let wider = Arc::new(NestedField::optional(field.id, &field.name, ty.clone()));
+    let column = nested::column(&wider, &[]).map_err(|e| EncodeError {
+        code: "type_mismatch",
+        message: format!("`{}` cannot grow to hold the value: {e}", field.name),
+        field: Some(field.name.clone()),
+    })?;
+    fits(&column, raw)?;
+    Ok(Some(ty))
+}
+
+/// Whether `raw` fits `column`.
+fn fits(column: &Column, raw: &str) -> Result<(), EncodeError> {
+    column.cell(raw).map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use iceberg::spec::{ListType, MapType, PrimitiveType, StructType};
+
+    use super::*;
+
+    fn prim(p: PrimitiveType) -> Type {
+        Type::Primitive(p)
+    }
+
+    fn field(id: i32, name: &str, ty: Type) -> NestedFieldRef {
+        Arc::new(NestedField::optional(id, name, ty))
+    }
+
+    fn structure(fields: Vec<NestedFieldRef>) -> Type {
+        Type::Struct(StructType::new(fields))
+    }
+
+    #[test]
+    fn a_struct_gains_fields_with_placeholder_ids_and_keeps_its_own() {
+        let base = structure(vec![
+            field(5, "os", prim(PrimitiveType::String)),
+            field(6, "v", prim(PrimitiveType::Int)),
+        ]);
+        let value = structure(vec![
+            field(0, "v", prim(PrimitiveType::Long)),
+            field(0, "browser", prim(PrimitiveType::String)),
+        ]);
+        let expected = structure(vec![
+            field(5, "os", prim(PrimitiveType::String)),
+            field(6, "v", prim(PrimitiveType::Long)),
+            field(0, "browser", prim(PrimitiveType::String)),
+        ]);
+        assert_eq!(grow(&base, &value), expected);
+        // A long does not become a double (Iceberg has no such promotion).
+        let long = structure(vec![field(6, "v", prim(PrimitiveType::Long))]);
+        let double = structure(vec![field(0, "v", prim(PrimitiveType::Double))]);
+        assert_eq!(grow(&long, &double), long);
+    }
+
+    #[test]
+    fn values_that_fit_ask_for_nothing_and_misfits_name_the_real_field() {
+        let ctx = field(
+            4,
+            "ctx",
+            structure(vec![field(5, "v", prim(PrimitiveType::Long))]),
+        );
+        assert_eq!(grown(&ctx, r#"{"v": 1}"#, 5).unwrap(), None);
+        let wider = grown(&ctx, r#"{"v": 1, "b": true}"#, 5).unwrap().unwrap();
+        assert_eq!(
+            wider,
+            structure(vec![
+                field(5, "v", prim(PrimitiveType::Long)),
+                field(0, "b", prim(PrimitiveType::Boolean)),
+            ])
+        );
+        let error = grown(&ctx, r#"{"b": true, "v": "x"}"#, 5).unwrap_err();
+        assert_eq!(
+            (error.code, error.field.as_deref()),
+            ("type_mismatch", Some("ctx.v"))
+        );
+        let deep = grown(&ctx, r#"{"b": {"c": {"d": 1}}}"#, 2).unwrap_err();
+        assert_eq!(deep.code, "nested_too_deep");
+    }
+
+    #[test]
+    fn lists_of_structs_and_maps_grow_their_elements_and_values() {
+        let items = field(
+            7,
+            "items",
+            Type::List(ListType::new(Arc::new(NestedField::list_element(
+                8,
+                structure(vec![field(9, "sku", prim(PrimitiveType::String))]),
+                false,
+            )))),
+        );
+        let grown_items = grown(&items, r#"[{"sku": "a"}, {"sku": "b", "qty": 2}]"#, 5)
+            .unwrap()
+            .unwrap();
+        let Type::List(list) = &grown_items else {
+            panic!("{grown_items:?}")
+        };
+        assert_eq!(list.element_field.id, 8);
+        assert_eq!(
+            *list.element_field.field_type,
+            structure(vec![
+                field(9, "sku", prim(PrimitiveType::String)),
+                field(0, "qty", prim(PrimitiveType::Long)),
+            ])
+        );
+        let counts = field(
+            10,
+            "counts",
+            Type::Map(MapType::new(
+                Arc::new(NestedField::map_key_element(
+                    11,
+                    prim(PrimitiveType::String),
+                )),
+                Arc::new(NestedField::map_value_element(
+                    12,
+                    prim(PrimitiveType::Int),
+                    false,
+                )),
+            )),
+        );
+        let grown_counts = grown(&counts, r#"{"a": 1, "b": 3000000000}"#, 5)
+            .unwrap()
+            .unwrap();
+        let Type::Map(map) = &grown_counts else {
+            panic!("{grown_counts:?}")
+        };
+        assert_eq!(
+            (map.value_field.id, &*map.value_field.field_type),
+            (12, &prim(PrimitiveType::Long))
+        );
+    }
+}
