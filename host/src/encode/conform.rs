@@ -123,6 +123,23 @@ mod tests {
             .unwrap()
     }
 
+    /// `values` encoded against `old`, then conformed to `new` (whose Arrow schema the
+    /// batch then has).
+    fn encoded_then_conformed(
+        old: &Schema,
+        new: &Schema,
+        values: &[&[u8]],
+    ) -> (RecordBatch, SchemaRef) {
+        let encoded = Encoder::new(old, &[])
+            .unwrap()
+            .encode(values.iter().map(|v| Some(*v)), 0)
+            .unwrap();
+        let target = Encoder::new(new, &[]).unwrap().arrow_schema().clone();
+        let batch = conform(encoded.batch, &target).unwrap();
+        assert_eq!(batch.schema(), target);
+        (batch, target)
+    }
+
     #[test]
     fn rows_of_an_older_schema_fit_a_newer_one_by_field_id() {
         let old = arrow(vec![
@@ -135,14 +152,8 @@ mod tests {
             (3, "tier", PrimitiveType::String),
             (2, "quantity", PrimitiveType::Long),
         ]);
-        let values: Vec<&[u8]> = vec![br#"{"id": "a", "qty": 7}"#, br#"{"id": "b"}"#];
-        let encoded = Encoder::new(&old, &[])
-            .unwrap()
-            .encode(values.into_iter().map(Some), 0)
-            .unwrap();
-        let target = Encoder::new(&new, &[]).unwrap().arrow_schema().clone();
-        let batch = conform(encoded.batch, &target).unwrap();
-        assert_eq!(batch.schema(), target);
+        let values: [&[u8]; 2] = [br#"{"id": "a", "qty": 7}"#, br#"{"id": "b"}"#];
+        let (batch, target) = encoded_then_conformed(&old, &new, &values);
         assert_eq!(batch.column(1).null_count(), 2);
         let qty = batch.column(2).as_primitive::<Int64Type>();
         assert_eq!((qty.value(0), qty.is_null(1)), (7, true));
@@ -187,17 +198,11 @@ mod tests {
             schema(PrimitiveType::Int, false),
             schema(PrimitiveType::Long, true),
         );
-        let values: Vec<&[u8]> = vec![
+        let values: [&[u8]; 2] = [
             br#"{"ctx": {"os": "ios", "v": 7}, "items": [{"v": 1}, null]}"#,
             br#"{}"#,
         ];
-        let encoded = Encoder::new(&old, &[])
-            .unwrap()
-            .encode(values.into_iter().map(Some), 0)
-            .unwrap();
-        let target = Encoder::new(&new, &[]).unwrap().arrow_schema().clone();
-        let batch = conform(encoded.batch, &target).unwrap();
-        assert_eq!(batch.schema(), target);
+        let (batch, _) = encoded_then_conformed(&old, &new, &values);
         let ctx = batch.column(0).as_struct();
         assert_eq!(ctx.column(1).as_primitive::<Int64Type>().value(0), 7);
         assert_eq!(ctx.column(2).null_count(), 2);
