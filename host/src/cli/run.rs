@@ -30,8 +30,8 @@ relative paths are relative to the file's folder). Sections and their keys:
                         max-failure-rate, max-rejection-rate, max-rejection-ratio)
 [sink]                  warehouse, namespace, table, columns, partition-by,
                         ingestion-time-column, unknown-fields, max-columns,
-                        max-nesting-depth, target-file-size, zstd-level,
-                        commit-interval, min-commit-rows
+                        max-nesting-depth, infer-timestamps, target-file-size,
+                        zstd-level, commit-interval, min-commit-rows
 [sink.s3]               endpoint, region, path-style, access-key-id, secret-access-key,
                         session-token
 [sink.catalog]          type, name, uri, token, credential, oauth2-server-uri, scope,

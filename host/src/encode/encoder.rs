@@ -16,7 +16,7 @@ use serde_json::value::RawValue;
 use super::cells::{Cell, utf8};
 use super::columns::{Column, ColumnBuilder, ColumnKind, Fill};
 use super::grow;
-use super::infer::{self, Inferred, Wanted};
+use super::infer::{self, Evolving, Inferred, Wanted};
 use super::nested::{self, Shape};
 use super::{EncodeError, SchemaError, UnknownFields, flat};
 
@@ -24,19 +24,6 @@ use super::{EncodeError, SchemaError, UnknownFields, flat};
 /// [`UnknownFields::Add`]); such rows are encoded again against the new schema and never
 /// dead-lettered with it.
 pub const SCHEMA_CHANGE: &str = "schema_change";
-
-/// Evolution's settings: how deep a new column may nest, and which new fields were refused
-/// a column (by name, with the code their events are dead-lettered with).
-#[derive(Debug, Clone, Default)]
-pub struct Evolving {
-    /// The deepest a new column's type may nest (a struct of primitives is 1).
-    pub max_depth: usize,
-    /// Whether the schema is final for this batch: a field still without a column is
-    /// refused, not asked for.
-    pub frozen: bool,
-    /// Fields refused a column, with the code and the reason.
-    pub refused: BTreeMap<String, (&'static str, String)>,
-}
 
 /// Encodes JSON values to Arrow batches of one table schema. Cheap to share across
 /// threads.
@@ -264,7 +251,7 @@ impl Encoder {
                 field: Some(field.name.clone()),
             });
         }
-        grow::grown(field, raw, self.evolving.max_depth)
+        grow::grown(field, raw, &self.evolving)
     }
 
     /// The wider type a value that does not fit `column` asks for, when the schema may
@@ -327,7 +314,7 @@ impl Encoder {
                 field: Some(key.to_string()),
             })
         };
-        match infer::infer(raw, self.evolving.max_depth) {
+        match infer::infer_with(raw, self.evolving.max_depth, self.evolving.timestamps) {
             Inferred::Null => {}
             Inferred::Empty => extra.dropped.push(key),
             Inferred::TooDeep => {

@@ -16,7 +16,7 @@ use iceberg::spec::{NestedField, NestedFieldRef, Type};
 
 use super::EncodeError;
 use super::columns::Column;
-use super::infer::{self, Inferred, grow};
+use super::infer::{self, Evolving, Inferred, grow};
 use super::nested;
 
 /// What a value that does not fit nested `field` asks for: `Ok(Some(type))` the grown
@@ -25,9 +25,10 @@ use super::nested;
 pub(super) fn grown(
     field: &NestedFieldRef,
     raw: &str,
-    max_depth: usize,
+    evolving: &Evolving,
 ) -> Result<Option<Type>, EncodeError> {
-    let value = match infer::infer(raw, max_depth) {
+    let max_depth = evolving.max_depth;
+    let value = match infer::infer_with(raw, max_depth, evolving.timestamps) {
         Inferred::Type(ty) => ty,
         Inferred::TooDeep => {
             return Err(EncodeError {
@@ -65,6 +66,13 @@ mod tests {
     use iceberg::spec::{ListType, MapType, PrimitiveType, StructType};
 
     use super::*;
+
+    fn depth(max_depth: usize) -> Evolving {
+        Evolving {
+            max_depth,
+            ..Evolving::default()
+        }
+    }
 
     fn prim(p: PrimitiveType) -> Type {
         Type::Primitive(p)
@@ -107,8 +115,10 @@ mod tests {
             "ctx",
             structure(vec![field(5, "v", prim(PrimitiveType::Long))]),
         );
-        assert_eq!(grown(&ctx, r#"{"v": 1}"#, 5).unwrap(), None);
-        let wider = grown(&ctx, r#"{"v": 1, "b": true}"#, 5).unwrap().unwrap();
+        assert_eq!(grown(&ctx, r#"{"v": 1}"#, &depth(5)).unwrap(), None);
+        let wider = grown(&ctx, r#"{"v": 1, "b": true}"#, &depth(5))
+            .unwrap()
+            .unwrap();
         assert_eq!(
             wider,
             structure(vec![
@@ -116,12 +126,12 @@ mod tests {
                 field(0, "b", prim(PrimitiveType::Boolean)),
             ])
         );
-        let error = grown(&ctx, r#"{"b": true, "v": "x"}"#, 5).unwrap_err();
+        let error = grown(&ctx, r#"{"b": true, "v": "x"}"#, &depth(5)).unwrap_err();
         assert_eq!(
             (error.code, error.field.as_deref()),
             ("type_mismatch", Some("ctx.v"))
         );
-        let deep = grown(&ctx, r#"{"b": {"c": {"d": 1}}}"#, 2).unwrap_err();
+        let deep = grown(&ctx, r#"{"b": {"c": {"d": 1}}}"#, &depth(2)).unwrap_err();
         assert_eq!(deep.code, "nested_too_deep");
     }
 
@@ -136,9 +146,13 @@ mod tests {
                 false,
             )))),
         );
-        let grown_items = grown(&items, r#"[{"sku": "a"}, {"sku": "b", "qty": 2}]"#, 5)
-            .unwrap()
-            .unwrap();
+        let grown_items = grown(
+            &items,
+            r#"[{"sku": "a"}, {"sku": "b", "qty": 2}]"#,
+            &depth(5),
+        )
+        .unwrap()
+        .unwrap();
         let Type::List(list) = &grown_items else {
             panic!("{grown_items:?}")
         };
@@ -165,7 +179,7 @@ mod tests {
                 )),
             )),
         );
-        let grown_counts = grown(&counts, r#"{"a": 1, "b": 3000000000}"#, 5)
+        let grown_counts = grown(&counts, r#"{"a": 1, "b": 3000000000}"#, &depth(5))
             .unwrap()
             .unwrap();
         let Type::Map(map) = &grown_counts else {

@@ -2,7 +2,8 @@
 //! inferred from its JSON value, and the types a batch asks its table to grow by
 //! ([`Wanted`]).
 //!
-//! A string is a `string` (timestamps too: the value's text is kept as it came), an
+//! A string is a `string` (timestamps too, the value's text kept as it came, unless
+//! `[sink] infer-timestamps` makes them `timestamptz` or `timestamp`), an
 //! integer a `long`, any other number a `double`, `true`/`false` a `boolean`, an object a
 //! `struct` of its fields and an array a `list` of its elements' type. Null, an empty
 //! object and an empty array say nothing about a type ([`Inferred::Null`],
@@ -21,6 +22,22 @@ use iceberg::spec::{
 };
 use serde_json::Value;
 
+/// Evolution's settings: how deep a new column may nest, and which new fields were refused
+/// a column (by name, with the code their events are dead-lettered with).
+#[derive(Debug, Clone, Default)]
+pub struct Evolving {
+    /// The deepest a new column's type may nest (a struct of primitives is 1).
+    pub max_depth: usize,
+    /// Whether the schema is final for this batch: a field still without a column is
+    /// refused, not asked for.
+    pub frozen: bool,
+    /// Fields refused a column, with the code and the reason.
+    pub refused: BTreeMap<String, (&'static str, String)>,
+    /// Whether a new field's timestamp strings make it a `timestamptz` or `timestamp`
+    /// column rather than a `string` one.
+    pub timestamps: bool,
+}
+
 /// What a JSON value says about the type of a new column.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) enum Inferred {
@@ -36,57 +53,87 @@ pub(super) enum Inferred {
 }
 
 /// The type of JSON text `raw` (a valid JSON value), nested at most `max_depth` deep (a
-/// primitive is depth 0, a struct or list of primitives depth 1).
+/// primitive is depth 0, a struct or list of primitives depth 1); strings are strings.
+#[cfg(test)]
 pub(super) fn infer(raw: &str, max_depth: usize) -> Inferred {
+    infer_with(raw, max_depth, false)
+}
+
+/// [`infer`], with `timestamps`: a string that is an RFC 3339 timestamp with a zone is a
+/// `timestamptz`, one without a zone (`T` or space between date and time) a `timestamp`.
+pub(super) fn infer_with(raw: &str, max_depth: usize, timestamps: bool) -> Inferred {
     match serde_json::from_str::<Value>(raw) {
-        Ok(value) => infer_value(&value, max_depth),
+        Ok(value) => Infer { timestamps }.value(&value, max_depth),
         Err(_) => Inferred::Empty,
     }
 }
 
-fn infer_value(value: &Value, depth_left: usize) -> Inferred {
-    let nested = matches!(value, Value::Object(_) | Value::Array(_));
-    if nested && depth_left == 0 {
-        return Inferred::TooDeep;
-    }
-    match value {
-        Value::Null => Inferred::Null,
-        Value::Bool(_) => Inferred::Type(Type::Primitive(PrimitiveType::Boolean)),
-        Value::Number(n) if n.is_i64() => Inferred::Type(Type::Primitive(PrimitiveType::Long)),
-        Value::Number(_) => Inferred::Type(Type::Primitive(PrimitiveType::Double)),
-        Value::String(_) => Inferred::Type(Type::Primitive(PrimitiveType::String)),
-        Value::Object(map) => {
-            let mut fields = Vec::new();
-            for (name, v) in map {
-                match infer_value(v, depth_left - 1) {
-                    Inferred::TooDeep => return Inferred::TooDeep,
-                    Inferred::Type(t) => fields.push(optional(name, t)),
-                    Inferred::Null | Inferred::Empty => {}
-                }
-            }
-            if fields.is_empty() {
-                return Inferred::Empty;
-            }
-            Inferred::Type(Type::Struct(StructType::new(fields)))
+/// Inference's settings.
+struct Infer {
+    timestamps: bool,
+}
+
+impl Infer {
+    /// The type of `value`, nested at most `depth_left` deep.
+    fn value(&self, value: &Value, depth_left: usize) -> Inferred {
+        let nested = matches!(value, Value::Object(_) | Value::Array(_));
+        if nested && depth_left == 0 {
+            return Inferred::TooDeep;
         }
-        Value::Array(items) => {
-            let mut element: Option<Type> = None;
-            for item in items {
-                match infer_value(item, depth_left - 1) {
-                    Inferred::TooDeep => return Inferred::TooDeep,
-                    Inferred::Type(t) => {
-                        element = Some(match element {
-                            None => t,
-                            Some(e) => unify(&e, &t),
-                        })
+        match value {
+            Value::Null => Inferred::Null,
+            Value::Bool(_) => Inferred::Type(Type::Primitive(PrimitiveType::Boolean)),
+            Value::Number(n) if n.is_i64() => Inferred::Type(Type::Primitive(PrimitiveType::Long)),
+            Value::Number(_) => Inferred::Type(Type::Primitive(PrimitiveType::Double)),
+            Value::String(text) => Inferred::Type(Type::Primitive(self.string(text))),
+            Value::Object(map) => {
+                let mut fields = Vec::new();
+                for (name, v) in map {
+                    match self.value(v, depth_left - 1) {
+                        Inferred::TooDeep => return Inferred::TooDeep,
+                        Inferred::Type(t) => fields.push(optional(name, t)),
+                        Inferred::Null | Inferred::Empty => {}
                     }
-                    Inferred::Null | Inferred::Empty => {}
+                }
+                if fields.is_empty() {
+                    return Inferred::Empty;
+                }
+                Inferred::Type(Type::Struct(StructType::new(fields)))
+            }
+            Value::Array(items) => {
+                let mut element: Option<Type> = None;
+                for item in items {
+                    match self.value(item, depth_left - 1) {
+                        Inferred::TooDeep => return Inferred::TooDeep,
+                        Inferred::Type(t) => {
+                            element = Some(match element {
+                                None => t,
+                                Some(e) => unify(&e, &t),
+                            })
+                        }
+                        Inferred::Null | Inferred::Empty => {}
+                    }
+                }
+                match element {
+                    Some(t) => Inferred::Type(list_of(t)),
+                    None => Inferred::Empty,
                 }
             }
-            match element {
-                Some(t) => Inferred::Type(list_of(t)),
-                None => Inferred::Empty,
-            }
+        }
+    }
+
+    /// The type of a string value.
+    fn string(&self, text: &str) -> PrimitiveType {
+        let maybe = self.timestamps && text.len() >= 19 && text.as_bytes()[4] == b'-';
+        if maybe && chrono::DateTime::parse_from_rfc3339(text).is_ok() {
+            PrimitiveType::Timestamptz
+        } else if maybe
+            && (chrono::NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S%.f").is_ok()
+                || chrono::NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S%.f").is_ok())
+        {
+            PrimitiveType::Timestamp
+        } else {
+            PrimitiveType::String
         }
     }
 }
@@ -101,13 +148,18 @@ fn list_of(element: Type) -> Type {
     ))))
 }
 
-/// The type both `a` and `b` fit: a `double` for a `long` and a `double`, the union of two
-/// structs' fields (each unified), a list of the unified elements; otherwise `a`.
+/// The type both `a` and `b` fit: a `double` for a `long` and a `double`, a `string` for a
+/// timestamp and another string, the union of two structs' fields (each unified), a list of the unified elements; otherwise `a`.
 pub(super) fn unify(a: &Type, b: &Type) -> Type {
     match (a, b) {
         (Type::Primitive(PrimitiveType::Long), Type::Primitive(PrimitiveType::Double))
         | (Type::Primitive(PrimitiveType::Double), Type::Primitive(PrimitiveType::Long)) => {
             Type::Primitive(PrimitiveType::Double)
+        }
+        // A timestamp and another string, or timestamps with and without a zone: both fit
+        // a string.
+        (Type::Primitive(x), Type::Primitive(y)) if x != y && texts(x) && texts(y) => {
+            Type::Primitive(PrimitiveType::String)
         }
         (Type::Struct(x), Type::Struct(y)) => {
             let mut fields: Vec<NestedFieldRef> = x.fields().to_vec();
@@ -125,6 +177,14 @@ pub(super) fn unify(a: &Type, b: &Type) -> Type {
         )),
         _ => a.clone(),
     }
+}
+
+/// Whether values inferred as `ty` are JSON strings.
+fn texts(ty: &PrimitiveType) -> bool {
+    matches!(
+        ty,
+        PrimitiveType::String | PrimitiveType::Timestamp | PrimitiveType::Timestamptz
+    )
 }
 
 /// What the rows of a batch ask the table's schema to become: new top-level columns,

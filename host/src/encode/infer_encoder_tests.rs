@@ -33,6 +33,7 @@ fn adding(frozen: bool, refused: &[(&str, &'static str)]) -> Encoder {
         .with_unknown_fields(UnknownFields::Add)
         .with_evolving(Evolving {
             max_depth: 2,
+            timestamps: false,
             frozen,
             refused: refused
                 .iter()

@@ -135,3 +135,37 @@ fn values_that_outgrow_their_column_ask_for_an_allowed_promotion() {
     );
     assert_eq!(promotion(&PrimitiveType::Long, "1e30"), None);
 }
+
+#[test]
+fn with_infer_timestamps_timestamp_strings_type_their_columns_and_meet_strings_as_strings() {
+    let with = |raw: &str| match infer_with(raw, 3, true) {
+        Inferred::Type(t) => t.to_string(),
+        other => format!("{other:?}"),
+    };
+    for (raw, expected) in [
+        ("\"2026-12-02T10:00:00Z\"", "timestamptz"),
+        ("\"2026-12-02T10:00:00.123+01:00\"", "timestamptz"),
+        ("\"2026-12-02T10:00:00\"", "timestamp"),
+        ("\"2026-12-02 10:00:00.5\"", "timestamp"),
+        ("\"2026-12-02\"", "string"),
+        ("\"2026-12-02T25:00:00Z\"", "string"),
+        ("\"yesterday at noon, roughly\"", "string"),
+    ] {
+        assert_eq!(with(raw), expected, "{raw}");
+    }
+    let [tz, local, text] = [
+        PrimitiveType::Timestamptz,
+        PrimitiveType::Timestamp,
+        PrimitiveType::String,
+    ]
+    .map(Type::Primitive);
+    assert_eq!(unify(&tz, &text), text);
+    assert_eq!(unify(&text, &local), text);
+    assert_eq!(unify(&tz, &local), text);
+    assert_eq!(unify(&tz, &tz), tz);
+    assert_eq!(
+        unify(&tz, &Type::Primitive(PrimitiveType::Long)),
+        tz,
+        "a timestamp and a number: the first stays, the other misfits"
+    );
+}

@@ -216,6 +216,14 @@ pub struct IcebergSinkConfig {
     /// `nested_too_deep`.
     #[serde(default = "default_max_nesting_depth")]
     pub max_nesting_depth: usize,
+    /// With `unknown-fields = "add"`: whether a new field whose string values are
+    /// timestamps becomes a timestamp column: `timestamptz` for RFC 3339 ones with a zone
+    /// (`2026-01-09T10:04:00Z`), `timestamp` for ones without (`2026-01-09T10:04:00`,
+    /// `2026-01-09 10:04:00`). Off by default, as in Kafka Connect's sink: a timestamp
+    /// stays the string it came as. Once a column is a timestamp, a later value that is
+    /// not one is dead-lettered `invalid_timestamp` (no column turns back into a string).
+    #[serde(default)]
+    pub infer_timestamps: bool,
     /// Size at which a data file is closed and a new one started, e.g. `"128MiB"`.
     #[serde(default = "default_target_file_size")]
     pub target_file_size: ByteSize,

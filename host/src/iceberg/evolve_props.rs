@@ -60,6 +60,14 @@ fn json_value() -> impl Strategy<Value = Value> {
         any::<i64>().prop_map(Value::from),
         any::<f64>().prop_map(Value::from),
         "[a-z]{0,3}".prop_map(Value::String),
+        (0u32..3, 0u32..2).prop_map(|(zone, sep)| {
+            let sep = if sep == 0 { "T" } else { " " };
+            Value::String(match zone {
+                0 => format!("2026-01-09{sep}10:04:00"),
+                1 => "2026-01-09T10:04:00Z".into(),
+                _ => "2026-01-09T10:04:00.5+01:00".into(),
+            })
+        }),
     ];
     leaf.prop_recursive(3, 16, 3, |inner| {
         prop_oneof![
@@ -174,6 +182,7 @@ fn round(
         max_depth: MAX_DEPTH,
         frozen,
         refused,
+        timestamps: true,
     };
     let first = Encoder::new(schema, &[])
         .unwrap()

@@ -67,6 +67,7 @@ impl Pipeline {
             max_depth: sink.max_nesting_depth,
             frozen: true,
             refused: planned.refused,
+            timestamps: sink.infer_timestamps,
         };
         let final_encoder = encoder_for(self.encoder.schema(), sink)?.with_evolving(evolving);
         let step = Step {

@@ -121,6 +121,7 @@ pub(super) fn encoder_for(
     let generated: Vec<String> = sink.ingestion_time_column.iter().cloned().collect();
     let evolving = Evolving {
         max_depth: sink.max_nesting_depth,
+        timestamps: sink.infer_timestamps,
         ..Evolving::default()
     };
     Ok(Encoder::new(schema, &generated)?

@@ -2,7 +2,8 @@
 //! pyiceberg and DuckDB reading back): with `unknown-fields = "add"`, a struct column
 //! gains the fields its events bring, a list of structs its elements' new fields, and an
 //! `int` inside a struct widens to a `long`; rows written before read the new fields as
-//! null, and a value no growth fits is dead-lettered with its path.
+//! null, and a value no growth fits is dead-lettered with its path. With
+//! `infer-timestamps`, new fields of timestamp strings become timestamp columns.
 
 use serde_json::json;
 use sluice_tests::fixture::{Setup, text};
@@ -84,5 +85,52 @@ fn struct_columns_gain_fields_and_widen_inside() {
     assert_eq!(
         dead(&s),
         [("e5".into(), "type_mismatch".into(), "ctx.v".into())]
+    );
+}
+
+/// With `infer-timestamps = true`, a new field of RFC 3339 strings becomes a
+/// `timestamptz` column, one of zoneless timestamps a `timestamp`, one that mixes them
+/// with other strings a `string`; a later non-timestamp is dead-lettered.
+#[test]
+fn timestamp_strings_become_timestamp_columns_when_asked() {
+    let mut s = Setup::new("evolve-timestamps");
+    let columns = r#"{ name = "event_id", type = "string", required = true },"#;
+    s.write_config(
+        "pipeline.toml",
+        &config_with(columns, "unknown-fields = \"add\"\ninfer-timestamps = true"),
+    );
+    let events = [
+        r#"{"event_id":"e1","seen":"2026-01-09T10:04:00+01:00","local":"2026-01-09 10:04:00","note":"2026-01-09T10:04:00Z"}"#,
+        r#"{"event_id":"e2","seen":"2026-01-09T11:00:00Z","note":"soon"}"#,
+        r#"{"event_id":"e3","local":"2026-01-09T12:30:00.5"}"#,
+        r#"{"event_id":"e4","seen":"yesterday"}"#,
+    ];
+    produce(&s, &events, "events.jsonl");
+    let out = s.run(&[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let types: Vec<(String, String)> = fields_of(&pyiceberg::schema(&s.warehouse, TABLE, &[]))
+        .into_iter()
+        .map(|(_, name, ty)| (name, ty))
+        .collect();
+    let expected_types = [
+        ("event_id", "string"),
+        ("local", "timestamp"),
+        ("note", "string"),
+        ("seen", "timestamptz"),
+    ]
+    .map(|(n, t)| (n.to_string(), t.to_string()));
+    assert_eq!(types, expected_types);
+    let expected = vec![
+        json!({"event_id": "e1", "local": "2026-01-09T10:04:00.000000",
+            "note": "2026-01-09T10:04:00Z", "seen": "2026-01-09T09:04:00.000000+00:00"}),
+        json!({"event_id": "e2", "local": null, "note": "soon",
+            "seen": "2026-01-09T11:00:00.000000+00:00"}),
+        json!({"event_id": "e3", "local": "2026-01-09T12:30:00.500000", "note": null,
+            "seen": null}),
+    ];
+    assert_eq!(pyiceberg::read_table(&s.warehouse, TABLE), expected);
+    assert_eq!(
+        dead(&s),
+        [("e4".into(), "invalid_timestamp".into(), "seen".into())]
     );
 }
