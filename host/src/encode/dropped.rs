@@ -5,7 +5,9 @@
 //! first [`MAX_FIELD_LABELS`] distinct names seen by the process keep a count (a label of
 //! the progress line and of `sluice_dropped_fields_total`) of their own, each logged once
 //! when first seen; later names are counted together under [`OTHER_FIELD`] (logged once),
-//! so events with dynamic keys cannot make the counts or the logs grow without end.
+//! so events with dynamic keys cannot make the counts or the logs grow without end. A
+//! name longer than [`MAX_LABEL_BYTES`] is cut there (ending in `…`), so a single huge key
+//! cannot either.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -38,6 +40,24 @@ pub enum UnknownFields {
 /// [`OTHER_FIELD`].
 pub const MAX_FIELD_LABELS: usize = 100;
 
+/// The longest label a dropped field's name keeps, in bytes (its `…` included).
+pub const MAX_LABEL_BYTES: usize = 128;
+
+/// `name` cut to at most [`MAX_LABEL_BYTES`] bytes, at a character boundary, ending in `…`
+/// when cut.
+fn short(mut name: String) -> String {
+    if name.len() <= MAX_LABEL_BYTES {
+        return name;
+    }
+    let mut end = MAX_LABEL_BYTES - '…'.len_utf8();
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    name.truncate(end);
+    name.push('…');
+    name
+}
+
 /// The label of the dropped fields past the first [`MAX_FIELD_LABELS`] names.
 pub const OTHER_FIELD: &str = "_other";
 
@@ -55,6 +75,7 @@ impl DroppedFields {
     pub fn label(&mut self, dropped: BTreeMap<String, u64>) -> BTreeMap<String, u64> {
         let mut labelled = BTreeMap::new();
         for (name, n) in dropped {
+            let name = short(name);
             let label = if self.admitted.contains(&name) {
                 name
             } else if self.admitted.len() < MAX_FIELD_LABELS {
@@ -87,6 +108,20 @@ impl DroppedFields {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_names_are_cut_at_a_character_boundary() {
+        let mut fields = DroppedFields::default();
+        let long = "é".repeat(5000);
+        let labelled = fields.label(BTreeMap::from([(long.clone(), 2), (format!("{long}x"), 3)]));
+        let (label, n) = labelled.iter().next().unwrap();
+        assert_eq!((labelled.len(), *n), (1, 5), "{labelled:?}");
+        assert!(
+            label.len() <= MAX_LABEL_BYTES && label.ends_with('…'),
+            "{label}"
+        );
+        assert!(long.starts_with(label.trim_end_matches('…')));
+    }
 
     #[test]
     fn names_past_the_cap_count_under_other() {
