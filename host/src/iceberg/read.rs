@@ -5,7 +5,8 @@ use arrow_cast::display::{ArrayFormatter, FormatOptions};
 use arrow_schema::DataType;
 use iceberg::io::FileIO;
 use iceberg::scan::FileScanTask;
-use iceberg::spec::Type;
+use iceberg::spec::{Schema, Type};
+use iceberg::table::Table;
 use serde_json::{Map, Value};
 
 use super::{IcebergCatalog, IcebergError, IcebergTable, iceberg_err};
@@ -15,63 +16,15 @@ impl IcebergTable {
     /// integers as numbers, other values as their text (timestamps in RFC 3339, decimals
     /// with their scale). For `sluice show` and tests; not for large tables.
     pub fn read_rows(&self) -> Result<Vec<Map<String, Value>>, IcebergError> {
-        use futures::TryStreamExt;
-        let schema = self.table.metadata().current_schema().clone();
-        let arrow = iceberg::arrow::schema_to_arrow_schema(&schema)
-            .map_err(iceberg_err(format!("reading table {}", self.ident)))?;
-        let batches: Vec<RecordBatch> = self
+        let batches = self
             .catalog
-            .block_on(async {
-                let scan = self.table.scan().select_all().build()?;
-                let tasks: Vec<FileScanTask> = scan.plan_files().await?.try_collect().await?;
-                let mut batches = Vec::new();
-                for task in tasks {
-                    batches.extend(self.read_task(task).await?);
-                }
-                Ok(batches)
-            })
+            .block_on(scan_all(&self.table, None))
             .map_err(iceberg_err(format!("reading table {}", self.ident)))?;
         let mut rows = Vec::new();
         for batch in batches {
-            rows.extend(json_rows(&with_all_columns(batch, &arrow))?);
+            rows.extend(json_rows(&batch)?);
         }
         Ok(rows)
-    }
-
-    /// The rows of one data file. iceberg-rust 0.10 cannot fill a list or map column that
-    /// a file lacks (one added after it was written) with nulls: such a file is read
-    /// without the list and map columns it lacks, which the caller fills with nulls.
-    async fn read_task(&self, task: FileScanTask) -> iceberg::Result<Vec<RecordBatch>> {
-        use futures::TryStreamExt;
-        let read = |task: FileScanTask| async {
-            let tasks = futures::stream::iter([Ok(task)]);
-            let reader = self.table.reader_builder().build();
-            let batches: Vec<RecordBatch> =
-                reader.read(Box::pin(tasks))?.stream().try_collect().await?;
-            iceberg::Result::Ok(batches)
-        };
-        let error = match read(task.clone()).await {
-            Ok(batches) => return Ok(batches),
-            Err(error) => error,
-        };
-        let schema = self.table.metadata().current_schema();
-        let mut kept = Vec::new();
-        for &id in &task.project_field_ids {
-            let nested = schema
-                .field_by_id(id)
-                .is_some_and(|f| matches!(*f.field_type, Type::List(_) | Type::Map(_)));
-            let mut alone = task.clone();
-            alone.project_field_ids = vec![id];
-            if !nested || read(alone).await.is_ok() {
-                kept.push(id);
-            }
-        }
-        if kept.len() == task.project_field_ids.len() {
-            return Err(error);
-        }
-        let mut narrow = task;
-        narrow.project_field_ids = kept;
-        read(narrow).await
     }
 
     /// The table's storage, for files kept beside its data.
@@ -131,6 +84,75 @@ impl TableFiles {
 
 /// The rows of `batch` as JSON objects (see [`IcebergTable::read_rows`]).
 /// `batch` with the columns of `arrow` it lacks (see `read_task`) added, null, by name.
+/// Every row of `table` at snapshot `snapshot_id` (the current one if `None`), in
+/// batches with every column of that snapshot's schema: a data file that lacks a list
+/// or map column (one added after it was written) reads it as nulls, which iceberg-rust
+/// 0.10 cannot do itself (apache/iceberg-rust#2618; see [`read_task`]).
+pub async fn scan_all(
+    table: &Table,
+    snapshot_id: Option<i64>,
+) -> iceberg::Result<Vec<RecordBatch>> {
+    use futures::TryStreamExt;
+    let metadata = table.metadata();
+    let schema = match snapshot_id.and_then(|id| metadata.snapshot_by_id(id)) {
+        Some(snapshot) => snapshot.schema(metadata)?,
+        None => metadata.current_schema().clone(),
+    };
+    let arrow = iceberg::arrow::schema_to_arrow_schema(&schema)?;
+    let mut builder = table.scan().select_all();
+    if let Some(id) = snapshot_id {
+        builder = builder.snapshot_id(id);
+    }
+    let tasks: Vec<FileScanTask> = builder.build()?.plan_files().await?.try_collect().await?;
+    let mut batches = Vec::new();
+    for task in tasks {
+        for batch in read_task(table, &schema, task).await? {
+            batches.push(with_all_columns(batch, &arrow));
+        }
+    }
+    Ok(batches)
+}
+
+/// The rows of one data file. iceberg-rust 0.10 cannot fill a list or map column that
+/// a file lacks (one added after it was written) with nulls: such a file is read
+/// without the list and map columns of `schema` it lacks, which the caller fills with
+/// nulls.
+async fn read_task(
+    table: &Table,
+    schema: &Schema,
+    task: FileScanTask,
+) -> iceberg::Result<Vec<RecordBatch>> {
+    use futures::TryStreamExt;
+    let read = |task: FileScanTask| async {
+        let tasks = futures::stream::iter([Ok(task)]);
+        let reader = table.reader_builder().build();
+        let batches: Vec<RecordBatch> =
+            reader.read(Box::pin(tasks))?.stream().try_collect().await?;
+        iceberg::Result::Ok(batches)
+    };
+    let error = match read(task.clone()).await {
+        Ok(batches) => return Ok(batches),
+        Err(error) => error,
+    };
+    let mut kept = Vec::new();
+    for &id in &task.project_field_ids {
+        let nested = schema
+            .field_by_id(id)
+            .is_some_and(|f| matches!(*f.field_type, Type::List(_) | Type::Map(_)));
+        let mut alone = task.clone();
+        alone.project_field_ids = vec![id];
+        if !nested || read(alone).await.is_ok() {
+            kept.push(id);
+        }
+    }
+    if kept.len() == task.project_field_ids.len() {
+        return Err(error);
+    }
+    let mut narrow = task;
+    narrow.project_field_ids = kept;
+    read(narrow).await
+}
+
 fn with_all_columns(batch: RecordBatch, arrow: &arrow_schema::Schema) -> RecordBatch {
     if batch.num_columns() == arrow.fields().len() {
         return batch;

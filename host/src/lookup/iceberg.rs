@@ -8,13 +8,13 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use arrow_cast::display::{ArrayFormatter, FormatOptions};
 use arrow_schema::DataType;
-use futures::TryStreamExt;
 use iceberg::TableIdent;
 use serde_json::{Map, Value};
 
 use super::load::{Loader, LookupError, check_size};
 use super::{Table, Version};
 use crate::iceberg::IcebergCatalog;
+use crate::iceberg::read::scan_all;
 
 /// The loader of a lookup table from an Iceberg table.
 pub struct IcebergLoader {
@@ -85,10 +85,7 @@ impl IcebergLoader {
         };
         let batches: Vec<RecordBatch> = self
             .catalog
-            .block_on(async {
-                let scan = source.scan().snapshot_id(id).select_all().build()?;
-                scan.to_arrow().await?.try_collect().await
-            })
+            .block_on(scan_all(source, Some(id)))
             .map_err(self.failed(format!("scanning {} at snapshot {id}", self.ident)))?;
         let mut skipped = 0;
         for batch in &batches {

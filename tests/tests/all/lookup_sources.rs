@@ -339,3 +339,70 @@ fn an_iceberg_table_is_read_then_refreshed_and_rebuilt_at_a_snapshot() {
     assert_eq!((old.len(), old.get(b"P900")), (4, None));
     assert_eq!(*old.version(), first);
 }
+
+/// A lookup table whose table gained a list and a struct column after its first files
+/// (`unknown-fields = "add"`): the older files read the new columns as nulls
+/// (iceberg-rust cannot, apache/iceberg-rust#2618), the newer rows hold them.
+#[test]
+fn an_iceberg_lookup_table_that_gained_a_list_column_is_read_whole() {
+    use sluice::iceberg::IcebergCatalog;
+    use sluice::lookup::iceberg::IcebergLoader;
+
+    let mut s = sluice_tests::fixture::Setup::new("iceberg-lookup-evolved");
+    let config = PRODUCTS.replace(
+        "table = \"products\"\n",
+        "table = \"products\"\nunknown-fields = \"add\"\n",
+    );
+    s.write_config("products.toml", &config);
+    let products = [
+        "--shape",
+        "products",
+        "--count",
+        "4",
+        "--invalid-share",
+        "0",
+    ];
+    s.produce(&products);
+    let run = |s: &sluice_tests::fixture::Setup| {
+        let out = s.run(&[]);
+        assert!(
+            out.status.success(),
+            "{}",
+            sluice_tests::fixture::text(&out)
+        );
+    };
+    run(&s);
+    let file = s.warehouse.join("new-product.jsonl");
+    std::fs::write(
+        &file,
+        "{\"product_id\":\"P900\",\"tags\":[\"lamp\",\"new\"],\"dims\":{\"w\":3}}\n",
+    )
+    .unwrap();
+    s.produce(&["--input", file.to_str().unwrap()]);
+    run(&s);
+
+    let text = config
+        .replace("${SLUICE_WAREHOUSE}", s.warehouse.to_str().unwrap())
+        .replace("${KAFKA_BOOTSTRAP}", &s.broker.bootstrap)
+        .replace("${KAFKA_TOPIC}", &s.topic);
+    let parsed =
+        sluice::pipeline::config::PipelineConfig::parse(&text, &s.warehouse.join("p.toml"))
+            .unwrap();
+    let catalog = IcebergCatalog::open(&parsed.sink, &s.warehouse).unwrap();
+    let mut loader = IcebergLoader::new(
+        "products",
+        "reference.products",
+        "product_id",
+        &catalog,
+        1 << 20,
+    )
+    .unwrap();
+    let mut table = Arc::new(loader.empty());
+    assert!(loader.refresh(&mut table).unwrap());
+    assert_eq!(table.len(), 5);
+    let lamp: serde_json::Value = serde_json::from_slice(table.get(b"P900").unwrap()).unwrap();
+    assert!(lamp["tags"].to_string().contains("lamp"), "{lamp}");
+    assert!(!lamp["dims"].is_null(), "{lamp}");
+    let mug: serde_json::Value = serde_json::from_slice(table.get(b"P100").unwrap()).unwrap();
+    assert!(mug["tags"].is_null() && mug["dims"].is_null(), "{mug}");
+}
