@@ -287,7 +287,8 @@ pub(super) fn promotion(kind: &PrimitiveType, raw: &str) -> Option<PrimitiveType
 
 /// Column type `base` grown to hold values of type `value` (see [`super::grow`]): fields
 /// it has keep their ids and grow in turn, fields it lacks are appended (id 0), an `int`
-/// meets a `long` as a `long` and a `float` a `double`; any other pair keeps `base`.
+/// meets a `long` as a `long`, a `float` a `double` and a decimal a more precise one of
+/// its scale; any other pair keeps `base`.
 pub fn grow(base: &Type, value: &Type) -> Type {
     match (base, value) {
         (Type::Primitive(PrimitiveType::Int), Type::Primitive(PrimitiveType::Long)) => {
@@ -296,6 +297,13 @@ pub fn grow(base: &Type, value: &Type) -> Type {
         (Type::Primitive(PrimitiveType::Float), Type::Primitive(PrimitiveType::Double)) => {
             Type::Primitive(PrimitiveType::Double)
         }
+        (
+            Type::Primitive(PrimitiveType::Decimal { precision, scale }),
+            Type::Primitive(PrimitiveType::Decimal {
+                precision: wider,
+                scale: same,
+            }),
+        ) if same == scale && wider > precision => value.clone(),
         (Type::Struct(b), Type::Struct(v)) => {
             let mut fields: Vec<NestedFieldRef> = b.fields().to_vec();
             for f in v.fields() {

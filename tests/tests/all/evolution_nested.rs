@@ -13,18 +13,18 @@ use crate::evolution::{TABLE, config_with, field, fields_of, produce};
 use crate::unknown_fields::dead;
 
 const COLUMNS: &str = r#"{ name = "event_id", type = "string", required = true },
-  { name = "ctx", type = "struct<os: string, v: int>" },
+  { name = "ctx", type = "struct<os: string, v: int, amount: decimal(6,2)>" },
   { name = "items", type = "list<struct<sku: string>>" },"#;
 
 /// Batch 1 adds `ctx.browser` and the items' `qty`; batch 2 widens `ctx.v` (a value past
-/// 32 bits) and meets a string where `ctx.v` holds numbers.
+/// 32 bits) and `ctx.amount` (8 digits), and meets a string where `ctx.v` holds numbers.
 const EVENTS: [&str; 6] = [
     r#"{"event_id":"e1","ctx":{"os":"ios","v":1}}"#,
     r#"{"event_id":"e2","ctx":{"os":"web","browser":"ff"}}"#,
     r#"{"event_id":"e3","items":[{"sku":"a","qty":2},{"sku":"b"}]}"#,
     r#"{"event_id":"e4","ctx":{"v":3000000000}}"#,
     r#"{"event_id":"e5","ctx":{"os":"x","v":"many"}}"#,
-    r#"{"event_id":"e6","ctx":{"os":"y","nothing":null}}"#,
+    r#"{"event_id":"e6","ctx":{"os":"y","nothing":null,"amount":"123456.78"}}"#,
 ];
 
 #[test]
@@ -44,7 +44,7 @@ fn struct_columns_gain_fields_and_widen_inside() {
         text(&out)
     );
 
-    // Top-level columns are numbered first (1 to 3), then what they hold (4 to 7); the
+    // Top-level columns are numbered first (1 to 3), then what they hold (4 to 8); the
     // new fields take ids after the table's last, column by column.
     let schema = pyiceberg::schema(&s.warehouse, TABLE, &[]);
     assert_eq!(
@@ -54,23 +54,24 @@ fn struct_columns_gain_fields_and_widen_inside() {
             field(
                 2,
                 "ctx",
-                "struct<4: os: optional string, 5: v: optional long, 8: browser: optional string>"
+                "struct<4: os: optional string, 5: v: optional long, 6: amount: optional decimal(8, 2), 9: browser: optional string>"
             ),
             field(
                 3,
                 "items",
-                "list<struct<7: sku: optional string, 9: qty: optional long>>"
+                "list<struct<8: sku: optional string, 10: qty: optional long>>"
             ),
         ]
     );
-    let ctx = |os: Option<&str>, v: Option<u64>, browser: Option<&str>| json!({"os": os, "v": v, "browser": browser});
+    let ctx = |os: Option<&str>, v: Option<u64>, browser: Option<&str>| json!({"os": os, "v": v, "amount": null, "browser": browser});
     let expected = vec![
         json!({"event_id": "e1", "ctx": ctx(Some("ios"), Some(1), None), "items": null}),
         json!({"event_id": "e2", "ctx": ctx(Some("web"), None, Some("ff")), "items": null}),
         json!({"event_id": "e3", "ctx": null,
             "items": [{"sku": "a", "qty": 2}, {"sku": "b", "qty": null}]}),
         json!({"event_id": "e4", "ctx": ctx(None, Some(3000000000), None), "items": null}),
-        json!({"event_id": "e6", "ctx": ctx(Some("y"), None, None), "items": null}),
+        json!({"event_id": "e6", "ctx": {"os": "y", "v": null, "amount": "123456.78",
+            "browser": null}, "items": null}),
     ];
     assert_eq!(pyiceberg::read_duckdb(&s.warehouse, TABLE), expected);
     // pyiceberg reads a null list of structs as an empty list (apache/iceberg-python#3833,
