@@ -90,36 +90,59 @@ pub fn plan(
         planned.evolution = on_top.cloned();
         return planned;
     }
-    let schema = Schema::builder()
-        .with_schema_id(current.schema_id())
-        .with_fields(fields)
-        .with_identifier_field_ids(current.identifier_field_ids())
-        .build();
-    match schema {
-        Ok(schema) => {
-            let (mut all_added, mut all_promoted) = on_top
-                .map(|e| (e.added.clone(), e.promoted.clone()))
-                .unwrap_or_default();
-            all_added.extend(names);
-            all_promoted.extend(widened);
-            planned.evolution = Some(Evolution {
-                base_schema_id,
-                schema,
-                added: all_added,
-                promoted: all_promoted,
-            })
-        }
-        Err(error) => {
-            // Unreachable with the checks of `add`; the events are refused, not lost.
-            for name in names {
-                let message = format!("`{name}` cannot become a column: {error}");
-                planned
-                    .refused
-                    .insert(name, ("invalid_column_name", message));
+    let change = Change {
+        on_top,
+        base_schema_id,
+        added: names,
+        promoted: widened,
+    };
+    change.finish(current, fields, &mut planned);
+    planned
+}
+
+/// What a plan changes, before the schema is built.
+struct Change<'a> {
+    on_top: Option<&'a Evolution>,
+    base_schema_id: i32,
+    added: Vec<String>,
+    promoted: Vec<String>,
+}
+
+impl Change<'_> {
+    /// The evolution to schema `fields` (of `current`, changed), in `planned`; or, if the
+    /// schema cannot be built, its new columns refused.
+    fn finish(self, current: &Schema, fields: Vec<NestedFieldRef>, planned: &mut Planned) {
+        let schema = Schema::builder()
+            .with_schema_id(current.schema_id())
+            .with_fields(fields)
+            .with_identifier_field_ids(current.identifier_field_ids())
+            .build();
+        match schema {
+            Ok(schema) => {
+                let (mut added, mut promoted) = self
+                    .on_top
+                    .map(|e| (e.added.clone(), e.promoted.clone()))
+                    .unwrap_or_default();
+                added.extend(self.added);
+                promoted.extend(self.promoted);
+                planned.evolution = Some(Evolution {
+                    base_schema_id: self.base_schema_id,
+                    schema,
+                    added,
+                    promoted,
+                })
+            }
+            Err(error) => {
+                // Unreachable with the checks of `add`; the events are refused, not lost.
+                for name in self.added {
+                    let message = format!("`{name}` cannot become a column: {error}");
+                    planned
+                        .refused
+                        .insert(name, ("invalid_column_name", message));
+                }
             }
         }
     }
-    planned
 }
 
 /// Widens the `fields` that `promoted` asks for where Iceberg allows; their names.
