@@ -15,10 +15,10 @@ use crate::group::wait_for_rows;
 use crate::pipeline::feed_lookups;
 use crate::unknown_fields::{dead, follow_until_read};
 
-const TABLE: &str = "shop.events";
+pub(crate) const TABLE: &str = "shop.events";
 
 /// Three batches of three events (`{policy}`: the `unknown-fields` lines).
-fn config(policy: &str) -> String {
+pub(crate) fn config(policy: &str) -> String {
     format!(
         r#"
 [pipeline]
@@ -52,7 +52,7 @@ const ADD: &str = "unknown-fields = \"add\"\nmax-columns = 12";
 /// Batch 1 adds `ctx` (a struct) and `tier`; batch 2 adds `n` and widens `quantity` (a
 /// value past 32 bits) and `price` (8 digits); in batch 3 a string meets the long `n`,
 /// `tags` (a list) is added, and `attrs`, with six dynamic keys, would pass 12 fields.
-const EVENTS: [&str; 9] = [
+pub(crate) const EVENTS: [&str; 9] = [
     r#"{"event_id":"e1","quantity":1}"#,
     r#"{"event_id":"e2","tier":"gold"}"#,
     r#"{"event_id":"e3","ctx":{"os":"ios","v":2}}"#,
@@ -64,7 +64,9 @@ const EVENTS: [&str; 9] = [
     r#"{"event_id":"e9","attrs":{"a1":1,"a2":1,"a3":1,"a4":1,"a5":1,"a6":1}}"#,
 ];
 
-fn produce(s: &Setup, events: &[&str], file: &str) {
+/// Produces `events` to the pipeline's topic (one partition), through the file `file` in
+/// the warehouse folder.
+pub(crate) fn produce(s: &Setup, events: &[&str], file: &str) {
     std::fs::create_dir_all(&s.warehouse).unwrap();
     let path = s.warehouse.join(file);
     std::fs::write(&path, events.join("\n") + "\n").unwrap();
@@ -73,7 +75,7 @@ fn produce(s: &Setup, events: &[&str], file: &str) {
 }
 
 /// The table's top-level fields as pyiceberg reads its schema: (id, name, type).
-fn fields(s: &Setup) -> Vec<(u64, String, String)> {
+pub(crate) fn fields(s: &Setup) -> Vec<(u64, String, String)> {
     fields_in(s, TABLE)
 }
 

@@ -32,6 +32,7 @@ mod plugin_author;
 mod produce;
 mod readme;
 mod secure_kafka;
+mod spark;
 mod standby;
 mod storage;
 mod unknown_fields;
