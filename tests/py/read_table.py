@@ -203,8 +203,17 @@ def main() -> None:
 
     columns = [field.name for field in table.schema().fields]
     arrow = table.scan().to_arrow().select(columns)
-    raw_rows = arrow.to_pylist()
+    snapshot = table.current_snapshot()
+    summary = None
+    if snapshot is not None and snapshot.summary is not None:
+        summary = snapshot.summary.model_dump()
+    write_rows(arrow.to_pylist(), columns, summary)
 
+
+def write_rows(raw_rows: list[dict[str, Any]], columns: list[str], summary: Any) -> None:
+    """Prints `raw_rows` (dicts of Python values, as pyarrow's `to_pylist()` gives) as JSON
+    lines in the order of the module docstring, then the `__snapshot_summary` line. Shared
+    with read_spark.py, so that both readers print the same."""
     rows = []
     for raw in raw_rows:
         row = {column: jsonable(raw[column]) for column in columns}
@@ -224,10 +233,6 @@ def main() -> None:
     out.reconfigure(encoding="utf-8", newline="\n")  # whatever the locale
     for _, line in rows:
         out.write(line + "\n")
-    snapshot = table.current_snapshot()
-    summary = None
-    if snapshot is not None and snapshot.summary is not None:
-        summary = snapshot.summary.model_dump()
     out.write(json.dumps({"__snapshot_summary": summary}, ensure_ascii=False, separators=(",", ":")) + "\n")
     out.flush()
 

@@ -18,7 +18,7 @@ use crate::unknown_fields::{dead, follow_until_read};
 pub(crate) const TABLE: &str = "shop.events";
 
 /// Three batches of three events (`{policy}`: the `unknown-fields` lines).
-fn config(policy: &str) -> String {
+pub(crate) fn config(policy: &str) -> String {
     config_with(
         r#"{ name = "event_id", type = "string", required = true },
   { name = "quantity", type = "int" },
@@ -61,7 +61,7 @@ const ADD: &str = "unknown-fields = \"add\"\nmax-columns = 12";
 /// Batch 1 adds `ctx` (a struct) and `tier`; batch 2 adds `n` and widens `quantity` (a
 /// value past 32 bits) and `price` (8 digits); in batch 3 a string meets the long `n`,
 /// `tags` (a list) is added, and `attrs`, with six dynamic keys, would pass 12 fields.
-const EVENTS: [&str; 9] = [
+pub(crate) const EVENTS: [&str; 9] = [
     r#"{"event_id":"e1","quantity":1}"#,
     r#"{"event_id":"e2","tier":"gold"}"#,
     r#"{"event_id":"e3","ctx":{"os":"ios","v":2}}"#,
@@ -73,6 +73,8 @@ const EVENTS: [&str; 9] = [
     r#"{"event_id":"e9","attrs":{"a1":1,"a2":1,"a3":1,"a4":1,"a5":1,"a6":1}}"#,
 ];
 
+/// Produces `events` to the pipeline's topic (one partition), through the file `file` in
+/// the warehouse folder.
 pub(crate) fn produce(s: &Setup, events: &[&str], file: &str) {
     std::fs::create_dir_all(&s.warehouse).unwrap();
     let path = s.warehouse.join(file);
@@ -82,7 +84,7 @@ pub(crate) fn produce(s: &Setup, events: &[&str], file: &str) {
 }
 
 /// The table's top-level fields as pyiceberg reads its schema: (id, name, type).
-fn fields(s: &Setup) -> Vec<(u64, String, String)> {
+pub(crate) fn fields(s: &Setup) -> Vec<(u64, String, String)> {
     fields_in(s, TABLE)
 }
 

@@ -33,6 +33,7 @@ mod plugin_author;
 mod produce;
 mod readme;
 mod secure_kafka;
+mod spark;
 mod standby;
 mod storage;
 mod unknown_fields;
