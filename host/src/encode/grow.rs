@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use super::EncodeError;
 use super::columns::Column;
-use super::infer::{self, Evolving, Inferred, grow};
+use super::infer::{self, Evolving, Inferred, grow, with_type};
 use super::nested;
 
 /// What a value that does not fit nested `field` asks for: `Ok(Some(type))` the grown
@@ -102,7 +102,7 @@ fn widen_at(ty: &Type, value: &Value, path: &str) -> Option<Type> {
                     return Some(f.clone());
                 }
                 let inner = widen_at(&f.field_type, value.get(name)?, rest)?;
-                Some(retyped(f, inner))
+                Some(with_type(f, inner))
             });
             Some(Type::Struct(StructType::new(
                 fields.collect::<Option<_>>()?,
@@ -110,11 +110,14 @@ fn widen_at(ty: &Type, value: &Value, path: &str) -> Option<Type> {
         }
         (Type::List(l), Step::Index(i)) => {
             let inner = widen_at(&l.element_field.field_type, value.get(i)?, rest)?;
-            Some(Type::List(ListType::new(retyped(&l.element_field, inner))))
+            Some(Type::List(ListType::new(with_type(
+                &l.element_field,
+                inner,
+            ))))
         }
         (Type::Map(m), Step::Key(key)) => {
             let inner = widen_at(&m.value_field.field_type, value.get(&key)?, rest)?;
-            let value_field = retyped(&m.value_field, inner);
+            let value_field = with_type(&m.value_field, inner);
             Some(Type::Map(MapType::new(m.key_field.clone(), value_field)))
         }
         _ => None,
@@ -143,12 +146,6 @@ fn first_step(path: &str) -> Option<(Step<'_>, &str)> {
     }
     let end = rest.find(']')?;
     Some((Step::Index(rest[..end].parse().ok()?), &rest[end + 1..]))
-}
-
-fn retyped(field: &NestedFieldRef, ty: Type) -> NestedFieldRef {
-    let mut f = (**field).clone();
-    f.field_type = Box::new(ty);
-    Arc::new(f)
 }
 
 #[cfg(test)]

@@ -348,7 +348,8 @@ fn grow_or_unify(id: i32, ty: &Type, value: &Type) -> Type {
     }
 }
 
-fn with_type(field: &NestedFieldRef, ty: Type) -> NestedFieldRef {
+/// `field` with type `ty` (id, name, optionality and doc kept).
+pub fn with_type(field: &NestedFieldRef, ty: Type) -> NestedFieldRef {
     let mut f = (**field).clone();
     f.field_type = Box::new(ty);
     Arc::new(f)

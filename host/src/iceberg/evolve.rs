@@ -25,7 +25,7 @@ use iceberg::spec::{
 };
 use iceberg::table::Table;
 
-use crate::encode::Wanted;
+use crate::encode::{Wanted, with_type};
 
 #[path = "evolve_grow.rs"]
 mod grow;
@@ -152,9 +152,7 @@ fn widen(fields: &mut [NestedFieldRef], promoted: &BTreeMap<String, PrimitiveTyp
         if let (Some(to), Type::Primitive(from)) = (promoted.get(&field.name), &*field.field_type)
             && allowed(from, to)
         {
-            let mut wider = (**field).clone();
-            wider.field_type = Box::new(Type::Primitive(to.clone()));
-            *field = Arc::new(wider);
+            *field = with_type(field, Type::Primitive(to.clone()));
             widened.push(field.name.clone());
         }
     }

@@ -10,12 +10,11 @@
 //! it.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use iceberg::spec::{ListType, MapType, NestedFieldRef, StructType, Type};
 
 use super::{Ids, Planned, assign_ids, count_type};
-use crate::encode::grow_type;
+use crate::encode::{grow_type, with_type};
 
 /// Grows the `fields` that `grown` names; returns the paths of the nested fields added
 /// (`ctx.browser`, `items[].qty`) and of those widened.
@@ -55,9 +54,7 @@ pub(super) fn grow_columns(
             &mut ids.next,
             &mut changes,
         );
-        let mut wider = (**field).clone();
-        wider.field_type = Box::new(ty);
-        *field = Arc::new(wider);
+        *field = with_type(field, ty);
         added.append(&mut changes.added);
         widened.append(&mut changes.widened);
     }
@@ -82,7 +79,7 @@ fn number(base: &Type, target: &Type, path: &str, next: &mut i32, changes: &mut 
                 .map(|f| {
                     let here = format!("{path}.{}", f.name);
                     match b.fields().iter().find(|g| g.id == f.id && f.id != 0) {
-                        Some(g) => retyped(
+                        Some(g) => with_type(
                             f,
                             number(&g.field_type, &f.field_type, &here, next, changes),
                         ),
@@ -105,7 +102,7 @@ fn number(base: &Type, target: &Type, path: &str, next: &mut i32, changes: &mut 
                 next,
                 changes,
             );
-            Type::List(ListType::new(retyped(element, ty)))
+            Type::List(ListType::new(with_type(element, ty)))
         }
         (Type::Map(b), Type::Map(t)) => {
             let value = &t.value_field;
@@ -117,7 +114,7 @@ fn number(base: &Type, target: &Type, path: &str, next: &mut i32, changes: &mut 
                 next,
                 changes,
             );
-            Type::Map(MapType::new(t.key_field.clone(), retyped(value, ty)))
+            Type::Map(MapType::new(t.key_field.clone(), with_type(value, ty)))
         }
         (Type::Primitive(b), Type::Primitive(t)) => {
             if b != t {
@@ -127,12 +124,6 @@ fn number(base: &Type, target: &Type, path: &str, next: &mut i32, changes: &mut 
         }
         _ => base.clone(),
     }
-}
-
-fn retyped(field: &NestedFieldRef, ty: Type) -> NestedFieldRef {
-    let mut f = (**field).clone();
-    f.field_type = Box::new(ty);
-    Arc::new(f)
 }
 
 /// Why the new fields (id 0) inside `ty` cannot be, if one cannot.

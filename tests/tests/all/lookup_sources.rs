@@ -257,15 +257,36 @@ columns = [
 ]
 "#;
 
+/// The loader of the lookup table `products` from `reference.products`, in the catalog of
+/// pipeline file `config` (its variables those of `s`).
+fn products_loader(
+    s: &sluice_tests::fixture::Setup,
+    config: &str,
+) -> sluice::lookup::iceberg::IcebergLoader {
+    let text = config
+        .replace("${SLUICE_WAREHOUSE}", s.warehouse.to_str().unwrap())
+        .replace("${KAFKA_BOOTSTRAP}", &s.broker.bootstrap)
+        .replace("${KAFKA_TOPIC}", &s.topic);
+    let parsed =
+        sluice::pipeline::config::PipelineConfig::parse(&text, &s.warehouse.join("p.toml"))
+            .unwrap();
+    let catalog = sluice::iceberg::IcebergCatalog::open(&parsed.sink, &s.warehouse).unwrap();
+    sluice::lookup::iceberg::IcebergLoader::new(
+        "products",
+        "reference.products",
+        "product_id",
+        &catalog,
+        1 << 20,
+    )
+    .unwrap()
+}
+
 /// The Iceberg loader against a real table (SQL catalog on SQLite) that a pipeline keeps
 /// writing: the first load holds every row by its key column; a refresh after a new
 /// snapshot holds the new key, a refresh without one reads nothing; a table rebuilt at the
 /// first snapshot holds what it held then.
 #[test]
 fn an_iceberg_table_is_read_then_refreshed_and_rebuilt_at_a_snapshot() {
-    use sluice::iceberg::IcebergCatalog;
-    use sluice::lookup::iceberg::IcebergLoader;
-
     let mut s = sluice_tests::fixture::Setup::new("iceberg-lookup");
     s.write_config("products.toml", PRODUCTS);
     s.produce(&[
@@ -282,22 +303,7 @@ fn an_iceberg_table_is_read_then_refreshed_and_rebuilt_at_a_snapshot() {
         "{}",
         sluice_tests::fixture::text(&out)
     );
-    let text = PRODUCTS
-        .replace("${SLUICE_WAREHOUSE}", s.warehouse.to_str().unwrap())
-        .replace("${KAFKA_BOOTSTRAP}", &s.broker.bootstrap)
-        .replace("${KAFKA_TOPIC}", &s.topic);
-    let config =
-        sluice::pipeline::config::PipelineConfig::parse(&text, &s.warehouse.join("p.toml"))
-            .unwrap();
-    let catalog = IcebergCatalog::open(&config.sink, &s.warehouse).unwrap();
-    let mut loader = IcebergLoader::new(
-        "products",
-        "reference.products",
-        "product_id",
-        &catalog,
-        1 << 20,
-    )
-    .unwrap();
+    let mut loader = products_loader(&s, PRODUCTS);
 
     let mut table = Arc::new(loader.empty());
     assert!(loader.refresh(&mut table).unwrap());
@@ -345,9 +351,6 @@ fn an_iceberg_table_is_read_then_refreshed_and_rebuilt_at_a_snapshot() {
 /// (iceberg-rust cannot, apache/iceberg-rust#2618), the newer rows hold them.
 #[test]
 fn an_iceberg_lookup_table_that_gained_a_list_column_is_read_whole() {
-    use sluice::iceberg::IcebergCatalog;
-    use sluice::lookup::iceberg::IcebergLoader;
-
     let mut s = sluice_tests::fixture::Setup::new("iceberg-lookup-evolved");
     let config = PRODUCTS.replace(
         "table = \"products\"\n",
@@ -381,22 +384,7 @@ fn an_iceberg_lookup_table_that_gained_a_list_column_is_read_whole() {
     s.produce(&["--input", file.to_str().unwrap()]);
     run(&s);
 
-    let text = config
-        .replace("${SLUICE_WAREHOUSE}", s.warehouse.to_str().unwrap())
-        .replace("${KAFKA_BOOTSTRAP}", &s.broker.bootstrap)
-        .replace("${KAFKA_TOPIC}", &s.topic);
-    let parsed =
-        sluice::pipeline::config::PipelineConfig::parse(&text, &s.warehouse.join("p.toml"))
-            .unwrap();
-    let catalog = IcebergCatalog::open(&parsed.sink, &s.warehouse).unwrap();
-    let mut loader = IcebergLoader::new(
-        "products",
-        "reference.products",
-        "product_id",
-        &catalog,
-        1 << 20,
-    )
-    .unwrap();
+    let mut loader = products_loader(&s, &config);
     let mut table = Arc::new(loader.empty());
     assert!(loader.refresh(&mut table).unwrap());
     assert_eq!(table.len(), 5);
