@@ -11,15 +11,19 @@
 /// The layers, lowest first: each row may import itself and the rows above it.
 pub const LAYERS: &[&[&str]] = &[
     // Floors: the unit of data and its positions, units, the allocator, the generator, the
-    // retry schedule, durable file writes.
-    &["units", "record", "alloc", "generate", "retry", "files"],
+    // retry schedule, durable file writes, exact decimals.
+    &[
+        "units", "record", "alloc", "generate", "retry", "files", "decimal",
+    ],
     // Kafka clients, topic administration, output-topic targets.
     &["kafka"],
     // What a commit records: marks, offsets, lookup versions, the state file's name.
     &["checkpoint"],
     // The micro-batch trigger and caps.
     &["batch"],
-    // JSON to Arrow against a table's schema.
+    // Record formats: Avro datums, the wire format, the Schema Registry.
+    &["format"],
+    // JSON and Avro to Arrow against a table's schema.
     &["encode"],
     // The Iceberg adapter: catalog, writer, fence, commit, read, maintain, storage.
     &["iceberg"],

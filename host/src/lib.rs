@@ -11,11 +11,14 @@
 //!   [`alloc`]: the global allocator (mimalloc); [`generate`]: deterministic retail
 //!   clickstream events for demos, tests and benchmarks; [`retry`]: the one retry schedule
 //!   (capped exponential backoff, through `backon`); [`files`]: the one durable replace of
-//!   a local file (write, fsync, rename, fsync);
+//!   a local file (write, fsync, rename, fsync); [`decimal`]: exact decimal text to
+//!   unscaled integers and back;
 //! - [`kafka`]: Kafka client configuration, topic administration, output-topic targets;
 //! - [`checkpoint`]: what each table commit records (offsets, batch id, lookup versions,
 //!   the state file), from which a restart resumes;
 //! - [`batch`]: the trigger and the caps of a micro-batch;
+//! - [`format`]: record formats (JSON, Avro), the Confluent wire format, the Schema
+//!   Registry client and the writer schemas it serves;
 //! - [`encode`]: JSON values to Arrow against the table's schema;
 //! - [`iceberg`]: the Iceberg adapter (catalog, writer stack, fence, commit, read,
 //!   maintenance, storage), which knows nothing of the engine;
@@ -38,10 +41,12 @@ pub mod alloc;
 pub mod batch;
 pub mod checkpoint;
 pub mod cli;
+pub mod decimal;
 pub mod election;
 pub mod encode;
 pub mod event_time;
 pub mod files;
+pub mod format;
 pub mod generate;
 pub mod iceberg;
 pub mod kafka;

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use iceberg::spec::PrimitiveType;
 
 use super::EncodeError;
-use super::decimal;
+use crate::decimal;
 
 /// The Iceberg type of a column, among those sluice fills from JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -29,30 +29,30 @@ pub const SCHEMA_CHANGE: &str = "schema_change";
 /// threads.
 #[derive(Debug)]
 pub struct Encoder {
-    columns: Vec<Column>,
+    pub(super) columns: Vec<Column>,
     /// Column index by field name (a fast hash: the lookup runs for every field of every
     /// event, and SipHash took ~4% of the CPU per event).
     /// Host-filled columns are in it too: an event's field of their name is not unknown.
-    by_name: FxHashMap<Box<str>, usize>,
-    arrow: SchemaRef,
+    pub(super) by_name: FxHashMap<Box<str>, usize>,
+    pub(super) arrow: SchemaRef,
     /// What happens to a field the table has no column for.
-    unknown: UnknownFields,
+    pub(super) unknown: UnknownFields,
     /// With [`UnknownFields::Add`]: the caps, and the fields refused.
-    evolving: Evolving,
+    pub(super) evolving: Evolving,
     /// The schema encoded to.
-    schema: Schema,
+    pub(super) schema: Schema,
 }
 
 /// What parsing a row found besides its cells: the fields it drops, and the schema changes
 /// it needs.
 #[derive(Debug, Default)]
-struct RowExtra<'a> {
-    dropped: Vec<Cow<'a, str>>,
-    wanted: Wanted,
+pub(super) struct RowExtra<'a> {
+    pub(super) dropped: Vec<Cow<'a, str>>,
+    pub(super) wanted: Wanted,
     /// Once the schema is final, a new field that got no column though nothing refused
     /// it: the row failed for another reason when the change was planned, and that
     /// reason, found again, is the row's error rather than this one.
-    unplanned: Option<EncodeError>,
+    pub(super) unplanned: Option<EncodeError>,
 }
 
 /// The result of encoding a batch.
@@ -341,7 +341,7 @@ impl Encoder {
 
     /// The row of a parsed event: its first failure, a required column left empty, or a
     /// new field left without a column.
-    fn complete<'a>(
+    pub(super) fn complete<'a>(
         &self,
         cells: Vec<Cell<'a>>,
         failure: Option<EncodeError>,
@@ -376,8 +376,20 @@ impl Encoder {
         values: impl IntoIterator<Item = Option<&'a [u8]>>,
         ingestion_micros: i64,
     ) -> Result<Encoded, SchemaError> {
-        let values = values.into_iter();
-        let capacity = values.size_hint().0;
+        self.encode_rows(values, ingestion_micros, |value, extra| {
+            self.parse(value, extra)
+        })
+    }
+
+    /// Encodes `items`, each parsed into its row by `parse`.
+    pub(super) fn encode_rows<'a, T>(
+        &self,
+        items: impl IntoIterator<Item = T>,
+        ingestion_micros: i64,
+        mut parse: impl FnMut(T, &mut RowExtra<'a>) -> Result<Vec<Cell<'a>>, EncodeError>,
+    ) -> Result<Encoded, SchemaError> {
+        let items = items.into_iter();
+        let capacity = items.size_hint().0;
         let mut builders: Vec<ColumnBuilder> = self
             .columns
             .iter()
@@ -388,10 +400,10 @@ impl Encoder {
         let mut dropped = BTreeMap::new();
         let mut wanted = Wanted::default();
         let mut extra = RowExtra::default();
-        for (i, value) in values.enumerate() {
+        for (i, item) in items.enumerate() {
             extra.dropped.clear();
             extra.unplanned = None;
-            let parsed = self.parse(value, &mut extra);
+            let parsed = parse(item, &mut extra);
             if !extra.wanted.is_empty() && parsed.is_ok() {
                 wanted.merge(std::mem::take(&mut extra.wanted));
                 errors.push((i, schema_change()));

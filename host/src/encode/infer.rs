@@ -271,7 +271,7 @@ pub(super) fn promotion(kind: &PrimitiveType, raw: &str) -> Option<PrimitiveType
             } else {
                 raw.to_string()
             };
-            let unscaled = super::decimal::parse_decimal(&text, 38, *scale).ok()?;
+            let unscaled = crate::decimal::parse_decimal(&text, 38, *scale).ok()?;
             let digits = unscaled
                 .unsigned_abs()
                 .checked_ilog10()

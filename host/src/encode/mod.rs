@@ -1,4 +1,4 @@
-//! Encoding: JSON event values to Arrow record batches against a table's schema.
+//! Encoding: JSON (or Avro) event values to Arrow record batches against a table's schema.
 //!
 //! Columns follow the table's order. Each column is filled from the JSON field of the same
 //! name, or by the host (`ingestion_time`). A field the table lacks is dropped and counted,
@@ -16,13 +16,18 @@
 //! misfit inside it names the path to the value (`items[3].qty`, `context.os`,
 //! `utm["k"]`). Events with nested values skip the flat fast path.
 //!
+//! Avro datums (`avro.rs`) are read straight into the same cells, field by field, against
+//! their writer schema.
+//!
 //! Import cycle: columns, nested: a column's builder holds nested builders, whose children
 //! are column builders again.
 
+mod avro;
+#[cfg(test)]
+mod avro_tests;
 mod cells;
 mod columns;
 mod conform;
-pub mod decimal;
 pub mod dropped;
 mod encoder;
 mod flat;

@@ -16,6 +16,7 @@ use proptest::prelude::*;
 use serde_json::Value;
 
 use super::*;
+use crate::decimal;
 
 /// One column of each kind the encoder fills, all optional, in this order.
 const COLUMNS: [(&str, PrimitiveType); 10] = [

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use iceberg::spec::{NestedField, Schema, Transform, UnboundPartitionSpec};
+use iceberg::spec::{
+    NestedField, NestedFieldRef, PrimitiveType, Schema, Transform, Type, UnboundPartitionSpec,
+};
 use serde::{Deserialize, Deserializer};
 
 use super::storage::S3Config;
@@ -435,6 +437,23 @@ impl IcebergSinkConfig {
             .with_fields(fields)
             .build()
             .map_err(|e| format!("sink.columns: {e}"))
+    }
+
+    /// The Iceberg schema of a table to create with `fields` (from a topic's schema, with
+    /// ids 1..=n at the top), and the ingestion-time column after them if they lack it.
+    pub fn schema_with(&self, mut fields: Vec<NestedFieldRef>) -> Result<Schema, String> {
+        if let Some(column) = &self.ingestion_time_column
+            && !fields.iter().any(|f| &f.name == column)
+        {
+            let so_far = Schema::builder().with_fields(fields.clone()).build();
+            let id = so_far.map_or(0, |s| s.highest_field_id()) + 1;
+            let ty = Type::Primitive(PrimitiveType::Timestamptz);
+            fields.push(Arc::new(NestedField::optional(id, column, ty)));
+        }
+        Schema::builder()
+            .with_fields(fields)
+            .build()
+            .map_err(|e| format!("the columns from the topic's schema: {e}"))
     }
 
     /// The partition spec of the table to create.

@@ -44,7 +44,7 @@ pub mod writer;
 
 use std::collections::HashMap;
 
-use iceberg::spec::Schema;
+use iceberg::spec::{NestedFieldRef, Schema};
 use iceberg::table::Table;
 use iceberg::{Catalog, NamespaceIdent, TableCreation, TableIdent};
 
@@ -182,7 +182,17 @@ impl IcebergTable {
     /// Opens the table of `config` in `catalog`, creating its namespace and the table (from
     /// `config.columns` and `partition-by`) if absent.
     pub fn open(catalog: &IcebergCatalog, config: IcebergSinkConfig) -> Result<Self, IcebergError> {
-        Self::open_with(catalog, config, true)
+        Self::open_with(catalog, config, Create::FromConfig)
+    }
+
+    /// Opens the table, creating it if absent with the columns `columns` gives (a topic's
+    /// schema) when `[sink] columns` is empty.
+    pub fn open_or_create_from(
+        catalog: &IcebergCatalog,
+        config: IcebergSinkConfig,
+        columns: &(dyn Fn() -> Result<Vec<NestedFieldRef>, String> + Sync),
+    ) -> Result<Self, IcebergError> {
+        Self::open_with(catalog, config, Create::From(columns))
     }
 
     /// Opens the table if it exists; creates nothing (`sluice show`).
@@ -190,22 +200,23 @@ impl IcebergTable {
         catalog: &IcebergCatalog,
         config: IcebergSinkConfig,
     ) -> Result<Self, IcebergError> {
-        Self::open_with(catalog, config, false)
+        Self::open_with(catalog, config, Create::No)
     }
 
     fn open_with(
         catalog: &IcebergCatalog,
         config: IcebergSinkConfig,
-        create: bool,
+        create: Create<'_>,
     ) -> Result<Self, IcebergError> {
         let namespace =
             NamespaceIdent::from_vec(config.namespace.split('.').map(String::from).collect())
                 .map_err(iceberg_err(format!("namespace `{}`", config.namespace)))?;
         let ident = TableIdent::new(namespace.clone(), config.table.clone());
-        let table = if create {
-            catalog.block_on(load_or_create(catalog, &namespace, &ident, &config))?
-        } else {
-            catalog.block_on(load_existing(catalog.catalog(), &ident))?
+        let table = match create {
+            Create::No => catalog.block_on(load_existing(catalog.catalog(), &ident))?,
+            create => {
+                catalog.block_on(load_or_create(catalog, &namespace, &ident, &config, create))?
+            }
         };
         Ok(IcebergTable {
             catalog: catalog.clone(),
@@ -253,11 +264,23 @@ impl IcebergTable {
 
 /// Loads the table, creating it (and its namespace) if absent. Another process may create
 /// either at the same moment: a creation that fails because the other one won is fine.
+/// Whether and how a table that is absent is created.
+#[derive(Clone, Copy)]
+enum Create<'a> {
+    /// It is not: opening fails.
+    No,
+    /// From `[sink] columns`.
+    FromConfig,
+    /// From `[sink] columns`, or when it is empty from these columns.
+    From(&'a (dyn Fn() -> Result<Vec<NestedFieldRef>, String> + Sync)),
+}
+
 async fn load_or_create(
     catalog: &IcebergCatalog,
     namespace: &NamespaceIdent,
     ident: &TableIdent,
     config: &IcebergSinkConfig,
+    create: Create<'_>,
 ) -> Result<Table, IcebergError> {
     let catalog = catalog.catalog();
     if !catalog
@@ -279,7 +302,13 @@ async fn load_or_create(
     {
         return load(catalog, ident).await;
     }
-    let schema = config.schema().map_err(IcebergError::Config)?;
+    let schema = match create {
+        Create::From(columns) if config.columns.is_empty() => {
+            columns().and_then(|fields| config.schema_with(fields))
+        }
+        _ => config.schema(),
+    }
+    .map_err(IcebergError::Config)?;
     let spec = config
         .partition_spec(&schema)
         .map_err(IcebergError::Config)?;

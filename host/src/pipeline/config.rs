@@ -180,6 +180,11 @@ impl PipelineConfig {
         let mut config = Self::parse(&text, path)?;
         let base = path.parent().unwrap_or(Path::new("."));
         config.runtime.resolve_paths(base);
+        if let Some(file) = &mut config.source.schema_file
+            && file.is_relative()
+        {
+            *file = base.join(&*file);
+        }
         for stage in &mut config.stages {
             if stage.plugin.is_relative() {
                 stage.plugin = base.join(&stage.plugin);

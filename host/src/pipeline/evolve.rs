@@ -76,6 +76,8 @@ impl Pipeline {
             encoder: &final_encoder,
             event_time: self.event_time.as_ref(),
             chunk_size: 1,
+            to_json: None,
+            avro: self.avro(),
         };
         let mut again = Slice::new(0, 0);
         for (index, records) in std::mem::take(&mut processed.pending) {

@@ -34,6 +34,7 @@ impl PipelineError {
             PipelineError::Output(OutputError::Topic { .. }) => true,
             PipelineError::Output(OutputError::Table { error, .. }) => sink_transient(error),
             PipelineError::Lookup(e) => e.is_transient(),
+            PipelineError::Registry(e) => e.is_transient(),
             PipelineError::StateFile(e) => {
                 matches!(e, crate::event_time::state::StateError::Store(_))
             }

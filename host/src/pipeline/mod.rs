@@ -62,6 +62,7 @@ use crate::encode::{DroppedFields, Encoder, SchemaError};
 use crate::event_time::EventTime;
 use crate::event_time::config::AtEnd;
 use crate::event_time::state::{Plan, StateError, StateStore};
+use crate::format::{Decoder, Known, RegistryError};
 use crate::iceberg::IcebergError;
 use crate::lookup::Current;
 use crate::lookup::load::LookupError;
@@ -115,6 +116,12 @@ pub enum PipelineError {
     /// A lookup table cannot be loaded.
     #[error("{0}")]
     Lookup(#[from] LookupError),
+    /// The source's format cannot be set up (`format`, `schema-registry`, `schema-file`).
+    #[error("source format: {0}")]
+    Format(String),
+    /// The Schema Registry gave no schema.
+    #[error("source: {0}")]
+    Registry(#[from] RegistryError),
     /// An event was refused and `on-invalid = "fail"`.
     #[error(
         "event {position} refused by {stage} ({code}): {message}; nothing of this batch was committed (on-invalid = \"fail\")"
@@ -243,6 +250,10 @@ pub struct Pipeline {
     planned: Option<crate::iceberg::Evolution>,
     /// The lookup tables (`[[lookups]]`), refreshed between batches.
     lookups: LookupTables,
+    /// The writer schemas of an Avro source; `None` for JSON.
+    decoder: Option<Decoder>,
+    /// The writer schemas the current batch's records name, fetched before it.
+    known: Option<Known>,
     /// Where plugin calls read the lookup tables from (the runtime's).
     current: Current,
 }

@@ -17,6 +17,7 @@ use crate::encode::{DroppedFields, Encoder, Evolving};
 use crate::event_time::EventTime;
 use crate::event_time::config::EventTimeConfig;
 use crate::event_time::state::{self, Plan, StateStore};
+use crate::format::Decoder;
 use crate::iceberg::{IcebergCatalog, IcebergSinkConfig, IcebergTable};
 use crate::kafka::{self, ClientKind, REACH_TIMEOUT};
 use crate::lookup::refresh::LookupTables;
@@ -32,7 +33,7 @@ use crate::source::identity::Fingerprints;
 use crate::source::kafka::{KafkaSource, OnDataLoss, SourceMode, StartingOffsets};
 use crate::source::{Loss, Offsets, Source, SourceError};
 use crate::units::Millis;
-use iceberg::spec::Schema;
+use iceberg::spec::{NestedFieldRef, Schema};
 
 /// The parts a pipeline is built from. Production wires Kafka and the table's storage
 /// ([`Parts::production`]); tests wire in-memory twins
@@ -129,6 +130,25 @@ pub(super) fn encoder_for(
         .with_evolving(evolving))
 }
 
+/// The columns of a table created from the latest schema of `subject`; fields without an
+/// Iceberg type are left out, with a warning.
+fn columns_of(decoder: &Decoder, subject: &str) -> Result<Vec<NestedFieldRef>, String> {
+    let writer = decoder.latest(subject)?;
+    let (fields, skipped) = crate::format::iceberg::columns(&writer)?;
+    if !skipped.is_empty() {
+        tracing::warn!(
+            ?skipped,
+            "fields of the topic's schema without a column type are left out of the new table (counted as dropped)"
+        );
+    }
+    tracing::info!(
+        subject,
+        columns = fields.len(),
+        "creating the table from the topic's schema"
+    );
+    Ok(fields)
+}
+
 impl Pipeline {
     /// Opens a pipeline on Kafka and the configured table (see [`Parts::production`]).
     /// `base` is the folder relative paths are resolved against.
@@ -156,7 +176,21 @@ impl Pipeline {
         let stages = Stages::load(&runtime, &config.stages)?;
         let admin = start_admin(&config, &runtime, &stages)?;
         let catalog = IcebergCatalog::open(&config.sink, base)?;
-        let table = IcebergTable::open(&catalog, config.sink.clone())?;
+        let source = &config.source;
+        let decoder = Decoder::new(
+            source.format,
+            source.schema_registry.as_ref(),
+            source.schema_file.as_deref(),
+        )
+        .map_err(PipelineError::Format)?;
+        let table = match &decoder {
+            Some(decoder) => {
+                let subject = source.value_subject();
+                let columns = || columns_of(decoder, &subject);
+                IcebergTable::open_or_create_from(&catalog, config.sink.clone(), &columns)?
+            }
+            None => IcebergTable::open(&catalog, config.sink.clone())?,
+        };
         let encoder = encoder_for(table.schema(), &config.sink)?;
         let state = parts.state.unwrap_or_else(|| Box::new(table.files()));
         let lookups = match parts.lookups {
@@ -203,6 +237,8 @@ impl Pipeline {
             planned: None,
             lookups,
             current: runtime.lookups().clone(),
+            decoder,
+            known: None,
         };
         if let Some(admin) = &pipeline.admin {
             admin.set_role(pipeline.role);

@@ -12,6 +12,7 @@ use super::step::{Slice, Step, add_counts, shadow_reports, total_counts, total_v
 use super::{Pipeline, PipelineError};
 use crate::encode::Wanted;
 use crate::event_time::apply::Timed;
+use crate::format::Known;
 use crate::plugin::shadow::ShadowReport;
 use crate::record::{Reason, Record};
 use crate::units::Millis;
@@ -89,6 +90,10 @@ impl Pipeline {
         let ingestion = now.as_micros().0;
         self.follow_schema()?;
         self.stages.activate_new_versions();
+        if let Some(decoder) = &self.decoder {
+            let values = records.iter().map(|r| r.value.as_deref());
+            self.known = Some(decoder.prepare(values)?);
+        }
         let backup = self.stages.on_probation().then(|| records.clone());
         let mut slices = self.run_slices(records, ingestion)?;
         if let Some(records) = backup
@@ -131,6 +136,8 @@ impl Pipeline {
             encoder: &self.encoder,
             event_time: self.event_time.as_ref(),
             chunk_size,
+            to_json: self.known.as_ref().filter(|_| self.needs_json()),
+            avro: self.avro(),
         };
         std::thread::scope(|scope| {
             let handles: Vec<_> = parts
@@ -145,6 +152,20 @@ impl Pipeline {
                 })
                 .collect()
         })
+    }
+}
+
+impl Pipeline {
+    /// Whether the records of an Avro source are read as JSON before the stages: a
+    /// plugin stage or event time reads them so.
+    fn needs_json(&self) -> bool {
+        !self.stages.active().is_empty() || self.event_time.is_some()
+    }
+
+    /// The schemas to read Avro records with straight into the table's columns, when
+    /// nothing needs them as JSON first.
+    pub(super) fn avro(&self) -> Option<&Known> {
+        self.known.as_ref().filter(|_| !self.needs_json())
     }
 }
 

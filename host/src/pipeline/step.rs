@@ -15,6 +15,7 @@ use super::stages::StageCounts;
 use crate::encode::{Encoder, Wanted, keep_rows};
 use crate::event_time::EventTime;
 use crate::event_time::apply::Timed;
+use crate::format::{self, Known};
 use crate::plugin::chain::{self, Fate, Judged, StageRun};
 use crate::plugin::shadow::{self, ShadowReport};
 use crate::plugin::{Plugin, PluginError};
@@ -60,6 +61,11 @@ pub(super) struct Step<'a> {
     pub(super) encoder: &'a Encoder,
     pub(super) event_time: Option<&'a EventTime>,
     pub(super) chunk_size: usize,
+    /// An Avro source whose records the stages or event time read: each record's value
+    /// is read to JSON with these schemas first.
+    pub(super) to_json: Option<&'a Known>,
+    /// An Avro source read straight into the table's columns with these schemas.
+    pub(super) avro: Option<&'a Known>,
 }
 
 /// The stages' verdicts on a slice, sorted out.
@@ -141,6 +147,10 @@ impl Step<'_> {
         ingestion: i64,
         slice: &mut Slice,
     ) -> Result<(), PipelineError> {
+        let records = match self.to_json {
+            Some(known) => as_json(records, known, &mut slice.dead),
+            None => records,
+        };
         let t = Instant::now();
         let ((judged, runs, shadows), plugins_cpu) = cpu::on_thread(|| self.run_stages(records));
         slice.plugins += t.elapsed();
@@ -262,9 +272,13 @@ impl Step<'_> {
         ingestion: i64,
         slice: &mut Slice,
     ) -> Result<Timed, PipelineError> {
-        let encoded = self
-            .encoder
-            .encode(kept.iter().map(|r| r.value.as_deref()), ingestion)?;
+        let values = kept.iter().map(|r| r.value.as_deref());
+        let encoded = match self.avro {
+            Some(known) => self
+                .encoder
+                .encode_avro(values.map(|v| known.writer(v)), ingestion)?,
+            None => self.encoder.encode(values, ingestion)?,
+        };
         if !encoded.wanted.is_empty() {
             slice.wanted.merge(encoded.wanted);
             slice.pending.push((slice.rows.len(), kept));
@@ -309,6 +323,25 @@ impl Step<'_> {
             records: timed,
         })
     }
+}
+
+/// `records` with their Avro values read to JSON; those that cannot be read join `dead`
+/// with their original bytes.
+fn as_json(records: Vec<Record>, known: &Known, dead: &mut Vec<(Record, Reason)>) -> Vec<Record> {
+    let mut kept = Vec::with_capacity(records.len());
+    for mut record in records {
+        let json = known
+            .writer(record.value.as_deref())
+            .and_then(|(writer, payload)| format::json::to_json(writer, payload));
+        match json {
+            Ok(json) => {
+                record.value = Some(json);
+                kept.push(record);
+            }
+            Err(e) => dead.push((record, refusal("encode", e.code(), e.to_string(), None))),
+        }
+    }
+    kept
 }
 
 /// The message of a failed call, made once for all the records of the call (they share its

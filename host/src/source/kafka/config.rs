@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::format::{Format, RegistryConfig};
 use crate::kafka::Connection;
 
 /// Where a brand-new pipeline starts reading.
@@ -62,6 +63,7 @@ pub enum SourceMode {
 /// mode = "assign"
 /// starting-offsets = "earliest"
 /// properties = { "client.id" = "sluice" }
+/// format = "json"
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -104,6 +106,21 @@ pub struct KafkaSourceConfig {
     /// sluice's defaults.
     #[serde(default)]
     pub properties: BTreeMap<String, String>,
+    /// How record values are encoded: `json` (default: a JSON object per record) or
+    /// `avro` (with `[source.schema-registry]`, in the Confluent wire format; with
+    /// `schema-file`, bare datums of that schema).
+    #[serde(default)]
+    pub format: Format,
+    /// The Schema Registry of an Avro topic's writer schemas (Confluent REST API). With
+    /// it, a new pipeline may omit `[sink] columns`: the table is created from the latest
+    /// schema of the subject `<first topic>-value`.
+    #[serde(default)]
+    pub schema_registry: Option<RegistryConfig>,
+    /// An Avro schema file (`.avsc`, relative to the configuration file) that every record
+    /// value was written with, as a bare datum (no wire-format header), for topics without
+    /// a registry.
+    #[serde(default)]
+    pub schema_file: Option<std::path::PathBuf>,
 }
 
 impl KafkaSourceConfig {
@@ -111,6 +128,12 @@ impl KafkaSourceConfig {
     /// `properties`.
     pub fn connection(&self) -> Connection {
         Connection::new(self.bootstrap_servers.clone(), self.properties.clone())
+    }
+
+    /// The subject of the first topic's value schemas (the registry's default
+    /// `TopicNameStrategy`).
+    pub fn value_subject(&self) -> String {
+        format!("{}-value", self.topics.first().map_or("", String::as_str))
     }
 }
 
