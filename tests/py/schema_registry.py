@@ -10,13 +10,15 @@ Python standard library only.
 
     schema_registry.py --port PORT [--user USER:PASSWORD] [--token TOKEN]
                        [--cert CERT.pem --key KEY.pem] [--delay-ms N] [--fail-first N]
+                       [--fail-id-lookups N]
 
 Binds 127.0.0.1:PORT (0 picks a free port), prints `listening on http(s)://127.0.0.1:PORT`
 (flushed) and serves until killed (SIGTERM/SIGINT stop it cleanly), logging each request to
 stderr as `METHOD PATH -> STATUS`, never its headers. With --user and/or --token every request
 needs `Authorization: Basic` with those credentials or `Bearer TOKEN`, else 401. --cert/--key
 serve HTTPS. --delay-ms sleeps before each answer; --fail-first N answers the first N requests
-with 500 (an outage that heals: the client retries 5xx).
+with 500 (an outage that heals: the client retries 5xx); --fail-id-lookups N does so to the
+first N `GET /schemas/ids/…` only (what a consumer asks; a producer's registration passes).
 
     POST /subjects/{s}/versions      {"schema", "schemaType"?, "references"?} -> {"id"}
     POST /subjects/{s}               is it registered under s? -> {"subject","id","version","schema"}
@@ -410,7 +412,7 @@ class Handler(BaseHTTPRequestHandler):
     registry: Registry
     credentials: set[str]  # accepted Authorization header values; empty: no auth
     delay: float
-    failures: list[int]  # [requests still to fail]
+    failures: list[int]  # [requests still to fail, id lookups still to fail]
     failures_lock = threading.Lock()
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
@@ -430,9 +432,13 @@ class Handler(BaseHTTPRequestHandler):
     def dispatch(self) -> None:
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         time.sleep(self.delay)
+        lookup = self.command == "GET" and self.path.startswith("/schemas/ids/")
         with self.failures_lock:
             fail = self.failures[0] > 0
             self.failures[0] -= fail
+            if lookup and not fail and self.failures[1] > 0:
+                fail = True
+                self.failures[1] -= 1
         try:
             if fail:
                 raise ApiError(500, 50001, "Error in the backend data store (--fail-first)")
@@ -464,6 +470,8 @@ def main() -> None:
     parser.add_argument("--key", help="the certificate's private key (PEM)")
     parser.add_argument("--delay-ms", type=int, default=0, help="sleep this long before each answer")
     parser.add_argument("--fail-first", type=int, default=0, help="answer the first N requests with 500")
+    parser.add_argument("--fail-id-lookups", type=int, default=0,
+                        help="answer the first N GET /schemas/ids/... requests with 500")
     args = parser.parse_args()
     if bool(args.cert) != bool(args.key):
         parser.error("--cert and --key go together")
@@ -474,7 +482,7 @@ def main() -> None:
     if args.token:
         credentials.add(f"Bearer {args.token}")
     handler = type("BoundHandler", (Handler,), {"registry": Registry(), "credentials": credentials,
-                                                "delay": args.delay_ms / 1000, "failures": [args.fail_first]})
+                                                "delay": args.delay_ms / 1000, "failures": [args.fail_first, args.fail_id_lookups]})
     server = ThreadingHTTPServer(("127.0.0.1", args.port), handler)
     server.daemon_threads = True
     scheme = "http"

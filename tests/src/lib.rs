@@ -1,7 +1,8 @@
 //! Helpers for sluice's integration tests and benchmarks. The plugins they use are built
 //! from `udfs/` by `build.rs`; their paths are in [`plugins`]. A pipeline under test, run
 //! as a `sluice` process against a real broker, is a [`fixture::Setup`]; the services it
-//! needs are in [`broker`], [`postgres`] and [`pyiceberg`] (and [`spark`], a third reader).
+//! needs are in [`broker`], [`postgres`], [`registry`] (a Schema Registry) and [`pyiceberg`]
+//! (and [`spark`], a third reader).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -18,6 +19,7 @@ pub mod measure;
 pub mod mock;
 pub mod postgres;
 pub mod pyiceberg;
+pub mod registry;
 pub mod s3;
 /// Spark (Java Iceberg) as a reader of the tables the tests write, beside pyiceberg.
 pub mod spark;

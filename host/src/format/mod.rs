@@ -30,8 +30,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 pub use self::config::{Format, RegistryConfig};
-pub use self::registry::{HttpRegistry, MemoryRegistry, Registry, RegistryError, SchemaType};
 pub use self::read::Writer;
+pub use self::registry::{HttpRegistry, MemoryRegistry, Registry, RegistryError, SchemaType};
 pub use self::schemas::{Resolved, Schemas};
 
 /// The first byte of a record in the Confluent wire format.

@@ -148,7 +148,22 @@ impl HttpRegistry {
         })
     }
 
-    fn get(&self, path: &str, what: impl Fn() -> String) -> Result<Registered, RegistryError> {
+    /// `GET path`, on a thread of its own: reqwest's blocking client must not run on a
+    /// thread inside an async runtime (the table is created inside one, from a schema).
+    fn get(
+        &self,
+        path: &str,
+        what: impl Fn() -> String + Send,
+    ) -> Result<Registered, RegistryError> {
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| self.get_here(path, what))
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })
+    }
+
+    fn get_here(&self, path: &str, what: impl Fn() -> String) -> Result<Registered, RegistryError> {
         let mut request = self
             .client
             .get(format!("{}{path}", self.url))

@@ -5,6 +5,7 @@
 
 mod admin_state;
 mod adversarial;
+mod avro;
 mod catalog_tls;
 mod chaos;
 mod cli;
