@@ -53,7 +53,7 @@ fn order(i: u32) -> Value {
         "order_id": format!("o-{i}"), "quantity": i, "placed_at": format!("2026-01-02T03:04:0{i}.250Z"),
         "price": format!("{i}.25"), "day": "2026-01-02", "ref": format!("00000000-0000-0000-0000-00000000000{i}"),
         "note": if i == 2 { Value::Null } else { json!(format!("note {i}")) },
-        "channel": if i % 2 == 0 { "WEB" } else { "STORE" },
+        "channel": if i.is_multiple_of(2) { "WEB" } else { "STORE" },
         "tags": (0..i).map(|t| format!("t{t}")).collect::<Vec<_>>(),
         "counts": {"n": i}, "ship": {"city": "Oslo"},
     })
