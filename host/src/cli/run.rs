@@ -21,7 +21,7 @@ relative paths are relative to the file's folder). Sections and their keys:
 [pipeline]              name, on-invalid, threads, fault-budget
 [source]                bootstrap-servers, topics, group-id, mode, starting-offsets,
                         on-data-loss, fetch-timeout, properties, format,
-                        schema-file
+                        schema-file, message
 [source.schema-registry] url, username, password, token, ca-cert, timeout
 [trigger]               mode, interval, max-records, max-bytes
 [runtime]               chunk-size, max-stack, watch-interval, enforce-call-timeout,

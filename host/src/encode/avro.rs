@@ -1,4 +1,5 @@
-//! Avro datums straight into a table's columns: each field of the writer's record is read
+//! Avro datums (and, through `protobuf.rs`, Protobuf messages) straight into a table's
+//! columns: each field of the writer's record is read
 //! in place (`format::read`) into the cell of the column of its name, with no JSON in
 //! between. A field the table lacks, or a value its column cannot hold, is handled as the
 //! JSON path handles it (`[sink] unknown-fields`): dropped and counted, a dead letter, or,
@@ -19,10 +20,10 @@ use super::infer;
 use super::nested::Shape;
 use super::{EncodeError, Encoded, Encoder, SchemaError, UnknownFields};
 use crate::format::read::{ReadError, Reader, unscaled};
-use crate::format::{FormatError, Writer, iceberg::field_type};
+use crate::format::{FormatError, Framed, Writer, iceberg::field_type};
 
 /// Why a value did not become a cell.
-enum Misfit {
+pub(super) enum Misfit {
     /// The datum is broken: the rest of it cannot be read.
     Read(ReadError),
     /// The value's type does not fit its column; `path` leads to it inside the column.
@@ -41,15 +42,20 @@ impl From<ReadError> for Misfit {
 
 impl Misfit {
     fn mismatch(schema: &Schema, want: &str) -> Misfit {
+        Misfit::wrong(&format!("an Avro {}", kind(schema)), want)
+    }
+
+    /// `what` does not fit a `want` column.
+    pub(super) fn wrong(what: &str, want: &str) -> Misfit {
         Misfit::Type {
             code: "type_mismatch",
-            message: format!("an Avro {} cannot fill a {want}", kind(schema)),
+            message: format!("{what} cannot fill a {want}"),
             path: String::new(),
         }
     }
 
     /// The misfit, inside `segment` (`.name`, `[]`, `{}`).
-    fn within(self, segment: &str) -> Misfit {
+    pub(super) fn within(self, segment: &str) -> Misfit {
         match self {
             Misfit::Type {
                 code,
@@ -69,7 +75,7 @@ fn kind(schema: &Schema) -> String {
     format!("{:?}", SchemaKind::from(schema)).to_lowercase()
 }
 
-fn undecodable(e: ReadError) -> EncodeError {
+pub(super) fn undecodable(e: ReadError) -> EncodeError {
     let e = FormatError::from(e);
     EncodeError {
         code: e.code(),
@@ -86,8 +92,23 @@ impl Encoder {
         values: impl IntoIterator<Item = Result<(&'a Writer, &'a [u8]), FormatError>>,
         ingestion_micros: i64,
     ) -> Result<Encoded, SchemaError> {
+        let framed = values
+            .into_iter()
+            .map(|v| v.map(|(writer, payload)| Framed::Avro(writer, payload)));
+        self.encode_framed(framed, ingestion_micros)
+    }
+
+    /// Encodes Avro datums and Protobuf messages, each with its writer schema (or why it
+    /// has none, which makes it a dead letter); `ingestion_micros` fills the host's
+    /// timestamp columns.
+    pub fn encode_framed<'a>(
+        &self,
+        values: impl IntoIterator<Item = Result<Framed<'a, 'a>, FormatError>>,
+        ingestion_micros: i64,
+    ) -> Result<Encoded, SchemaError> {
         self.encode_rows(values, ingestion_micros, |value, extra| match value {
-            Ok((writer, payload)) => self.parse_avro(writer, payload, extra),
+            Ok(Framed::Avro(writer, payload)) => self.parse_avro(writer, payload, extra),
+            Ok(Framed::Protobuf(message, payload)) => self.parse_protobuf(&message, payload, extra),
             Err(e) => Err(EncodeError {
                 code: e.code(),
                 message: e.to_string(),
@@ -121,7 +142,9 @@ impl Encoder {
             let Some(i) = column.filter(|&i| self.columns[i].fill == Fill::Field) else {
                 r.skip(&field.schema, writer).map_err(undecodable)?;
                 if column.is_none() && failure.is_none() {
-                    self.unknown_avro(&field.name, &field.schema, writer, extra, &mut failure);
+                    let ty = || field_type(&field.schema, writer, &mut || 0);
+                    let name = Cow::Borrowed(field.name.as_str());
+                    self.unknown_typed(name, ty, extra, &mut failure);
                 }
                 continue;
             };
@@ -136,7 +159,8 @@ impl Encoder {
                 }) => {
                     r = start;
                     r.skip(&field.schema, writer).map_err(undecodable)?;
-                    if failure.is_none() && !self.widen(i, &field.schema, writer, extra) {
+                    let value = field_type(&field.schema, writer, &mut || 0);
+                    if failure.is_none() && !self.widen(i, value, extra) {
                         failure = Some(EncodeError {
                             code,
                             message,
@@ -156,12 +180,18 @@ impl Encoder {
     }
 
     /// With `unknown-fields = "add"`, asks for column `i` to grow to hold values of the
-    /// writer's type (a wider primitive, a struct with more fields); whether it did.
-    fn widen(&self, i: usize, schema: &Schema, writer: &Writer, extra: &mut RowExtra<'_>) -> bool {
+    /// writer's type `value` (a wider primitive, a struct with more fields); whether it
+    /// did.
+    pub(super) fn widen(
+        &self,
+        i: usize,
+        value: Result<Type, String>,
+        extra: &mut RowExtra<'_>,
+    ) -> bool {
         if self.unknown != UnknownFields::Add || self.evolving.frozen {
             return false;
         }
-        let Ok(value) = field_type(schema, writer, &mut || 0) else {
+        let Ok(value) = value else {
             return false;
         };
         let column = &self.schema.as_struct().fields()[i];
@@ -177,12 +207,11 @@ impl Encoder {
     }
 
     /// A field the table has no column for: dropped and counted, a dead letter, or asked
-    /// for as a column of its Avro type.
-    fn unknown_avro<'a>(
+    /// for as a column of its type, `ty` (the writer schema's).
+    pub(super) fn unknown_typed<'a>(
         &self,
-        name: &'a str,
-        schema: &Schema,
-        writer: &Writer,
+        name: Cow<'a, str>,
+        ty: impl FnOnce() -> Result<Type, String>,
         extra: &mut RowExtra<'a>,
         failure: &mut Option<EncodeError>,
     ) {
@@ -194,7 +223,7 @@ impl Encoder {
             })
         };
         match self.unknown {
-            UnknownFields::Drop => extra.dropped.push(Cow::Borrowed(name)),
+            UnknownFields::Drop => extra.dropped.push(name.clone()),
             UnknownFields::DeadLetter => {
                 *failure = refuse(
                     "unknown_field",
@@ -203,12 +232,9 @@ impl Encoder {
                     ),
                 )
             }
-            UnknownFields::Add => match (
-                field_type(schema, writer, &mut || 0),
-                self.evolving.refused.get(name),
-            ) {
+            UnknownFields::Add => match (ty(), self.evolving.refused.get(name.as_ref())) {
                 // No Iceberg type (plain bytes, a union of several types): dropped, counted.
-                (Err(_), _) => extra.dropped.push(Cow::Borrowed(name)),
+                (Err(_), _) => extra.dropped.push(name.clone()),
                 (Ok(_), Some((code, message))) => *failure = refuse(code, message.clone()),
                 (Ok(_), None) if self.evolving.frozen => {
                     if extra.unplanned.is_none() {
@@ -216,7 +242,7 @@ impl Encoder {
                             refuse("unknown_field", format!("the table has no column `{name}`"));
                     }
                 }
-                (Ok(ty), None) => extra.wanted.add(name.to_string(), ty),
+                (Ok(ty), None) => extra.wanted.add(name.into_owned(), ty),
             },
         }
     }
@@ -340,7 +366,7 @@ fn leaf<'a>(
     })
 }
 
-fn out_of_range(v: i64) -> Misfit {
+pub(super) fn out_of_range(v: i64) -> Misfit {
     Misfit::Type {
         code: "out_of_range",
         message: format!("timestamp {v} is out of range"),
@@ -377,7 +403,7 @@ fn decimal(value: i128, from: u32, precision: u32, scale: u32) -> Result<Cell<'s
     Ok(Cell::Decimal(scaled))
 }
 
-fn column_name(kind: ColumnKind) -> String {
+pub(super) fn column_name(kind: ColumnKind) -> String {
     let p = match kind {
         ColumnKind::Boolean => PrimitiveType::Boolean,
         ColumnKind::Int => PrimitiveType::Int,

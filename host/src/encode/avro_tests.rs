@@ -11,7 +11,7 @@ use iceberg::spec::{NestedFieldRef, PrimitiveType, Schema, Type};
 
 use super::{Encoded, Encoder, SCHEMA_CHANGE, UnknownFields, with_type};
 use crate::format::tests::{ORDER, framed, order};
-use crate::format::{Decoder, MemoryRegistry, Schemas, Writer, iceberg::columns};
+use crate::format::{Decoder, Format, MemoryRegistry, Schemas, Writer, iceberg::columns};
 
 /// The table a new pipeline makes from `ORDER`, changed by `change`.
 fn table(change: impl FnOnce(&mut Vec<NestedFieldRef>)) -> Schema {
@@ -144,7 +144,7 @@ fn broken_and_unknown_values_are_dead_letters() {
     assert_eq!(encoded.errors[0].1.code, "undecodable");
     let registry = Arc::new(MemoryRegistry::default());
     registry.register("orders-value", 1, ORDER);
-    let decoder = Decoder::Registry(Schemas::new(Box::new(registry)));
+    let decoder = Decoder::Registry(Schemas::new(Box::new(registry), Format::Avro));
     let (good, unknown) = (framed(1, &datum), framed(2, &datum));
     let values = [
         Some(&good[..]),

@@ -40,6 +40,9 @@ mod nested;
 mod nested_tests;
 #[cfg(test)]
 mod props;
+mod protobuf;
+#[cfg(test)]
+mod protobuf_tests;
 #[cfg(test)]
 mod tests;
 

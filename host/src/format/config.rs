@@ -18,6 +18,21 @@ pub enum Format {
     /// Avro: in the Confluent wire format with `schema-registry` (a zero byte, the
     /// schema's 4-byte id, the datum), or a bare datum of `schema-file`'s schema.
     Avro,
+    /// Protobuf: in the Confluent wire format with `schema-registry` (a zero byte, the
+    /// schema's 4-byte id, the message's indexes, the message), or a bare message of
+    /// `schema-file`'s `message`.
+    Protobuf,
+}
+
+impl Format {
+    /// Its name in the configuration.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Json => "json",
+            Format::Avro => "avro",
+            Format::Protobuf => "protobuf",
+        }
+    }
 }
 
 /// A Schema Registry that speaks the Confluent REST API (Confluent Schema Registry,

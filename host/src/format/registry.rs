@@ -36,6 +36,20 @@ pub struct Registered {
     /// Its global id, when the answer names it (`/subjects/…/versions/…` does).
     #[serde(default)]
     pub id: Option<u32>,
+    /// The schemas it imports (a `.proto` file's imports), each a subject's version.
+    #[serde(default)]
+    pub references: Vec<Reference>,
+}
+
+/// A schema another one refers to: the name it is imported by, and where it is.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Reference {
+    /// The name the referring schema uses (`money.proto`).
+    pub name: String,
+    /// The subject it is registered under.
+    pub subject: String,
+    /// Its version there.
+    pub version: i64,
 }
 
 /// Why the registry gave no schema.
@@ -78,8 +92,12 @@ impl RegistryError {
 pub trait Registry: Send + Sync {
     /// The schema with global id `id`.
     fn schema(&self, id: u32) -> Result<Registered, RegistryError>;
-    /// The latest version of `subject` (with its id).
-    fn latest(&self, subject: &str) -> Result<Registered, RegistryError>;
+    /// Version `version` (a number, or `latest`) of `subject`, with its id.
+    fn version(&self, subject: &str, version: &str) -> Result<Registered, RegistryError>;
+    /// The latest version of `subject`, with its id.
+    fn latest(&self, subject: &str) -> Result<Registered, RegistryError> {
+        self.version(subject, "latest")
+    }
 }
 
 /// A Schema Registry reached over HTTP(S) through the Confluent REST API.
@@ -216,9 +234,11 @@ impl Registry for HttpRegistry {
         .map(|r| Registered { id: Some(id), ..r })
     }
 
-    fn latest(&self, subject: &str) -> Result<Registered, RegistryError> {
-        let path = format!("/subjects/{}/versions/latest", encode_path(subject));
-        self.get(&path, || format!("subject `{subject}`"))
+    fn version(&self, subject: &str, version: &str) -> Result<Registered, RegistryError> {
+        let path = format!("/subjects/{}/versions/{version}", encode_path(subject));
+        self.get(&path, || {
+            format!("version {version} of subject `{subject}`")
+        })
     }
 }
 
@@ -245,22 +265,37 @@ pub struct MemoryRegistry {
 #[derive(Debug, Default)]
 struct Memory {
     by_id: BTreeMap<u32, Registered>,
-    subjects: BTreeMap<String, u32>,
+    /// The ids of each subject's versions, oldest first.
+    subjects: BTreeMap<String, Vec<u32>>,
     down: bool,
     fetches: u64,
 }
 
 impl MemoryRegistry {
-    /// Registers `schema` (Avro) under `subject` with `id`.
+    /// Registers `schema` (Avro) under `subject` with `id`, as its next version.
     pub fn register(&self, subject: &str, id: u32, schema: &str) {
+        self.register_typed(subject, id, schema, SchemaType::Avro, Vec::new());
+    }
+
+    /// Registers `schema` of type `kind`, importing `references`, under `subject` with
+    /// `id`, as its next version.
+    pub fn register_typed(
+        &self,
+        subject: &str,
+        id: u32,
+        schema: &str,
+        kind: SchemaType,
+        references: Vec<Reference>,
+    ) {
         let mut inner = self.inner.lock().expect("not poisoned");
         let registered = Registered {
             schema: schema.into(),
-            schema_type: SchemaType::Avro,
+            schema_type: kind,
             id: Some(id),
+            references,
         };
         inner.by_id.insert(id, registered);
-        inner.subjects.insert(subject.into(), id);
+        inner.subjects.entry(subject.into()).or_default().push(id);
     }
 
     /// Makes the registry unavailable (`true`) or available again.
@@ -293,10 +328,18 @@ impl Registry for MemoryRegistry {
             })
     }
 
-    fn latest(&self, subject: &str) -> Result<Registered, RegistryError> {
+    fn version(&self, subject: &str, version: &str) -> Result<Registered, RegistryError> {
         let inner = self.inner.lock().expect("not poisoned");
-        let id = inner.subjects.get(subject).ok_or(RegistryError::NotFound {
-            what: format!("subject `{subject}`"),
+        let versions = inner.subjects.get(subject).map_or(&[][..], Vec::as_slice);
+        let id = match version {
+            "latest" => versions.last(),
+            n => n
+                .parse::<usize>()
+                .ok()
+                .and_then(|n| versions.get(n.checked_sub(1)?)),
+        };
+        let id = id.ok_or(RegistryError::NotFound {
+            what: format!("version {version} of subject `{subject}`"),
         })?;
         Ok(inner.by_id[id].clone())
     }
@@ -307,8 +350,8 @@ impl<T: Registry + ?Sized> Registry for std::sync::Arc<T> {
         (**self).schema(id)
     }
 
-    fn latest(&self, subject: &str) -> Result<Registered, RegistryError> {
-        (**self).latest(subject)
+    fn version(&self, subject: &str, version: &str) -> Result<Registered, RegistryError> {
+        (**self).version(subject, version)
     }
 }
 

@@ -125,7 +125,7 @@ fn broken_datums_are_undecodable_not_a_panic() {
 fn schemas_are_fetched_once_and_an_outage_is_transient() {
     let registry = Arc::new(MemoryRegistry::default());
     registry.register("orders-value", 5, ORDER);
-    let decoder = Decoder::Registry(Schemas::new(Box::new(registry.clone())));
+    let decoder = Decoder::Registry(Schemas::new(Box::new(registry.clone()), Format::Avro));
     let good = framed(5, &order("o-1", None));
     let unknown = framed(6, &order("o-1", None));
     let values = [Some(&good[..]), Some(&unknown[..]), Some(&b"{}"[..]), None];

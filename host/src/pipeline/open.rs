@@ -132,9 +132,12 @@ pub(super) fn encoder_for(
 
 /// The columns of a table created from the latest schema of `subject`; fields without an
 /// Iceberg type are left out, with a warning.
-fn columns_of(decoder: &Decoder, subject: &str) -> Result<Vec<NestedFieldRef>, String> {
-    let writer = decoder.latest(subject)?;
-    let (fields, skipped) = crate::format::iceberg::columns(&writer)?;
+fn columns_of(
+    decoder: &Decoder,
+    subject: &str,
+    message: Option<&str>,
+) -> Result<Vec<NestedFieldRef>, String> {
+    let (fields, skipped) = decoder.columns(subject, message)?;
     if !skipped.is_empty() {
         tracing::warn!(
             ?skipped,
@@ -181,12 +184,13 @@ impl Pipeline {
             source.format,
             source.schema_registry.as_ref(),
             source.schema_file.as_deref(),
+            source.message.as_deref(),
         )
         .map_err(PipelineError::Format)?;
         let table = match &decoder {
             Some(decoder) => {
                 let subject = source.value_subject();
-                let columns = || columns_of(decoder, &subject);
+                let columns = || columns_of(decoder, &subject, source.message.as_deref());
                 IcebergTable::open_or_create_from(&catalog, config.sink.clone(), &columns)?
             }
             None => IcebergTable::open(&catalog, config.sink.clone())?,

@@ -156,13 +156,13 @@ impl Pipeline {
 }
 
 impl Pipeline {
-    /// Whether the records of an Avro source are read as JSON before the stages: a
+    /// Whether the records of an Avro or Protobuf source are read as JSON before the stages: a
     /// plugin stage or event time reads them so.
     fn needs_json(&self) -> bool {
         !self.stages.active().is_empty() || self.event_time.is_some()
     }
 
-    /// The schemas to read Avro records with straight into the table's columns, when
+    /// The schemas to read Avro or Protobuf records with straight into the table's columns, when
     /// nothing needs them as JSON first.
     pub(super) fn avro(&self) -> Option<&Known> {
         self.known.as_ref().filter(|_| !self.needs_json())

@@ -15,7 +15,7 @@ use super::stages::StageCounts;
 use crate::encode::{Encoder, Wanted, keep_rows};
 use crate::event_time::EventTime;
 use crate::event_time::apply::Timed;
-use crate::format::{self, Known};
+use crate::format::Known;
 use crate::plugin::chain::{self, Fate, Judged, StageRun};
 use crate::plugin::shadow::{self, ShadowReport};
 use crate::plugin::{Plugin, PluginError};
@@ -64,7 +64,8 @@ pub(super) struct Step<'a> {
     /// An Avro source whose records the stages or event time read: each record's value
     /// is read to JSON with these schemas first.
     pub(super) to_json: Option<&'a Known>,
-    /// An Avro source read straight into the table's columns with these schemas.
+    /// An Avro or Protobuf source read straight into the table's columns with these
+    /// schemas.
     pub(super) avro: Option<&'a Known>,
 }
 
@@ -276,7 +277,7 @@ impl Step<'_> {
         let encoded = match self.avro {
             Some(known) => self
                 .encoder
-                .encode_avro(values.map(|v| known.writer(v)), ingestion)?,
+                .encode_framed(values.map(|v| known.framed(v)), ingestion)?,
             None => self.encoder.encode(values, ingestion)?,
         };
         if !encoded.wanted.is_empty() {
@@ -325,15 +326,12 @@ impl Step<'_> {
     }
 }
 
-/// `records` with their Avro values read to JSON; those that cannot be read join `dead`
+/// `records` with their Avro or Protobuf values read to JSON; those that cannot be read join `dead`
 /// with their original bytes.
 fn as_json(records: Vec<Record>, known: &Known, dead: &mut Vec<(Record, Reason)>) -> Vec<Record> {
     let mut kept = Vec::with_capacity(records.len());
     for mut record in records {
-        let json = known
-            .writer(record.value.as_deref())
-            .and_then(|(writer, payload)| format::json::to_json(writer, payload));
-        match json {
+        match known.to_json(record.value.as_deref()) {
             Ok(json) => {
                 record.value = Some(json);
                 kept.push(record);

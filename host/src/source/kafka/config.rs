@@ -106,21 +106,26 @@ pub struct KafkaSourceConfig {
     /// sluice's defaults.
     #[serde(default)]
     pub properties: BTreeMap<String, String>,
-    /// How record values are encoded: `json` (default: a JSON object per record) or
-    /// `avro` (with `[source.schema-registry]`, in the Confluent wire format; with
-    /// `schema-file`, bare datums of that schema).
+    /// How record values are encoded: `json` (default: a JSON object per record),
+    /// `avro` or `protobuf` (with `[source.schema-registry]`, in the Confluent wire
+    /// format; with `schema-file`, bare datums or messages of that schema).
     #[serde(default)]
     pub format: Format,
-    /// The Schema Registry of an Avro topic's writer schemas (Confluent REST API). With
-    /// it, a new pipeline may omit `[sink] columns`: the table is created from the latest
-    /// schema of the subject `<first topic>-value`.
+    /// The Schema Registry of an Avro or Protobuf topic's writer schemas (Confluent REST
+    /// API). With it, a new pipeline may omit `[sink] columns`: the table is created from
+    /// the latest schema of the subject `<first topic>-value`.
     #[serde(default)]
     pub schema_registry: Option<RegistryConfig>,
-    /// An Avro schema file (`.avsc`, relative to the configuration file) that every record
-    /// value was written with, as a bare datum (no wire-format header), for topics without
-    /// a registry.
+    /// A schema file (`.avsc` or `.proto`, relative to the configuration file) that every
+    /// record value was written with, as a bare datum or message (no wire-format header),
+    /// for topics without a registry. A new pipeline may then omit `[sink] columns`.
     #[serde(default)]
     pub schema_file: Option<std::path::PathBuf>,
+    /// Protobuf: the records' message type (its full name, or relative to the file's
+    /// package), in `schema-file`; with a registry, the message a new table is made from
+    /// (records name their own). Default: the file's first message.
+    #[serde(default)]
+    pub message: Option<String>,
 }
 
 impl KafkaSourceConfig {
