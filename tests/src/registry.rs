@@ -7,9 +7,9 @@
 //! tests run a stand-in, `tests/py/schema_registry.py`, as its own process: it keeps to
 //! the documented API (ids, subjects, versions, Confluent's error codes, basic and bearer
 //! auth, HTTPS) and can fail or slow down on purpose. The records are written by
-//! confluent-kafka-python's `AvroSerializer` (`tests/py/produce_registry.py`, in the venv
-//! `tests/py/setup-registry-venv` makes), so the wire format is not sluice's on both
-//! sides.
+//! confluent-kafka-python's `AvroSerializer` and `ProtobufSerializer`
+//! (`tests/py/produce_registry.py`, in the venv `tests/py/setup-registry-venv` makes), so
+//! the wire format is not sluice's on both sides.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -88,10 +88,43 @@ pub fn produce_avro(
     records: &[Value],
     extra: &[&str],
 ) {
-    let dir = std::env::temp_dir().join(format!("sluice-avro-{}-{topic}", std::process::id()));
+    let files = [("schema.avsc", schema)];
+    let args = ["--format", "avro", "--schema"];
+    produce(bootstrap, registry, topic, &files, &args, records, extra);
+}
+
+/// Produces `records` (JSON objects, as protobuf's JSON mapping reads them) to `topic` as
+/// Protobuf messages `message` of the first of `files` (name, `.proto` text; the others
+/// are the files it imports), with confluent-kafka-python's `ProtobufSerializer`
+/// registering them (the imports as subjects of their own) at `registry`.
+pub fn produce_protobuf(
+    bootstrap: &str,
+    registry: &str,
+    topic: &str,
+    files: &[(&str, &str)],
+    message: &str,
+    records: &[Value],
+) {
+    let args = ["--format", "protobuf", "--message", message, "--proto"];
+    produce(bootstrap, registry, topic, files, &args, records, &[]);
+}
+
+/// Writes `files` to a folder of their own, then runs `produce_registry.py` with `args`
+/// and the first file's path, and `extra`, writing `records` to its input.
+fn produce(
+    bootstrap: &str,
+    registry: &str,
+    topic: &str,
+    files: &[(&str, &str)],
+    args: &[&str],
+    records: &[Value],
+    extra: &[&str],
+) {
+    let dir = std::env::temp_dir().join(format!("sluice-produce-{}-{topic}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let schema_file = dir.join("schema.avsc");
-    std::fs::write(&schema_file, schema).unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
     let mut child = Command::new(python())
         .arg(repo_root().join("tests/py/produce_registry.py"))
         .args([
@@ -102,12 +135,8 @@ pub fn produce_avro(
             "--topic",
             topic,
         ])
-        .args([
-            "--format",
-            "avro",
-            "--schema",
-            schema_file.to_str().unwrap(),
-        ])
+        .args(args)
+        .arg(dir.join(files[0].0))
         .args(extra)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -11,9 +11,9 @@ use rdkafka::ClientConfig;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use serde_json::{Value, json};
 use sluice_tests::fixture::{Setup, text};
-use sluice_tests::pyiceberg;
 use sluice_tests::registry::{SchemaRegistry, produce_avro};
 use sluice_tests::tls::TestCa;
+use sluice_tests::{plugins, pyiceberg};
 
 use crate::evolution::{field, fields_of};
 use crate::pipeline::dead_letters;
@@ -209,6 +209,27 @@ fn an_avro_topic_lands_in_a_table_made_from_its_schema() {
         codes[1].1
     );
     assert_eq!(codes[2].0, "unknown_schema");
+    assert_the_json_path_reads_the_same(&mut s, &registry, &rows);
+}
+
+/// The same topic through a plugin stage (the records read to JSON first) into another
+/// table: the same rows.
+fn assert_the_json_path_reads_the_same(s: &mut Setup, registry: &SchemaRegistry, direct: &[Value]) {
+    std::fs::copy(plugins::KEEP_ALL, s.warehouse.join("keep.wasm")).unwrap();
+    let sink = "[[stages]]\nname = \"keep\"\nplugin = \"keep.wasm\"\n[sink]";
+    let text = config(&format!("url = \"{}\"", registry.url), "")
+        .replace("[sink]", sink)
+        .replace("table = \"orders\"", "table = \"kept\"");
+    s.write_config("plugin.toml", &text);
+    let out = s.run(&[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        sluice_tests::fixture::text(&out)
+    );
+    let mut kept = pyiceberg::read_table(&s.warehouse, "shop.kept");
+    kept.sort_by_key(|r| r["order_id"].as_str().unwrap_or("").to_string());
+    assert_eq!(kept, direct);
 }
 
 #[test]

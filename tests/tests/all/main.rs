@@ -32,6 +32,7 @@ mod nested_paths;
 mod pipeline;
 mod plugin_author;
 mod produce;
+mod protobuf;
 mod readme;
 mod secure_kafka;
 mod spark;
