@@ -30,6 +30,11 @@ pub struct LookupConfig {
     /// record's key maps to its value, a JSON object; a null value deletes the key.
     #[serde(default)]
     pub topic: Option<String>,
+    /// With `topic`: how its values are encoded, `json` (default), `avro` or `protobuf`
+    /// (in the Confluent wire format, their schemas in `[source.schema-registry]`). Plugins
+    /// read each value as JSON, as they read events.
+    #[serde(default)]
+    pub format: crate::format::Format,
     /// An Iceberg table in the sink's catalog, `namespace.table`; each row becomes a JSON
     /// object keyed by `key-column`.
     #[serde(default)]

@@ -32,6 +32,7 @@ pub fn loaders(
     connection: &crate::kafka::Connection,
     on_data_loss: crate::source::kafka::OnDataLoss,
     catalog: &crate::iceberg::IcebergCatalog,
+    registry: Option<&crate::format::RegistryConfig>,
 ) -> Result<refresh::LookupTables, load::LookupError> {
     let mut all = Vec::new();
     for lookup in lookups {
@@ -41,9 +42,12 @@ pub fn loaders(
             message,
         };
         let loader: Box<dyn load::Loader> = match lookup.source().map_err(invalid)? {
-            config::SourceKind::Topic(topic) => Box::new(
-                topic::TopicLoader::new(name, topic, connection, max)?.on_data_loss(on_data_loss),
-            ),
+            config::SourceKind::Topic(topic) => {
+                let decoder = crate::format::Decoder::new(lookup.format, registry, None, None)
+                    .map_err(|e| invalid(format!("format `{}`: {e}", lookup.format.name())))?;
+                let loader = topic::TopicLoader::new(name, topic, connection, max)?;
+                Box::new(loader.on_data_loss(on_data_loss).with_decoder(decoder))
+            }
             config::SourceKind::Table(table, key) => {
                 Box::new(iceberg::IcebergLoader::new(name, table, key, catalog, max)?)
             }

@@ -21,6 +21,7 @@
 //! each partition (read again and compared by its fingerprint). The table is then rebuilt
 //! from the topic as it is, or the refresh fails, as `[source] on-data-loss` says.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -32,6 +33,7 @@ use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 
 use super::load::{Loader, LookupError, check_size};
 use super::{Table, Version};
+use crate::format::{Decoder, RegistryError};
 use crate::kafka::Connection;
 use crate::record::Record;
 use crate::source::identity::Fingerprint;
@@ -58,6 +60,8 @@ pub struct TopicLoader {
     /// Records skipped since the process started: no key, or a value that is not a JSON
     /// object.
     skipped: u64,
+    /// With an Avro or Protobuf topic: the schemas its values are read to JSON with.
+    decoder: Option<Decoder>,
 }
 
 impl std::fmt::Debug for TopicLoader {
@@ -123,7 +127,14 @@ impl TopicLoader {
             consumer,
             marks: BTreeMap::new(),
             skipped: 0,
+            decoder: None,
         })
+    }
+
+    /// The same loader, reading Avro or Protobuf values to JSON with `decoder` (`None`:
+    /// JSON values).
+    pub fn with_decoder(self, decoder: Option<Decoder>) -> Self {
+        TopicLoader { decoder, ..self }
     }
 
     /// What a replaced or truncated topic does (the pipeline's `[source] on-data-loss`):
@@ -325,7 +336,13 @@ impl TopicLoader {
             }
             let applied = match message.key() {
                 None => false,
-                Some(key) => Arc::make_mut(table).apply(key, message.payload()),
+                Some(key) => match self.json_of(message.payload())? {
+                    Some(value) => Arc::make_mut(table).apply(key, value.as_deref()),
+                    None => {
+                        Arc::make_mut(table).remove(key);
+                        false
+                    }
+                },
             };
             skipped += u64::from(!applied);
             check_size(&self.name, table, self.max)?;
@@ -334,6 +351,32 @@ impl TopicLoader {
             }
         }
         Ok(Ok((skipped, marks)))
+    }
+
+    /// A record's value as JSON: itself for a JSON topic; read with its writer schema for
+    /// an Avro or Protobuf one (`None` if it cannot be: the caller deletes the key and
+    /// counts the record skipped, as for a value that is not JSON). A registry that cannot
+    /// be reached is a transient fault, one that refuses a configuration fault.
+    #[allow(clippy::option_option)] // `None`: unreadable; `Some(None)`: a tombstone
+    fn json_of<'m>(
+        &self,
+        value: Option<&'m [u8]>,
+    ) -> Result<Option<Option<Cow<'m, [u8]>>>, LookupError> {
+        let (Some(decoder), Some(_)) = (&self.decoder, value) else {
+            return Ok(Some(value.map(Cow::Borrowed)));
+        };
+        let known = decoder.prepare([value]).map_err(|e| match e {
+            RegistryError::Unavailable { .. } => LookupError::Source {
+                table: self.name.clone(),
+                what: "fetching a schema".into(),
+                error: Box::new(e),
+            },
+            e => LookupError::Invalid {
+                table: self.name.clone(),
+                message: e.to_string(),
+            },
+        })?;
+        Ok(known.to_json(value).ok().map(|json| Some(Cow::Owned(json))))
     }
 
     /// Polls once. A consumer error is logged and reading goes on (the broker may be

@@ -427,12 +427,14 @@ impl Pipeline {
         self.batch_records = before.updated(&records);
         self.losses.extend(self.source.take_losses());
         let (records, right) = self.split_right(records);
+        let (right, mut unreadable) = self.right_as_json(right)?;
         let Processed {
             slices,
-            dead,
+            mut dead,
             stats,
             ..
         } = self.process(records, input.now)?;
+        dead.append(&mut unreadable);
         let prepared = self.route(&input, slices, dead, right)?;
         match self.hold(input, stats, prepared, when) {
             Some((input, stats, prepared)) => self.commit_batch(input, stats, prepared),

@@ -202,7 +202,8 @@ impl Pipeline {
             None => {
                 let source = &config.source;
                 let (connection, loss) = (source.connection(), source.on_data_loss);
-                crate::lookup::loaders(&config.lookups, &connection, loss, &catalog)?
+                let registry = source.schema_registry.as_ref();
+                crate::lookup::loaders(&config.lookups, &connection, loss, &catalog, registry)?
             }
         };
         let others = open_outputs(&config, parts.topics.as_ref(), &catalog)?;

@@ -17,6 +17,9 @@ use crate::plugin::shadow::ShadowReport;
 use crate::record::{Reason, Record};
 use crate::units::Millis;
 
+/// Records refused, with their reasons.
+pub(super) type Dead = Vec<(Record, Reason)>;
+
 /// What the process phase made of a batch.
 pub(super) struct Processed {
     /// The table rows of each slice, with the records of those rows (and their event-time
@@ -160,6 +163,21 @@ impl Pipeline {
     /// plugin stage or event time reads them so.
     fn needs_json(&self) -> bool {
         !self.stages.active().is_empty() || self.event_time.is_some()
+    }
+
+    /// The records of the joins' right topics as JSON (they share the source's format
+    /// and registry), and those that cannot be read, with their reasons.
+    pub(super) fn right_as_json(
+        &self,
+        right: Vec<Record>,
+    ) -> Result<(Vec<Record>, Dead), PipelineError> {
+        let Some(decoder) = self.decoder.as_ref().filter(|_| !right.is_empty()) else {
+            return Ok((right, Vec::new()));
+        };
+        let known = decoder.prepare(right.iter().map(|r| r.value.as_deref()))?;
+        let mut dead = Vec::new();
+        let kept = super::step::as_json(right, &known, &mut dead);
+        Ok((kept, dead))
     }
 
     /// The schemas to read Avro or Protobuf records with straight into the table's columns, when

@@ -328,7 +328,11 @@ impl Step<'_> {
 
 /// `records` with their Avro or Protobuf values read to JSON; those that cannot be read join `dead`
 /// with their original bytes.
-fn as_json(records: Vec<Record>, known: &Known, dead: &mut Vec<(Record, Reason)>) -> Vec<Record> {
+pub(super) fn as_json(
+    records: Vec<Record>,
+    known: &Known,
+    dead: &mut Vec<(Record, Reason)>,
+) -> Vec<Record> {
     let mut kept = Vec::with_capacity(records.len());
     for mut record in records {
         match known.to_json(record.value.as_deref()) {

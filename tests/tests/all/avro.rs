@@ -352,3 +352,135 @@ fn a_registry_outage_is_retried_a_refusal_is_not_and_the_password_never_shows() 
         "an outage makes no dead letters"
     );
 }
+
+/// A lookup table from a compacted topic of Avro values (written by `AvroSerializer`,
+/// keyed by `--key-field`): plugins read each value as JSON; a value that is not Avro is
+/// skipped and deletes its key, as a value that is not JSON does on a JSON topic.
+#[test]
+fn an_avro_lookup_topic_reads_as_json() {
+    use sluice::format::{Decoder, Format, RegistryConfig};
+    use sluice::kafka::Connection;
+    use sluice::lookup::load::Loader;
+    use sluice::lookup::topic::TopicLoader;
+
+    let registry = SchemaRegistry::start(&[]);
+    let s = Setup::new("avro-lookup");
+    let profile = r#"{"type": "record", "name": "Profile", "fields": [
+        {"name": "user", "type": "string"}, {"name": "tier", "type": "string"},
+        {"name": "since", "type": {"type": "int", "logicalType": "date"}}]}"#;
+    let profiles = [
+        json!({"user": "u1", "tier": "gold", "since": "2025-03-04"}),
+        json!({"user": "u2", "tier": "silver", "since": "2024-01-01"}),
+    ];
+    let key = ["--key-field", "user"];
+    produce_avro(
+        &s.broker.bootstrap,
+        &registry.url,
+        &s.topic,
+        profile,
+        &profiles,
+        &key,
+    );
+    let connection = Connection::plain(&s.broker.bootstrap);
+    let producer: ThreadedProducer<DefaultProducerContext> =
+        connection.client_config(&[]).create().unwrap();
+    let not_avro = BaseRecord::<str, [u8]>::to(&s.topic)
+        .key("u2")
+        .payload(b"{}");
+    producer.send(not_avro).map_err(|(e, _)| e).unwrap();
+    producer.flush(Duration::from_secs(30)).unwrap();
+
+    let config = RegistryConfig {
+        url: registry.url.clone(),
+        ..RegistryConfig::default()
+    };
+    let decoder = Decoder::new(Format::Avro, Some(&config), None, None).unwrap();
+    let mut loader = TopicLoader::new("profiles", &s.topic, &connection, 1 << 20)
+        .unwrap()
+        .with_decoder(decoder);
+    let mut table = std::sync::Arc::new(loader.empty());
+    assert!(loader.refresh(&mut table).unwrap());
+    let u1: Value = serde_json::from_slice(table.get(b"u1").unwrap()).unwrap();
+    assert_eq!(
+        u1,
+        json!({"user": "u1", "tier": "gold", "since": "2025-03-04"})
+    );
+    assert_eq!(
+        table.get(b"u2"),
+        None,
+        "its last value is not Avro: the key is deleted"
+    );
+}
+
+/// A stream-stream join whose both sides are Avro topics of one registry: the right
+/// records are read to JSON with the source's schemas, and their fields join the rows.
+#[test]
+fn a_join_reads_its_avro_right_topic_with_the_sources_registry() {
+    let registry = SchemaRegistry::start(&[]);
+    let mut s = Setup::new("avro-join");
+    let right = s.side_topic("profiles");
+    let schema = |name: &str, field: &str| {
+        format!(
+            r#"{{"type": "record", "name": "{name}", "fields": [
+            {{"name": "user", "type": "string"}}, {{"name": "{field}", "type": "string"}},
+            {{"name": "ts", "type": {{"type": "long", "logicalType": "timestamp-millis"}}}}]}}"#
+        )
+    };
+    let profiles = [json!({"user": "u1", "tier": "gold", "ts": "2026-01-02T03:00:00Z"})];
+    let (bootstrap, url) = (s.broker.bootstrap.clone(), registry.url.clone());
+    produce_avro(
+        &bootstrap,
+        &url,
+        &right,
+        &schema("Profile", "tier"),
+        &profiles,
+        &[],
+    );
+    let clicks = [
+        json!({"user": "u1", "page": "/a", "ts": "2026-01-02T03:10:00Z"}),
+        json!({"user": "u2", "page": "/b", "ts": "2026-01-02T03:11:00Z"}),
+    ];
+    produce_avro(
+        &bootstrap,
+        &url,
+        &s.topic,
+        &schema("Click", "page"),
+        &clicks,
+        &[],
+    );
+    let joins = format!(
+        r#"
+[event-time]
+field = "ts"
+max-delay = "0s"
+at-end = "flush"
+[[joins]]
+name = "with-profiles"
+right-topic = "{right}"
+right-time-field = "ts"
+right-max-delay = "0s"
+on = ["user"]
+kind = "left-outer"
+before = "1h"
+left-fields = ["user", "page"]
+right-fields = ["tier"]
+[joins.iceberg]
+table = "joined"
+[sink]"#
+    );
+    let pipeline = config(&format!("url = \"{url}\""), "").replacen("[sink]", &joins, 1);
+    s.write_config("pipeline.toml", &pipeline);
+    let out = s.run(&[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let mut joined = pyiceberg::read_table(&s.warehouse, "shop.joined");
+    joined.sort_by_key(|r| r["user"].as_str().unwrap_or("").to_string());
+    let pairs: Vec<(&str, &Value)> = joined
+        .iter()
+        .map(|r| (r["user"].as_str().unwrap(), &r["tier"]))
+        .collect();
+    assert_eq!(
+        pairs,
+        [("u1", &json!("gold")), ("u2", &Value::Null)],
+        "{joined:?}"
+    );
+}

@@ -110,8 +110,9 @@ impl JoinField {
 pub struct JoinConfig {
     /// Name, unique in the pipeline; it keys the join's state.
     pub name: String,
-    /// The topic of the right side; read from the same cluster as `[source] topics`, and
-    /// not to be listed there (its records are the join's alone).
+    /// The topic of the right side; read from the same cluster as `[source] topics`, in
+    /// the source's `format` (Avro and Protobuf with its schema registry), and not to be
+    /// listed there (its records are the join's alone).
     pub right_topic: String,
     /// JSON field (or dotted path) of a right record holding its event time, read like
     /// `[event-time] field`. A record without one is dead-lettered.

@@ -37,6 +37,12 @@ impl PipelineConfig {
             ));
         }
         self.check_event_time()?;
+        if self.source.schema_file.is_some() && !self.joins.is_empty() {
+            return Err(
+                "a join's right topic is read in the source's format with its registry: `[source] schema-file` holds one schema, for the source's topics only; use `[source.schema-registry]`"
+                    .into(),
+            );
+        }
         crate::lookup::config::check(&self.lookups, &self.source.topics)?;
         let declared = self.lookups.iter().map(|l| l.name.as_str()).collect();
         crate::plugin::lookup::check(&self.stages, &declared).map_err(|e| e.to_string())?;
