@@ -22,7 +22,8 @@ relative paths are relative to the file's folder). Sections and their keys:
 [source]                bootstrap-servers, topics, group-id, mode, starting-offsets,
                         on-data-loss, fetch-timeout, properties, format,
                         schema-file, message
-[source.schema-registry] url, username, password, token, ca-cert, timeout
+[source.schema-registry] url, username, password, token, ca-cert, timeout,
+                        cache-capacity
 [trigger]               mode, interval, max-records, max-bytes
 [runtime]               chunk-size, max-stack, watch-interval, enforce-call-timeout,
                         compile-cache

@@ -45,6 +45,7 @@ impl Format {
 /// password = "${REGISTRY_PASSWORD}"
 /// ca-cert = "/etc/sluice/registry-ca.pem"
 /// timeout = "10s"
+/// cache-capacity = 1000
 /// ```
 #[derive(Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -69,6 +70,15 @@ pub struct RegistryConfig {
     #[serde(default = "default_timeout", with = "crate::units::duration")]
     #[schemars(with = "crate::units::DurationText")]
     pub timeout: Duration,
+    /// The most writer schemas kept by id (a schema id's schema never changes, so each is
+    /// fetched once; past this many, the oldest id is forgotten and fetched again if a
+    /// record names it). Default 1000, as Confluent's clients keep.
+    #[serde(default = "default_cache_capacity")]
+    pub cache_capacity: usize,
+}
+
+const fn default_cache_capacity() -> usize {
+    1000
 }
 
 const fn default_timeout() -> Duration {
@@ -84,6 +94,7 @@ impl Default for RegistryConfig {
             token: None,
             ca_cert: None,
             timeout: default_timeout(),
+            cache_capacity: default_cache_capacity(),
         }
     }
 }
@@ -98,6 +109,7 @@ impl std::fmt::Debug for RegistryConfig {
             .field("token", &hidden(&self.token))
             .field("ca_cert", &self.ca_cert)
             .field("timeout", &self.timeout)
+            .field("cache_capacity", &self.cache_capacity)
             .finish()
     }
 }
@@ -125,6 +137,7 @@ mod tests {
             password = "s3cret"
             ca-cert = "/etc/sluice/registry-ca.pem"
             timeout = "10s"
+            cache-capacity = 1000
         "#;
         let config: RegistryConfig = toml::from_str(text).unwrap();
         assert_eq!(config.timeout, Duration::from_secs(10));

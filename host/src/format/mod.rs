@@ -147,14 +147,15 @@ impl Decoder {
                 "`schema-registry`, `schema-file` and `message` are for Avro and Protobuf; the format is JSON"
                     .into(),
             ),
-            (_, Some(config), None) => Ok(Some(Decoder::Registry(Schemas::new(
+            (_, Some(config), None) => Ok(Some(Decoder::Registry(Schemas::with_capacity(
                 Box::new(HttpRegistry::new(config)?),
                 format,
+                config.cache_capacity,
             )))),
             (_, None, Some(path)) => {
-                let bad = |e: &dyn std::fmt::Display| format!("schema-file {}: {e}", path.display());
-                let text = std::fs::read_to_string(path).map_err(|e| bad(&e))?;
-                Ok(Some(Decoder::File(FileSchema::parse(format, &text, message).map_err(|e| bad(&e))?)))
+                let bad = |e: String| format!("schema-file {}: {e}", path.display());
+                let file = FileSchema::read(format, path, message).map_err(bad)?;
+                Ok(Some(Decoder::File(file)))
             }
             (_, None, None) => Err(format!(
                 "`format = \"{}\"` needs `[source.schema-registry]` or `schema-file`",
@@ -214,10 +215,14 @@ impl Decoder {
 }
 
 impl FileSchema {
-    fn parse(format: Format, text: &str, message: Option<&str>) -> Result<Self, String> {
+    /// The schema of the file `path` (a `.proto` may import files of its folder).
+    fn read(format: Format, path: &Path, message: Option<&str>) -> Result<Self, String> {
         let parsed = match format {
-            Format::Avro => Parsed::Avro(Writer::parse(text)?),
-            Format::Protobuf => Parsed::Protobuf(ProtoSchema::compile(text, Vec::new())?),
+            Format::Avro => {
+                let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+                Parsed::Avro(Writer::parse(&text)?)
+            }
+            Format::Protobuf => Parsed::Protobuf(ProtoSchema::compile_file(path)?),
             Format::Json => unreachable!("JSON has no schema file"),
         };
         Self::with_message(Arc::new(parsed), message)

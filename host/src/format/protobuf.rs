@@ -21,6 +21,7 @@
 //! leaves them out, and their values are counted as dropped.
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::Arc;
 
 use iceberg::spec::{
@@ -29,7 +30,9 @@ use iceberg::spec::{
 use prost_reflect::{
     DescriptorPool, DynamicMessage, FieldDescriptor, Kind, MessageDescriptor, SerializeOptions,
 };
-use protox::file::{ChainFileResolver, File, FileResolver, GoogleFileResolver};
+use protox::file::{
+    ChainFileResolver, File, FileResolver, GoogleFileResolver, IncludeFileResolver,
+};
 
 use super::FormatError;
 use super::read::Reader;
@@ -63,8 +66,24 @@ impl ProtoSchema {
     pub fn compile(source: &str, imports: Vec<(String, String)>) -> Result<Self, String> {
         let mut files: HashMap<String, String> = imports.into_iter().collect();
         files.insert(MAIN.into(), source.into());
+        Self::compile_with(Sources(files), None)
+    }
+
+    /// Compiles the file `path`, whose imports are found in its folder (and the well-known
+    /// types).
+    pub fn compile_file(path: &Path) -> Result<Self, String> {
+        let source = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+        let folder = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+        let main = Sources(HashMap::from([(MAIN.to_string(), source)]));
+        Self::compile_with(main, Some(IncludeFileResolver::new(folder)))
+    }
+
+    fn compile_with(main: Sources, folder: Option<IncludeFileResolver>) -> Result<Self, String> {
         let mut resolver = ChainFileResolver::new();
-        resolver.add(Sources(files));
+        resolver.add(main);
+        if let Some(folder) = folder {
+            resolver.add(folder);
+        }
         resolver.add(GoogleFileResolver::new());
         let mut compiler = protox::Compiler::with_file_resolver(resolver);
         compiler.include_imports(true);

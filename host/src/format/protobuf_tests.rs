@@ -137,3 +137,24 @@ fn registered_protobuf_schemas_bring_their_references() {
     let (fields, _) = decoder.columns("orders-value", None).unwrap();
     assert_eq!(fields.len(), 11);
 }
+
+#[test]
+fn a_schema_file_reads_bare_messages_of_its_message() {
+    let dir = std::env::temp_dir().join(format!("sluice-proto-file-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("order.proto"), ORDER).unwrap();
+    std::fs::write(dir.join("money.proto"), MONEY).unwrap();
+    let path = dir.join("order.proto");
+    let decoder = Decoder::new(Format::Protobuf, None, Some(&path), Some("Order"))
+        .unwrap()
+        .unwrap();
+    let message = order("o-1", None);
+    let known = decoder.prepare([Some(&message[..])]).unwrap();
+    let json = String::from_utf8(known.to_json(Some(&message)).unwrap()).unwrap();
+    assert!(
+        json.contains("\"order\"") || json.contains("\"id\":\"o-1\""),
+        "{json}"
+    );
+    assert!(Decoder::new(Format::Protobuf, None, Some(&path), Some("Nope")).is_err());
+    let _ = std::fs::remove_dir_all(&dir);
+}

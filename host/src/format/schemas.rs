@@ -31,6 +31,8 @@ pub struct Schemas {
     registry: Box<dyn Registry>,
     format: Format,
     by_id: Mutex<HashMap<u32, Resolved>>,
+    /// The most schemas kept.
+    capacity: usize,
 }
 
 impl std::fmt::Debug for Schemas {
@@ -40,13 +42,33 @@ impl std::fmt::Debug for Schemas {
 }
 
 impl Schemas {
-    /// The writer schemas of a topic in `format` that `registry` serves.
+    /// The writer schemas of a topic in `format` that `registry` serves, at most
+    /// `capacity` of them kept.
     pub fn new(registry: Box<dyn Registry>, format: Format) -> Self {
+        Self::with_capacity(registry, format, 1000)
+    }
+
+    /// As [`Schemas::new`], keeping at most `capacity` schemas (at least one).
+    pub fn with_capacity(registry: Box<dyn Registry>, format: Format, capacity: usize) -> Self {
         Schemas {
             registry,
             format,
             by_id: Mutex::new(HashMap::new()),
+            capacity: capacity.max(1),
         }
+    }
+
+    /// Keeps `resolved` as the schema of `id`; past the capacity, the oldest id (the
+    /// smallest: registries number schemas in order) is forgotten first.
+    fn keep(&self, id: u32, resolved: Resolved) -> Resolved {
+        let mut by_id = self.by_id.lock().expect("not poisoned");
+        if by_id.len() >= self.capacity
+            && !by_id.contains_key(&id)
+            && let Some(&oldest) = by_id.keys().min()
+        {
+            by_id.remove(&oldest);
+        }
+        by_id.entry(id).or_insert(resolved).clone()
     }
 
     /// The schema of `id`, fetched if it was never seen. A registry that cannot be
@@ -69,8 +91,7 @@ impl Schemas {
             Err(e) => return Err(e),
         };
         tracing::debug!(id, ok = resolved.is_ok(), "fetched a writer schema");
-        let mut by_id = self.by_id.lock().expect("not poisoned");
-        Ok(by_id.entry(id).or_insert(resolved).clone())
+        Ok(self.keep(id, resolved))
     }
 
     /// `schema` parsed (a `.proto` with its references, fetched), or why it cannot be.
@@ -133,8 +154,7 @@ impl Schemas {
             }
         };
         if let Some(id) = registered.id {
-            let mut by_id = self.by_id.lock().expect("not poisoned");
-            by_id.entry(id).or_insert_with(|| Ok(parsed.clone()));
+            self.keep(id, Ok(parsed.clone()));
         }
         Ok(parsed)
     }

@@ -187,3 +187,55 @@ fn a_table_made_from_the_schema_has_a_documented_column_per_field() {
     assert!(fields.is_empty());
     assert_eq!(skipped.len(), 2, "{skipped:?}");
 }
+
+#[test]
+fn past_its_capacity_the_cache_forgets_the_oldest_id() {
+    let registry = Arc::new(MemoryRegistry::default());
+    for id in 1..=3 {
+        registry.register("orders-value", id, ORDER);
+    }
+    let schemas = Schemas::with_capacity(Box::new(registry.clone()), Format::Avro, 2);
+    for id in [1, 2, 3, 3, 2] {
+        assert!(schemas.get(id).unwrap().is_ok());
+    }
+    assert_eq!(registry.fetches(), 3, "each id once while it is kept");
+    assert!(schemas.get(1).unwrap().is_ok());
+    assert_eq!(registry.fetches(), 4, "id 1 was forgotten");
+    assert_eq!(schemas.known().len(), 2);
+}
+
+#[test]
+fn a_schema_file_reads_bare_datums() {
+    let dir = std::env::temp_dir().join(format!("sluice-schema-file-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("order.avsc");
+    std::fs::write(&path, ORDER).unwrap();
+    let decoder = Decoder::new(Format::Avro, None, Some(&path), None)
+        .unwrap()
+        .unwrap();
+    let datum = order("o-1", None);
+    let known = decoder.prepare([Some(&datum[..])]).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_slice(&known.to_json(Some(&datum)).unwrap()).unwrap();
+    assert_eq!(json["id"], "o-1");
+    let (columns, _) = decoder.columns("ignored", None).unwrap();
+    assert_eq!(columns.len(), 10);
+    assert!(
+        Decoder::new(Format::Avro, None, Some(&path), Some("Order")).is_err(),
+        "message is for Protobuf"
+    );
+    assert!(
+        Decoder::new(Format::Avro, None, None, None).is_err(),
+        "a schema is needed"
+    );
+    assert!(
+        Decoder::new(Format::Json, None, Some(&path), None).is_err(),
+        "JSON has none"
+    );
+    assert!(
+        Decoder::new(Format::Json, None, None, None)
+            .unwrap()
+            .is_none()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
