@@ -151,10 +151,7 @@ fn a_schema_file_reads_bare_messages_of_its_message() {
     let message = order("o-1", None);
     let known = decoder.prepare([Some(&message[..])]).unwrap();
     let json = String::from_utf8(known.to_json(Some(&message)).unwrap()).unwrap();
-    assert!(
-        json.contains("\"order\"") || json.contains("\"id\":\"o-1\""),
-        "{json}"
-    );
+    assert!(json.contains("\"id\":\"o-1\""), "{json}");
     assert!(Decoder::new(Format::Protobuf, None, Some(&path), Some("Nope")).is_err());
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -154,7 +154,7 @@ impl Schemas {
             }
         };
         if let Some(id) = registered.id {
-            self.keep(id, Ok(parsed.clone()));
+            let _kept = self.keep(id, Ok(parsed.clone()));
         }
         Ok(parsed)
     }
