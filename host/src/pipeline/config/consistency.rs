@@ -37,12 +37,7 @@ impl PipelineConfig {
             ));
         }
         self.check_event_time()?;
-        if self.source.schema_file.is_some() && !self.joins.is_empty() {
-            return Err(
-                "a join's right topic is read in the source's format with its registry: `[source] schema-file` holds one schema, for the source's topics only; use `[source.schema-registry]`"
-                    .into(),
-            );
-        }
+        self.check_formats()?;
         crate::lookup::config::check(&self.lookups, &self.source.topics)?;
         let declared = self.lookups.iter().map(|l| l.name.as_str()).collect();
         crate::plugin::lookup::check(&self.stages, &declared).map_err(|e| e.to_string())?;
@@ -57,6 +52,52 @@ impl PipelineConfig {
             return Err(format!(
                 "sink.ingestion-time-column `{column}` is not one of sink.columns"
             ));
+        }
+        Ok(())
+    }
+
+    /// The source's format has what it needs (a registry or a schema file, not both), and
+    /// so do the lookups' and the joins' topics.
+    fn check_formats(&self) -> Result<(), String> {
+        use crate::format::Format;
+        let source = &self.source;
+        let schemas = (
+            source.schema_registry.is_some(),
+            source.schema_file.is_some(),
+        );
+        match (source.format, schemas) {
+            (Format::Json, (false, false)) if source.message.is_none() => {}
+            (Format::Json, _) => {
+                return Err("source.schema-registry, source.schema-file and source.message are for `format = \"avro\"` or `\"protobuf\"`".into());
+            }
+            (format, (false, false)) => {
+                return Err(format!(
+                    "source.format = \"{}\" needs [source.schema-registry] or source.schema-file",
+                    format.name()
+                ));
+            }
+            (_, (true, true)) => {
+                return Err("give [source.schema-registry] or source.schema-file, not both".into());
+            }
+            (Format::Avro, _) if source.message.is_some() => {
+                return Err("source.message is for `format = \"protobuf\"`".into());
+            }
+            _ => {}
+        }
+        if source.schema_file.is_some() && !self.joins.is_empty() {
+            return Err(
+                "a join's right topic is read in the source's format with its registry: `[source] schema-file` holds one schema, for the source's topics only; use `[source.schema-registry]`"
+                    .into(),
+            );
+        }
+        for lookup in &self.lookups {
+            if lookup.format != Format::Json && source.schema_registry.is_none() {
+                return Err(format!(
+                    "lookup `{}`: format = \"{}\" is read with [source.schema-registry], and there is none",
+                    lookup.name,
+                    lookup.format.name()
+                ));
+            }
         }
         Ok(())
     }

@@ -394,3 +394,34 @@ fn join_paths_parse_and_bad_ones_are_refused_where_they_are_named() {
         ],
     );
 }
+
+#[test]
+fn a_format_needs_its_schemas_and_only_its_own_keys() {
+    let with = |source: &str| {
+        let text = MINIMAL.replace("topics = [\"t\"]", &format!("topics = [\"t\"]\n{source}"));
+        PipelineConfig::parse(&text, Path::new("p.toml")).map_err(|e| e.to_string())
+    };
+    let registry = "format = \"avro\"\n[source.schema-registry]\nurl = \"http://r:8081\"";
+    assert_eq!(
+        with(registry).unwrap().source.format,
+        crate::format::Format::Avro
+    );
+    assert!(with("format = \"protobuf\"\nschema-file = \"o.proto\"\nmessage = \"O\"").is_ok());
+    for (source, says) in [
+        ("format = \"avro\"", "needs [source.schema-registry]"),
+        ("schema-file = \"o.avsc\"", "are for `format"),
+        (
+            "format = \"avro\"\nmessage = \"O\"\nschema-file = \"o.avsc\"",
+            "source.message is for",
+        ),
+        ("format = \"xml\"", "xml"),
+    ] {
+        let error = with(source).unwrap_err();
+        assert!(error.contains(says), "{source}: {error}");
+    }
+    let both = registry.replace("[source.", "schema-file = \"o.avsc\"\n[source.");
+    assert!(with(&both).unwrap_err().contains("not both"));
+    let lookup = "[[lookups]]\nname = \"l\"\ntopic = \"lt\"\nformat = \"avro\"";
+    let error = with(&format!("\n{lookup}")).unwrap_err();
+    assert!(error.contains("lookup `l`"), "{error}");
+}
