@@ -336,6 +336,8 @@ fn leaf<'a>(
         (Schema::Float, K::Double) => Cell::Double(f64::from(r.float()?)),
         (Schema::Double, K::Double) => Cell::Double(r.double()?),
         (Schema::String | Schema::Uuid, K::String) => Cell::Str(Cow::Borrowed(r.string()?)),
+        (Schema::Bytes, K::Binary) => Cell::Bytes(Cow::Borrowed(r.bytes()?)),
+        (Schema::Fixed(f), K::Binary) => Cell::Bytes(Cow::Borrowed(r.take(f.size)?)),
         (Schema::Enum(e), K::String) => {
             let index = r.int()?;
             let symbol = usize::try_from(index)
@@ -415,6 +417,7 @@ pub(super) fn column_name(kind: ColumnKind) -> String {
         ColumnKind::Timestamp => PrimitiveType::Timestamp,
         ColumnKind::Timestamptz => PrimitiveType::Timestamptz,
         ColumnKind::String => PrimitiveType::String,
+        ColumnKind::Binary => PrimitiveType::Binary,
     };
     format!("{p} column")
 }

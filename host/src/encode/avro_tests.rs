@@ -159,3 +159,26 @@ fn broken_and_unknown_values_are_dead_letters() {
     let codes: Vec<&str> = encoded.errors.iter().map(|(_, e)| e.code).collect();
     assert_eq!(codes, ["unknown_schema", "not_framed"]);
 }
+
+#[test]
+fn bytes_and_fixed_land_in_binary_columns() {
+    let text = r#"{"type": "record", "name": "B", "fields": [
+        {"name": "raw", "type": "bytes"},
+        {"name": "hash", "type": {"type": "fixed", "name": "H", "size": 2}}]}"#;
+    let writer = Writer::parse(text).unwrap();
+    let (fields, skipped) = columns(&writer).unwrap();
+    assert!(skipped.is_empty(), "{skipped:?}");
+    let table = Schema::builder().with_fields(fields).build().unwrap();
+    let datum = [0x04, 0x00, 0xff, 0xab, 0xcd]; // bytes [0, 255], fixed [0xab, 0xcd]
+    let encoded = Encoder::new(&table, &[])
+        .unwrap()
+        .encode_avro([Ok((&writer, &datum[..]))], 0)
+        .unwrap();
+    assert_eq!(encoded.errors, vec![]);
+    let raw = encoded.batch.column(0).as_binary::<i64>();
+    assert_eq!(raw.value(0), [0x00, 0xff]);
+    assert_eq!(
+        encoded.batch.column(1).as_binary::<i64>().value(0),
+        [0xab, 0xcd]
+    );
+}

@@ -16,11 +16,16 @@ pub(super) enum ColumnKind {
     Long,
     Float,
     Double,
-    Decimal { precision: u32, scale: u32 },
+    Decimal {
+        precision: u32,
+        scale: u32,
+    },
     Date,
     Timestamp,
     Timestamptz,
     String,
+    /// Bytes: base64 text in JSON, `bytes` and `fixed` in Avro and Protobuf.
+    Binary,
 }
 
 impl ColumnKind {
@@ -40,6 +45,7 @@ impl ColumnKind {
             PrimitiveType::Timestamp => ColumnKind::Timestamp,
             PrimitiveType::Timestamptz => ColumnKind::Timestamptz,
             PrimitiveType::String => ColumnKind::String,
+            PrimitiveType::Binary => ColumnKind::Binary,
             _ => return None,
         })
     }
@@ -60,6 +66,7 @@ pub(super) enum Cell<'a> {
     Date(i32),
     Micros(i64),
     Str(Cow<'a, str>),
+    Bytes(Cow<'a, [u8]>),
     Struct(Vec<Cell<'a>>),
     List(Vec<Cell<'a>>),
     Map(Vec<(Cell<'a>, Cell<'a>)>),
@@ -79,6 +86,7 @@ impl Cell<'_> {
             Cell::Date(v) => Cell::Date(v),
             Cell::Micros(v) => Cell::Micros(v),
             Cell::Str(v) => Cell::Str(Cow::Owned(v.into_owned())),
+            Cell::Bytes(v) => Cell::Bytes(Cow::Owned(v.into_owned())),
             Cell::Struct(v) => Cell::Struct(v.into_iter().map(Cell::into_owned).collect()),
             Cell::List(v) => Cell::List(v.into_iter().map(Cell::into_owned).collect()),
             Cell::Map(v) => Cell::Map(
@@ -144,6 +152,17 @@ fn string_for<'a>(expected: &str, raw: &'a str) -> Result<Cow<'a, str>, CellErro
     json_string(raw).ok_or_else(|| mismatch(expected, raw))
 }
 
+/// Bytes from a JSON string of their base64 text (standard alphabet, padded), as Kafka
+/// Connect's JSON converter writes them.
+fn binary_cell(raw: &str) -> Result<Cell<'_>, CellError> {
+    use base64::Engine;
+    let text = string_for("base64 text", raw)?;
+    base64::engine::general_purpose::STANDARD
+        .decode(text.as_bytes())
+        .map(|bytes| Cell::Bytes(Cow::Owned(bytes)))
+        .map_err(|e| ("invalid_binary", format!("the string is not base64: {e}")))
+}
+
 fn out_of_range(raw: &str, bits: u8) -> CellError {
     (
         "out_of_range",
@@ -172,6 +191,7 @@ pub(super) fn cell(kind: ColumnKind, raw: &str) -> Result<Cell<'_>, CellError> {
         ColumnKind::Date => date_cell(raw),
         ColumnKind::Timestamptz => timestamptz_cell(raw),
         ColumnKind::Timestamp => timestamp_cell(raw),
+        ColumnKind::Binary => binary_cell(raw),
     }
 }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use arrow_array::ArrayRef;
 use arrow_array::builder::{
     BooleanBuilder, Date32Builder, Decimal128Builder, Float32Builder, Float64Builder, Int32Builder,
-    Int64Builder, StringBuilder, TimestampMicrosecondBuilder,
+    Int64Builder, LargeBinaryBuilder, StringBuilder, TimestampMicrosecondBuilder,
 };
 
 use super::EncodeError;
@@ -64,6 +64,7 @@ pub(super) enum ColumnBuilder {
     Date(Date32Builder),
     Timestamp(TimestampMicrosecondBuilder, bool),
     String(StringBuilder),
+    Binary(LargeBinaryBuilder),
     /// A struct, list or map column (or one nested in another).
     Nested(Box<NestedBuilder>),
 }
@@ -108,6 +109,7 @@ impl ColumnBuilder {
                 Self::Timestamp(TimestampMicrosecondBuilder::with_capacity(n), true)
             }
             ColumnKind::String => Self::String(StringBuilder::with_capacity(n, n * 16)),
+            ColumnKind::Binary => Self::Binary(LargeBinaryBuilder::with_capacity(n, n * 16)),
         }
     }
 
@@ -122,6 +124,7 @@ impl ColumnBuilder {
             (Self::Date(b), Cell::Date(v)) => b.append_value(v),
             (Self::Timestamp(b, _), Cell::Micros(v)) => b.append_value(v),
             (Self::String(b), Cell::Str(v)) => b.append_value(&*v),
+            (Self::Binary(b), Cell::Bytes(v)) => b.append_value(&*v),
             (Self::Nested(b), cell) => b.append(cell),
             (this, _) => this.append_null(),
         }
@@ -138,6 +141,7 @@ impl ColumnBuilder {
             Self::Date(b) => b.append_null(),
             Self::Timestamp(b, _) => b.append_null(),
             Self::String(b) => b.append_null(),
+            Self::Binary(b) => b.append_null(),
             Self::Nested(b) => b.append(Cell::Null),
         }
     }
@@ -160,6 +164,7 @@ impl ColumnBuilder {
                 }
             }
             Self::String(mut b) => Arc::new(b.finish()),
+            Self::Binary(mut b) => Arc::new(b.finish()),
             Self::Nested(b) => (*b).finish()?,
         })
     }

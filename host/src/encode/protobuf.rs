@@ -157,6 +157,7 @@ fn single(value: &Value, kind: &Kind, shape: &Shape) -> Result<Cell<'static>, Mi
         (Value::F32(v), K::Double) => Cell::Double(f64::from(*v)),
         (Value::F64(v), K::Double) => Cell::Double(*v),
         (Value::String(v), K::String) => Cell::Str(Cow::Owned(v.clone())),
+        (Value::Bytes(v), K::Binary) => Cell::Bytes(Cow::Owned(v.to_vec())),
         (Value::EnumNumber(n), K::String) => {
             let symbol = match kind {
                 Kind::Enum(e) => e.get_value(*n).map(|v| v.name().to_string()),

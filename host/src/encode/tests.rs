@@ -218,7 +218,18 @@ const DEC: ColumnKind = ColumnKind::Decimal {
 };
 
 /// Every branch of `cell`: a kind, a raw JSON value, and the exact result or error.
-const CELLS: [(ColumnKind, &str, &str); 46] = [
+const CELLS: [(ColumnKind, &str, &str); 49] = [
+    (ColumnKind::Binary, r#""AAH/""#, r#"Ok(Bytes([0, 1, 255]))"#),
+    (
+        ColumnKind::Binary,
+        r#""%%""#,
+        r#"Err(("invalid_binary", "the string is not base64: Invalid symbol 37, offset 0."))"#,
+    ),
+    (
+        ColumnKind::Binary,
+        r#"12"#,
+        r#"Err(("type_mismatch", "expected base64 text, found the number 12"))"#,
+    ),
     (ColumnKind::String, r#""a\"b\u00e9""#, r#"Ok(Str("a\"bé"))"#),
     (ColumnKind::String, r#"12"#, r#"Ok(Str("12"))"#),
     (

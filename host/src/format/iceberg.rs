@@ -5,6 +5,7 @@
 //! |---|---|
 //! | `boolean`, `int`, `long`, `float`, `double`, `string` | the same |
 //! | `enum`, `string` with `uuid` | `string` |
+//! | `bytes`, `fixed` | `binary` |
 //! | `bytes`/`fixed` with `decimal(P,S)` | `decimal(P,S)` (P ≤ 38) |
 //! | `int` with `date` | `date` |
 //! | `long` with `timestamp-millis`/`-micros`/`-nanos` | `timestamptz` (micros) |
@@ -16,8 +17,8 @@
 //!
 //! Every column and nested field is optional, as Kafka Connect's Iceberg sink makes them:
 //! a later schema version may drop a field (a compatible change), and its column is then
-//! null. Other types (plain `bytes` and `fixed`, `time-*`, `duration`, unions of several
-//! types, a type that contains itself) have no column: a table made from the schema leaves
+//! null. Other types (`time-*`, `duration`, `big-decimal`, unions of several types, a type
+//! that contains itself) have no column: a table made from the schema leaves
 //! them out, and their values are counted as dropped fields.
 
 use std::sync::Arc;
@@ -146,9 +147,8 @@ fn type_at(
             )))
         }
         Schema::Null => Err("a field that is always null has no Iceberg type".into()),
-        Schema::Bytes | Schema::Fixed(_) | Schema::BigDecimal => {
-            Err("bytes and fixed have no column yet".into())
-        }
+        Schema::Bytes | Schema::Fixed(_) => primitive(PrimitiveType::Binary),
+        Schema::BigDecimal => Err("big-decimal has no column yet".into()),
         Schema::TimeMillis | Schema::TimeMicros | Schema::Duration => {
             Err("time and duration have no column yet".into())
         }

@@ -8,6 +8,7 @@
 //! | `int32`, `sint32`, `sfixed32` | `int` |
 //! | `int64`, `sint64`, `sfixed64`, `uint32`, `fixed32`, `uint64`, `fixed64` | `long` |
 //! | enum | `string` (the value's name) |
+//! | `bytes`, `BytesValue` | `binary` |
 //! | `google.protobuf.Timestamp` | `timestamptz` |
 //! | wrappers (`Int64Value`, `StringValue`, …) | their primitive |
 //! | message | `struct` |
@@ -16,8 +17,8 @@
 //!
 //! Columns are optional. A field without presence that is not set holds its default
 //! (proto3: `0`, `""`, the first enum value), as Kafka Connect's converter writes it; an
-//! unset message, wrapper or `optional` field is null. `bytes`, `google.protobuf.Any`,
-//! `Struct`, `Value` and `Duration` have no column yet: a table made from the schema
+//! unset message, wrapper or `optional` field is null. `google.protobuf.Any`, `Struct`,
+//! `Value` and `Duration` have no column yet: a table made from the schema
 //! leaves them out, and their values are counted as dropped.
 
 use std::collections::HashMap;
@@ -178,6 +179,7 @@ pub fn well_known(message: &MessageDescriptor) -> Option<PrimitiveType> {
         "google.protobuf.Int32Value" => PrimitiveType::Int,
         "google.protobuf.BoolValue" => PrimitiveType::Boolean,
         "google.protobuf.StringValue" => PrimitiveType::String,
+        "google.protobuf.BytesValue" => PrimitiveType::Binary,
         _ => return None,
     })
 }
@@ -250,7 +252,7 @@ fn kind_type(kind: &Kind, ids: &mut dyn FnMut() -> i32, depth: usize) -> Result<
         | Kind::Fixed64 => p(PrimitiveType::Long),
         Kind::Bool => p(PrimitiveType::Boolean),
         Kind::String | Kind::Enum(_) => p(PrimitiveType::String),
-        Kind::Bytes => Err("bytes have no column yet".into()),
+        Kind::Bytes => p(PrimitiveType::Binary),
         Kind::Message(m) => {
             if let Some(primitive) = well_known(m) {
                 return p(primitive);

@@ -195,6 +195,7 @@ pub fn parse_type(text: &str) -> Result<PrimitiveType, String> {
         "date" => PrimitiveType::Date,
         "timestamp" => PrimitiveType::Timestamp,
         "timestamptz" => PrimitiveType::Timestamptz,
+        "binary" => PrimitiveType::Binary,
         _ => {
             let inner = t
                 .strip_prefix("decimal(")

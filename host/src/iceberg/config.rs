@@ -141,7 +141,8 @@ pub struct ColumnConfig {
     /// Column name; the JSON field of the same name fills it.
     pub name: String,
     /// Iceberg type: `string`, `int`, `long`, `boolean`, `float`, `double`, `date`,
-    /// `timestamp`, `timestamptz`, `decimal(P,S)`, or a nested type, to any depth:
+    /// `timestamp`, `timestamptz`, `decimal(P,S)`, `binary` (from base64 text in JSON), or
+    /// a nested type, to any depth:
     /// `struct<name: type, ...>` (from a JSON object), `list<type>` (from an array) or
     /// `map<keytype, valuetype>` (from an object's keys and values). Nested fields are
     /// optional; a field name other than letters, digits and `_` goes between backticks
