@@ -19,7 +19,7 @@ use super::encoder::RowExtra;
 use super::infer;
 use super::nested::Shape;
 use super::{EncodeError, Encoded, Encoder, SchemaError, UnknownFields};
-use crate::format::read::{ReadError, Reader, unscaled};
+use crate::format::read::{ReadError, Reader};
 use crate::format::{FormatError, Framed, Writer, iceberg::field_type};
 
 /// Why a value did not become a cell.
@@ -152,21 +152,11 @@ impl Encoder {
             match read_cell(&mut r, &field.schema, &self.columns[i].shape, writer) {
                 Ok(cell) => cells[i] = cell,
                 Err(Misfit::Read(e)) => return Err(undecodable(e)),
-                Err(Misfit::Type {
-                    code,
-                    message,
-                    path,
-                }) => {
+                Err(misfit) => {
                     r = start;
                     r.skip(&field.schema, writer).map_err(undecodable)?;
-                    let value = field_type(&field.schema, writer, &mut || 0);
-                    if failure.is_none() && !self.widen(i, value, extra) {
-                        failure = Some(EncodeError {
-                            code,
-                            message,
-                            field: Some(format!("{}{path}", field.name)),
-                        });
-                    }
+                    let value = || field_type(&field.schema, writer, &mut || 0);
+                    self.misfit(i, &field.name, misfit, value, extra, &mut failure);
                 }
             }
         }
@@ -179,15 +169,39 @@ impl Encoder {
         self.complete(cells, failure, extra.unplanned.take())
     }
 
+    /// A value of field `name` that does not fit column `i`: with `unknown-fields =
+    /// "add"`, the column's growth to the writer's type `value` is asked for; otherwise
+    /// it is the row's failure (unless an earlier field failed).
+    pub(super) fn misfit(
+        &self,
+        i: usize,
+        name: &str,
+        misfit: Misfit,
+        value: impl FnOnce() -> Result<Type, String>,
+        extra: &mut RowExtra<'_>,
+        failure: &mut Option<EncodeError>,
+    ) {
+        let (code, message, path) = match misfit {
+            Misfit::Type {
+                code,
+                message,
+                path,
+            } => (code, message, path),
+            Misfit::Read(e) => ("undecodable", e.0, String::new()),
+        };
+        if failure.is_none() && !self.widen(i, value(), extra) {
+            *failure = Some(EncodeError {
+                code,
+                message,
+                field: Some(format!("{name}{path}")),
+            });
+        }
+    }
+
     /// With `unknown-fields = "add"`, asks for column `i` to grow to hold values of the
     /// writer's type `value` (a wider primitive, a struct with more fields); whether it
     /// did.
-    pub(super) fn widen(
-        &self,
-        i: usize,
-        value: Result<Type, String>,
-        extra: &mut RowExtra<'_>,
-    ) -> bool {
+    fn widen(&self, i: usize, value: Result<Type, String>, extra: &mut RowExtra<'_>) -> bool {
         if self.unknown != UnknownFields::Add || self.evolving.frozen {
             return false;
         }
@@ -278,20 +292,7 @@ fn read_cell<'a>(
             }
             Ok(Cell::Struct(cells))
         }
-        (Schema::Array(a), Shape::List { shape, .. }) => {
-            let mut items = Vec::new();
-            loop {
-                let n = r.block()?;
-                if n == 0 {
-                    return Ok(Cell::List(items));
-                }
-                items.reserve(n);
-                for _ in 0..n {
-                    let item = read_cell(r, &a.items, shape, writer).map_err(|m| m.within("[]"))?;
-                    items.push(item);
-                }
-            }
-        }
+        (Schema::Array(a), Shape::List { shape, .. }) => list_cell(r, &a.items, shape, writer),
         (
             Schema::Map(m),
             Shape::Map {
@@ -299,23 +300,51 @@ fn read_cell<'a>(
                 value,
                 ..
             },
-        ) => {
-            let mut entries = Vec::new();
-            loop {
-                let n = r.block()?;
-                if n == 0 {
-                    return Ok(Cell::Map(entries));
-                }
-                for _ in 0..n {
-                    let key = Cell::Str(Cow::Borrowed(r.string()?));
-                    let v = read_cell(r, &m.types, value, writer).map_err(|m| m.within("{}"))?;
-                    entries.push((key, v));
-                }
-            }
-        }
+        ) => map_cell(r, &m.types, value, writer),
         (_, Shape::Struct { .. }) => Err(Misfit::mismatch(schema, "struct")),
         (_, Shape::List { .. }) => Err(Misfit::mismatch(schema, "list")),
         (_, Shape::Map { .. }) => Err(Misfit::mismatch(schema, "map with string keys")),
+    }
+}
+
+/// Reads an array of `items` into a list cell of elements of `shape`.
+fn list_cell<'a>(
+    r: &mut Reader<'a>,
+    items: &'a Schema,
+    shape: &Shape,
+    writer: &'a Writer,
+) -> Result<Cell<'a>, Misfit> {
+    let mut cells = Vec::new();
+    loop {
+        let n = r.block()?;
+        if n == 0 {
+            return Ok(Cell::List(cells));
+        }
+        cells.reserve(n);
+        for _ in 0..n {
+            cells.push(read_cell(r, items, shape, writer).map_err(|m| m.within("[]"))?);
+        }
+    }
+}
+
+/// Reads a map of `values` into a map cell of string keys and values of `shape`.
+fn map_cell<'a>(
+    r: &mut Reader<'a>,
+    values: &'a Schema,
+    shape: &Shape,
+    writer: &'a Writer,
+) -> Result<Cell<'a>, Misfit> {
+    let mut entries = Vec::new();
+    loop {
+        let n = r.block()?;
+        if n == 0 {
+            return Ok(Cell::Map(entries));
+        }
+        for _ in 0..n {
+            let key = Cell::Str(Cow::Borrowed(r.string()?));
+            let value = read_cell(r, values, shape, writer).map_err(|m| m.within("{}"))?;
+            entries.push((key, value));
+        }
     }
 }
 
@@ -338,14 +367,7 @@ fn leaf<'a>(
         (Schema::String | Schema::Uuid, K::String) => Cell::Str(Cow::Borrowed(r.string()?)),
         (Schema::Bytes, K::Binary) => Cell::Bytes(Cow::Borrowed(r.bytes()?)),
         (Schema::Fixed(f), K::Binary) => Cell::Bytes(Cow::Borrowed(r.take(f.size)?)),
-        (Schema::Enum(e), K::String) => {
-            let index = r.int()?;
-            let symbol = usize::try_from(index)
-                .ok()
-                .and_then(|i| e.symbols.get(i))
-                .ok_or_else(|| ReadError(format!("enum {} has no symbol {index}", e.name)))?;
-            Cell::Str(Cow::Borrowed(symbol))
-        }
+        (Schema::Enum(e), K::String) => Cell::Str(Cow::Borrowed(r.symbol(e)?)),
         (Schema::Date, K::Date) => Cell::Date(r.int()?),
         (Schema::TimestampMillis | Schema::LocalTimestampMillis, K::Timestamp | K::Timestamptz) => {
             let v = r.long()?;
@@ -358,11 +380,7 @@ fn leaf<'a>(
             Cell::Micros(r.long()?.div_euclid(1000))
         }
         (Schema::Decimal(d), K::Decimal { precision, scale }) => {
-            let bytes = match writer.resolve(&d.inner)? {
-                Schema::Fixed(f) => r.take(f.size)?,
-                _ => r.bytes()?,
-            };
-            decimal(unscaled(bytes)?, d.scale as u32, precision, scale)?
+            decimal(r.decimal(d, writer)?, d.scale as u32, precision, scale)?
         }
         _ => return Err(Misfit::mismatch(schema, &column_name(kind))),
     })

@@ -47,20 +47,9 @@ impl Encoder {
             let shape = &self.columns[i].shape;
             match field_cell(&decoded.get_field(&field), &field, shape) {
                 Ok(cell) => cells[i] = cell,
-                Err(Misfit::Read(e)) => return Err(super::avro::undecodable(e)),
-                Err(Misfit::Type {
-                    code,
-                    message,
-                    path,
-                }) => {
-                    let value = field_type(&field, &mut || 0);
-                    if failure.is_none() && !self.widen(i, value, extra) {
-                        failure = Some(EncodeError {
-                            code,
-                            message,
-                            field: Some(format!("{}{path}", field.name())),
-                        });
-                    }
+                Err(misfit) => {
+                    let value = || field_type(&field, &mut || 0);
+                    self.misfit(i, field.name(), misfit, value, extra, &mut failure);
                 }
             }
         }

@@ -19,7 +19,7 @@ fn a_message_lands_in_the_columns_of_a_table_made_from_it() {
         .iter()
         .map(|f| format!("{}:{}", f.name, f.field_type))
         .collect();
-    assert_eq!(&types[..2], ["id:string", "quantity:long"]);
+    assert_eq!(&types[..2], ["order_id:string", "quantity:long"]);
     assert_eq!(types[4], "placed_at:timestamptz");
     assert_eq!(types[8], "points:long");
     let table = ::iceberg::spec::Schema::builder()
@@ -52,7 +52,7 @@ fn a_message_lands_in_the_columns_of_a_table_made_from_it() {
         batch.column(7).is_null(1),
         "an unset optional field is null"
     );
-    assert_eq!(batch.column(9).as_primitive::<Int64Type>().value(0), 0);
-    let total = batch.column(10).as_struct();
+    assert_eq!(batch.column(10).as_primitive::<Int64Type>().value(0), 0);
+    let total = batch.column(9).as_struct();
     assert_eq!(total.column(0).as_string::<i32>().value(0), "EUR");
 }

@@ -109,6 +109,27 @@ fn type_at(
             "decimal({}, {}) is wider than Iceberg's 38 digits",
             d.precision, d.scale
         )),
+        Schema::Union(_) | Schema::Record(_) | Schema::Array(_) | Schema::Map(_) => {
+            composite_type(schema, writer, ids, depth)
+        }
+        Schema::Null => Err("a field that is always null has no Iceberg type".into()),
+        Schema::Bytes | Schema::Fixed(_) => primitive(PrimitiveType::Binary),
+        Schema::BigDecimal => Err("big-decimal has no column yet".into()),
+        Schema::TimeMillis | Schema::TimeMicros | Schema::Duration => {
+            Err("time and duration have no column yet".into())
+        }
+        Schema::Ref { .. } => unreachable!("resolved above"),
+    }
+}
+
+/// The type of a union with null, a record, an array or a map.
+fn composite_type(
+    schema: &Schema,
+    writer: &Writer,
+    ids: &mut dyn FnMut() -> i32,
+    depth: usize,
+) -> Result<Type, String> {
+    match schema {
         Schema::Union(u) => {
             let branches: Vec<&Schema> = u
                 .variants()
@@ -146,12 +167,6 @@ fn type_at(
                 value,
             )))
         }
-        Schema::Null => Err("a field that is always null has no Iceberg type".into()),
-        Schema::Bytes | Schema::Fixed(_) => primitive(PrimitiveType::Binary),
-        Schema::BigDecimal => Err("big-decimal has no column yet".into()),
-        Schema::TimeMillis | Schema::TimeMicros | Schema::Duration => {
-            Err("time and duration have no column yet".into())
-        }
-        Schema::Ref { .. } => unreachable!("resolved above"),
+        _ => unreachable!("type_at passes composite types only"),
     }
 }

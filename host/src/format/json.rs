@@ -13,7 +13,7 @@ use base64::Engine;
 use chrono::{DateTime, NaiveDate, SecondsFormat};
 
 use super::FormatError;
-use super::read::{ReadError, Reader, Writer, unscaled};
+use super::read::{ReadError, Reader, Writer};
 
 /// The JSON text of the Avro datum `payload`, written with `writer`.
 pub fn to_json(writer: &Writer, payload: &[u8]) -> Result<Vec<u8>, FormatError> {
@@ -35,7 +35,61 @@ fn write_value(
     writer: &Writer,
     out: &mut Vec<u8>,
 ) -> Result<(), ReadError> {
-    let schema = writer.resolve(schema)?;
+    match writer.resolve(schema)? {
+        Schema::Union(u) => {
+            let branch = r.branch(u.variants())?;
+            write_value(r, branch, writer, out)
+        }
+        Schema::Record(record) => {
+            out.push(b'{');
+            for (i, field) in record.fields.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                string(out, &field.name);
+                out.push(b':');
+                write_value(r, &field.schema, writer, out)?;
+            }
+            out.push(b'}');
+            Ok(())
+        }
+        Schema::Array(a) => {
+            out.push(b'[');
+            let mut first = true;
+            blocks(r, |r| {
+                if !std::mem::take(&mut first) {
+                    out.push(b',');
+                }
+                write_value(r, &a.items, writer, out)
+            })?;
+            out.push(b']');
+            Ok(())
+        }
+        Schema::Map(m) => {
+            out.push(b'{');
+            let mut first = true;
+            blocks(r, |r| {
+                if !std::mem::take(&mut first) {
+                    out.push(b',');
+                }
+                string(out, r.string()?);
+                out.push(b':');
+                write_value(r, &m.types, writer, out)
+            })?;
+            out.push(b'}');
+            Ok(())
+        }
+        primitive => write_primitive(r, primitive, writer, out),
+    }
+}
+
+/// One value of a primitive or logical type.
+fn write_primitive(
+    r: &mut Reader<'_>,
+    schema: &Schema,
+    writer: &Writer,
+    out: &mut Vec<u8>,
+) -> Result<(), ReadError> {
     match schema {
         Schema::Null => out.extend_from_slice(b"null"),
         Schema::Boolean => out.extend_from_slice(if r.boolean()? { b"true" } else { b"false" }),
@@ -47,20 +101,9 @@ fn write_value(
         Schema::Bytes | Schema::BigDecimal => base64(out, r.bytes()?),
         Schema::Fixed(f) => base64(out, r.take(f.size)?),
         Schema::Duration => base64(out, r.take(12)?),
-        Schema::Enum(e) => {
-            let index = r.int()?;
-            let symbol = usize::try_from(index)
-                .ok()
-                .and_then(|i| e.symbols.get(i))
-                .ok_or_else(|| ReadError(format!("enum {} has no symbol {index}", e.name)))?;
-            string(out, symbol);
-        }
+        Schema::Enum(e) => string(out, r.symbol(e)?),
         Schema::Decimal(d) => {
-            let bytes = match writer.resolve(&d.inner)? {
-                Schema::Fixed(f) => r.take(f.size)?,
-                _ => r.bytes()?,
-            };
-            let text = crate::decimal::format_decimal(unscaled(bytes)?, d.scale as u32);
+            let text = crate::decimal::format_decimal(r.decimal(d, writer)?, d.scale as u32);
             out.extend_from_slice(text.as_bytes());
         }
         Schema::Date => {
@@ -75,47 +118,10 @@ fn write_value(
         | Schema::LocalTimestampMillis
         | Schema::LocalTimestampMicros
         | Schema::LocalTimestampNanos => timestamp(out, schema, r.long()?)?,
-        Schema::Union(u) => {
-            let branch = r.branch(u.variants())?;
-            write_value(r, branch, writer, out)?;
+        Schema::Union(_) | Schema::Record(_) | Schema::Array(_) | Schema::Map(_) => {
+            unreachable!("written by write_value")
         }
-        Schema::Record(record) => {
-            out.push(b'{');
-            for (i, field) in record.fields.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                string(out, &field.name);
-                out.push(b':');
-                write_value(r, &field.schema, writer, out)?;
-            }
-            out.push(b'}');
-        }
-        Schema::Array(a) => {
-            out.push(b'[');
-            let mut first = true;
-            blocks(r, |r| {
-                if !std::mem::take(&mut first) {
-                    out.push(b',');
-                }
-                write_value(r, &a.items, writer, out)
-            })?;
-            out.push(b']');
-        }
-        Schema::Map(m) => {
-            out.push(b'{');
-            let mut first = true;
-            blocks(r, |r| {
-                if !std::mem::take(&mut first) {
-                    out.push(b',');
-                }
-                string(out, r.string()?);
-                out.push(b':');
-                write_value(r, &m.types, writer, out)
-            })?;
-            out.push(b'}');
-        }
-        Schema::Ref { .. } => unreachable!("resolved above"),
+        Schema::Ref { .. } => unreachable!("resolved by write_value"),
     }
     Ok(())
 }

@@ -11,32 +11,10 @@ use super::registry::{Reference, SchemaType};
 use super::tests::framed;
 use super::*;
 
-const MONEY: &str = r#"syntax = "proto3";
-package shop.common;
-message Money { string currency = 1; int64 units = 2; }
-"#;
+/// The schemas of the integration tests (`tests/tests/all/protobuf.rs`).
+const MONEY: &str = include_str!("../../../tests/data/proto/money.proto");
 
-const ORDER: &str = r#"syntax = "proto3";
-package shop;
-import "google/protobuf/timestamp.proto";
-import "google/protobuf/wrappers.proto";
-import "money.proto";
-message Order {
-  message Customer { string name = 1; int32 tier = 2; }
-  enum Status { NEW = 0; PAID = 1; }
-  string id = 1;
-  int64 quantity = 2;
-  Customer customer = 3;
-  repeated string tags = 4;
-  google.protobuf.Timestamp placed_at = 5;
-  Status status = 6;
-  map<string, int64> counts = 7;
-  optional string note = 8;
-  google.protobuf.Int64Value points = 9;
-  uint32 shelf = 10;
-  shop.common.Money total = 11;
-}
-"#;
+const ORDER: &str = include_str!("../../../tests/data/proto/order.proto");
 
 pub(crate) fn schema() -> ProtoSchema {
     ProtoSchema::compile(ORDER, vec![("money.proto".into(), MONEY.into())]).unwrap()
@@ -45,7 +23,7 @@ pub(crate) fn schema() -> ProtoSchema {
 /// An order message, encoded by prost from its JSON form.
 pub(crate) fn order(id: &str, note: Option<&str>) -> Vec<u8> {
     let mut json = serde_json::json!({
-        "id": id, "quantity": "5000000000", "customer": {"name": "Ann", "tier": 2},
+        "order_id": id, "quantity": "5000000000", "customer": {"name": "Ann", "tier": 2},
         "tags": ["a", "b"], "placed_at": "2026-01-02T03:04:05.678901Z", "status": "PAID",
         "counts": {"x": 1, "y": 2}, "points": 7, "total": {"currency": "EUR", "units": 12},
     });
@@ -84,7 +62,7 @@ fn a_message_reads_to_the_json_the_encoder_reads_back() {
     let message = schema().message(&[0]).unwrap();
     let json: serde_json::Value =
         serde_json::from_slice(&to_json(&message, &order("o-1", None)).unwrap()).unwrap();
-    assert_eq!(json["id"], "o-1");
+    assert_eq!(json["order_id"], "o-1");
     assert_eq!(
         json["quantity"], 5_000_000_000i64,
         "64-bit integers stay numbers"
@@ -151,7 +129,7 @@ fn a_schema_file_reads_bare_messages_of_its_message() {
     let message = order("o-1", None);
     let known = decoder.prepare([Some(&message[..])]).unwrap();
     let json = String::from_utf8(known.to_json(Some(&message)).unwrap()).unwrap();
-    assert!(json.contains("\"id\":\"o-1\""), "{json}");
+    assert!(json.contains("\"order_id\":\"o-1\""), "{json}");
     assert!(Decoder::new(Format::Protobuf, None, Some(&path), Some("Nope")).is_err());
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use apache_avro::Schema;
-use apache_avro::schema::{Name, ResolvedSchema};
+use apache_avro::schema::{DecimalSchema, EnumSchema, Name, ResolvedSchema};
 
 /// A parsed Avro writer schema, with the named types its references point to.
 #[derive(Debug)]
@@ -165,6 +165,25 @@ impl<'a> Reader<'a> {
             .ok_or_else(|| ReadError(format!("union branch {index} does not exist")))
     }
 
+    /// An enum's symbol.
+    pub fn symbol<'s>(&mut self, e: &'s EnumSchema) -> Result<&'s str, ReadError> {
+        let index = self.int()?;
+        usize::try_from(index)
+            .ok()
+            .and_then(|i| e.symbols.get(i))
+            .map(String::as_str)
+            .ok_or_else(|| ReadError(format!("enum {} has no symbol {index}", e.name)))
+    }
+
+    /// A decimal's unscaled value, from its `fixed` or `bytes`.
+    pub fn decimal(&mut self, d: &DecimalSchema, writer: &Writer) -> Result<i128, ReadError> {
+        let bytes = match writer.resolve(&d.inner)? {
+            Schema::Fixed(f) => self.take(f.size)?,
+            _ => self.bytes()?,
+        };
+        unscaled(bytes)
+    }
+
     /// Reads past one value of `schema`.
     pub fn skip(&mut self, schema: &Schema, writer: &Writer) -> Result<(), ReadError> {
         match writer.resolve(schema)? {
@@ -172,10 +191,13 @@ impl<'a> Reader<'a> {
             Schema::Boolean => {
                 self.boolean()?;
             }
-            Schema::Int | Schema::Long | Schema::Date | Schema::TimeMillis | Schema::TimeMicros => {
-                self.long()?;
-            }
-            Schema::TimestampMillis
+            Schema::Int
+            | Schema::Long
+            | Schema::Date
+            | Schema::TimeMillis
+            | Schema::TimeMicros
+            | Schema::Enum(_)
+            | Schema::TimestampMillis
             | Schema::TimestampMicros
             | Schema::TimestampNanos
             | Schema::LocalTimestampMillis
@@ -199,9 +221,6 @@ impl<'a> Reader<'a> {
                 self.take(12)?;
             }
             Schema::Decimal(d) => self.skip(&d.inner, writer)?,
-            Schema::Enum(_) => {
-                self.long()?;
-            }
             Schema::Union(u) => {
                 let branch = self.branch(u.variants())?;
                 self.skip(branch, writer)?;

@@ -8,31 +8,9 @@ use sluice_tests::fixture::{Setup, text};
 use sluice_tests::registry::{SchemaRegistry, produce_protobuf};
 use sluice_tests::{plugins, pyiceberg};
 
-const MONEY: &str = r#"syntax = "proto3";
-package shop.common;
-message Money { string currency = 1; int64 units = 2; }
-"#;
+const MONEY: &str = include_str!("../../data/proto/money.proto");
 
-const ORDER: &str = r#"syntax = "proto3";
-package shop;
-import "google/protobuf/timestamp.proto";
-import "google/protobuf/wrappers.proto";
-import "money.proto";
-message Order {
-  message Customer { string name = 1; int32 tier = 2; }
-  enum Status { NEW = 0; PAID = 1; }
-  string order_id = 1;
-  int64 quantity = 2;
-  Customer customer = 3;
-  repeated string tags = 4;
-  google.protobuf.Timestamp placed_at = 5;
-  Status status = 6;
-  map<string, int64> counts = 7;
-  optional string note = 8;
-  google.protobuf.Int64Value points = 9;
-  shop.common.Money total = 10;
-}
-"#;
+const ORDER: &str = include_str!("../../data/proto/order.proto");
 
 fn order(i: u32) -> Value {
     let mut order = json!({
