@@ -493,6 +493,38 @@ mod tests {
     }
 
     #[test]
+    fn a_table_from_a_topics_schema_gains_the_ingestion_time_column_after_every_id() {
+        let config = sink("ingestion-time-column = \"seen\"").unwrap();
+        let nested = Type::Struct(iceberg::spec::StructType::new(vec![Arc::new(
+            NestedField::optional(3, "city", Type::Primitive(PrimitiveType::String)),
+        )]));
+        let fields = vec![
+            Arc::new(NestedField::optional(
+                1,
+                "id",
+                Type::Primitive(PrimitiveType::String),
+            )),
+            Arc::new(NestedField::optional(2, "ship", nested)),
+        ];
+        let schema = config.schema_with(fields.clone()).unwrap();
+        let seen = schema.field_by_name("seen").unwrap();
+        assert_eq!(
+            (seen.id, &*seen.field_type),
+            (4, &Type::Primitive(PrimitiveType::Timestamptz))
+        );
+        let already = sink("ingestion-time-column = \"id\"").unwrap();
+        assert_eq!(
+            already
+                .schema_with(fields)
+                .unwrap()
+                .as_struct()
+                .fields()
+                .len(),
+            2
+        );
+    }
+
+    #[test]
     fn snapshot_expiry_is_off_by_default_and_parsed_with_defaults() {
         assert_eq!(sink("").unwrap().expire_snapshots, None);
         let on = sink("[expire-snapshots]").unwrap().expire_snapshots;
