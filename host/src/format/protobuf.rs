@@ -167,6 +167,18 @@ pub fn to_json(message: &MessageDescriptor, payload: &[u8]) -> Result<Vec<u8>, F
     Ok(out)
 }
 
+/// The message `message` made from a JSON object by protobuf's JSON mapping (what
+/// `sluice produce --format protobuf` sends), encoded; `Err` says why the object does not
+/// map (a field of the wrong type, an unknown field, a bad timestamp).
+pub fn from_json(message: &MessageDescriptor, json: &str) -> Result<Vec<u8>, String> {
+    use prost::Message;
+    let mut de = serde_json::Deserializer::from_str(json);
+    let decoded =
+        DynamicMessage::deserialize(message.clone(), &mut de).map_err(|e| e.to_string())?;
+    de.end().map_err(|e| e.to_string())?;
+    Ok(decoded.encode_to_vec())
+}
+
 /// The well-known message types read as a primitive: `Timestamp` and the wrappers.
 pub fn well_known(message: &MessageDescriptor) -> Option<PrimitiveType> {
     Some(match message.full_name() {

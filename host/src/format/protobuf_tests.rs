@@ -133,3 +133,35 @@ fn a_schema_file_reads_bare_messages_of_its_message() {
     assert!(Decoder::new(Format::Protobuf, None, Some(&path), Some("Nope")).is_err());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_generators_shapes_compile_and_their_json_events_map() {
+    for (text, name) in [
+        (
+            include_str!("../generate/retail.proto"),
+            "sluice.generate.RetailEvent",
+        ),
+        (
+            include_str!("../generate/analytics.proto"),
+            "sluice.generate.AnalyticsEvent",
+        ),
+    ] {
+        let message = ProtoSchema::compile(text, Vec::new())
+            .unwrap()
+            .message(&[0])
+            .unwrap();
+        assert_eq!(message.full_name(), name);
+    }
+    let retail = ProtoSchema::compile(include_str!("../generate/retail.proto"), Vec::new())
+        .unwrap()
+        .message(&[0])
+        .unwrap();
+    let event = r#"{"event_id":"evt_1","event_time":"2026-01-02T03:04:05Z","user_id":"user_1","referrer_url":null,"price":19.99,"quantity":2}"#;
+    let bytes = super::protobuf::from_json(&retail, event).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_slice(&to_json(&retail, &bytes).unwrap()).unwrap();
+    assert_eq!(json["event_time"], "2026-01-02T03:04:05Z");
+    assert_eq!(json["price"], 19.99);
+    let broken = r#"{"event_id":"evt_2","quantity":"several"}"#;
+    assert!(super::protobuf::from_json(&retail, broken).is_err());
+}
