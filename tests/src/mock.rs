@@ -31,7 +31,34 @@ impl MockKafka {
         events: u64,
         others: &[&str],
     ) -> MockKafka {
+        Self::start_with(binary, &[], brokers, topic, partitions, events, others)
+    }
+
+    /// As [`MockKafka::start`], the events in Avro as `sluice produce --format avro` writes
+    /// them, the schema registered in the Schema Registry at `registry_url`.
+    pub fn start_avro(
+        binary: &str,
+        registry_url: &str,
+        brokers: u32,
+        topic: &str,
+        partitions: u32,
+        events: u64,
+    ) -> MockKafka {
+        let avro = ["--avro", registry_url];
+        Self::start_with(binary, &avro, brokers, topic, partitions, events, &[])
+    }
+
+    fn start_with(
+        binary: &str,
+        leading: &[&str],
+        brokers: u32,
+        topic: &str,
+        partitions: u32,
+        events: u64,
+        others: &[&str],
+    ) -> MockKafka {
         let mut child = Command::new(binary)
+            .args(leading)
             .args([
                 brokers.to_string(),
                 topic.to_string(),

@@ -3,6 +3,8 @@
 pub mod maintain;
 pub mod plugin;
 pub mod produce;
+#[cfg(test)]
+mod produce_avro_tests;
 pub mod run;
 pub mod show;
 pub mod r#try;
@@ -273,13 +275,19 @@ fn run_produce(args: &produce::ProduceArgs) -> anyhow::Result<ExitCode> {
             args.topic
         ),
         None => println!(
-            "produced {} events to {} ({} valid, {} late, {} invalid, {} duplicates)",
+            "produced {} events to {} ({} valid, {} late, {} invalid, {} duplicates{})",
             summary.delivered,
             args.topic,
             summary.valid,
             summary.late,
             summary.invalid,
-            summary.duplicates
+            summary.duplicates,
+            match args.format {
+                crate::format::Format::Avro => {
+                    format!(", {} as truncated Avro datums", summary.truncated)
+                }
+                crate::format::Format::Json => String::new(),
+            }
         ),
     }
     Ok(ExitCode::SUCCESS)

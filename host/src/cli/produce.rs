@@ -1,4 +1,5 @@
-//! `sluice produce`: a load generator of realistic retail clickstream events.
+//! `sluice produce`: a load generator of realistic retail clickstream events, as JSON or as
+//! Avro in the Confluent wire format (the schema registered in a Schema Registry).
 
 use std::time::{Duration, Instant};
 
@@ -8,6 +9,8 @@ use rdkafka::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 
+use crate::format::{Format, HttpRegistry, Registry, RegistryConfig};
+use crate::generate::avro::AvroEncoder;
 use crate::generate::{EventKind, GeneratedEvent, Generator, GeneratorConfig, Shape};
 use crate::kafka::{self, Deliveries};
 
@@ -81,6 +84,26 @@ pub struct ProduceArgs {
     /// instead of generated events; `--count` and the shares are then ignored.
     #[arg(long, value_name = "FILE")]
     pub input: Option<std::path::PathBuf>,
+    /// How values are encoded: `json` (the default), or `avro` (the retail and analytics
+    /// shapes): the Confluent wire format, a zero byte, the schema's 4-byte id and the
+    /// Avro datum, the schema registered first under the subject `<topic>-value` of
+    /// `--schema-registry`. An invalid event Avro cannot express (a quantity of
+    /// `"several"`, a missing required field, a time that is not a time) is sent as a
+    /// truncated datum, which a reader refuses.
+    #[arg(long, default_value = "json", value_name = "FORMAT", value_parser = format_name)]
+    pub format: Format,
+    /// The Schema Registry (Confluent REST API) to register the Avro schema in, e.g.
+    /// `http://localhost:8081`; needed by `--format avro`.
+    #[arg(
+        long,
+        env = "SCHEMA_REGISTRY_URL",
+        value_name = "URL",
+        required_if_eq("format", "avro")
+    )]
+    pub schema_registry: Option<String>,
+    /// HTTP basic auth for `--schema-registry`, `USER:PASSWORD`.
+    #[arg(long, env = "SCHEMA_REGISTRY_USER", value_name = "USER:PASSWORD")]
+    pub schema_registry_user: Option<String>,
 }
 
 /// What `sluice produce` sent.
@@ -96,11 +119,15 @@ pub struct ProduceSummary {
     pub invalid: u64,
     /// Exact repeats of recent events.
     pub duplicates: u64,
+    /// Events sent as truncated Avro datums, because Avro cannot express them
+    /// (`--format avro`; they are among the invalid ones).
+    pub truncated: u64,
 }
 
 /// Sends generated events; returns once every event is acknowledged (or fails).
 pub fn run(args: &ProduceArgs, stop: &dyn Fn() -> bool) -> anyhow::Result<ProduceSummary> {
     check_shares(args)?;
+    let encoder = encoder(args)?;
     let producer = producer(args)?;
     let mut events = Events::open(args)?;
     let mut summary = ProduceSummary::default();
@@ -116,7 +143,17 @@ pub fn run(args: &ProduceArgs, stop: &dyn Fn() -> bool) -> anyhow::Result<Produc
         if !events.reads_file() {
             summary.count(event.kind);
         }
-        send(&producer, args, &event)?;
+        match &encoder {
+            Some(encoder) => {
+                let avro = encoder.encode(&event.value);
+                if let Some(reason) = &avro.truncated {
+                    tracing::debug!(%reason, key = %event.key, "Sending a truncated Avro datum.");
+                    summary.truncated += 1;
+                }
+                send(&producer, args, &event.key, &avro.value)?;
+            }
+            None => send(&producer, args, &event.key, event.value.as_bytes())?,
+        }
         sent += 1;
     }
     summary.delivered = acknowledged(&producer, sent)?;
@@ -135,6 +172,45 @@ fn check_shares(args: &ProduceArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The Avro encoder of `--format avro`, its schema registered under `<topic>-value`;
+/// `None` for JSON.
+pub(super) fn encoder(args: &ProduceArgs) -> anyhow::Result<Option<AvroEncoder>> {
+    let (Format::Avro, Some(url)) = (args.format, &args.schema_registry) else {
+        return Ok(None);
+    };
+    let encoder = AvroEncoder::new(args.shape)?;
+    let (username, password) = match &args.schema_registry_user {
+        Some(user) => match user.split_once(':') {
+            Some((u, p)) => (Some(u.to_string()), Some(p.to_string())),
+            None => (Some(user.clone()), None),
+        },
+        None => (None, None),
+    };
+    let config = RegistryConfig {
+        url: url.clone(),
+        username,
+        password,
+        ..RegistryConfig::default()
+    };
+    let registry = HttpRegistry::new(&config).map_err(anyhow::Error::msg)?;
+    let subject = format!("{}-value", args.topic);
+    let schema = crate::generate::avro::schema_text(args.shape)?;
+    let id = registry
+        .register(&subject, schema)
+        .with_context(|| format!("cannot register the schema of subject {subject}"))?;
+    tracing::info!(subject, id, "Registered the events' Avro schema.");
+    Ok(Some(encoder.with_id(id)))
+}
+
+/// A `--format`: `json` or `avro`.
+fn format_name(text: &str) -> Result<Format, String> {
+    match text {
+        "json" => Ok(Format::Json),
+        "avro" => Ok(Format::Avro),
+        other => Err(format!("`{other}` is not a format: json or avro")),
+    }
 }
 
 /// The producer's configuration: sluice's defaults, then the `--property` values.
@@ -296,15 +372,17 @@ fn bootstrap_servers(text: &str) -> Result<String, String> {
     }
 }
 
-/// Queues one event, waiting while the producer's queue is full.
+/// Queues one record (no key if `key` is empty), waiting while the producer's queue is
+/// full.
 fn send(
     producer: &ThreadedProducer<Deliveries>,
     args: &ProduceArgs,
-    event: &GeneratedEvent,
+    key: &str,
+    value: &[u8],
 ) -> anyhow::Result<()> {
-    let mut record = BaseRecord::to(&args.topic).payload(&event.value);
-    if !event.key.is_empty() {
-        record = record.key(&event.key);
+    let mut record = BaseRecord::to(&args.topic).payload(value);
+    if !key.is_empty() {
+        record = record.key(key);
     }
     if let Some(partition) = args.partition {
         record = record.partition(partition);
@@ -347,6 +425,7 @@ fn log_summary(args: &ProduceArgs, summary: &ProduceSummary, start: Instant) {
         late = summary.late,
         invalid = summary.invalid,
         duplicates = summary.duplicates,
+        truncated = summary.truncated,
         events_per_second = (summary.delivered as f64 / seconds.max(1e-9)).round(),
         "Produced events."
     );

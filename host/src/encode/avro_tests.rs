@@ -143,7 +143,7 @@ fn broken_and_unknown_values_are_dead_letters() {
     let encoded = encode(&encoder, &[datum[..datum.len() - 1].to_vec()]);
     assert_eq!(encoded.errors[0].1.code, "undecodable");
     let registry = Arc::new(MemoryRegistry::default());
-    registry.register("orders-value", 1, ORDER);
+    registry.insert("orders-value", 1, ORDER);
     let decoder = Decoder::Registry(Schemas::new(Box::new(registry), Format::Avro));
     let (good, unknown) = (framed(1, &datum), framed(2, &datum));
     let values = [

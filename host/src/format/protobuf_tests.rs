@@ -98,7 +98,7 @@ fn registered_protobuf_schemas_bring_their_references() {
         SchemaType::Protobuf,
         vec![reference],
     );
-    registry.register("avro-value", 3, r#""string""#);
+    registry.insert("avro-value", 3, r#""string""#);
     let decoder = Decoder::Registry(Schemas::new(Box::new(registry), Format::Protobuf));
     let mut good = framed(2, &[0]);
     good.extend_from_slice(&order("o-1", None));

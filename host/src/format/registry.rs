@@ -1,5 +1,6 @@
 //! The Schema Registry seam: the schema behind an id, as the Confluent REST API serves it
-//! (`GET /schemas/ids/{id}`, `GET /subjects/{subject}/versions/latest`). [`HttpRegistry`]
+//! (`GET /schemas/ids/{id}`, `GET /subjects/{subject}/versions/latest`), and registering
+//! one (`POST /subjects/{subject}/versions`, for `sluice produce`). [`HttpRegistry`]
 //! speaks it over HTTP(S) with basic or bearer auth and a private CA; [`MemoryRegistry`]
 //! is its in-memory twin for unit tests.
 
@@ -98,6 +99,9 @@ pub trait Registry: Send + Sync {
     fn latest(&self, subject: &str) -> Result<Registered, RegistryError> {
         self.version(subject, "latest")
     }
+    /// Registers the Avro schema `schema` (its JSON text) under `subject`, and returns its
+    /// global id: the id it already has if it was registered before.
+    fn register(&self, subject: &str, schema: &str) -> Result<u32, RegistryError>;
 }
 
 /// A Schema Registry reached over HTTP(S) through the Confluent REST API.
@@ -173,19 +177,17 @@ impl HttpRegistry {
         path: &str,
         what: impl Fn() -> String + Send,
     ) -> Result<Registered, RegistryError> {
-        std::thread::scope(|scope| {
-            scope
-                .spawn(|| self.get_here(path, what))
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-        })
+        let request = self.client.get(format!("{}{path}", self.url));
+        on_own_thread(|| self.send(request, what))
     }
 
-    fn get_here(&self, path: &str, what: impl Fn() -> String) -> Result<Registered, RegistryError> {
-        let mut request = self
-            .client
-            .get(format!("{}{path}", self.url))
-            .header("Accept", "application/vnd.schemaregistry.v1+json");
+    /// Sends `request` with the registry's headers and auth, and reads the answer as `T`.
+    fn send<T: serde::de::DeserializeOwned>(
+        &self,
+        request: reqwest::blocking::RequestBuilder,
+        what: impl Fn() -> String,
+    ) -> Result<T, RegistryError> {
+        let mut request = request.header("Accept", "application/vnd.schemaregistry.v1+json");
         request = match &self.auth {
             Auth::None => request,
             Auth::Basic(user, password) => request.basic_auth(user, Some(password)),
@@ -202,7 +204,7 @@ impl HttpRegistry {
         let body = response.text().map_err(failed)?;
         if status.is_success() {
             return serde_json::from_str(&body)
-                .map_err(|e| unavailable(format!("an answer that is not a schema ({e})")));
+                .map_err(|e| unavailable(format!("an answer that is not understood ({e})")));
         }
         let message = serde_json::from_str::<ErrorBody>(&body)
             .map(|b| b.message)
@@ -220,10 +222,27 @@ impl HttpRegistry {
     }
 }
 
+/// Runs `call` on a thread of its own: reqwest's blocking client must not run on a thread
+/// inside an async runtime (the table is created inside one, from a schema).
+fn on_own_thread<T: Send>(call: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(call)
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
 /// The body of a registry's error answer.
 #[derive(Deserialize)]
 struct ErrorBody {
     message: String,
+}
+
+/// The body of a registry's answer to a registration.
+#[derive(Deserialize)]
+struct IdBody {
+    id: u32,
 }
 
 impl Registry for HttpRegistry {
@@ -239,6 +258,18 @@ impl Registry for HttpRegistry {
         self.get(&path, || {
             format!("version {version} of subject `{subject}`")
         })
+    }
+
+    fn register(&self, subject: &str, schema: &str) -> Result<u32, RegistryError> {
+        let url = format!("{}/subjects/{}/versions", self.url, encode_path(subject));
+        let request = self
+            .client
+            .post(url)
+            .header("Content-Type", "application/vnd.schemaregistry.v1+json")
+            .body(serde_json::json!({ "schema": schema }).to_string());
+        let what = || format!("subject `{subject}`");
+        let answer: IdBody = on_own_thread(|| self.send(request, what))?;
+        Ok(answer.id)
     }
 }
 
@@ -272,8 +303,9 @@ struct Memory {
 }
 
 impl MemoryRegistry {
-    /// Registers `schema` (Avro) under `subject` with `id`, as its next version.
-    pub fn register(&self, subject: &str, id: u32, schema: &str) {
+    /// Registers `schema` (Avro) under `subject` with `id` (chosen by the caller, unlike
+    /// [`Registry::register`]), as its next version.
+    pub fn insert(&self, subject: &str, id: u32, schema: &str) {
         self.register_typed(subject, id, schema, SchemaType::Avro, Vec::new());
     }
 
@@ -343,6 +375,33 @@ impl Registry for MemoryRegistry {
         })?;
         Ok(inner.by_id[id].clone())
     }
+
+    /// The id `schema` (the same text) already has, or the next free one, under `subject`
+    /// (a new version unless it is the subject's latest already).
+    fn register(&self, subject: &str, schema: &str) -> Result<u32, RegistryError> {
+        let (id, latest) = {
+            let inner = self.inner.lock().expect("not poisoned");
+            if inner.down {
+                return Err(RegistryError::Unavailable {
+                    url: "memory".into(),
+                    reason: "down".into(),
+                });
+            }
+            let same = inner.by_id.iter().find(|(_, r)| r.schema == schema);
+            let id = match same {
+                Some((id, _)) => *id,
+                None => inner.by_id.keys().next_back().map_or(1, |last| last + 1),
+            };
+            (
+                id,
+                inner.subjects.get(subject).and_then(|v| v.last()).copied(),
+            )
+        };
+        if latest != Some(id) {
+            self.insert(subject, id, schema);
+        }
+        Ok(id)
+    }
 }
 
 impl<T: Registry + ?Sized> Registry for std::sync::Arc<T> {
@@ -352,6 +411,10 @@ impl<T: Registry + ?Sized> Registry for std::sync::Arc<T> {
 
     fn version(&self, subject: &str, version: &str) -> Result<Registered, RegistryError> {
         (**self).version(subject, version)
+    }
+
+    fn register(&self, subject: &str, schema: &str) -> Result<u32, RegistryError> {
+        (**self).register(subject, schema)
     }
 }
 

@@ -124,7 +124,7 @@ fn broken_datums_are_undecodable_not_a_panic() {
 #[test]
 fn schemas_are_fetched_once_and_an_outage_is_transient() {
     let registry = Arc::new(MemoryRegistry::default());
-    registry.register("orders-value", 5, ORDER);
+    registry.insert("orders-value", 5, ORDER);
     let decoder = Decoder::Registry(Schemas::new(Box::new(registry.clone()), Format::Avro));
     let good = framed(5, &order("o-1", None));
     let unknown = framed(6, &order("o-1", None));
@@ -194,7 +194,7 @@ fn a_table_made_from_the_schema_has_a_documented_column_per_field() {
 fn past_its_capacity_the_cache_forgets_the_oldest_id() {
     let registry = Arc::new(MemoryRegistry::default());
     for id in 1..=3 {
-        registry.register("orders-value", id, ORDER);
+        registry.insert("orders-value", id, ORDER);
     }
     let schemas = Schemas::with_capacity(Box::new(registry.clone()), Format::Avro, 2);
     for id in [1, 2, 3, 3, 2] {

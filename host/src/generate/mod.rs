@@ -1,7 +1,9 @@
 //! Deterministic clickstream events, for demos, tests and benchmarks: the 18-field schema of
 //! the retail tutorial, or the 5-field events of the real-time analytics tutorial. The same
-//! seed gives the same events.
+//! seed gives the same events. They are JSON text; [`avro`] writes the retail and analytics
+//! events as Avro datums (`sluice produce --format avro`).
 
+pub mod avro;
 mod retail;
 mod rng;
 mod shapes;

@@ -2,9 +2,11 @@
 //! loopback), in a process of its own so that its CPU is neither sluice's nor the
 //! benchmark's. See [`sluice_tests::mock::MockKafka`], which starts it.
 //!
-//! `mock-kafka BROKERS TOPIC PARTITIONS EVENTS [OTHER_TOPIC...]`: creates TOPIC and the
-//! other topics (one partition each: the mock cluster does not answer CreateTopics),
-//! produces EVENTS generated retail events (5% invalid) to TOPIC, prints `ready BOOTSTRAP`,
+//! `mock-kafka [--avro REGISTRY_URL] BROKERS TOPIC PARTITIONS EVENTS [OTHER_TOPIC...]`:
+//! creates TOPIC and the other topics (one partition each: the mock cluster does not answer
+//! CreateTopics), produces EVENTS generated retail events (5% invalid) to TOPIC (as JSON, or
+//! with `--avro` as `sluice produce --format avro` writes them, the schema registered in the
+//! registry at REGISTRY_URL), prints `ready BOOTSTRAP`,
 //! and serves until its standard input closes. An other topic written `NAME=SHAPE:COUNT` is
 //! loaded with COUNT records of `sluice produce --shape SHAPE` (the lookup tables'
 //! `customers` and `products`).
@@ -16,8 +18,16 @@ use rdkafka::producer::DefaultProducerContext;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [brokers, topic, partitions, events, others @ ..] = &args[..] else {
-        eprintln!("usage: mock-kafka BROKERS TOPIC PARTITIONS EVENTS [OTHER_TOPIC...]");
+    let (format, args): (Vec<&str>, &[String]) = match &args[..] {
+        [flag, url, rest @ ..] if flag == "--avro" => {
+            (vec!["--format", "avro", "--schema-registry", url], rest)
+        }
+        rest => (Vec::new(), rest),
+    };
+    let [brokers, topic, partitions, events, others @ ..] = args else {
+        eprintln!(
+            "usage: mock-kafka [--avro REGISTRY_URL] BROKERS TOPIC PARTITIONS EVENTS [OTHER_TOPIC...]"
+        );
         std::process::exit(2);
     };
     let number = |s: &str| -> i32 { s.parse().expect("a number") };
@@ -41,27 +51,25 @@ fn main() {
         assert_eq!(produced.delivered.to_string(), count);
     }
     if events != "0" {
-        let produced = sluice_tests::produce(
-            &bootstrap,
-            topic,
-            &[
-                "--count",
-                events,
-                "--invalid-share",
-                "0.05",
-                // Full message sets of 64 KiB (~200 events, a Java producer's default is
-                // 16 KiB): the mock cluster finds a fetch's offset by walking a
-                // partition's message sets from the first (a real broker uses an index),
-                // so the tiny ones a short linger makes over a thousand partitions slowed
-                // every fetch more than the one before.
-                "--property",
-                "linger.ms=1000",
-                "--property",
-                "batch.size=65536",
-                "--property",
-                "queue.buffering.max.messages=2000000",
-            ],
-        );
+        let mut args = format.clone();
+        args.extend([
+            "--count",
+            events,
+            "--invalid-share",
+            "0.05",
+            // Full message sets of 64 KiB (~200 events, a Java producer's default is
+            // 16 KiB): the mock cluster finds a fetch's offset by walking a
+            // partition's message sets from the first (a real broker uses an index),
+            // so the tiny ones a short linger makes over a thousand partitions slowed
+            // every fetch more than the one before.
+            "--property",
+            "linger.ms=1000",
+            "--property",
+            "batch.size=65536",
+            "--property",
+            "queue.buffering.max.messages=2000000",
+        ]);
+        let produced = sluice_tests::produce(&bootstrap, topic, &args);
         assert_eq!(produced.delivered.to_string(), *events);
     }
     println!("ready {bootstrap}");

@@ -1,17 +1,21 @@
 //! `sluice produce` against a real broker: every generated event arrives, keyed by session,
 //! spread over the topic's partitions, exactly as the generator made it; inputs it cannot
-//! use are refused at once, and a signal stops it promptly at any rate.
+//! use are refused at once, and a signal stops it promptly at any rate. As Avro (with the
+//! stand-in Schema Registry), its events land as the JSON ones do.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rdkafka::Message;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use sluice::generate::{Generator, GeneratorConfig};
+use sluice::generate::avro::AvroEncoder;
+use sluice::generate::{Generator, GeneratorConfig, Shape};
 use sluice_tests::broker::Broker;
-use sluice_tests::fixture::{ended_within, sluice_binary, text};
+use sluice_tests::fixture::{Setup, ended_within, sluice_binary, text};
 use sluice_tests::produce;
+use sluice_tests::pyiceberg::read_table;
+use sluice_tests::registry::SchemaRegistry;
 
 #[test]
 fn produced_events_arrive_keyed_by_session() {
@@ -206,5 +210,132 @@ fn a_signal_stops_produce_promptly_at_any_rate() {
             "{stdout}"
         );
         assert_eq!(records_in(&broker.bootstrap, &topic), 1);
+    }
+}
+
+/// A pipeline with no stages from `topic` into `table`, dead letters to `dead_letter`;
+/// `source` and `columns` are the rest of `[source]` and `[sink]`.
+fn plain_pipeline(
+    topic: &str,
+    table: &str,
+    dead_letter: &str,
+    source: &str,
+    columns: &str,
+) -> String {
+    format!(
+        r#"
+[pipeline]
+name = "{table}"
+[source]
+bootstrap-servers = "${{KAFKA_BOOTSTRAP}}"
+topics = ["{topic}"]
+{source}
+[sink]
+warehouse = "${{SLUICE_WAREHOUSE}}"
+namespace = "produced"
+table = "{table}"
+{columns}
+[dead-letter]
+topic = "{dead_letter}"
+"#
+    )
+}
+
+/// The retail events' columns, for the JSON table (the Avro one is made from the schema).
+const RETAIL_COLUMNS: &str = r#"columns = [
+  { name = "event_id", type = "string" },
+  { name = "event_time", type = "timestamptz" },
+  { name = "user_id", type = "string" },
+  { name = "session_id", type = "string" },
+  { name = "event_type", type = "string" },
+  { name = "page_url", type = "string" },
+  { name = "referrer_url", type = "string" },
+  { name = "search_query", type = "string" },
+  { name = "product_id", type = "string" },
+  { name = "product_name", type = "string" },
+  { name = "category", type = "string" },
+  { name = "cart_id", type = "string" },
+  { name = "order_id", type = "string" },
+  { name = "quantity", type = "int" },
+  { name = "price", type = "decimal(10,2)" },
+  { name = "device_type", type = "string" },
+  { name = "browser", type = "string" },
+  { name = "traffic_source", type = "string" },
+]"#;
+
+/// Rows by event id.
+fn by_event_id(rows: Vec<serde_json::Value>) -> BTreeMap<String, serde_json::Value> {
+    rows.into_iter()
+        .map(|row| (row["event_id"].as_str().unwrap().to_string(), row))
+        .collect()
+}
+
+/// `sluice produce --format avro` registers the retail schema as `<topic>-value` and sends
+/// the same events as the JSON produce of the same seed: a pipeline with no `[sink]
+/// columns` makes its table from the registered schema, and its rows equal the JSON
+/// pipeline's, but for the invalid events Avro cannot express, which arrive as truncated
+/// datums and are dead-lettered (`undecodable`), the pipeline carrying on.
+#[test]
+fn avro_produce_lands_the_rows_the_json_produce_lands() {
+    let registry = SchemaRegistry::start(&[]);
+    let mut setup = Setup::new("produce-avro");
+    let avro_topic = setup.side_topic("avro");
+    let seed = ["--partitions", "1", "--count", "400", "--seed", "11"];
+    let seed = [&seed[..], &["--invalid-share", "0.2"]].concat();
+    let json = setup.produce(&seed);
+    let avro_args = [
+        &seed[..],
+        &["--format", "avro", "--schema-registry", &registry.url],
+    ]
+    .concat();
+    let avro = produce(&setup.broker.bootstrap, &avro_topic, &avro_args);
+    assert_eq!((json.delivered, avro.delivered), (400, 400));
+    // The events Avro cannot express, by the library's own encoder.
+    let encoder = AvroEncoder::new(Shape::Retail).unwrap();
+    let generated = Generator::new(GeneratorConfig {
+        seed: 11,
+        invalid_share: 0.2,
+        ..GeneratorConfig::default()
+    })
+    .take(400);
+    let truncated: BTreeSet<String> = generated
+        .filter(|e| encoder.encode(&e.value).truncated.is_some())
+        .map(|e| e.value.split('"').nth(3).unwrap().to_string()) // {"event_id":"evt_…
+        .collect();
+    assert_eq!(avro.truncated, truncated.len() as u64);
+    assert!(avro.truncated > 20, "{avro:?}");
+
+    let json_config = plain_pipeline(&setup.topic, "json_events", "json-dead", "", RETAIL_COLUMNS);
+    setup.write_config("json.toml", &json_config);
+    let out = setup.run(&[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let avro_source = format!(
+        "format = \"avro\"\n[source.schema-registry]\nurl = \"{}\"",
+        registry.url
+    );
+    let avro_config = plain_pipeline(
+        &avro_topic,
+        "avro_events",
+        &setup.dead_letter,
+        &avro_source,
+        "",
+    );
+    setup.write_config("avro.toml", &avro_config);
+    let out = setup.run(&[]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    let json_rows = by_event_id(read_table(&setup.warehouse, "produced.json_events"));
+    let avro_rows = by_event_id(read_table(&setup.warehouse, "produced.avro_events"));
+    let expected: BTreeMap<String, serde_json::Value> = json_rows
+        .into_iter()
+        .filter(|(id, _)| !truncated.contains(id))
+        .collect();
+    assert!(expected.len() > 300, "{}", expected.len());
+    assert_eq!(avro_rows, expected);
+    let dead = setup.show()["dead_letters"].as_array().unwrap().clone();
+    assert_eq!(dead.len(), truncated.len(), "{dead:?}");
+    for letter in &dead {
+        let code = &letter["headers"]["sluice.error.code"];
+        assert_eq!(code, "undecodable", "{letter}");
     }
 }
