@@ -282,11 +282,10 @@ fn run_produce(args: &produce::ProduceArgs) -> anyhow::Result<ExitCode> {
             summary.late,
             summary.invalid,
             summary.duplicates,
-            match args.format {
-                crate::format::Format::Avro => {
-                    format!(", {} as truncated Avro datums", summary.truncated)
-                }
-                crate::format::Format::Json => String::new(),
+            if args.format == crate::format::Format::Avro {
+                format!(", {} as truncated Avro datums", summary.truncated)
+            } else {
+                String::new()
             }
         ),
     }
