@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use super::produce::{ProduceArgs, encoder};
 use super::{Command, parse};
-use crate::format::{Decoder, FormatError, MemoryRegistry, Registry, Schemas, json::to_json};
+use crate::format::{
+    Decoder, Format, FormatError, MemoryRegistry, Registry, Schemas, json::to_json,
+};
 use crate::generate::avro::{AvroEncoder, schema_text};
 use crate::generate::{EventKind, Generator, GeneratorConfig, Shape};
 
@@ -56,7 +58,7 @@ fn avro_values_decode_to_the_generated_json_events() {
             panic!("a record")
         };
         let fields: Vec<String> = record.fields.iter().map(|f| f.name.clone()).collect();
-        let decoder = Decoder::Registry(Schemas::new(Box::new(registry.clone())));
+        let decoder = Decoder::Registry(Schemas::new(Box::new(registry.clone()), Format::Avro));
         let config = GeneratorConfig {
             shape,
             invalid_share: 0.3,
