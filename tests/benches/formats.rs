@@ -121,6 +121,11 @@ fn main() {
             best[i] = best[i].min(us);
         }
     }
+    verdict(best);
+}
+
+/// The best CPU µs per event of JSON and of Avro, side by side, and the target.
+fn verdict(best: [f64; 2]) {
     let [json_us, avro_us] = best;
     println!(
         "best: JSON {:.0} events per CPU-second ({json_us:.2} µs per event), Avro {:.0} ({avro_us:.2} µs per event); Avro costs {:.2}× JSON's CPU per event",
@@ -142,6 +147,33 @@ struct RunResult {
     dead: u64,
     /// CPU µs per phase, summed over the batches.
     phase_us: std::collections::BTreeMap<String, u64>,
+}
+
+/// The sums of a run's progress lines, and its last 20 log lines.
+fn read_log(stderr: impl std::io::Read) -> (RunResult, Vec<String>) {
+    let mut result = RunResult {
+        cpu_seconds: 0.0,
+        rows: 0,
+        dead: 0,
+        phase_us: Default::default(),
+    };
+    let mut tail = Vec::new();
+    for line in std::io::BufReader::new(stderr).lines() {
+        let line = line.unwrap();
+        if let Some((_, json)) = line.split_once("sluice::progress: ") {
+            let p: serde_json::Value = serde_json::from_str(json).unwrap();
+            result.rows += p["input_rows"].as_u64().unwrap_or(0);
+            result.dead += p["rows_dead_lettered"].as_u64().unwrap_or(0);
+            for (phase, us) in p["cpu_us"].as_object().into_iter().flatten() {
+                *result.phase_us.entry(phase.clone()).or_default() += us.as_u64().unwrap_or(0);
+            }
+        }
+        tail.push(line);
+        if tail.len() > 20 {
+            tail.remove(0);
+        }
+    }
+    (result, tail)
 }
 
 /// Runs the plain pipeline of `input` over its topic into a fresh warehouse, to its end.
@@ -188,29 +220,7 @@ topic = "{topic}-dead-letter-{round}"
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let mut result = RunResult {
-        cpu_seconds: 0.0,
-        rows: 0,
-        dead: 0,
-        phase_us: Default::default(),
-    };
-    let mut tail = Vec::new();
-    for line in std::io::BufReader::new(stderr).lines() {
-        let line = line.unwrap();
-        if let Some((_, json)) = line.split_once("sluice::progress: ") {
-            let p: serde_json::Value = serde_json::from_str(json).unwrap();
-            result.rows += p["input_rows"].as_u64().unwrap_or(0);
-            result.dead += p["rows_dead_lettered"].as_u64().unwrap_or(0);
-            for (phase, us) in p["cpu_us"].as_object().into_iter().flatten() {
-                *result.phase_us.entry(phase.clone()).or_default() += us.as_u64().unwrap_or(0);
-            }
-        }
-        tail.push(line);
-        if tail.len() > 20 {
-            tail.remove(0);
-        }
-    }
+    let (mut result, tail) = read_log(child.stderr.take().unwrap());
     let status = child.wait().unwrap();
     result.cpu_seconds = ended_children_cpu()
         .saturating_sub(cpu_before)
