@@ -5,6 +5,7 @@ pub mod plugin;
 pub mod produce;
 #[cfg(test)]
 mod produce_avro_tests;
+mod produce_format;
 pub mod run;
 pub mod show;
 pub mod r#try;
@@ -282,8 +283,8 @@ fn run_produce(args: &produce::ProduceArgs) -> anyhow::Result<ExitCode> {
             summary.late,
             summary.invalid,
             summary.duplicates,
-            if args.format == crate::format::Format::Avro {
-                format!(", {} as truncated Avro datums", summary.truncated)
+            if args.format != crate::format::Format::Json {
+                format!(", {} as undecodable values", summary.truncated)
             } else {
                 String::new()
             }

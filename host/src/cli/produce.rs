@@ -9,8 +9,8 @@ use rdkafka::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 
-use crate::format::{Format, HttpRegistry, Registry, RegistryConfig};
-use crate::generate::avro::AvroEncoder;
+use super::produce_format::{encoder, format_name};
+use crate::format::Format;
 use crate::generate::{EventKind, GeneratedEvent, Generator, GeneratorConfig, Shape};
 use crate::kafka::{self, Deliveries};
 
@@ -84,21 +84,21 @@ pub struct ProduceArgs {
     /// instead of generated events; `--count` and the shares are then ignored.
     #[arg(long, value_name = "FILE")]
     pub input: Option<std::path::PathBuf>,
-    /// How values are encoded: `json` (the default), or `avro` (the retail and analytics
-    /// shapes): the Confluent wire format, a zero byte, the schema's 4-byte id and the
-    /// Avro datum, the schema registered first under the subject `<topic>-value` of
-    /// `--schema-registry`. An invalid event Avro cannot express (a quantity of
-    /// `"several"`, a missing required field, a time that is not a time) is sent as a
-    /// truncated datum, which a reader refuses.
+    /// How values are encoded: `json` (the default), `avro` or `protobuf` (the retail and
+    /// analytics shapes): the Confluent wire format, a zero byte, the schema's 4-byte id
+    /// (for Protobuf the message index `0`) and the datum or message, the schema
+    /// registered first under the subject `<topic>-value` of `--schema-registry`. An
+    /// invalid event the format cannot express (a quantity of `"several"`, a time that is
+    /// not a time) is sent as a value a reader refuses as undecodable.
     #[arg(long, default_value = "json", value_name = "FORMAT", value_parser = format_name)]
     pub format: Format,
-    /// The Schema Registry (Confluent REST API) to register the Avro schema in, e.g.
-    /// `http://localhost:8081`; needed by `--format avro`.
+    /// The Schema Registry (Confluent REST API) to register the schema in, e.g.
+    /// `http://localhost:8081`; needed by `--format avro` and `protobuf`.
     #[arg(
         long,
         env = "SCHEMA_REGISTRY_URL",
         value_name = "URL",
-        required_if_eq("format", "avro")
+        required_if_eq_any([("format", "avro"), ("format", "protobuf")])
     )]
     pub schema_registry: Option<String>,
     /// HTTP basic auth for `--schema-registry`, `USER:PASSWORD`.
@@ -119,8 +119,9 @@ pub struct ProduceSummary {
     pub invalid: u64,
     /// Exact repeats of recent events.
     pub duplicates: u64,
-    /// Events sent as truncated Avro datums, because Avro cannot express them
-    /// (`--format avro`; they are among the invalid ones).
+    /// Events sent as undecodable values (truncated Avro datums, broken Protobuf
+    /// messages), because the format cannot express them (they are among the invalid
+    /// ones).
     pub truncated: u64,
 }
 
@@ -145,12 +146,12 @@ pub fn run(args: &ProduceArgs, stop: &dyn Fn() -> bool) -> anyhow::Result<Produc
         }
         match &encoder {
             Some(encoder) => {
-                let avro = encoder.encode(&event.value);
-                if let Some(reason) = &avro.truncated {
-                    tracing::debug!(%reason, key = %event.key, "Sending a truncated Avro datum.");
+                let encoded = encoder.encode(&event.value);
+                if let Some(reason) = &encoded.broken {
+                    tracing::debug!(%reason, key = %event.key, "Sending an undecodable value.");
                     summary.truncated += 1;
                 }
-                send(&producer, args, &event.key, &avro.value)?;
+                send(&producer, args, &event.key, &encoded.value)?;
             }
             None => send(&producer, args, &event.key, event.value.as_bytes())?,
         }
@@ -172,45 +173,6 @@ fn check_shares(args: &ProduceArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
-}
-
-/// The Avro encoder of `--format avro`, its schema registered under `<topic>-value`;
-/// `None` for JSON.
-pub(super) fn encoder(args: &ProduceArgs) -> anyhow::Result<Option<AvroEncoder>> {
-    let (Format::Avro, Some(url)) = (args.format, &args.schema_registry) else {
-        return Ok(None);
-    };
-    let encoder = AvroEncoder::new(args.shape)?;
-    let (username, password) = match &args.schema_registry_user {
-        Some(user) => match user.split_once(':') {
-            Some((u, p)) => (Some(u.to_string()), Some(p.to_string())),
-            None => (Some(user.clone()), None),
-        },
-        None => (None, None),
-    };
-    let config = RegistryConfig {
-        url: url.clone(),
-        username,
-        password,
-        ..RegistryConfig::default()
-    };
-    let registry = HttpRegistry::new(&config).map_err(anyhow::Error::msg)?;
-    let subject = format!("{}-value", args.topic);
-    let schema = crate::generate::avro::schema_text(args.shape)?;
-    let id = registry
-        .register(&subject, schema)
-        .with_context(|| format!("cannot register the schema of subject {subject}"))?;
-    tracing::info!(subject, id, "Registered the events' Avro schema.");
-    Ok(Some(encoder.with_id(id)))
-}
-
-/// A `--format`: `json` or `avro`.
-fn format_name(text: &str) -> Result<Format, String> {
-    match text {
-        "json" => Ok(Format::Json),
-        "avro" => Ok(Format::Avro),
-        other => Err(format!("`{other}` is not a format: json or avro")),
-    }
 }
 
 /// The producer's configuration: sluice's defaults, then the `--property` values.

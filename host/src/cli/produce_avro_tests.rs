@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use super::produce::{ProduceArgs, encoder};
+use super::produce::ProduceArgs;
+use super::produce_format::encoder;
 use super::{Command, parse};
 use crate::format::{
     Decoder, Format, FormatError, MemoryRegistry, Registry, Schemas, json::to_json,
@@ -52,7 +53,9 @@ fn avro_values_decode_to_the_generated_json_events() {
     for shape in [Shape::Retail, Shape::Analytics] {
         let registry = Arc::new(MemoryRegistry::default());
         let subject = "clicks-value";
-        let id = Registry::register(&*registry, subject, schema_text(shape).unwrap()).unwrap();
+        let avro = crate::format::SchemaType::Avro;
+        let id =
+            Registry::register(&*registry, subject, schema_text(shape).unwrap(), avro).unwrap();
         let encoder = AvroEncoder::new(shape).unwrap().with_id(id);
         let apache_avro::Schema::Record(record) = encoder.schema() else {
             panic!("a record")
@@ -104,7 +107,7 @@ fn avro_needs_a_registry_and_a_shape_with_a_schema() {
     let error = parsed(&["--format", "avro"]).unwrap_err();
     assert!(error.contains("--schema-registry"), "{error}");
     let error = parsed(&["--format", "xml"]).unwrap_err();
-    assert!(error.contains("json or avro"), "{error}");
+    assert!(error.contains("json, avro or protobuf"), "{error}");
     let args = parsed(&[
         "--format",
         "avro",

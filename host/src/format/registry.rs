@@ -25,6 +25,17 @@ pub enum SchemaType {
     Json,
 }
 
+impl SchemaType {
+    /// Its `schemaType` in the REST API; `None` for Avro, which the API leaves out.
+    pub fn name(self) -> Option<&'static str> {
+        match self {
+            SchemaType::Avro => None,
+            SchemaType::Protobuf => Some("PROTOBUF"),
+            SchemaType::Json => Some("JSON"),
+        }
+    }
+}
+
 /// One registered schema.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -99,9 +110,10 @@ pub trait Registry: Send + Sync {
     fn latest(&self, subject: &str) -> Result<Registered, RegistryError> {
         self.version(subject, "latest")
     }
-    /// Registers the Avro schema `schema` (its JSON text) under `subject`, and returns its
-    /// global id: the id it already has if it was registered before.
-    fn register(&self, subject: &str, schema: &str) -> Result<u32, RegistryError>;
+    /// Registers `schema` (Avro JSON, a `.proto` file) of type `kind` under `subject`, and
+    /// returns its global id: the id it already has if it was registered before.
+    fn register(&self, subject: &str, schema: &str, kind: SchemaType)
+    -> Result<u32, RegistryError>;
 }
 
 /// A Schema Registry reached over HTTP(S) through the Confluent REST API.
@@ -260,13 +272,22 @@ impl Registry for HttpRegistry {
         })
     }
 
-    fn register(&self, subject: &str, schema: &str) -> Result<u32, RegistryError> {
+    fn register(
+        &self,
+        subject: &str,
+        schema: &str,
+        kind: SchemaType,
+    ) -> Result<u32, RegistryError> {
         let url = format!("{}/subjects/{}/versions", self.url, encode_path(subject));
+        let mut body = serde_json::json!({ "schema": schema });
+        if let Some(name) = kind.name() {
+            body["schemaType"] = name.into();
+        }
         let request = self
             .client
             .post(url)
             .header("Content-Type", "application/vnd.schemaregistry.v1+json")
-            .body(serde_json::json!({ "schema": schema }).to_string());
+            .body(body.to_string());
         let what = || format!("subject `{subject}`");
         let answer: IdBody = on_own_thread(|| self.send(request, what))?;
         Ok(answer.id)
@@ -378,7 +399,12 @@ impl Registry for MemoryRegistry {
 
     /// The id `schema` (the same text) already has, or the next free one, under `subject`
     /// (a new version unless it is the subject's latest already).
-    fn register(&self, subject: &str, schema: &str) -> Result<u32, RegistryError> {
+    fn register(
+        &self,
+        subject: &str,
+        schema: &str,
+        kind: SchemaType,
+    ) -> Result<u32, RegistryError> {
         let (id, latest) = {
             let inner = self.inner.lock().expect("not poisoned");
             if inner.down {
@@ -398,7 +424,7 @@ impl Registry for MemoryRegistry {
             )
         };
         if latest != Some(id) {
-            self.insert(subject, id, schema);
+            self.register_typed(subject, id, schema, kind, Vec::new());
         }
         Ok(id)
     }
@@ -413,8 +439,13 @@ impl<T: Registry + ?Sized> Registry for std::sync::Arc<T> {
         (**self).version(subject, version)
     }
 
-    fn register(&self, subject: &str, schema: &str) -> Result<u32, RegistryError> {
-        (**self).register(subject, schema)
+    fn register(
+        &self,
+        subject: &str,
+        schema: &str,
+        kind: SchemaType,
+    ) -> Result<u32, RegistryError> {
+        (**self).register(subject, schema, kind)
     }
 }
 

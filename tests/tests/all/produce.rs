@@ -339,3 +339,48 @@ fn avro_produce_lands_the_rows_the_json_produce_lands() {
         assert_eq!(code, "undecodable", "{letter}");
     }
 }
+
+/// `sluice produce --format protobuf` sends the analytics events as Protobuf messages of
+/// their registered schema: a pipeline with no `[sink] columns` makes its table from the
+/// message, and its rows equal the JSON produce's of the same seed.
+#[test]
+fn protobuf_produce_lands_the_rows_the_json_produce_lands() {
+    let registry = SchemaRegistry::start(&[]);
+    let mut setup = Setup::new("produce-proto");
+    let proto_topic = setup.side_topic("proto");
+    let seed = ["--partitions", "1", "--count", "200", "--seed", "5"];
+    let seed = [&seed[..], &["--invalid-share", "0", "--shape", "analytics"]].concat();
+    let json = setup.produce(&seed);
+    let proto_args = [
+        &seed[..],
+        &["--format", "protobuf", "--schema-registry", &registry.url],
+    ]
+    .concat();
+    let proto = produce(&setup.broker.bootstrap, &proto_topic, &proto_args);
+    assert_eq!((json.delivered, proto.delivered, proto.truncated), (200, 200, 0));
+
+    let columns = r#"columns = [
+  { name = "event_id", type = "string" },
+  { name = "user_id", type = "string" },
+  { name = "event_type", type = "string" },
+  { name = "timestamp", type = "timestamptz" },
+  { name = "page", type = "string" },
+]"#;
+    let json_config = plain_pipeline(&setup.topic, "json_events", "json-dead", "", columns);
+    setup.write_config("json.toml", &json_config);
+    let out = setup.run(&[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let source = format!(
+        "format = \"protobuf\"\n[source.schema-registry]\nurl = \"{}\"",
+        registry.url
+    );
+    let config = plain_pipeline(&proto_topic, "proto_events", &setup.dead_letter, &source, "");
+    setup.write_config("proto.toml", &config);
+    let out = setup.run(&[]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    let json_rows = by_event_id(read_table(&setup.warehouse, "produced.json_events"));
+    let proto_rows = by_event_id(read_table(&setup.warehouse, "produced.proto_events"));
+    assert_eq!(json_rows.len(), 200);
+    assert_eq!(proto_rows, json_rows);
+}
