@@ -21,6 +21,7 @@ use std::io::BufRead;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
+use sluice_tests::RETAIL_COLUMNS;
 use sluice_tests::measure::ended_children_cpu;
 use sluice_tests::mock::MockKafka;
 use sluice_tests::registry::SchemaRegistry;
@@ -31,28 +32,6 @@ const MOCK: &str = env!("CARGO_BIN_EXE_mock-kafka");
 /// takes less; both topics get the same partitions).
 const EVENT_BYTES: u64 = 420;
 const MAX_RECORDS: u64 = 100_000;
-
-/// The retail events' columns, for the JSON table.
-const RETAIL_COLUMNS: &str = r#"columns = [
-  { name = "event_id", type = "string" },
-  { name = "event_time", type = "timestamptz" },
-  { name = "user_id", type = "string" },
-  { name = "session_id", type = "string" },
-  { name = "event_type", type = "string" },
-  { name = "page_url", type = "string" },
-  { name = "referrer_url", type = "string" },
-  { name = "search_query", type = "string" },
-  { name = "product_id", type = "string" },
-  { name = "product_name", type = "string" },
-  { name = "category", type = "string" },
-  { name = "cart_id", type = "string" },
-  { name = "order_id", type = "string" },
-  { name = "quantity", type = "int" },
-  { name = "price", type = "decimal(10,2)" },
-  { name = "device_type", type = "string" },
-  { name = "browser", type = "string" },
-  { name = "traffic_source", type = "string" },
-]"#;
 
 /// One format's topic and the parts of its pipeline file.
 struct Input {

@@ -149,3 +149,26 @@ pub fn seed_events() -> Vec<String> {
     let text = std::fs::read_to_string(repo_root().join("examples/plugins/events.jsonl")).unwrap();
     text.lines().take(5).map(str::to_string).collect()
 }
+
+/// The `[sink] columns` of a table of the generator's retail events (those of the retail
+/// example), for tests and benchmarks whose pipeline files declare them.
+pub const RETAIL_COLUMNS: &str = r#"columns = [
+  { name = "event_id", type = "string" },
+  { name = "event_time", type = "timestamptz" },
+  { name = "user_id", type = "string" },
+  { name = "session_id", type = "string" },
+  { name = "event_type", type = "string" },
+  { name = "page_url", type = "string" },
+  { name = "referrer_url", type = "string" },
+  { name = "search_query", type = "string" },
+  { name = "product_id", type = "string" },
+  { name = "product_name", type = "string" },
+  { name = "category", type = "string" },
+  { name = "cart_id", type = "string" },
+  { name = "order_id", type = "string" },
+  { name = "quantity", type = "int" },
+  { name = "price", type = "decimal(10,2)" },
+  { name = "device_type", type = "string" },
+  { name = "browser", type = "string" },
+  { name = "traffic_source", type = "string" },
+]"#;

@@ -158,7 +158,9 @@ mod tests {
     /// A timestamp's text as its instant (`.000Z` and `Z` are the same time); other
     /// values as they are.
     fn instant(value: &serde_json::Value) -> serde_json::Value {
-        let at = value.as_str().and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok());
+        let at = value
+            .as_str()
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok());
         at.map_or_else(|| value.clone(), |at| at.timestamp_micros().into())
     }
 

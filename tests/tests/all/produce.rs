@@ -11,6 +11,7 @@ use rdkafka::Message;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use sluice::generate::avro::AvroEncoder;
 use sluice::generate::{Generator, GeneratorConfig, Shape};
+use sluice_tests::RETAIL_COLUMNS;
 use sluice_tests::broker::Broker;
 use sluice_tests::fixture::{Setup, ended_within, sluice_binary, text};
 use sluice_tests::produce;
@@ -241,28 +242,6 @@ topic = "{dead_letter}"
     )
 }
 
-/// The retail events' columns, for the JSON table (the Avro one is made from the schema).
-const RETAIL_COLUMNS: &str = r#"columns = [
-  { name = "event_id", type = "string" },
-  { name = "event_time", type = "timestamptz" },
-  { name = "user_id", type = "string" },
-  { name = "session_id", type = "string" },
-  { name = "event_type", type = "string" },
-  { name = "page_url", type = "string" },
-  { name = "referrer_url", type = "string" },
-  { name = "search_query", type = "string" },
-  { name = "product_id", type = "string" },
-  { name = "product_name", type = "string" },
-  { name = "category", type = "string" },
-  { name = "cart_id", type = "string" },
-  { name = "order_id", type = "string" },
-  { name = "quantity", type = "int" },
-  { name = "price", type = "decimal(10,2)" },
-  { name = "device_type", type = "string" },
-  { name = "browser", type = "string" },
-  { name = "traffic_source", type = "string" },
-]"#;
-
 /// Rows by event id.
 fn by_event_id(rows: Vec<serde_json::Value>) -> BTreeMap<String, serde_json::Value> {
     rows.into_iter()
@@ -357,7 +336,10 @@ fn protobuf_produce_lands_the_rows_the_json_produce_lands() {
     ]
     .concat();
     let proto = produce(&setup.broker.bootstrap, &proto_topic, &proto_args);
-    assert_eq!((json.delivered, proto.delivered, proto.truncated), (200, 200, 0));
+    assert_eq!(
+        (json.delivered, proto.delivered, proto.truncated),
+        (200, 200, 0)
+    );
 
     let columns = r#"columns = [
   { name = "event_id", type = "string" },
@@ -374,7 +356,13 @@ fn protobuf_produce_lands_the_rows_the_json_produce_lands() {
         "format = \"protobuf\"\n[source.schema-registry]\nurl = \"{}\"",
         registry.url
     );
-    let config = plain_pipeline(&proto_topic, "proto_events", &setup.dead_letter, &source, "");
+    let config = plain_pipeline(
+        &proto_topic,
+        "proto_events",
+        &setup.dead_letter,
+        &source,
+        "",
+    );
     setup.write_config("proto.toml", &config);
     let out = setup.run(&[]);
     assert!(out.status.success(), "{}", text(&out));
