@@ -9,7 +9,7 @@ use rdkafka::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 
-use super::produce_format::{encoder, format_name};
+use super::produce_format::{Target, ValueEncoder, encoder, format_name};
 use crate::format::Format;
 use crate::generate::{EventKind, GeneratedEvent, Generator, GeneratorConfig, Shape};
 use crate::kafka::{self, Deliveries};
@@ -128,7 +128,7 @@ pub struct ProduceSummary {
 /// Sends generated events; returns once every event is acknowledged (or fails).
 pub fn run(args: &ProduceArgs, stop: &dyn Fn() -> bool) -> anyhow::Result<ProduceSummary> {
     check_shares(args)?;
-    let encoder = encoder(args)?;
+    let encoder = value_encoder(args)?;
     let producer = producer(args)?;
     let mut events = Events::open(args)?;
     let mut summary = ProduceSummary::default();
@@ -173,6 +173,17 @@ fn check_shares(args: &ProduceArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The encoder of `--format avro` or `protobuf`, its schema registered under
+/// `<topic>-value` of `--schema-registry`; `None` for JSON.
+pub(super) fn value_encoder(args: &ProduceArgs) -> anyhow::Result<Option<ValueEncoder>> {
+    let target = Target {
+        url: args.schema_registry.as_deref(),
+        user: args.schema_registry_user.as_deref(),
+        topic: &args.topic,
+    };
+    encoder(args.format, args.shape, &target)
 }
 
 /// The producer's configuration: sluice's defaults, then the `--property` values.

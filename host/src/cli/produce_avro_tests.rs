@@ -4,8 +4,7 @@
 
 use std::sync::Arc;
 
-use super::produce::ProduceArgs;
-use super::produce_format::encoder;
+use super::produce::{ProduceArgs, value_encoder as encoder};
 use super::{Command, parse};
 use crate::format::{
     Decoder, Format, FormatError, MemoryRegistry, Registry, Schemas, json::to_json,

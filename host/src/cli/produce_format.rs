@@ -10,7 +10,6 @@
 use anyhow::Context;
 use prost_reflect::MessageDescriptor;
 
-use super::produce::ProduceArgs;
 use crate::format::protobuf::{ProtoSchema, from_json};
 use crate::format::{Format, HttpRegistry, MAGIC, Registry, RegistryConfig, SchemaType};
 use crate::generate::Shape;
@@ -90,28 +89,38 @@ pub fn proto_text(shape: Shape) -> anyhow::Result<&'static str> {
     }
 }
 
-/// The encoder of `--format avro` or `protobuf`, its schema registered under
-/// `<topic>-value`; `None` for JSON.
-pub(super) fn encoder(args: &ProduceArgs) -> anyhow::Result<Option<ValueEncoder>> {
-    let (format, Some(url)) = (args.format, &args.schema_registry) else {
+/// Where `sluice produce` registers its schema: the registry's URL and basic auth
+/// (`USER:PASSWORD`), and the topic (the subject is `<topic>-value`).
+pub(super) struct Target<'a> {
+    pub(super) url: Option<&'a str>,
+    pub(super) user: Option<&'a str>,
+    pub(super) topic: &'a str,
+}
+
+/// The encoder of `format` (`avro` or `protobuf`) for `shape`'s events, its schema
+/// registered at `target`; `None` for JSON.
+pub(super) fn encoder(
+    format: Format,
+    shape: Shape,
+    target: &Target<'_>,
+) -> anyhow::Result<Option<ValueEncoder>> {
+    let Some(url) = target.url else {
         return Ok(None);
     };
     let (schema, kind) = match format {
         Format::Json => return Ok(None),
-        Format::Avro => (
-            crate::generate::avro::schema_text(args.shape)?,
-            SchemaType::Avro,
-        ),
-        Format::Protobuf => (proto_text(args.shape)?, SchemaType::Protobuf),
+        Format::Avro => (crate::generate::avro::schema_text(shape)?, SchemaType::Avro),
+        Format::Protobuf => (proto_text(shape)?, SchemaType::Protobuf),
     };
-    let registry = HttpRegistry::new(&registry_config(url, args)).map_err(anyhow::Error::msg)?;
-    let subject = format!("{}-value", args.topic);
+    let registry = HttpRegistry::new(&registry_config(url, target.user));
+    let registry = registry.map_err(anyhow::Error::msg)?;
+    let subject = format!("{}-value", target.topic);
     let id = registry
         .register(&subject, schema, kind)
         .with_context(|| format!("cannot register the schema of subject {subject}"))?;
     tracing::info!(subject, id, ?kind, "Registered the events' schema.");
     Ok(Some(match format {
-        Format::Avro => ValueEncoder::Avro(AvroEncoder::new(args.shape)?.with_id(id)),
+        Format::Avro => ValueEncoder::Avro(AvroEncoder::new(shape)?.with_id(id)),
         _ => ValueEncoder::Protobuf {
             message: ProtoSchema::compile(schema, Vec::new())
                 .map_err(anyhow::Error::msg)?
@@ -122,12 +131,12 @@ pub(super) fn encoder(args: &ProduceArgs) -> anyhow::Result<Option<ValueEncoder>
     }))
 }
 
-/// The registry at `url`, with `--schema-registry-user`'s basic auth.
-fn registry_config(url: &str, args: &ProduceArgs) -> RegistryConfig {
-    let (username, password) = match &args.schema_registry_user {
+/// The registry at `url`, with `user`'s basic auth (`USER:PASSWORD`).
+fn registry_config(url: &str, user: Option<&str>) -> RegistryConfig {
+    let (username, password) = match user {
         Some(user) => match user.split_once(':') {
             Some((u, p)) => (Some(u.to_string()), Some(p.to_string())),
-            None => (Some(user.clone()), None),
+            None => (Some(user.to_string()), None),
         },
         None => (None, None),
     };
