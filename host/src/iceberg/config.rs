@@ -256,6 +256,10 @@ pub struct IcebergSinkConfig {
     /// `sluice maintain` expires snapshots).
     #[serde(default)]
     pub expire_snapshots: Option<ExpireSnapshotsConfig>,
+    /// Compaction of small data files, by the running pipeline and by `sluice maintain
+    /// --compact`. Default: none (`sluice maintain --compact` then uses the defaults).
+    #[serde(default)]
+    pub compact: Option<super::compact::CompactConfig>,
 }
 
 /// Snapshot expiry by the running pipeline: every `every-commits` commits, the snapshots

@@ -30,6 +30,7 @@
 pub mod catalog;
 pub mod column_type;
 pub mod commit;
+pub mod compact;
 pub mod config;
 pub mod durable;
 pub mod evolve;

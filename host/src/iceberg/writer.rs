@@ -74,16 +74,7 @@ impl IcebergTable {
     /// The data file writer (steps 2 to 4 of the stack) for a batch's files.
     fn writer_builder(&self, batch_id: u64, schema: SchemaRef) -> Result<Builder, IcebergError> {
         let metadata = self.table.metadata();
-        let properties = WriterProperties::builder()
-            .set_compression(Compression::ZSTD(
-                ZstdLevel::try_new(self.config.zstd_level)
-                    .map_err(|e| IcebergError::Config(format!("sink.zstd-level: {e}")))?,
-            ))
-            // Columns of mostly distinct values (ids, timestamps) give up on their
-            // dictionary after 256 KiB rather than 1 MiB: interning values that end up
-            // written plain took ~5% of the CPU per event.
-            .set_dictionary_page_size_limit(DICTIONARY_PAGE_LIMIT)
-            .build();
+        let properties = self.writer_properties()?;
         let location =
             DefaultLocationGenerator::new(metadata).map_err(iceberg_err("locating data files"))?;
         let names = DefaultFileNameGenerator::new(
@@ -99,6 +90,22 @@ impl IcebergTable {
             names,
         );
         Ok(DataFileWriterBuilder::new(rolling))
+    }
+}
+
+impl IcebergTable {
+    /// The Parquet settings of every data file sluice writes (batches and compaction).
+    pub(super) fn writer_properties(&self) -> Result<WriterProperties, IcebergError> {
+        Ok(WriterProperties::builder()
+            .set_compression(Compression::ZSTD(
+                ZstdLevel::try_new(self.config.zstd_level)
+                    .map_err(|e| IcebergError::Config(format!("sink.zstd-level: {e}")))?,
+            ))
+            // Columns of mostly distinct values (ids, timestamps) give up on their
+            // dictionary after 256 KiB rather than 1 MiB: interning values that end up
+            // written plain took ~5% of the CPU per event.
+            .set_dictionary_page_size_limit(DICTIONARY_PAGE_LIMIT)
+            .build())
     }
 }
 

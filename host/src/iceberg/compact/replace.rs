@@ -1,0 +1,385 @@
+//! The `replace` snapshot that swaps a compaction's small files for the files it wrote.
+//!
+//! Built against the table as it is at commit time (not as it was planned): every
+//! manifest that lists a rewritten file is merged into one new manifest per partition
+//! spec, the rewritten files marked deleted and the others kept as existing; the written
+//! files go into a manifest of their own; every other manifest is carried over as it is.
+//! If a rewritten file is no longer live (another compaction took it) the replace is
+//! [`Prepared::Gone`]: nothing is committed. Appends that landed since the plan do not
+//! matter: their files are carried over.
+//!
+//! The commit goes through a [`Transaction`] pinned to that table (see
+//! [`super::super::fence`]): if the table moved meanwhile the catalog refuses, and the
+//! caller builds the snapshot again on the new table.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use iceberg::spec::{
+    DataFile, FormatVersion, MAIN_BRANCH, ManifestFile, ManifestListWriter, ManifestWriter,
+    ManifestWriterBuilder, Operation, Snapshot, SnapshotReference, SnapshotRetention,
+    SnapshotSummaryCollector, Summary, TableMetadata,
+};
+use iceberg::table::Table;
+use iceberg::transaction::{ActionCommit, ApplyTransactionAction, Transaction, TransactionAction};
+use iceberg::{Catalog, Error, ErrorKind, TableRequirement, TableUpdate};
+
+use super::plan::Manifests;
+use crate::iceberg::fence::PinnedCatalog;
+
+/// The files a compaction swaps.
+#[derive(Debug, Clone)]
+pub(super) struct Replace {
+    /// The files rewritten, to be removed, with the partition spec they were written for.
+    pub removed: Vec<(i32, DataFile)>,
+    /// The files written, with the partition spec they were written for.
+    pub added: Vec<(i32, DataFile)>,
+    /// Summary properties beside Iceberg's own.
+    pub properties: HashMap<String, String>,
+}
+
+/// A replace built against one state of the table.
+pub(super) enum Prepared {
+    /// The snapshot's updates and requirements (its manifests written).
+    Ready(ReplaceAction),
+    /// Rewritten files the table no longer lists as live, or delete files that appeared:
+    /// nothing to commit.
+    Gone(String),
+}
+
+/// The metadata change of one replace snapshot.
+pub(super) struct ReplaceAction {
+    updates: Vec<TableUpdate>,
+    requirements: Vec<TableRequirement>,
+    /// The snapshot's id.
+    pub snapshot_id: i64,
+    /// The manifest list and manifests written for it (removed if it does not commit).
+    pub written: Vec<String>,
+}
+
+#[async_trait]
+impl TransactionAction for ReplaceAction {
+    async fn commit(self: Arc<Self>, _table: &Table) -> iceberg::Result<ActionCommit> {
+        Ok(ActionCommit::new(
+            self.updates.clone(),
+            self.requirements.clone(),
+        ))
+    }
+}
+
+impl Replace {
+    /// Builds the replace snapshot on `table` as it is, writing its manifests (named
+    /// after `prefix`, unique to the attempt).
+    pub async fn prepare(&self, table: &Table, prefix: &str) -> iceberg::Result<Prepared> {
+        let metadata = table.metadata();
+        if metadata.format_version() != FormatVersion::V2 {
+            return Err(Error::new(
+                ErrorKind::FeatureUnsupported,
+                format!(
+                    "sluice compacts format-version 2 tables; this one is {}",
+                    metadata.format_version()
+                ),
+            ));
+        }
+        let Some(parent) = metadata.current_snapshot() else {
+            return Ok(Prepared::Gone("the table has no snapshot".into()));
+        };
+        let manifests = Manifests::current(table).await?;
+        if manifests.has_deletes {
+            return Ok(Prepared::Gone("delete files appeared".into()));
+        }
+        let removed: HashSet<&str> = self.removed.iter().map(|(_, f)| f.file_path()).collect();
+        let live: HashSet<&str> = manifests
+            .data
+            .iter()
+            .flat_map(|(_, entries)| entries.iter())
+            .filter(|e| e.is_alive() && removed.contains(e.file_path()))
+            .map(|e| e.file_path())
+            .collect();
+        if live.len() != removed.len() {
+            let gone = removed.difference(&live).count();
+            return Ok(Prepared::Gone(format!(
+                "{gone} of the {} files rewritten are no longer in the table",
+                removed.len()
+            )));
+        }
+        let snapshot_id = new_snapshot_id(metadata);
+        let mut building = Building {
+            table,
+            snapshot_id,
+            prefix,
+            written: Vec::new(),
+        };
+        let mut list = building.carry_and_merge(&manifests, &removed).await?;
+        list.extend(building.added(&self.added).await?);
+        let snapshot = building
+            .snapshot(
+                parent.snapshot_id(),
+                list,
+                self.summary(metadata, parent.summary())?,
+            )
+            .await?;
+        Ok(Prepared::Ready(ReplaceAction {
+            updates: vec![
+                TableUpdate::AddSnapshot { snapshot },
+                TableUpdate::SetSnapshotRef {
+                    ref_name: MAIN_BRANCH.to_string(),
+                    reference: SnapshotReference::new(
+                        snapshot_id,
+                        SnapshotRetention::branch(None, None, None),
+                    ),
+                },
+            ],
+            requirements: vec![
+                TableRequirement::UuidMatch {
+                    uuid: metadata.uuid(),
+                },
+                TableRequirement::RefSnapshotIdMatch {
+                    r#ref: MAIN_BRANCH.to_string(),
+                    snapshot_id: Some(parent.snapshot_id()),
+                },
+            ],
+            snapshot_id,
+            written: building.written,
+        }))
+    }
+
+    /// The snapshot's summary: Iceberg's counts of what was added and removed, the
+    /// table's totals carried from `previous`, and [`Replace::properties`].
+    fn summary(&self, metadata: &TableMetadata, previous: &Summary) -> iceberg::Result<Summary> {
+        let schema = metadata.current_schema().clone();
+        let spec_of = |id: i32| {
+            metadata.partition_spec_by_id(id).cloned().ok_or_else(|| {
+                Error::new(ErrorKind::DataInvalid, format!("no partition spec {id}"))
+            })
+        };
+        let mut collector = SnapshotSummaryCollector::default();
+        for (spec_id, file) in &self.added {
+            collector.add_file(file, schema.clone(), spec_of(*spec_id)?);
+        }
+        for (spec_id, file) in &self.removed {
+            collector.remove_file(file, schema.clone(), spec_of(*spec_id)?);
+        }
+        let mut properties = collector.build();
+        carry_totals(&mut properties, &previous.additional_properties);
+        properties.extend(self.properties.clone());
+        Ok(Summary {
+            operation: Operation::Replace,
+            additional_properties: properties,
+        })
+    }
+}
+
+/// The table's totals after the change: the previous snapshot's, plus what was added,
+/// minus what was removed (left out if the previous snapshot had none, as Java does).
+fn carry_totals(properties: &mut HashMap<String, String>, previous: &HashMap<String, String>) {
+    const TOTALS: [(&str, &str, &str); 3] = [
+        ("total-data-files", "added-data-files", "deleted-data-files"),
+        ("total-records", "added-records", "deleted-records"),
+        ("total-files-size", "added-files-size", "removed-files-size"),
+    ];
+    let number =
+        |map: &HashMap<String, String>, key: &str| map.get(key).and_then(|v| v.parse::<i64>().ok());
+    for (total, added, removed) in TOTALS {
+        if let Some(before) = number(previous, total) {
+            let after = before + number(properties, added).unwrap_or(0)
+                - number(properties, removed).unwrap_or(0);
+            properties.insert(total.into(), after.max(0).to_string());
+        }
+    }
+    for unchanged in [
+        "total-delete-files",
+        "total-position-deletes",
+        "total-equality-deletes",
+    ] {
+        if let Some(value) = previous.get(unchanged) {
+            properties.insert(unchanged.into(), value.clone());
+        }
+    }
+}
+
+/// A snapshot id the table has not used.
+fn new_snapshot_id(metadata: &TableMetadata) -> i64 {
+    loop {
+        let id = (rand::random::<u64>() >> 1) as i64;
+        if id != 0 && metadata.snapshot_by_id(id).is_none() {
+            return id;
+        }
+    }
+}
+
+/// The files of one replace snapshot, as they are written.
+struct Building<'a> {
+    table: &'a Table,
+    snapshot_id: i64,
+    prefix: &'a str,
+    written: Vec<String>,
+}
+
+impl Building<'_> {
+    fn path(&mut self, name: String) -> String {
+        let location = self.table.metadata().location().trim_end_matches('/');
+        let path = format!("{location}/metadata/{name}");
+        self.written.push(path.clone());
+        path
+    }
+
+    fn manifest_writer(&mut self, spec_id: i32) -> iceberg::Result<ManifestWriter> {
+        let metadata = self.table.metadata();
+        let spec = metadata.partition_spec_by_id(spec_id).ok_or_else(|| {
+            Error::new(
+                ErrorKind::DataInvalid,
+                format!("no partition spec {spec_id}"),
+            )
+        })?;
+        let path = self.path(format!("{}-m{}.avro", self.prefix, self.written.len()));
+        Ok(ManifestWriterBuilder::new(
+            self.table.file_io().new_output(path)?,
+            Some(self.snapshot_id),
+            metadata.current_schema().clone(),
+            (**spec).clone(),
+        )
+        .build_v2_data())
+    }
+
+    /// The manifests of the new snapshot that list existing files: those without a
+    /// rewritten file as they are, the others merged into one per partition spec.
+    async fn carry_and_merge(
+        &mut self,
+        manifests: &Manifests,
+        removed: &HashSet<&str>,
+    ) -> iceberg::Result<Vec<ManifestFile>> {
+        let mut kept = Vec::new();
+        let mut merged: BTreeMap<i32, ManifestWriter> = BTreeMap::new();
+        for (file, entries) in &manifests.data {
+            if !entries.iter().any(|e| removed.contains(e.file_path())) {
+                kept.push(file.clone());
+                continue;
+            }
+            let writer = match merged.entry(file.partition_spec_id) {
+                std::collections::btree_map::Entry::Occupied(w) => w.into_mut(),
+                std::collections::btree_map::Entry::Vacant(slot) => {
+                    slot.insert(self.manifest_writer(file.partition_spec_id)?)
+                }
+            };
+            for entry in entries.iter().filter(|e| e.is_alive()) {
+                let sequence = entry.sequence_number().unwrap_or(0);
+                let data_file = entry.data_file().clone();
+                if removed.contains(entry.file_path()) {
+                    writer.add_delete_file(data_file, sequence, entry.file_sequence_number)?;
+                } else {
+                    let added_by = entry.snapshot_id().unwrap_or(file.added_snapshot_id);
+                    writer.add_existing_file(
+                        data_file,
+                        added_by,
+                        sequence,
+                        entry.file_sequence_number,
+                    )?;
+                }
+            }
+        }
+        for (_, writer) in merged {
+            kept.push(writer.write_manifest_file().await?);
+        }
+        Ok(kept)
+    }
+
+    /// The manifests of the files written, one per partition spec.
+    async fn added(&mut self, added: &[(i32, DataFile)]) -> iceberg::Result<Vec<ManifestFile>> {
+        let mut by_spec: BTreeMap<i32, Vec<DataFile>> = BTreeMap::new();
+        for (spec_id, file) in added {
+            by_spec.entry(*spec_id).or_default().push(file.clone());
+        }
+        let mut manifests = Vec::new();
+        for (spec_id, files) in by_spec {
+            let mut writer = self.manifest_writer(spec_id)?;
+            for file in files {
+                // No data sequence number: the new files take the snapshot's.
+                writer.add_file(file, -1)?;
+            }
+            manifests.push(writer.write_manifest_file().await?);
+        }
+        Ok(manifests)
+    }
+
+    /// Writes the manifest list and returns the snapshot.
+    async fn snapshot(
+        &mut self,
+        parent: i64,
+        manifests: Vec<ManifestFile>,
+        summary: Summary,
+    ) -> iceberg::Result<Snapshot> {
+        let metadata = self.table.metadata();
+        let sequence = metadata.next_sequence_number();
+        let path = self.path(format!("snap-{}-{}.avro", self.snapshot_id, self.prefix));
+        let mut list = ManifestListWriter::v2(
+            self.table.file_io().new_output(&path)?.writer().await?,
+            self.snapshot_id,
+            Some(parent),
+            sequence,
+        );
+        list.add_manifests(manifests.into_iter())?;
+        list.close().await?;
+        Ok(Snapshot::builder()
+            .with_snapshot_id(self.snapshot_id)
+            .with_parent_snapshot_id(Some(parent))
+            .with_sequence_number(sequence)
+            .with_timestamp_ms(chrono::Utc::now().timestamp_millis())
+            .with_manifest_list(path)
+            .with_summary(summary)
+            .with_schema_id(metadata.current_schema_id())
+            .build())
+    }
+}
+
+/// Commits `action` against `table` (the table it was prepared on) through `catalog`,
+/// pinned: a table that moved meanwhile is a `CatalogCommitConflicts` error, not a
+/// rebase.
+pub(super) async fn commit(
+    catalog: &dyn Catalog,
+    table: &Table,
+    action: ReplaceAction,
+) -> iceberg::Result<()> {
+    let pinned = PinnedCatalog {
+        inner: catalog,
+        table,
+    };
+    let tx = action.apply(Transaction::new(table))?;
+    tx.commit(&pinned).await.map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn totals_are_carried_with_what_was_added_and_removed() {
+        let previous = map(&[
+            ("total-data-files", "100"),
+            ("total-records", "5000"),
+            ("total-files-size", "100000"),
+            ("total-delete-files", "0"),
+        ]);
+        let mut now = map(&[
+            ("added-data-files", "1"),
+            ("deleted-data-files", "40"),
+            ("added-records", "2000"),
+            ("deleted-records", "2000"),
+            ("added-files-size", "30000"),
+            ("removed-files-size", "40000"),
+        ]);
+        carry_totals(&mut now, &previous);
+        assert_eq!(now["total-data-files"], "61");
+        assert_eq!(now["total-records"], "5000");
+        assert_eq!(now["total-files-size"], "90000");
+        assert_eq!(now["total-delete-files"], "0");
+    }
+}
