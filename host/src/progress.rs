@@ -150,6 +150,8 @@ pub struct Progress {
     pub snapshots_expired: u64,
     /// Tables whose snapshot expiry failed after this batch's commit (logged).
     pub snapshot_expiry_failures: u64,
+    /// What the pipeline's compaction did since the previous batch (`[sink.compact]`).
+    pub compaction: crate::iceberg::compact::Compaction,
     /// The lookup tables the batch saw, by name (`[[lookups]]`).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub lookups: BTreeMap<String, LookupProgress>,

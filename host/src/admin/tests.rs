@@ -44,6 +44,16 @@ pub(super) fn progress(batch_id: u64) -> Progress {
         commit_retries: 1,
         snapshots_expired: 3,
         snapshot_expiry_failures: 0,
+        compaction: crate::iceberg::compact::Compaction {
+            runs: 1,
+            files_rewritten: 40,
+            bytes_rewritten: 400_000,
+            files_written: 1,
+            bytes_written: 350_000,
+            conflicts: 2,
+            abandoned: 0,
+            failures: 0,
+        },
         lookups: BTreeMap::from([(
             "profiles".to_string(),
             crate::progress::LookupProgress {

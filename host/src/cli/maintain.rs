@@ -1,20 +1,22 @@
-//! `sluice maintain`: snapshot expiry and orphan-file cleanup for a pipeline's tables (the
-//! main table and the window tables), keeping every pipeline's checkpoint (see
-//! [`crate::iceberg::maintain`]). Run it instead of, or beside, an engine's own
-//! maintenance; both keep sluice's marks, which also live in a table property.
+//! `sluice maintain`: compaction, snapshot expiry and orphan-file cleanup for a pipeline's
+//! tables (the main table, the window and join tables), keeping every pipeline's checkpoint
+//! (see [`crate::iceberg::maintain`] and [`crate::iceberg::compact`]). Run it instead of,
+//! or beside, an engine's own maintenance, and beside running pipelines; both keep
+//! sluice's marks, which also live in a table property.
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
 use clap::Args;
 
 use crate::event_time::state::files::old_state_files;
+use crate::iceberg::compact::CompactConfig;
 use crate::iceberg::maintain::cutoff_ms;
 use crate::iceberg::{IcebergCatalog, IcebergSinkConfig, IcebergTable};
 use crate::pipeline::config::PipelineConfig;
-use crate::sink::window;
 use crate::units::parse_duration;
 
 /// Arguments of `sluice maintain`.
@@ -36,7 +38,15 @@ pub struct MaintainArgs {
     /// Expire snapshots only; delete no files.
     #[arg(long)]
     pub no_orphans: bool,
-    /// Say what would be expired and deleted; change nothing.
+    /// First compact each table: rewrite the small data files of each partition into
+    /// files of about the target size, with `[sink.compact]`'s settings (or its
+    /// defaults), as one replace snapshot. Safe beside running pipelines.
+    #[arg(long)]
+    pub compact: bool,
+    /// Compact only: no snapshot expiry, no orphan cleanup.
+    #[arg(long)]
+    pub compact_only: bool,
+    /// Say what would be compacted, expired and deleted; change nothing.
     #[arg(long)]
     pub dry_run: bool,
 }
@@ -49,19 +59,7 @@ pub fn run(args: &MaintainArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     // something to create. Then for writing (expiry commits).
     IcebergCatalog::open_read_only(&config.sink, &base).context("cannot open the catalog")?;
     let catalog = IcebergCatalog::open(&config.sink, &base).context("cannot open the catalog")?;
-    let tables = std::iter::once(config.sink.clone()).chain(
-        config
-            .windows
-            .iter()
-            .filter_map(|w| window::table_config(w, &config.sink))
-            .chain(
-                config
-                    .joins
-                    .iter()
-                    .filter_map(|j| crate::sink::join::table_config(j, &config.sink)),
-            ),
-    );
-    for table in tables {
+    for table in config.tables() {
         maintain(&catalog, table, args, out)?;
     }
     Ok(())
@@ -73,8 +71,15 @@ fn maintain(
     args: &MaintainArgs,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
+    let compact = config.compact.clone().unwrap_or_default();
     let mut table =
         IcebergTable::open_existing(catalog, config).context("cannot open the table")?;
+    if args.compact || args.compact_only {
+        compact_table(&mut table, &compact, args.dry_run, out)?;
+    }
+    if args.compact_only {
+        return Ok(());
+    }
     let now = SystemTime::now();
     let cutoff_ms = cutoff_ms(now, args.older_than);
     let expiry = table.expire_snapshots(cutoff_ms, args.retain_last, args.dry_run)?;
@@ -126,5 +131,49 @@ fn maintain(
         writeln!(out, "  {file}")?;
     }
     tracing::info!(table = %table.name(), expired = expiry.removed.len(), orphans_deleted = deleted, dry_run = args.dry_run, "maintained");
+    Ok(())
+}
+
+/// Compacts `table` once (or says what would be rewritten).
+fn compact_table(
+    table: &mut IcebergTable,
+    config: &CompactConfig,
+    dry_run: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    if dry_run {
+        let plan = table.plan_compaction(config)?;
+        let files: usize = plan.groups.iter().map(|g| g.files.len()).sum();
+        let bytes: u64 = plan.groups.iter().map(|g| g.bytes()).sum();
+        writeln!(
+            out,
+            "{}: would rewrite {files} small files ({bytes} bytes) in {} partitions{}",
+            table.name(),
+            plan.groups.len(),
+            plan.skipped
+                .map(|why| format!(" ({why})"))
+                .unwrap_or_default()
+        )?;
+        return Ok(());
+    }
+    let compacted = table
+        .compact(config, &AtomicBool::new(false))
+        .with_context(|| format!("cannot compact {}", table.name()))?;
+    let c = &compacted.counts;
+    match (&compacted.abandoned, &compacted.plan.skipped) {
+        (Some(why), _) => writeln!(out, "{}: compaction abandoned: {why}", table.name())?,
+        (None, Some(why)) => writeln!(out, "{}: not compacted: {why}", table.name())?,
+        (None, None) => writeln!(
+            out,
+            "{}: compacted {} small files ({} bytes) into {} ({} bytes) in {} partitions, {} conflicts",
+            table.name(),
+            c.files_rewritten,
+            c.bytes_rewritten,
+            c.files_written,
+            c.bytes_written,
+            compacted.plan.groups.len(),
+            c.conflicts
+        )?,
+    }
     Ok(())
 }

@@ -40,6 +40,8 @@ relative paths are relative to the file's folder). Sections and their keys:
 [sink.catalog]          type, name, uri, token, credential, oauth2-server-uri, scope,
                         ca-cert, properties
 [sink.expire-snapshots] older-than, retain-last, every-commits
+[sink.compact]          enabled, every, target-file-size, min-input-files,
+                        max-bytes-per-run, sort-by
 [dead-letter]           topic, bootstrap-servers, ack-timeout, properties
 [event-time]            field, max-delay, idle-timeout, max-future, late, late-topic,
                         late-topic-properties, at-end

@@ -171,6 +171,22 @@ fn line_of(text: &str, offset: usize) -> usize {
 }
 
 impl PipelineConfig {
+    /// Every table the pipeline writes: the main table, then the window and join tables.
+    pub fn tables(&self) -> Vec<IcebergSinkConfig> {
+        let windows = self
+            .windows
+            .iter()
+            .filter_map(|w| crate::sink::window::table_config(w, &self.sink));
+        let joins = self
+            .joins
+            .iter()
+            .filter_map(|j| crate::sink::join::table_config(j, &self.sink));
+        std::iter::once(self.sink.clone())
+            .chain(windows)
+            .chain(joins)
+            .collect()
+    }
+
     /// Reads, substitutes and parses `path`; plugin paths become relative to its folder.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Read {

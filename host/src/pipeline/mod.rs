@@ -26,6 +26,7 @@
 mod cadence;
 pub mod clients;
 pub mod commit;
+mod compactor;
 pub mod config;
 mod cpu;
 pub mod crash;
@@ -185,6 +186,8 @@ pub struct RunSummary {
     pub snapshots_expired: u64,
     /// Snapshot expiries that failed (logged; the pipeline went on).
     pub snapshot_expiry_failures: u64,
+    /// What the pipeline's compaction did (`[sink.compact]`).
+    pub compaction: crate::iceberg::compact::Compaction,
     /// Lookup-table refreshes that failed (each a transient fault, retried).
     pub lookup_refresh_failures: u64,
     /// Fields of written rows dropped because the table has no column for them
@@ -256,6 +259,8 @@ pub struct Pipeline {
     known: Option<Known>,
     /// Where plugin calls read the lookup tables from (the runtime's).
     current: Current,
+    /// The compaction thread (`[sink.compact]`).
+    compactor: Option<compactor::Compactor>,
 }
 
 impl std::fmt::Debug for Pipeline {

@@ -207,6 +207,8 @@ impl Pipeline {
             }
         };
         let others = open_outputs(&config, parts.topics.as_ref(), &catalog)?;
+        let alone = parts.election.is_none() && config.source.mode == SourceMode::Assign;
+        let compactor = start_compactor(&config, &catalog, alone)?;
         let config_mode = config.source.mode;
         let mut pipeline = Pipeline {
             event_time: config.event_time.as_ref().map(|et| operators(et, &config)),
@@ -244,6 +246,7 @@ impl Pipeline {
             current: runtime.lookups().clone(),
             decoder,
             known: None,
+            compactor,
         };
         if let Some(admin) = &pipeline.admin {
             admin.set_role(pipeline.role);
@@ -463,4 +466,22 @@ fn operators(event_time: &EventTimeConfig, config: &PipelineConfig) -> EventTime
     EventTime::new(event_time, config.dedup.as_ref(), &config.windows)
         .with_threads(config.threads())
         .with_joins(&config.joins)
+}
+
+/// The compaction thread, with `[sink.compact]` and `enabled`; a process alone compacts
+/// from the start, others once a batch shows they are the one (see [`super::compactor`]).
+fn start_compactor(
+    config: &PipelineConfig,
+    catalog: &IcebergCatalog,
+    alone: bool,
+) -> Result<Option<super::compactor::Compactor>, PipelineError> {
+    let Some(compact) = config.sink.compact.clone().filter(|c| c.enabled) else {
+        return Ok(None);
+    };
+    let compactor = super::compactor::Compactor::start(catalog.clone(), config.tables(), compact)
+        .map_err(|e| {
+        PipelineError::Checkpoint(format!("cannot start the compaction thread: {e}"))
+    })?;
+    compactor.set_active(alone);
+    Ok(Some(compactor))
 }

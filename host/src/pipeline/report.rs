@@ -10,7 +10,7 @@ use super::process::ProcessStats;
 use super::read::Input;
 use super::route::Prepared;
 use super::{Pipeline, RunSummary};
-use crate::progress::{CpuTimes, Durations, EventTimeProgress, LookupProgress, Progress};
+use crate::progress::{CpuTimes, Durations, EventTimeProgress, LookupProgress, Progress, Role};
 
 impl Pipeline {
     /// Reports a committed batch.
@@ -67,6 +67,7 @@ impl Pipeline {
             commit_retries: committed.retries,
             snapshots_expired: committed.expired.snapshots,
             snapshot_expiry_failures: committed.expired.failures,
+            compaction: self.compaction_since(input),
             lookups: self.lookup_progress(),
             lookup_refresh_failures: self.lookups.failures(),
             durations_ms: Durations {
@@ -88,6 +89,26 @@ impl Pipeline {
                 .progress(&stats.stage_counts, stats.stage_verdicts, stats.shadows),
             event_time: self.event_time_progress(prepared, committed),
         }
+    }
+
+    /// What the compaction thread did since the last batch; and whether this process
+    /// compacts from now on (see [`super::compactor`]): alone or active, yes; in a consumer
+    /// group, if it read partition 0 of the first source topic.
+    fn compaction_since(&self, input: &Input) -> crate::iceberg::compact::Compaction {
+        let Some(compactor) = &self.compactor else {
+            return Default::default();
+        };
+        let first = self.config.source.topics.first().map(String::as_str);
+        compactor.set_active(match self.role {
+            Role::Single | Role::Active => true,
+            Role::Standby => false,
+            Role::Member => input
+                .start
+                .0
+                .keys()
+                .any(|tp| Some(&*tp.topic) == first && tp.partition == 0),
+        });
+        compactor.take()
     }
 
     fn lookup_progress(&self) -> BTreeMap<String, LookupProgress> {
@@ -166,6 +187,7 @@ impl RunSummary {
         self.commit_retries += p.commit_retries;
         self.snapshots_expired += p.snapshots_expired;
         self.snapshot_expiry_failures += p.snapshot_expiry_failures;
+        self.compaction.add(&p.compaction);
         if let Some(e) = &p.event_time {
             self.rows_late += e.rows_late;
             self.rows_deduplicated += e.rows_deduplicated;

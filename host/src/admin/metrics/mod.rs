@@ -20,6 +20,7 @@
 //! `lookups`; this file registers them and renders the scrape.
 
 mod commits;
+mod compaction;
 mod event_time;
 mod lookups;
 mod plugins;
@@ -38,6 +39,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::{Metric, Registry, Unit};
 
 use self::commits::CommitMetrics;
+use self::compaction::CompactionMetrics;
 use self::event_time::EventTimeMetrics;
 use self::lookups::LookupMetrics;
 use self::plugins::PluginMetrics;
@@ -162,6 +164,7 @@ pub(super) struct Metrics {
     plugins: PluginMetrics,
     event_time: EventTimeMetrics,
     lookups: LookupMetrics,
+    compaction: CompactionMetrics,
 }
 
 impl Metrics {
@@ -178,6 +181,7 @@ impl Metrics {
         }
         let event_time = EventTimeMetrics::register(&mut families);
         let lookups = LookupMetrics::register(&mut families);
+        let compaction = CompactionMetrics::register(&mut families);
         Metrics {
             registry,
             rows,
@@ -186,6 +190,7 @@ impl Metrics {
             plugins,
             event_time,
             lookups,
+            compaction,
         }
     }
 
@@ -211,6 +216,7 @@ impl Metrics {
             self.event_time.record(et);
         }
         self.lookups.record(progress);
+        self.compaction.record(&progress.compaction);
     }
 
     /// Shows whether the process runs the pipeline (`sluice_active`).

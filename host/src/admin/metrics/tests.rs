@@ -8,7 +8,7 @@ use crate::admin::tests::progress;
 
 /// Every family served, with its type: the list in the book's metrics chapter
 /// (`docs/src/operations/metrics.md`).
-const FAMILIES: [(&str, &str); 43] = [
+const FAMILIES: [(&str, &str); 51] = [
     ("sluice_batches", "counter"),
     ("sluice_input_rows", "counter"),
     ("sluice_rows_written", "counter"),
@@ -52,6 +52,14 @@ const FAMILIES: [(&str, &str); 43] = [
     ("sluice_lookup_bytes", "gauge"),
     ("sluice_lookup_skipped_records", "counter"),
     ("sluice_lookup_refresh_failures", "counter"),
+    ("sluice_compactions", "counter"),
+    ("sluice_compaction_files_rewritten", "counter"),
+    ("sluice_compaction_bytes_rewritten", "counter"),
+    ("sluice_compaction_files_written", "counter"),
+    ("sluice_compaction_bytes_written", "counter"),
+    ("sluice_compaction_conflicts", "counter"),
+    ("sluice_compaction_abandoned", "counter"),
+    ("sluice_compaction_failures", "counter"),
 ];
 
 /// The families whose series are labelled by what a batch reports: they appear with
@@ -137,6 +145,8 @@ fn metrics_render_a_real_progress_with_event_time() {
     has(&text, "sluice_commit_retries_total 2");
     has(&text, "sluice_snapshots_expired_total 6");
     has(&text, "sluice_snapshot_expiry_failures_total 0");
+    has(&text, "sluice_compaction_files_rewritten_total 80");
+    has(&text, "sluice_compaction_conflicts_total 4");
     has(&text, "sluice_lookup_keys{lookup=\"profiles\"} 3");
     has(&text, "sluice_lookup_bytes{lookup=\"profiles\"} 120");
     has(&text, "sluice_lookup_refresh_failures_total 2");

@@ -38,6 +38,9 @@ impl PipelineConfig {
         }
         self.check_event_time()?;
         self.check_formats()?;
+        if let Some(compact) = &self.sink.compact {
+            compact.check()?;
+        }
         crate::lookup::config::check(&self.lookups, &self.source.topics)?;
         let declared = self.lookups.iter().map(|l| l.name.as_str()).collect();
         crate::plugin::lookup::check(&self.stages, &declared).map_err(|e| e.to_string())?;

@@ -61,6 +61,18 @@ fn a_bad_snapshot_expiry_names_its_key() {
 }
 
 #[test]
+fn compaction_parses_and_a_bad_setting_is_refused() {
+    let text = format!("{MINIMAL}\n[sink.compact]\nevery = \"1m\"\nsort-by = [\"v desc\"]\n");
+    let c = PipelineConfig::parse(&text, Path::new("p.toml")).unwrap();
+    let compact = c.sink.compact.unwrap();
+    assert_eq!(compact.every, std::time::Duration::from_secs(60));
+    assert!(compact.enabled);
+    let text = format!("{MINIMAL}\n[sink.compact]\nmin-input-files = 1\n");
+    let err = PipelineConfig::parse(&text, Path::new("p.toml")).unwrap_err();
+    assert!(err.to_string().contains("min-input-files"), "{err}");
+}
+
+#[test]
 fn group_mode_parses_and_makes_event_time_active_standby() {
     let group = MINIMAL.replace("topics = [\"t\"]", "topics = [\"t\"]\nmode = \"group\"");
     let c = PipelineConfig::parse(&group, Path::new("p.toml")).unwrap();
