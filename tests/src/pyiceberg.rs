@@ -121,6 +121,22 @@ pub fn read_duckdb(warehouse: &Path, table: &str) -> Vec<Value> {
         .collect()
 }
 
+/// What pyiceberg sees of `table`'s data files in the SQLite catalog of `warehouse`
+/// (`tests/py/table_files.py`): `data_files`, `partitions`, `bytes`, `records`, and the
+/// `operations` of the current history, oldest first.
+pub fn table_files(warehouse: &Path, table: &str) -> Value {
+    let warehouse = std::fs::canonicalize(warehouse).unwrap();
+    let out = Command::new(python())
+        .arg(repo_root().join("tests/py/table_files.py"))
+        .arg("--catalog-db")
+        .arg(warehouse.join("catalog.db"))
+        .args(["--table", table])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "table_files.py: {}", text(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// Maintains `table` in the SQLite catalog of `warehouse` with pyiceberg
 /// (`tests/py/maintain.py`): `--compact` and/or `--expire`. Returns its report
 /// (`snapshots_before`, `snapshots_after`, `rows`).

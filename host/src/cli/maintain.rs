@@ -163,6 +163,12 @@ fn compact_table(
     match (&compacted.abandoned, &compacted.plan.skipped) {
         (Some(why), _) => writeln!(out, "{}: compaction abandoned: {why}", table.name())?,
         (None, Some(why)) => writeln!(out, "{}: not compacted: {why}", table.name())?,
+        (None, None) if compacted.plan.groups.is_empty() => writeln!(
+            out,
+            "{}: nothing to compact (no partition has {} files under three quarters of the target size)",
+            table.name(),
+            config.min_input_files
+        )?,
         (None, None) => writeln!(
             out,
             "{}: compacted {} small files ({} bytes) into {} ({} bytes) in {} partitions, {} conflicts",

@@ -21,7 +21,7 @@ const TABLE: &str = "tutorial.retail_clickstream_events";
 
 /// Produces `count` valid events (seeded) to the setup's topic (one partition), their ids
 /// numbered from `seed * 1000` so that each call makes distinct ones.
-fn produce_valid(s: &Setup, count: u64, seed: u64) {
+pub(crate) fn produce_valid(s: &Setup, count: u64, seed: u64) {
     let first = (seed * 1000).to_string();
     let count = count.to_string();
     let seed = seed.to_string();
@@ -52,7 +52,7 @@ fn event_ids(shown: &Value) -> Vec<String> {
 }
 
 /// Every row's event id, checking there are `expected` and no duplicates.
-fn assert_rows_once(s: &Setup, expected: usize) -> BTreeSet<String> {
+pub(crate) fn assert_rows_once(s: &Setup, expected: usize) -> BTreeSet<String> {
     let ids = event_ids(&s.show());
     let unique: BTreeSet<String> = ids.iter().cloned().collect();
     assert_eq!(unique.len(), ids.len(), "duplicated rows");
@@ -60,7 +60,7 @@ fn assert_rows_once(s: &Setup, expected: usize) -> BTreeSet<String> {
     unique
 }
 
-fn ok(out: &Output) -> String {
+pub(crate) fn ok(out: &Output) -> String {
     assert!(out.status.success(), "{}", text(out));
     text(out)
 }

@@ -9,6 +9,7 @@ mod avro;
 mod catalog_tls;
 mod chaos;
 mod cli;
+mod compaction;
 mod compile_cache;
 mod config_check;
 mod config_secrets;

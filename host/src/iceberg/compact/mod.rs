@@ -159,8 +159,9 @@ impl IcebergTable {
             self.run_id,
             RUNS.fetch_add(1, Ordering::Relaxed)
         );
-        let replace = self.rewrite_groups(config, &compacted.plan, &run, stop)?;
-        self.commit_replace(&replace, &run, &mut compacted)?;
+        let mut replace = self.rewrite_groups(config, &compacted.plan, &run, stop)?;
+        crash_point("after-rewrite");
+        self.commit_replace(&mut replace, &run, &mut compacted)?;
         Ok(compacted)
     }
 
@@ -187,6 +188,8 @@ impl IcebergTable {
             removed: Vec::new(),
             added: Vec::new(),
             properties: HashMap::from([(COMPACTED_BY.to_string(), self.run_id.clone())]),
+            built: None,
+            stale: Vec::new(),
         };
         for (index, group) in plan.groups.iter().enumerate() {
             let result = self.catalog.block_on(how.group(group, index));
@@ -232,11 +235,10 @@ impl IcebergTable {
     /// Step 3: the replace committed, built again after each conflict.
     fn commit_replace(
         &mut self,
-        replace: &Replace,
+        replace: &mut Replace,
         run: &str,
         compacted: &mut Compacted,
     ) -> Result<(), IcebergError> {
-        let added = || replace.added.iter().map(|(_, f)| f.file_path());
         for attempt in 0..=MAX_CONFLICTS {
             self.refresh()?;
             let prefix = format!("{run}-{attempt}");
@@ -250,17 +252,16 @@ impl IcebergTable {
             let action = match prepared {
                 Prepared::Ready(action) => action,
                 Prepared::Gone(why) => {
-                    self.delete_written(added());
-                    tracing::info!(table = %self.ident, %why, "compaction abandoned");
-                    compacted.counts.abandoned = 1;
-                    compacted.abandoned = Some(why);
+                    self.abandon(replace, why, compacted);
                     return Ok(());
                 }
             };
             let (snapshot_id, written) = (action.snapshot_id, action.written.clone());
+            crash_point("before-commit");
             let result =
                 self.catalog
                     .block_on(replace::commit(self.catalog.catalog(), &self.table, action));
+            crash_point("after-commit");
             match result {
                 Ok(()) => return self.landed(replace, snapshot_id, compacted),
                 Err(error) if error.kind() == ErrorKind::CatalogCommitConflicts => {
@@ -282,13 +283,18 @@ impl IcebergTable {
                 }
             }
         }
-        self.delete_written(added());
-        compacted.counts.abandoned = 1;
-        compacted.abandoned = Some(format!(
-            "the table moved at each of {} attempts",
-            MAX_CONFLICTS + 1
-        ));
+        let why = format!("the table moved at each of {} attempts", MAX_CONFLICTS + 1);
+        self.abandon(replace, why, compacted);
         Ok(())
+    }
+
+    /// Gives the run up: deletes the files it wrote, counts and says why.
+    fn abandon(&self, replace: &Replace, why: String, compacted: &mut Compacted) {
+        self.delete_written(replace.added.iter().map(|(_, f)| f.file_path()));
+        self.delete_written(replace.own_manifests().iter().map(String::as_str));
+        tracing::info!(table = %self.ident, %why, "compaction abandoned");
+        compacted.counts.abandoned = 1;
+        compacted.abandoned = Some(why);
     }
 
     /// After the commit: the snapshot is in the table (iceberg-rust can report success for
@@ -328,6 +334,17 @@ impl IcebergTable {
         if let Err(error) = self.delete_files(&files) {
             tracing::warn!(table = %self.ident, %error, "cannot delete the files of an abandoned compaction: the orphan cleanup will");
         }
+    }
+}
+
+/// `SLUICE_COMPACT_CRASH_AT=<point>` aborts the process there, as `kill -9` would, for the
+/// tests that prove a crash anywhere in a run leaves the table's rows as they were:
+/// `after-rewrite` (data files written), `before-commit` (manifests written too),
+/// `after-commit` (the replace committed, nothing reported).
+fn crash_point(point: &str) {
+    if std::env::var("SLUICE_COMPACT_CRASH_AT").as_deref() == Ok(point) {
+        eprintln!("SLUICE_COMPACT_CRASH_AT: aborting at {point}");
+        std::process::abort();
     }
 }
 

@@ -17,9 +17,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use iceberg::spec::{
-    DataFile, FormatVersion, MAIN_BRANCH, ManifestFile, ManifestListWriter, ManifestWriter,
-    ManifestWriterBuilder, Operation, Snapshot, SnapshotReference, SnapshotRetention,
-    SnapshotSummaryCollector, Summary, TableMetadata,
+    DataFile, FormatVersion, MAIN_BRANCH, ManifestContentType, ManifestFile, ManifestListWriter,
+    ManifestWriter, ManifestWriterBuilder, Operation, Snapshot, SnapshotReference,
+    SnapshotRetention, SnapshotSummaryCollector, Summary, TableMetadata,
 };
 use iceberg::table::Table;
 use iceberg::transaction::{ActionCommit, ApplyTransactionAction, Transaction, TransactionAction};
@@ -37,6 +37,25 @@ pub(super) struct Replace {
     pub added: Vec<(i32, DataFile)>,
     /// Summary properties beside Iceberg's own.
     pub properties: HashMap<String, String>,
+    /// The manifests of the change, once written: kept across attempts while the
+    /// manifests they replace are still the table's.
+    pub built: Option<Built>,
+    /// Manifests written for an earlier state of the table, no longer used.
+    pub stale: Vec<String>,
+}
+
+/// The manifests of a replace, written once for every attempt: appends since only add
+/// manifests, so while the ones merged are still listed, the change still holds.
+#[derive(Debug, Clone)]
+pub(super) struct Built {
+    /// The id of the snapshot (the manifests' entries carry it).
+    snapshot_id: i64,
+    /// The manifests merged into `own` (they leave the list).
+    touched: HashSet<String>,
+    /// The merged manifests and the manifests of the files written.
+    own: Vec<ManifestFile>,
+    /// Where `own` was written.
+    written: Vec<String>,
 }
 
 /// A replace built against one state of the table.
@@ -69,9 +88,9 @@ impl TransactionAction for ReplaceAction {
 }
 
 impl Replace {
-    /// Builds the replace snapshot on `table` as it is, writing its manifests (named
-    /// after `prefix`, unique to the attempt).
-    pub async fn prepare(&self, table: &Table, prefix: &str) -> iceberg::Result<Prepared> {
+    /// Builds the replace snapshot on `table` as it is (see the module documentation),
+    /// writing its manifest list (named after `prefix`, unique to the attempt).
+    pub async fn prepare(&mut self, table: &Table, prefix: &str) -> iceberg::Result<Prepared> {
         let metadata = table.metadata();
         if metadata.format_version() != FormatVersion::V2 {
             return Err(Error::new(
@@ -85,40 +104,42 @@ impl Replace {
         let Some(parent) = metadata.current_snapshot() else {
             return Ok(Prepared::Gone("the table has no snapshot".into()));
         };
-        let manifests = Manifests::current(table).await?;
-        if manifests.has_deletes {
+        let list = table.manifest_list_reader(parent).load().await?;
+        if list.entries().iter().any(|m| {
+            m.content == ManifestContentType::Deletes
+                && (m.has_added_files() || m.has_existing_files())
+        }) {
             return Ok(Prepared::Gone("delete files appeared".into()));
         }
-        let removed: HashSet<&str> = self.removed.iter().map(|(_, f)| f.file_path()).collect();
-        let live: HashSet<&str> = manifests
-            .data
+        let current: HashSet<&str> = list
+            .entries()
             .iter()
-            .flat_map(|(_, entries)| entries.iter())
-            .filter(|e| e.is_alive() && removed.contains(e.file_path()))
-            .map(|e| e.file_path())
+            .map(|m| m.manifest_path.as_str())
             .collect();
-        if live.len() != removed.len() {
-            let gone = removed.difference(&live).count();
-            return Ok(Prepared::Gone(format!(
-                "{gone} of the {} files rewritten are no longer in the table",
-                removed.len()
-            )));
+        let still = self
+            .built
+            .as_ref()
+            .is_some_and(|b| b.touched.iter().all(|t| current.contains(t.as_str())));
+        if !still && let Some(why) = self.build(table, prefix).await? {
+            return Ok(Prepared::Gone(why));
         }
-        let snapshot_id = new_snapshot_id(metadata);
+        let built = self.built.as_ref().expect("built above");
+        let manifests: Vec<ManifestFile> = list
+            .entries()
+            .iter()
+            .filter(|m| !built.touched.contains(&m.manifest_path))
+            .cloned()
+            .chain(built.own.iter().cloned())
+            .collect();
         let mut building = Building {
             table,
-            snapshot_id,
+            snapshot_id: built.snapshot_id,
             prefix,
             written: Vec::new(),
         };
-        let mut list = building.carry_and_merge(&manifests, &removed).await?;
-        list.extend(building.added(&self.added).await?);
+        let summary = self.summary(metadata, parent.summary())?;
         let snapshot = building
-            .snapshot(
-                parent.snapshot_id(),
-                list,
-                self.summary(metadata, parent.summary())?,
-            )
+            .snapshot(parent.snapshot_id(), manifests, summary)
             .await?;
         Ok(Prepared::Ready(ReplaceAction {
             updates: vec![
@@ -126,7 +147,7 @@ impl Replace {
                 TableUpdate::SetSnapshotRef {
                     ref_name: MAIN_BRANCH.to_string(),
                     reference: SnapshotReference::new(
-                        snapshot_id,
+                        built.snapshot_id,
                         SnapshotRetention::branch(None, None, None),
                     ),
                 },
@@ -140,9 +161,56 @@ impl Replace {
                     snapshot_id: Some(parent.snapshot_id()),
                 },
             ],
-            snapshot_id,
+            snapshot_id: built.snapshot_id,
             written: building.written,
         }))
+    }
+
+    /// Reads every manifest of `table`'s current snapshot, checks that the rewritten files
+    /// are live, and writes the manifests of the change: the manifests that list them,
+    /// merged, and the files written. Returns why not, if a rewritten file is gone.
+    async fn build(&mut self, table: &Table, prefix: &str) -> iceberg::Result<Option<String>> {
+        if let Some(stale) = self.built.take() {
+            self.stale.extend(stale.written);
+        }
+        let manifests = Manifests::current(table).await?;
+        let removed: HashSet<&str> = self.removed.iter().map(|(_, f)| f.file_path()).collect();
+        let live: HashSet<&str> = manifests
+            .data
+            .iter()
+            .flat_map(|(_, entries)| entries.iter())
+            .filter(|e| e.is_alive() && removed.contains(e.file_path()))
+            .map(|e| e.file_path())
+            .collect();
+        if live.len() != removed.len() {
+            let gone = removed.difference(&live).count();
+            return Ok(Some(format!(
+                "{gone} of the {} files rewritten are no longer in the table",
+                removed.len()
+            )));
+        }
+        let mut building = Building {
+            table,
+            snapshot_id: new_snapshot_id(table.metadata()),
+            prefix,
+            written: Vec::new(),
+        };
+        let (touched, mut own) = building.merge(&manifests, &removed).await?;
+        own.extend(building.added(&self.added).await?);
+        self.built = Some(Built {
+            snapshot_id: building.snapshot_id,
+            touched,
+            own,
+            written: building.written,
+        });
+        Ok(None)
+    }
+
+    /// The manifests this replace wrote that no attempt's manifest list has yet (the
+    /// caller deletes them if it gives up).
+    pub fn own_manifests(&self) -> Vec<String> {
+        let built = self.built.iter().flat_map(|b| b.written.iter());
+        self.stale.iter().chain(built).cloned().collect()
     }
 
     /// The snapshot's summary: Iceberg's counts of what was added and removed, the
@@ -243,20 +311,20 @@ impl Building<'_> {
         .build_v2_data())
     }
 
-    /// The manifests of the new snapshot that list existing files: those without a
-    /// rewritten file as they are, the others merged into one per partition spec.
-    async fn carry_and_merge(
+    /// The manifests that list a rewritten file (their paths), merged into one per
+    /// partition spec: the rewritten files marked deleted, the others kept as existing.
+    async fn merge(
         &mut self,
         manifests: &Manifests,
         removed: &HashSet<&str>,
-    ) -> iceberg::Result<Vec<ManifestFile>> {
-        let mut kept = Vec::new();
+    ) -> iceberg::Result<(HashSet<String>, Vec<ManifestFile>)> {
+        let mut touched = HashSet::new();
         let mut merged: BTreeMap<i32, ManifestWriter> = BTreeMap::new();
         for (file, entries) in &manifests.data {
             if !entries.iter().any(|e| removed.contains(e.file_path())) {
-                kept.push(file.clone());
                 continue;
             }
+            touched.insert(file.manifest_path.clone());
             let writer = match merged.entry(file.partition_spec_id) {
                 std::collections::btree_map::Entry::Occupied(w) => w.into_mut(),
                 std::collections::btree_map::Entry::Vacant(slot) => {
@@ -279,10 +347,11 @@ impl Building<'_> {
                 }
             }
         }
+        let mut written = Vec::new();
         for (_, writer) in merged {
-            kept.push(writer.write_manifest_file().await?);
+            written.push(writer.write_manifest_file().await?);
         }
-        Ok(kept)
+        Ok((touched, written))
     }
 
     /// The manifests of the files written, one per partition spec.

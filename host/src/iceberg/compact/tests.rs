@@ -163,14 +163,14 @@ fn an_append_that_lands_before_the_replace_is_kept() {
     let config = config();
     let plan = compactor.plan_compaction(&config).unwrap();
     let stop = AtomicBool::new(false);
-    let replace = compactor
+    let mut replace = compactor
         .rewrite_groups(&config, &plan, "compact-test", &stop)
         .unwrap();
     // An append lands between the rewrite and the replace.
     append(&mut writer, 5, 50, 60);
     let mut compacted = Compacted::default();
     compactor
-        .commit_replace(&replace, "compact-test", &mut compacted)
+        .commit_replace(&mut replace, "compact-test", &mut compacted)
         .unwrap();
 
     assert_eq!(compacted.counts.runs, 1);
@@ -190,14 +190,14 @@ fn a_run_whose_files_another_compaction_took_is_abandoned_and_cleans_up() {
     let config = config();
     let stop = AtomicBool::new(false);
     let plan = second.plan_compaction(&config).unwrap();
-    let replace = second
+    let mut replace = second
         .rewrite_groups(&config, &plan, "compact-second", &stop)
         .unwrap();
     first.compact(&config, &stop).unwrap();
 
     let mut compacted = Compacted::default();
     second
-        .commit_replace(&replace, "compact-second", &mut compacted)
+        .commit_replace(&mut replace, "compact-second", &mut compacted)
         .unwrap();
 
     assert_eq!(compacted.counts.abandoned, 1);
@@ -293,4 +293,54 @@ fn a_file_left_alone_in_a_rewritten_manifest_stays_in_the_table() {
     assert_eq!(compacted.counts.files_rewritten, 4);
     assert_eq!(data_files(&mut table), 2);
     assert_eq!(ids(&table), vec![0, 1, 20, 30, 40]);
+}
+
+#[test]
+fn a_replace_refused_because_an_append_landed_is_committed_again_on_its_manifests() {
+    let warehouse = Warehouse::new("conflict");
+    let mut compactor = warehouse.table();
+    let mut writer = warehouse.table();
+    for batch in 1..=4 {
+        append(
+            &mut writer,
+            batch,
+            batch as i64 * 10,
+            batch as i64 * 10 + 10,
+        );
+    }
+    let config = config();
+    let plan = compactor.plan_compaction(&config).unwrap();
+    let stop = AtomicBool::new(false);
+    let mut replace = compactor
+        .rewrite_groups(&config, &plan, "compact-conflict", &stop)
+        .unwrap();
+    compactor.refresh().unwrap();
+    let prepared = compactor
+        .catalog
+        .block_on(replace.prepare(&compactor.table, "first"));
+    let Ok(replace::Prepared::Ready(action)) = prepared else {
+        panic!("not ready")
+    };
+    // The table moves under the prepared snapshot: the catalog refuses it.
+    append(&mut writer, 5, 50, 60);
+    let refused = compactor.catalog.block_on(replace::commit(
+        compactor.catalog.catalog(),
+        &compactor.table,
+        action,
+    ));
+    assert_eq!(
+        refused.unwrap_err().kind(),
+        iceberg::ErrorKind::CatalogCommitConflicts
+    );
+
+    let mut compacted = Compacted::default();
+    compactor
+        .commit_replace(&mut replace, "compact-conflict", &mut compacted)
+        .unwrap();
+
+    assert_eq!(compacted.counts.runs, 1);
+    // Built again on the new table from the manifests written the first time.
+    assert!(replace.stale.is_empty());
+    assert_eq!(ids(&compactor), (10..60).collect::<Vec<_>>());
+    assert_eq!(data_files(&mut compactor), 4);
 }

@@ -1,0 +1,186 @@
+//! Compaction (`[sink.compact]`, `sluice maintain --compact`) against real parts: a table
+//! written in hundreds of small batches while compaction runs beside it, in the pipeline's
+//! process and in another, read back by pyiceberg, DuckDB and Spark; and compactions
+//! killed at each point of their run.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde_json::Value;
+use sluice_tests::fixture::{Setup, progress_lines, text};
+use sluice_tests::{pyiceberg, spark};
+
+use crate::hardening::{assert_rows_once, ok, produce_valid};
+
+const TABLE: &str = "tutorial.retail_clickstream_events";
+
+/// A partition with two small files is compacted; with `in_process`, by the pipeline too,
+/// every second.
+fn compacting(s: &mut Setup, in_process: bool) {
+    s.edit_example_config(|c| {
+        format!(
+            "{c}\n[sink.compact]\nenabled = {in_process}\nevery = \"1s\"\nmin-input-files = 2\n"
+        )
+    });
+}
+
+/// Every row's event id, as `rows` (JSON rows of a reader) give them, checked unique.
+fn ids_once(rows: &[Value]) -> BTreeSet<String> {
+    let ids: Vec<String> = rows
+        .iter()
+        .map(|r| r["event_id"].as_str().unwrap().to_string())
+        .collect();
+    let unique: BTreeSet<String> = ids.iter().cloned().collect();
+    assert_eq!(unique.len(), ids.len(), "duplicated rows");
+    unique
+}
+
+/// The data files a compaction wrote (`compact-…`) under the table's data folder.
+fn compaction_files(warehouse: &Path) -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("compact-"))
+            {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(
+        &warehouse.join("tutorial/retail_clickstream_events/data"),
+        &mut files,
+    );
+    files
+}
+
+#[test]
+fn compaction_beside_a_writer_keeps_every_row_once_and_cuts_the_files() {
+    let mut s = Setup::new("compaction");
+    compacting(&mut s, true);
+    produce_valid(&s, 1000, 1);
+
+    // 200 batches of 5 events; beside them, the pipeline's own compaction every second and
+    // `sluice maintain --compact-only` from another process, as fast as it goes.
+    let running = s.start(&["run", "--available-now"], &[("SLUICE_MAX_RECORDS", "5")]);
+    let done = Arc::new(AtomicBool::new(false));
+    let outside = std::thread::scope(|scope| {
+        let beside = scope.spawn(|| {
+            let mut said = Vec::new();
+            while !done.load(Ordering::Relaxed) {
+                let out = s.command(&["maintain", "--compact-only"]).output().unwrap();
+                said.push(ok(&out));
+            }
+            said
+        });
+        let (status, _, log) = running.wait();
+        done.store(true, Ordering::Relaxed);
+        assert!(status.success(), "{log}");
+        let progress = progress_lines(&log);
+        assert_eq!(progress.len(), 200, "{log}");
+        let runs: u64 = progress
+            .iter()
+            .map(|p| p["compaction"]["runs"].as_u64().unwrap())
+            .sum();
+        assert!(
+            runs >= 1,
+            "the pipeline's compaction never committed: {log}"
+        );
+        beside.join().unwrap()
+    });
+    let compacted_outside = outside.iter().filter(|o| o.contains("compacted ")).count();
+    ok(&s.command(&["maintain", "--compact-only"]).output().unwrap());
+
+    // Every event once, as three independent readers see the table.
+    let by_pyiceberg = ids_once(&pyiceberg::read_table(&s.warehouse, TABLE));
+    assert_eq!(by_pyiceberg.len(), 1000);
+    assert_eq!(
+        ids_once(&pyiceberg::read_duckdb(&s.warehouse, TABLE)),
+        by_pyiceberg
+    );
+    assert_eq!(
+        ids_once(&spark::read_table(&s.warehouse, TABLE)),
+        by_pyiceberg
+    );
+    // Hundreds of appends, compacted to one file per partition (all far under the target).
+    let files = pyiceberg::table_files(&s.warehouse, TABLE);
+    let operations: Vec<&str> = files["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(operations.iter().filter(|o| **o == "append").count(), 200);
+    // Compaction kept up while the batches landed (conflicts with appends are built
+    // again, not given up): replaces between the appends, not only after the last.
+    let last_append = operations.iter().rposition(|o| *o == "append").unwrap();
+    let during = operations[..last_append]
+        .iter()
+        .filter(|o| **o == "replace")
+        .count();
+    assert!(during >= 5, "{during} replaces during the run: {files}");
+    assert_eq!(files["data_files"], files["partitions"], "{files}");
+    assert_eq!(files["records"], 1000);
+    eprintln!("compactions from outside that committed: {compacted_outside}; {files}");
+
+    // The pipeline's mark is where its last batch left it.
+    produce_valid(&s, 10, 2);
+    let log = ok(&s.run(&[]));
+    assert!(log.contains("10 records read"), "{log}");
+    assert_rows_once(&s, 1010);
+}
+
+#[test]
+fn a_compaction_killed_anywhere_leaves_the_rows_and_what_it_wrote_to_the_orphan_cleanup() {
+    let mut s = Setup::new("compaction-crash");
+    compacting(&mut s, false);
+    produce_valid(&s, 60, 3);
+    ok(&s.run(&[("SLUICE_MAX_RECORDS", "5")]));
+    let ids = ids_once(&pyiceberg::read_table(&s.warehouse, TABLE));
+    let before = pyiceberg::table_files(&s.warehouse, TABLE);
+    assert_eq!(before["operations"].as_array().unwrap().len(), 12);
+
+    for point in ["after-rewrite", "before-commit"] {
+        let out = s
+            .command(&["maintain", "--compact-only"])
+            .env("SLUICE_COMPACT_CRASH_AT", point)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{}", text(&out));
+        assert!(
+            text(&out).contains(&format!("aborting at {point}")),
+            "{}",
+            text(&out)
+        );
+        assert_eq!(pyiceberg::table_files(&s.warehouse, TABLE), before);
+        assert_eq!(ids_once(&pyiceberg::read_table(&s.warehouse, TABLE)), ids);
+    }
+    // What the killed runs wrote is referenced by nothing: the orphan cleanup deletes it.
+    assert!(!compaction_files(&s.warehouse).is_empty());
+    ok(&s.maintain("0s"));
+    assert_eq!(compaction_files(&s.warehouse), Vec::<PathBuf>::new());
+    assert_eq!(ids_once(&pyiceberg::read_table(&s.warehouse, TABLE)), ids);
+
+    // Killed after its commit: the replace stands, the rows are the same.
+    let out = s
+        .command(&["maintain", "--compact-only"])
+        .env("SLUICE_COMPACT_CRASH_AT", "after-commit")
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{}", text(&out));
+    let after = pyiceberg::table_files(&s.warehouse, TABLE);
+    assert_eq!(after["data_files"], after["partitions"], "{after}");
+    assert_eq!(ids_once(&pyiceberg::read_table(&s.warehouse, TABLE)), ids);
+
+    // And the pipeline goes on from its mark.
+    produce_valid(&s, 5, 4);
+    let log = ok(&s.run(&[]));
+    assert!(log.contains("5 records read"), "{log}");
+    assert_rows_once(&s, 65);
+}
