@@ -171,7 +171,8 @@ fn line_of(text: &str, offset: usize) -> usize {
 }
 
 impl PipelineConfig {
-    /// Every table the pipeline writes: the main table, then the window and join tables.
+    /// Every table the pipeline writes: the main table, then the window and join tables
+    /// (whose compaction sorts nothing: `sort-by` names the main table's columns).
     pub fn tables(&self) -> Vec<IcebergSinkConfig> {
         let windows = self
             .windows
@@ -181,10 +182,13 @@ impl PipelineConfig {
             .joins
             .iter()
             .filter_map(|j| crate::sink::join::table_config(j, &self.sink));
-        std::iter::once(self.sink.clone())
-            .chain(windows)
-            .chain(joins)
-            .collect()
+        let derived = windows.chain(joins).map(|mut table| {
+            if let Some(compact) = &mut table.compact {
+                compact.sort_by.clear();
+            }
+            table
+        });
+        std::iter::once(self.sink.clone()).chain(derived).collect()
     }
 
     /// Reads, substitutes and parses `path`; plugin paths become relative to its folder.

@@ -184,3 +184,70 @@ fn a_compaction_killed_anywhere_leaves_the_rows_and_what_it_wrote_to_the_orphan_
     assert!(log.contains("5 records read"), "{log}");
     assert_rows_once(&s, 65);
 }
+
+/// The window table is compacted beside the main table, and no output changes: the rows
+/// of both, and a second run that reads nothing again.
+#[test]
+fn maintain_compacts_the_window_table_and_changes_no_output() {
+    use crate::event_time::{
+        analytics, analytics_config, event_ids, events_file, expected_windows, show_window,
+        table_windows,
+    };
+    let mut s = analytics("compact-windows");
+    let example = std::fs::read_to_string(analytics_config()).unwrap();
+    let compact = "[sink.compact]\nenabled = false\nmin-input-files = 2\n";
+    s.write_config("pipeline.toml", &format!("{example}\n{compact}"));
+    let events = events_file();
+    s.produce(&["--partitions", "1", "--input", events.to_str().unwrap()]);
+    let env = [("SLUICE_MAX_RECORDS", "4"), ("SLUICE_AT_END", "flush")];
+    ok(&s.run(&env));
+    let ids = event_ids(&s.show());
+
+    let said = ok(&s.command(&["maintain", "--compact-only"]).output().unwrap());
+
+    assert!(
+        said.contains("analytics.clickstream_events: compacted"),
+        "{said}"
+    );
+    assert!(
+        said.contains("analytics.event_type_counts: compacted"),
+        "{said}"
+    );
+    let windows = pyiceberg::table_files(&s.warehouse, "analytics.event_type_counts");
+    assert_eq!(windows["data_files"], windows["partitions"], "{windows}");
+    assert_eq!(event_ids(&s.show()), ids);
+    assert_eq!(table_windows(&show_window(&s)), expected_windows());
+    let again = s.run(&env);
+    assert!(
+        String::from_utf8_lossy(&again.stdout).starts_with("0 batches"),
+        "{}",
+        text(&again)
+    );
+    assert_eq!(table_windows(&show_window(&s)), expected_windows());
+}
+
+/// A compaction that fails (here: `sort-by` a column the table lacks) is logged and
+/// counted in the progress line; the batches go on.
+#[test]
+fn a_failing_compaction_is_counted_and_never_fails_a_batch() {
+    let mut s = Setup::new("compaction-fails");
+    s.edit_example_config(|c| {
+        format!("{c}\n[sink.compact]\nevery = \"1s\"\nmin-input-files = 2\nsort-by = [\"no_such_column\"]\n")
+    });
+    produce_valid(&s, 120, 5);
+    let out = s.run(&[("SLUICE_MAX_RECORDS", "2")]);
+    let log = ok(&out);
+    let progress = progress_lines(&String::from_utf8_lossy(&out.stderr));
+    assert_eq!(progress.len(), 60, "{log}");
+    let failures: u64 = progress
+        .iter()
+        .map(|p| p["compaction"]["failures"].as_u64().unwrap())
+        .sum();
+    assert!(failures >= 1, "{log}");
+    assert!(
+        log.contains("compaction failed; the pipeline goes on"),
+        "{log}"
+    );
+    assert!(log.contains("no column `no_such_column`"), "{log}");
+    assert_rows_once(&s, 120);
+}

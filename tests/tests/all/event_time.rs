@@ -113,11 +113,11 @@ pub(crate) fn analytics(name: &str) -> Setup {
 }
 
 /// `sluice show --window event-type-counts --json`.
-fn show_window(s: &Setup) -> Value {
+pub(crate) fn show_window(s: &Setup) -> Value {
     s.show_window("event-type-counts")
 }
 
-fn table_windows(shown: &Value) -> Vec<(String, String, i64, i64, f64, i64)> {
+pub(crate) fn table_windows(shown: &Value) -> Vec<(String, String, i64, i64, f64, i64)> {
     sorted_f(shown["rows"].as_array().unwrap().iter().map(window_row))
 }
 

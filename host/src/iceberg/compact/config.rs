@@ -45,9 +45,10 @@ pub struct CompactConfig {
     /// partitions with the most small files go first, the rest wait for the next run.
     #[serde(default = "default_max_bytes_per_run")]
     pub max_bytes_per_run: ByteSize,
-    /// Columns to sort the rows of each rewritten file by, each optionally followed by
-    /// `asc` or `desc` (e.g. `"amount desc"`); nulls first. Default: none, the rows keep
-    /// the order of the files they came from. Sorting holds a file's rows in memory.
+    /// Columns of the main table to sort the rows of each rewritten file by, each
+    /// optionally followed by `asc` or `desc` (e.g. `"amount desc"`); nulls first. Default:
+    /// none, the rows keep the order of the files they came from. Sorting holds a file's
+    /// rows in memory. The window and join tables are compacted unsorted.
     #[serde(default)]
     pub sort_by: Vec<String>,
 }
