@@ -251,3 +251,21 @@ fn a_failing_compaction_is_counted_and_never_fails_a_batch() {
     assert!(log.contains("no column `no_such_column`"), "{log}");
     assert_rows_once(&s, 120);
 }
+
+/// Files written under three schemas (columns added, a struct, widened types) compact into
+/// one file of the current schema, and every reader sees the rows they saw before.
+#[test]
+fn files_of_every_schema_compact_into_one_of_the_current_schema() {
+    use crate::evolution::{ADD, TABLE, add_and_widen, check_added_and_widened, config};
+    let mut s = Setup::new("compact-evolved");
+    let compact = "[sink.compact]\nenabled = false\nmin-input-files = 2";
+    s.write_config("pipeline.toml", &config(&format!("{ADD}\n{compact}")));
+    add_and_widen(&s, pyiceberg::CatalogAt::Warehouse(&s.warehouse));
+    assert_eq!(pyiceberg::table_files(&s.warehouse, TABLE)["data_files"], 3);
+
+    let said = ok(&s.command(&["maintain", "--compact-only"]).output().unwrap());
+
+    assert!(said.contains("compacted 3 small files"), "{said}");
+    assert_eq!(pyiceberg::table_files(&s.warehouse, TABLE)["data_files"], 1);
+    check_added_and_widened(&s, pyiceberg::CatalogAt::Warehouse(&s.warehouse));
+}

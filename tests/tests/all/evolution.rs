@@ -56,7 +56,7 @@ topic = "${{SLUICE_DEAD_LETTER_TOPIC}}"
     )
 }
 
-const ADD: &str = "unknown-fields = \"add\"\nmax-columns = 12";
+pub(crate) const ADD: &str = "unknown-fields = \"add\"\nmax-columns = 12";
 
 /// Batch 1 adds `ctx` (a struct) and `tier`; batch 2 adds `n` and widens `quantity` (a
 /// value past 32 bits) and `price` (8 digits); in batch 3 a string meets the long `n`,
@@ -167,7 +167,7 @@ fn a_catalog_that_does_not_apply_the_schema_change_stops_the_pipeline() {
 
 /// Nine events in three batches into `catalog`: new columns, widened ones, and the
 /// values that fit neither dead-lettered; pyiceberg (and DuckDB, on SQLite) read the rows.
-fn add_and_widen(s: &Setup, catalog: CatalogAt<'_>) {
+pub(crate) fn add_and_widen(s: &Setup, catalog: CatalogAt<'_>) {
     produce(s, &EVENTS, "events.jsonl");
     let out = s.run(&[]);
     assert!(out.status.success(), "{}", text(&out));
@@ -184,7 +184,11 @@ fn add_and_widen(s: &Setup, catalog: CatalogAt<'_>) {
         3,
         "{log}"
     );
+    check_added_and_widened(s, catalog);
+}
 
+/// What [`add_and_widen`] leaves in the table, as pyiceberg (and DuckDB) read it.
+pub(crate) fn check_added_and_widened(s: &Setup, catalog: CatalogAt<'_>) {
     // Ids from the table's last one up, in name order per batch; ctx.os and ctx.v are 5
     // and 6, tags' element 10.
     assert_eq!(

@@ -32,6 +32,7 @@
 
 pub mod config;
 mod plan;
+mod project;
 mod replace;
 mod rewrite;
 #[cfg(test)]

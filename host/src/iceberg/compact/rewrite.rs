@@ -3,9 +3,10 @@
 //! partition's size (with `sort-by`, one output file's rows).
 //!
 //! Each file is read with the schema it was written with (its Parquet schema, field ids
-//! and all), and the rows are written with that schema again: files written before a
-//! column was added stay without it, as Iceberg allows, and readers project them as they
-//! did. A file with another schema than the previous one closes the output file.
+//! and all) and its rows are written in the table's current schema ([`super::project`]),
+//! so that files of every schema compact together. Rows that cannot be (a required column
+//! added since) are written in their own schema, as Iceberg allows; a batch in another
+//! schema than the previous one closes the output file.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,6 +31,7 @@ use parquet::file::properties::WriterProperties;
 
 use super::config::SortKey;
 use super::plan::Group;
+use super::project::project;
 
 /// Rows per record batch read.
 const BATCH_ROWS: usize = 8192;
@@ -69,7 +71,6 @@ impl Rewrite<'_> {
         let mut out = Output::new(self, group, index)?;
         for file in &group.files {
             let mut batches = self.open(file).await?;
-            out.switch_to(batches.schema().clone()).await?;
             while let Some(batch) = batches.try_next().await.map_err(parquet_error)? {
                 if self.stop.load(Ordering::Relaxed) {
                     return Err(Error::new(ErrorKind::Unexpected, "the process is stopping"));
@@ -116,7 +117,9 @@ struct Output<'a> {
     key: Option<PartitionKey>,
     location: DefaultLocationGenerator,
     names: DefaultFileNameGenerator,
-    /// The schema of the rows being written (the last file's), in both forms.
+    /// The table's current schema, in both forms.
+    table: (ArrowSchemaRef, Arc<Schema>),
+    /// The schema of the rows being written (the table's, or a file's), in both forms.
     schema: Option<(ArrowSchemaRef, Arc<Schema>)>,
     writer: Option<Writer>,
     /// With `sort-by`: the rows of the next file, and the bytes of the files they came
@@ -144,8 +147,11 @@ impl<'a> Output<'a> {
                 group.partition.clone(),
             )
         });
+        let schema = metadata.current_schema().clone();
+        let table = (Arc::new(schema_to_arrow_schema(&schema)?), schema);
         Ok(Output {
             how,
+            table,
             key,
             location: DefaultLocationGenerator::new(metadata)?,
             names: DefaultFileNameGenerator::new(
@@ -161,19 +167,32 @@ impl<'a> Output<'a> {
         })
     }
 
-    /// Makes `arrow` (a file's) the schema of the rows that follow, closing the file
-    /// being written if it had another.
+    /// Makes `arrow` the schema of the rows that follow (the table's, or a file's whose
+    /// rows cannot take it), closing the file being written if it had another.
     async fn switch_to(&mut self, arrow: ArrowSchemaRef) -> iceberg::Result<()> {
         if self.schema.as_ref().is_some_and(|(a, _)| *a == arrow) {
             return Ok(());
         }
         self.finish_file().await?;
-        let schema = Arc::new(arrow_schema_to_schema(&arrow)?);
+        let schema = if arrow == self.table.0 {
+            self.table.1.clone()
+        } else {
+            Arc::new(arrow_schema_to_schema(&arrow)?)
+        };
         self.schema = Some((arrow, schema));
         Ok(())
     }
 
+    /// Writes a file's rows: in the table's schema if they can be, else in their own.
     async fn write(&mut self, batch: RecordBatch) -> iceberg::Result<()> {
+        let batch = match project(&batch, &self.table.0) {
+            Ok(projected) => projected,
+            Err(error) => {
+                tracing::debug!(%error, "rows kept in their file's schema");
+                batch
+            }
+        };
+        self.switch_to(batch.schema()).await?;
         if !self.how.sort.is_empty() {
             self.held.push(batch);
             return Ok(());
