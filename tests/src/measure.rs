@@ -67,3 +67,24 @@ pub fn ended_children_cpu() -> Duration {
     };
     of(usage.ru_utime) + of(usage.ru_stime)
 }
+
+/// Waits for `child` to end; its exit status and its peak resident memory in KiB (the
+/// kernel's `ru_maxrss` of that child alone, from `wait4`).
+#[allow(unsafe_code)]
+pub fn wait_peak_rss(child: std::process::Child) -> (std::process::ExitStatus, u64) {
+    use std::os::unix::process::ExitStatusExt;
+    let pid = child.id() as libc::pid_t;
+    let mut status: libc::c_int = 0;
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: wait4 waits for the child `pid` (ours, not yet waited for) and fills the
+    // status and the struct it is given.
+    let usage = unsafe {
+        assert_eq!(libc::wait4(pid, &mut status, 0, usage.as_mut_ptr()), pid);
+        usage.assume_init()
+    };
+    std::mem::forget(child); // waited for above
+    (
+        std::process::ExitStatus::from_raw(status),
+        usage.ru_maxrss as u64,
+    )
+}
