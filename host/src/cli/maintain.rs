@@ -81,26 +81,7 @@ fn maintain(
         return Ok(());
     }
     let now = SystemTime::now();
-    let cutoff_ms = cutoff_ms(now, args.older_than);
-    let expiry = table.expire_snapshots(cutoff_ms, args.retain_last, args.dry_run)?;
-    let verb = if args.dry_run {
-        "would expire"
-    } else {
-        "expired"
-    };
-    writeln!(
-        out,
-        "{}: {verb} {} snapshots, {} kept",
-        table.name(),
-        expiry.removed.len(),
-        expiry.kept
-    )?;
-    for (pipeline, snapshot) in &expiry.marks {
-        writeln!(
-            out,
-            "  kept snapshot {snapshot}: pipeline `{pipeline}`'s last commit"
-        )?;
-    }
+    let expired = expire(&mut table, now, args, out)?;
     if args.no_orphans {
         return Ok(());
     }
@@ -130,8 +111,38 @@ fn maintain(
     for file in &orphans {
         writeln!(out, "  {file}")?;
     }
-    tracing::info!(table = %table.name(), expired = expiry.removed.len(), orphans_deleted = deleted, dry_run = args.dry_run, "maintained");
+    tracing::info!(table = %table.name(), expired, orphans_deleted = deleted, dry_run = args.dry_run, "maintained");
     Ok(())
+}
+
+/// Expires `table`'s snapshots older than `--older-than`; returns how many.
+fn expire(
+    table: &mut IcebergTable,
+    now: SystemTime,
+    args: &MaintainArgs,
+    out: &mut dyn Write,
+) -> anyhow::Result<usize> {
+    let cutoff_ms = cutoff_ms(now, args.older_than);
+    let expiry = table.expire_snapshots(cutoff_ms, args.retain_last, args.dry_run)?;
+    let verb = if args.dry_run {
+        "would expire"
+    } else {
+        "expired"
+    };
+    writeln!(
+        out,
+        "{}: {verb} {} snapshots, {} kept",
+        table.name(),
+        expiry.removed.len(),
+        expiry.kept
+    )?;
+    for (pipeline, snapshot) in &expiry.marks {
+        writeln!(
+            out,
+            "  kept snapshot {snapshot}: pipeline `{pipeline}`'s last commit"
+        )?;
+    }
+    Ok(expiry.removed.len())
 }
 
 /// Compacts `table` once (or says what would be rewritten).

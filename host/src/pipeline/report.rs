@@ -4,12 +4,12 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
+use super::Pipeline;
 use super::commit::Committed;
 use super::cpu;
 use super::process::ProcessStats;
 use super::read::Input;
 use super::route::Prepared;
-use super::{Pipeline, RunSummary};
 use crate::progress::{CpuTimes, Durations, EventTimeProgress, LookupProgress, Progress, Role};
 
 impl Pipeline {
@@ -174,6 +174,49 @@ fn cpu_times(
         times.plugins + times.encode + times.route + times.send + times.write + times.commit;
     times.read = total.saturating_sub(counted);
     times
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunSummary {
+    /// Batches committed.
+    pub batches: u64,
+    /// Records read and committed (as rows or dead letters).
+    pub input_rows: u64,
+    /// Rows appended to the table.
+    pub rows_written: u64,
+    /// Records sent to the dead-letter topic.
+    pub rows_dead_lettered: u64,
+    /// Events behind the watermark (wherever `event-time.late` sent them).
+    pub rows_late: u64,
+    /// Duplicates dropped.
+    pub rows_deduplicated: u64,
+    /// Window results emitted.
+    pub window_rows: u64,
+    /// Batches abandoned because another commit took their partitions first.
+    pub batches_fenced: u64,
+    /// Table commits retried after a conflict with a commit that left the fence standing.
+    pub commit_retries: u64,
+    /// Transient faults retried (see [`faults`]).
+    pub faults_retried: u64,
+    /// Snapshots expired from the tables between commits (`[sink.expire-snapshots]`).
+    pub snapshots_expired: u64,
+    /// Snapshot expiries that failed (logged; the pipeline went on).
+    pub snapshot_expiry_failures: u64,
+    /// What the pipeline's compaction did (`[sink.compact]`).
+    pub compaction: crate::iceberg::compact::Compaction,
+    /// Lookup-table refreshes that failed (each a transient fault, retried).
+    pub lookup_refresh_failures: u64,
+    /// Fields of written rows dropped because the table has no column for them
+    /// (`[sink] unknown-fields = "drop"`), all names together.
+    pub fields_dropped: u64,
+    /// Columns added to the table (`[sink] unknown-fields = "add"`).
+    pub columns_added: u64,
+    /// Batches read again because the table's schema changed while their own schema
+    /// change was being committed.
+    pub schema_retries: u64,
+    /// Whether a stop signal ended the run.
+    pub stopped: bool,
 }
 
 impl RunSummary {

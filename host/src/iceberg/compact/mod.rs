@@ -63,6 +63,15 @@ const MAX_CONFLICTS: u32 = 10;
 /// The waits between attempts after a conflict: 100 ms doubling to 2 s.
 const BACKOFF: Backoff = Backoff::doubling(Duration::from_millis(100), Duration::from_secs(2));
 
+/// The row groups of the files compaction writes close at about this many encoded bytes
+/// unless the table's `write.parquet.row-group-size-bytes` says otherwise (Parquet's
+/// default closes them at a million rows): the one being written is held in memory, so
+/// this bounds compaction's memory whatever the partition's size.
+const ROW_GROUP_BYTES: usize = 32 << 20;
+
+/// The table property Iceberg's writers take the row-group size from.
+const ROW_GROUP_PROPERTY: &str = "write.parquet.row-group-size-bytes";
+
 /// Numbers the runs of this process, for the names of the files they write.
 static RUNS: AtomicU64 = AtomicU64::new(0);
 
@@ -177,9 +186,14 @@ impl IcebergTable {
     ) -> Result<Replace, IcebergError> {
         let sort = config.sort_keys().map_err(IcebergError::Config)?;
         self.check_sort_columns(&sort)?;
+        let properties = self
+            .writer_properties()?
+            .into_builder()
+            .set_max_row_group_bytes(Some(self.row_group_bytes()))
+            .build();
         let how = Rewrite {
             table: &self.table,
-            properties: self.writer_properties()?,
+            properties,
             target: config.target(self.config.target_file_size),
             sort: &sort,
             prefix: run.to_string(),
@@ -217,6 +231,16 @@ impl IcebergTable {
                 .extend(group.files.iter().map(|f| (group.spec_id, f.clone())));
         }
         Ok(replace)
+    }
+
+    /// The row-group size of the files compaction writes (see [`ROW_GROUP_BYTES`]).
+    fn row_group_bytes(&self) -> usize {
+        let properties = self.table.metadata().properties();
+        properties
+            .get(ROW_GROUP_PROPERTY)
+            .and_then(|v| v.parse().ok())
+            .filter(|&n: &usize| n > 0)
+            .unwrap_or(ROW_GROUP_BYTES)
     }
 
     /// Every `sort-by` column is in the table.

@@ -77,6 +77,38 @@ pub(super) struct ReplaceAction {
     pub written: Vec<String>,
 }
 
+impl ReplaceAction {
+    /// Adds `snapshot` to the table described by `metadata` and makes it the main
+    /// branch's head, if the head is still its parent.
+    fn new(metadata: &TableMetadata, snapshot: Snapshot, written: Vec<String>) -> Self {
+        let snapshot_id = snapshot.snapshot_id();
+        let parent = snapshot.parent_snapshot_id();
+        ReplaceAction {
+            updates: vec![
+                TableUpdate::AddSnapshot { snapshot },
+                TableUpdate::SetSnapshotRef {
+                    ref_name: MAIN_BRANCH.to_string(),
+                    reference: SnapshotReference::new(
+                        snapshot_id,
+                        SnapshotRetention::branch(None, None, None),
+                    ),
+                },
+            ],
+            requirements: vec![
+                TableRequirement::UuidMatch {
+                    uuid: metadata.uuid(),
+                },
+                TableRequirement::RefSnapshotIdMatch {
+                    r#ref: MAIN_BRANCH.to_string(),
+                    snapshot_id: parent,
+                },
+            ],
+            snapshot_id,
+            written,
+        }
+    }
+}
+
 #[async_trait]
 impl TransactionAction for ReplaceAction {
     async fn commit(self: Arc<Self>, _table: &Table) -> iceberg::Result<ActionCommit> {
@@ -141,29 +173,11 @@ impl Replace {
         let snapshot = building
             .snapshot(parent.snapshot_id(), manifests, summary)
             .await?;
-        Ok(Prepared::Ready(ReplaceAction {
-            updates: vec![
-                TableUpdate::AddSnapshot { snapshot },
-                TableUpdate::SetSnapshotRef {
-                    ref_name: MAIN_BRANCH.to_string(),
-                    reference: SnapshotReference::new(
-                        built.snapshot_id,
-                        SnapshotRetention::branch(None, None, None),
-                    ),
-                },
-            ],
-            requirements: vec![
-                TableRequirement::UuidMatch {
-                    uuid: metadata.uuid(),
-                },
-                TableRequirement::RefSnapshotIdMatch {
-                    r#ref: MAIN_BRANCH.to_string(),
-                    snapshot_id: Some(parent.snapshot_id()),
-                },
-            ],
-            snapshot_id: built.snapshot_id,
-            written: building.written,
-        }))
+        Ok(Prepared::Ready(ReplaceAction::new(
+            metadata,
+            snapshot,
+            building.written,
+        )))
     }
 
     /// Reads every manifest of `table`'s current snapshot, checks that the rewritten files
