@@ -16,7 +16,7 @@ use iceberg::spec::{PrimitiveType, Type};
 use super::cells::{Cell, ColumnKind};
 use super::columns::Fill;
 use super::encoder::RowExtra;
-use super::infer;
+use super::infer::{self, Inferred};
 use super::nested::Shape;
 use super::{EncodeError, Encoded, Encoder, SchemaError, UnknownFields};
 use crate::format::read::{ReadError, Reader};
@@ -144,7 +144,8 @@ impl Encoder {
                 if column.is_none() && failure.is_none() {
                     let ty = || field_type(&field.schema, writer, &mut || 0);
                     let name = Cow::Borrowed(field.name.as_str());
-                    self.unknown_typed(name, ty, extra, &mut failure);
+                    let infer = || ty().map_or(Inferred::Empty, Inferred::Type);
+                    self.unknown(name, infer, extra, &mut failure);
                 }
                 continue;
             };
@@ -218,47 +219,6 @@ impl Encoder {
             ty => extra.wanted.grow(column.name.clone(), ty),
         }
         true
-    }
-
-    /// A field the table has no column for: dropped and counted, a dead letter, or asked
-    /// for as a column of its type, `ty` (the writer schema's).
-    pub(super) fn unknown_typed<'a>(
-        &self,
-        name: Cow<'a, str>,
-        ty: impl FnOnce() -> Result<Type, String>,
-        extra: &mut RowExtra<'a>,
-        failure: &mut Option<EncodeError>,
-    ) {
-        let refuse = |code: &'static str, message: String| {
-            Some(EncodeError {
-                code,
-                message,
-                field: Some(name.to_string()),
-            })
-        };
-        match self.unknown {
-            UnknownFields::Drop => extra.dropped.push(name.clone()),
-            UnknownFields::DeadLetter => {
-                *failure = refuse(
-                    "unknown_field",
-                    format!(
-                        "the table has no column `{name}` (`[sink] unknown-fields = \"dead-letter\"`)"
-                    ),
-                )
-            }
-            UnknownFields::Add => match (ty(), self.evolving.refused.get(name.as_ref())) {
-                // No Iceberg type (plain bytes, a union of several types): dropped, counted.
-                (Err(_), _) => extra.dropped.push(name.clone()),
-                (Ok(_), Some((code, message))) => *failure = refuse(code, message.clone()),
-                (Ok(_), None) if self.evolving.frozen => {
-                    if extra.unplanned.is_none() {
-                        extra.unplanned =
-                            refuse("unknown_field", format!("the table has no column `{name}`"));
-                    }
-                }
-                (Ok(ty), None) => extra.wanted.add(name.into_owned(), ty),
-            },
-        }
     }
 }
 

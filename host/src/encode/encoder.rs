@@ -159,7 +159,7 @@ impl Encoder {
         let mut failure = None;
         let fast = flat::each_field(text, |key, raw| match self.by_name.get(key) {
             Some(&i) => self.field(i, raw, &mut cells, &mut failure, extra),
-            None => self.unknown(Cow::Borrowed(key), raw, extra, &mut failure),
+            None => self.unknown(Cow::Borrowed(key), || self.infer(raw), extra, &mut failure),
         });
         if fast.is_some() {
             return self.complete(cells, failure, extra.unplanned.take());
@@ -271,12 +271,13 @@ impl Encoder {
         infer::promotion(&kind, raw)
     }
 
-    /// A field the table has no column for: dropped (its name put in `extra`), asked for
-    /// as a new column, or the event's failure, unless an earlier field failed.
-    fn unknown<'a>(
+    /// A field the table has no column for: dropped and counted, a dead letter, or with
+    /// `unknown-fields = "add"` asked for as a column of the type `infer` gives (JSON's
+    /// inferred from its text, Avro's and Protobuf's from the writer schema).
+    pub(super) fn unknown<'a>(
         &self,
         key: Cow<'a, str>,
-        raw: &str,
+        infer: impl FnOnce() -> Inferred,
         extra: &mut RowExtra<'a>,
         failure: &mut Option<EncodeError>,
     ) {
@@ -285,7 +286,7 @@ impl Encoder {
         }
         match self.unknown {
             UnknownFields::Drop => extra.dropped.push(key),
-            UnknownFields::Add => self.add(key, raw, extra, failure),
+            UnknownFields::Add => self.add(key, infer(), extra, failure),
             UnknownFields::DeadLetter => {
                 *failure = Some(EncodeError {
                     code: "unknown_field",
@@ -298,12 +299,18 @@ impl Encoder {
         }
     }
 
+    /// The type JSON text `raw` would give a column.
+    fn infer(&self, raw: &str) -> Inferred {
+        infer::infer_with(raw, self.evolving.max_depth, self.evolving.timestamps)
+    }
+
     /// A field to become a column: its type is asked for, unless it cannot have one (a
-    /// null, an empty value: dropped and counted), nests too deep, or was refused.
+    /// null, an empty value, a type Iceberg lacks: dropped and counted), nests too deep,
+    /// or was refused.
     fn add<'a>(
         &self,
         key: Cow<'a, str>,
-        raw: &str,
+        inferred: Inferred,
         extra: &mut RowExtra<'a>,
         failure: &mut Option<EncodeError>,
     ) {
@@ -314,7 +321,7 @@ impl Encoder {
                 field: Some(key.to_string()),
             })
         };
-        match infer::infer_with(raw, self.evolving.max_depth, self.evolving.timestamps) {
+        match inferred {
             Inferred::Null => {}
             Inferred::Empty => extra.dropped.push(key),
             Inferred::TooDeep => {
@@ -497,12 +504,14 @@ impl<'de> Visitor<'de> for RowSeed<'_, 'de> {
                 }
                 Key::Unknown(name) if self.encoder.unknown == UnknownFields::Add => {
                     let raw: &'de RawValue = map.next_value()?;
-                    self.encoder
-                        .unknown(name, raw.get(), self.extra, self.failure);
+                    let infer = || self.encoder.infer(raw.get());
+                    self.encoder.unknown(name, infer, self.extra, self.failure);
                 }
                 Key::Unknown(name) => {
                     map.next_value::<IgnoredAny>()?;
-                    self.encoder.unknown(name, "", self.extra, self.failure);
+                    let nothing = || Inferred::Null; // not asked for: not adding columns
+                    self.encoder
+                        .unknown(name, nothing, self.extra, self.failure);
                 }
             }
         }

@@ -12,6 +12,7 @@ use super::avro::{Misfit, column_name, out_of_range};
 use super::cells::{Cell, ColumnKind};
 use super::columns::Fill;
 use super::encoder::RowExtra;
+use super::infer::Inferred;
 use super::nested::Shape;
 use super::{EncodeError, Encoder};
 use crate::format::protobuf::{decode, field_type};
@@ -37,7 +38,8 @@ impl Encoder {
                 if column.is_none() && failure.is_none() && decoded.has_field(&field) {
                     let name = Cow::Owned(field.name().to_string());
                     let ty = || field_type(&field, &mut || 0);
-                    self.unknown_typed(name, ty, extra, &mut failure);
+                    let infer = || ty().map_or(Inferred::Empty, Inferred::Type);
+                    self.unknown(name, infer, extra, &mut failure);
                 }
                 continue;
             };

@@ -80,6 +80,23 @@ fn append(table: &mut IcebergTable, batch_id: u64, from: i64, to: i64) {
         .unwrap();
 }
 
+/// Appends batches `1..=count` (ids `10 * batch` to `10 * batch + 9`).
+fn append_batches(table: &mut IcebergTable, count: u64) {
+    for batch in 1..=count {
+        let first = batch as i64 * 10;
+        append(table, batch, first, first + 10);
+    }
+}
+
+/// Plans a compaction of `table` and rewrites its files (run `run`), committing nothing.
+fn rewritten(table: &mut IcebergTable, run: &str) -> Replace {
+    let config = config();
+    let plan = table.plan_compaction(&config).unwrap();
+    table
+        .rewrite_groups(&config, &plan, run, &AtomicBool::new(false))
+        .unwrap()
+}
+
 fn ids(table: &IcebergTable) -> Vec<i64> {
     let mut ids: Vec<i64> = table
         .read_rows()
@@ -117,9 +134,7 @@ fn config() -> CompactConfig {
 fn small_files_become_one_per_partition_and_the_rows_and_marks_stay() {
     let warehouse = Warehouse::new("once");
     let mut table = warehouse.table();
-    for batch in 1..=12 {
-        append(&mut table, batch, batch as i64 * 10, batch as i64 * 10 + 10);
-    }
+    append_batches(&mut table, 12);
     assert_eq!(data_files(&mut table), 24);
     let before = ids(&table);
     let stop = AtomicBool::new(false);
@@ -152,20 +167,8 @@ fn an_append_that_lands_before_the_replace_is_kept() {
     let warehouse = Warehouse::new("append");
     let mut compactor = warehouse.table();
     let mut writer = warehouse.table();
-    for batch in 1..=4 {
-        append(
-            &mut writer,
-            batch,
-            batch as i64 * 10,
-            batch as i64 * 10 + 10,
-        );
-    }
-    let config = config();
-    let plan = compactor.plan_compaction(&config).unwrap();
-    let stop = AtomicBool::new(false);
-    let mut replace = compactor
-        .rewrite_groups(&config, &plan, "compact-test", &stop)
-        .unwrap();
+    append_batches(&mut writer, 4);
+    let mut replace = rewritten(&mut compactor, "compact-test");
     // An append lands between the rewrite and the replace.
     append(&mut writer, 5, 50, 60);
     let mut compacted = Compacted::default();
@@ -184,9 +187,7 @@ fn a_run_whose_files_another_compaction_took_is_abandoned_and_cleans_up() {
     let warehouse = Warehouse::new("twice");
     let mut first = warehouse.table();
     let mut second = warehouse.table();
-    for batch in 1..=3 {
-        append(&mut first, batch, batch as i64 * 10, batch as i64 * 10 + 10);
-    }
+    append_batches(&mut first, 3);
     let config = config();
     let stop = AtomicBool::new(false);
     let plan = second.plan_compaction(&config).unwrap();
@@ -219,9 +220,7 @@ fn a_run_whose_files_another_compaction_took_is_abandoned_and_cleans_up() {
 fn sort_by_orders_the_rows_of_each_file_written() {
     let warehouse = Warehouse::new("sorted");
     let mut table = warehouse.table();
-    for batch in 1..=5 {
-        append(&mut table, batch, batch as i64 * 10, batch as i64 * 10 + 10);
-    }
+    append_batches(&mut table, 5);
     let config = CompactConfig {
         sort_by: vec!["id desc".into()],
         ..config()
@@ -264,9 +263,7 @@ fn sort_by_orders_the_rows_of_each_file_written() {
 fn a_sort_column_the_table_lacks_is_a_clear_error() {
     let warehouse = Warehouse::new("nosort");
     let mut table = warehouse.table();
-    for batch in 1..=2 {
-        append(&mut table, batch, batch as i64 * 10, batch as i64 * 10 + 10);
-    }
+    append_batches(&mut table, 2);
     let config = CompactConfig {
         sort_by: vec!["amount".into()],
         ..config()
@@ -300,20 +297,8 @@ fn a_replace_refused_because_an_append_landed_is_committed_again_on_its_manifest
     let warehouse = Warehouse::new("conflict");
     let mut compactor = warehouse.table();
     let mut writer = warehouse.table();
-    for batch in 1..=4 {
-        append(
-            &mut writer,
-            batch,
-            batch as i64 * 10,
-            batch as i64 * 10 + 10,
-        );
-    }
-    let config = config();
-    let plan = compactor.plan_compaction(&config).unwrap();
-    let stop = AtomicBool::new(false);
-    let mut replace = compactor
-        .rewrite_groups(&config, &plan, "compact-conflict", &stop)
-        .unwrap();
+    append_batches(&mut writer, 4);
+    let mut replace = rewritten(&mut compactor, "compact-conflict");
     compactor.refresh().unwrap();
     let prepared = compactor
         .catalog
