@@ -136,6 +136,9 @@ pub fn run(args: &RunArgs, stop: &AtomicBool) -> anyhow::Result<RunSummary> {
         window_rows = summary.window_rows,
         snapshots_expired = summary.snapshots_expired,
         snapshot_expiry_failures = summary.snapshot_expiry_failures,
+        compactions = summary.compaction.runs,
+        compaction_files_rewritten = summary.compaction.files_rewritten,
+        compaction_failures = summary.compaction.failures,
         lookup_refresh_failures = summary.lookup_refresh_failures,
         stopped = summary.stopped,
         "pipeline finished"

@@ -13,6 +13,8 @@ use std::thread::JoinHandle;
 
 use crate::iceberg::compact::{CompactConfig, Compaction};
 use crate::iceberg::{IcebergCatalog, IcebergSinkConfig, IcebergTable};
+use crate::progress::Role;
+use crate::record::TopicPartition;
 
 /// What the thread and the pipeline share.
 #[derive(Default)]
@@ -76,6 +78,19 @@ impl Drop for Compactor {
     }
 }
 
+/// Whether a process with `role`, whose last batch read `partitions`, is the one that
+/// compacts: alone or active, yes; standing by, no; in a consumer group, the member that
+/// read partition 0 of `first_topic`.
+pub(super) fn compacts(role: Role, partitions: &[TopicPartition], first_topic: &str) -> bool {
+    match role {
+        Role::Single | Role::Active => true,
+        Role::Standby => false,
+        Role::Member => partitions
+            .iter()
+            .any(|tp| &*tp.topic == first_topic && tp.partition == 0),
+    }
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -126,5 +141,28 @@ fn compact(
                 ..Compaction::default()
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tp(topic: &str, partition: i32) -> TopicPartition {
+        TopicPartition {
+            topic: topic.into(),
+            partition,
+        }
+    }
+
+    #[test]
+    fn one_process_compacts_in_a_group_the_reader_of_the_first_partition() {
+        let first = [tp("events", 0), tp("events", 1)];
+        let others = [tp("events", 2), tp("clicks", 0)];
+        assert!(compacts(Role::Single, &[], "events"));
+        assert!(compacts(Role::Active, &[], "events"));
+        assert!(!compacts(Role::Standby, &first, "events"));
+        assert!(compacts(Role::Member, &first, "events"));
+        assert!(!compacts(Role::Member, &others, "events"));
     }
 }

@@ -258,6 +258,9 @@ impl Pipeline {
             let error = match ran {
                 Ok(stopped) => {
                     self.summary.stopped = stopped;
+                    if let Some(compactor) = &self.compactor {
+                        self.summary.compaction.add(&compactor.take());
+                    }
                     return Ok(self.summary.clone());
                 }
                 Err(error) => error,

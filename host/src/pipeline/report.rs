@@ -10,7 +10,7 @@ use super::cpu;
 use super::process::ProcessStats;
 use super::read::Input;
 use super::route::Prepared;
-use crate::progress::{CpuTimes, Durations, EventTimeProgress, LookupProgress, Progress, Role};
+use crate::progress::{CpuTimes, Durations, EventTimeProgress, LookupProgress, Progress};
 
 impl Pipeline {
     /// Reports a committed batch.
@@ -92,22 +92,14 @@ impl Pipeline {
     }
 
     /// What the compaction thread did since the last batch; and whether this process
-    /// compacts from now on (see [`super::compactor`]): alone or active, yes; in a consumer
-    /// group, if it read partition 0 of the first source topic.
+    /// compacts from now on ([`super::compactor::compacts`]).
     fn compaction_since(&self, input: &Input) -> crate::iceberg::compact::Compaction {
         let Some(compactor) = &self.compactor else {
             return Default::default();
         };
-        let first = self.config.source.topics.first().map(String::as_str);
-        compactor.set_active(match self.role {
-            Role::Single | Role::Active => true,
-            Role::Standby => false,
-            Role::Member => input
-                .start
-                .0
-                .keys()
-                .any(|tp| Some(&*tp.topic) == first && tp.partition == 0),
-        });
+        let first = self.config.source.topics.first().map_or("", String::as_str);
+        let read: Vec<_> = input.start.0.keys().cloned().collect();
+        compactor.set_active(super::compactor::compacts(self.role, &read, first));
         compactor.take()
     }
 
