@@ -171,7 +171,7 @@ impl IcebergTable {
         );
         let mut replace = self.rewrite_groups(config, &compacted.plan, &run, stop)?;
         crash_point("after-rewrite");
-        self.commit_replace(&mut replace, &run, &mut compacted)?;
+        self.commit_replace(&mut replace, &run, stop, &mut compacted)?;
         Ok(compacted)
     }
 
@@ -257,14 +257,20 @@ impl IcebergTable {
         }
     }
 
-    /// Step 3: the replace committed, built again after each conflict.
+    /// Step 3: the replace committed, built again after each conflict (unless `stop` is
+    /// set meanwhile).
     fn commit_replace(
         &mut self,
         replace: &mut Replace,
         run: &str,
+        stop: &AtomicBool,
         compacted: &mut Compacted,
     ) -> Result<(), IcebergError> {
         for attempt in 0..=MAX_CONFLICTS {
+            if attempt > 0 && stop.load(Ordering::Relaxed) {
+                self.abandon(replace, "the process is stopping".into(), compacted);
+                return Ok(());
+            }
             self.refresh()?;
             let prefix = format!("{run}-{attempt}");
             let prepared = self

@@ -173,7 +173,12 @@ fn an_append_that_lands_before_the_replace_is_kept() {
     append(&mut writer, 5, 50, 60);
     let mut compacted = Compacted::default();
     compactor
-        .commit_replace(&mut replace, "compact-test", &mut compacted)
+        .commit_replace(
+            &mut replace,
+            "compact-test",
+            &AtomicBool::new(false),
+            &mut compacted,
+        )
         .unwrap();
 
     assert_eq!(compacted.counts.runs, 1);
@@ -198,7 +203,12 @@ fn a_run_whose_files_another_compaction_took_is_abandoned_and_cleans_up() {
 
     let mut compacted = Compacted::default();
     second
-        .commit_replace(&mut replace, "compact-second", &mut compacted)
+        .commit_replace(
+            &mut replace,
+            "compact-second",
+            &AtomicBool::new(false),
+            &mut compacted,
+        )
         .unwrap();
 
     assert_eq!(compacted.counts.abandoned, 1);
@@ -320,7 +330,12 @@ fn a_replace_refused_because_an_append_landed_is_committed_again_on_its_manifest
 
     let mut compacted = Compacted::default();
     compactor
-        .commit_replace(&mut replace, "compact-conflict", &mut compacted)
+        .commit_replace(
+            &mut replace,
+            "compact-conflict",
+            &AtomicBool::new(false),
+            &mut compacted,
+        )
         .unwrap();
 
     assert_eq!(compacted.counts.runs, 1);
