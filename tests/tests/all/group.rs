@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use sluice_tests::fixture::{Running, Setup, progress_lines};
+use sluice_tests::fixture::{Running, Setup, progress_lines, text};
 use sluice_tests::measure::rss_kib;
 use sluice_tests::postgres::Postgres;
 use sluice_tests::pyiceberg::{CatalogAt, RestCatalog, read_table_in};
@@ -119,7 +119,8 @@ fn partitions_read(logs: &[String]) -> Vec<BTreeSet<String>> {
 
 #[test]
 fn three_processes_share_a_topic_and_write_every_event_once() {
-    let s = group_setup("group-three");
+    let mut s = group_setup("group-three");
+    compacting(&mut s);
     three_processes_share_a_topic(&s, CatalogAt::Warehouse(&s.warehouse));
 }
 
@@ -129,6 +130,7 @@ fn three_processes_share_a_topic_on_a_postgresql_catalog() {
     let mut s = Setup::new("group-postgres");
     s.use_postgres_catalog(&pg.url);
     as_member(&mut s);
+    compacting(&mut s);
     let catalog = CatalogAt::Sql {
         uri: &pg.url,
         name: "sluice",
@@ -142,6 +144,7 @@ fn three_processes_share_a_topic_on_a_rest_catalog() {
     let server = RestCatalog::start(&s.warehouse);
     s.use_rest_catalog(&server.url);
     as_member(&mut s);
+    compacting(&mut s);
     let catalog = CatalogAt::Rest {
         url: &server.url,
         name: "rest",
@@ -149,8 +152,14 @@ fn three_processes_share_a_topic_on_a_rest_catalog() {
     three_processes_share_a_topic(&s, catalog);
 }
 
-/// Three processes share a 6-partition topic while events keep coming; what landed is read
-/// back with pyiceberg from `catalog`.
+/// Every member compacts every second ([`three_processes_share_a_topic`] checks that only
+/// the one reading partition 0 of the topic does).
+fn compacting(s: &mut Setup) {
+    s.edit_config(|text| format!("{text}\n[sink.compact]\nevery = \"1s\"\nmin-input-files = 2\n"));
+}
+
+/// Three processes share a 6-partition topic while events keep coming, compacting the
+/// table beside their batches; what landed is read back with pyiceberg from `catalog`.
 fn three_processes_share_a_topic(s: &Setup, catalog: CatalogAt<'_>) {
     let args = [
         "--partitions",
@@ -192,6 +201,36 @@ fn three_processes_share_a_topic(s: &Setup, catalog: CatalogAt<'_>) {
             assert_eq!(p["role"], "member", "{p}");
         }
     }
+    // One process at a time compacts: the one that read partition 0 (a rebalance may
+    // move it); those that never did compacted nothing. The run's closing line counts
+    // every compaction it committed.
+    let topic0 = format!("{}/0", s.topic);
+    let mut compactions = 0;
+    for (log, partitions) in logs.iter().zip(&read) {
+        let runs = compactions_of(log);
+        if !partitions.contains(&topic0) {
+            assert_eq!(runs, 0, "{partitions:?}");
+        }
+        compactions += runs;
+    }
+    assert!(compactions >= 1, "{}", logs.join("\n----\n"));
+    // What is left, `sluice maintain` compacts through the same catalog: the same rows.
+    let out = s.command(&["maintain", "--compact-only"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert_exactly_once(s, valid, invalid);
+    let rows = read_table_in(catalog, "tutorial.retail_clickstream_events");
+    assert_eq!(rows.len() as u64, valid);
+}
+
+/// The compactions a run committed, as its closing log line says.
+fn compactions_of(log: &str) -> u64 {
+    let line = log
+        .lines()
+        .find(|l| l.contains("pipeline finished"))
+        .unwrap_or_else(|| panic!("no closing line: {log}"));
+    line.split_once(" compactions=")
+        .and_then(|(_, rest)| rest.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no compactions in {line}"))
 }
 
 /// What the producer runs of a test sent: valid and invalid events.
