@@ -47,8 +47,8 @@ use iceberg::spec::DataFile;
 use serde::Serialize;
 
 pub use self::config::{CompactConfig, SortKey};
-use self::plan::Manifests;
 pub use self::plan::{Group, Limits, Plan};
+use self::plan::{Manifests, ManifestsRead};
 use self::replace::{Prepared, Replace};
 use self::rewrite::{Rewrite, Rewritten};
 use super::{IcebergError, IcebergTable, iceberg_err};
@@ -131,6 +131,15 @@ pub struct Compacted {
 impl IcebergTable {
     /// Plans a compaction of the table as it is now, with `config`'s limits.
     pub fn plan_compaction(&mut self, config: &CompactConfig) -> Result<Plan, IcebergError> {
+        self.plan_reading(config, &mut ManifestsRead::new())
+    }
+
+    /// [`IcebergTable::plan_compaction`], reading the manifests not in `read`.
+    fn plan_reading(
+        &mut self,
+        config: &CompactConfig,
+        read: &mut ManifestsRead,
+    ) -> Result<Plan, IcebergError> {
         self.refresh()?;
         let target = config.target(self.config.target_file_size);
         let limits = Limits {
@@ -140,7 +149,7 @@ impl IcebergTable {
         };
         let manifests = self
             .catalog
-            .block_on(Manifests::current(&self.table))
+            .block_on(Manifests::current(&self.table, read))
             .map_err(iceberg_err(format!(
                 "reading the manifests of {}",
                 self.ident
@@ -156,7 +165,8 @@ impl IcebergTable {
         config: &CompactConfig,
         stop: &AtomicBool,
     ) -> Result<Compacted, IcebergError> {
-        let plan = self.plan_compaction(config)?;
+        let mut read = ManifestsRead::new();
+        let plan = self.plan_reading(config, &mut read)?;
         let mut compacted = Compacted {
             plan,
             ..Compacted::default()
@@ -170,6 +180,7 @@ impl IcebergTable {
             RUNS.fetch_add(1, Ordering::Relaxed)
         );
         let mut replace = self.rewrite_groups(config, &compacted.plan, &run, stop)?;
+        replace.read = read;
         crash_point("after-rewrite");
         self.commit_replace(&mut replace, &run, stop, &mut compacted)?;
         Ok(compacted)
@@ -205,6 +216,7 @@ impl IcebergTable {
             properties: HashMap::from([(COMPACTED_BY.to_string(), self.run_id.clone())]),
             built: None,
             stale: Vec::new(),
+            read: ManifestsRead::new(),
         };
         for (index, group) in plan.groups.iter().enumerate() {
             let result = self.catalog.block_on(how.group(group, index));

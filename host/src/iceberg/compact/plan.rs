@@ -6,6 +6,10 @@ use std::collections::HashMap;
 use iceberg::spec::{DataFile, ManifestContentType, ManifestEntry, ManifestFile, Struct};
 use iceberg::table::Table;
 
+/// The entries of the manifests read so far in a run, by path: a manifest is never changed
+/// once written, so the plan and each attempt at the replace read it once between them.
+pub(super) type ManifestsRead = HashMap<String, Vec<ManifestEntry>>;
+
 /// The manifests of a snapshot, each with its entries (sequence numbers inherited).
 pub(super) struct Manifests {
     /// The data manifests.
@@ -15,8 +19,9 @@ pub(super) struct Manifests {
 }
 
 impl Manifests {
-    /// Reads the manifests of `table`'s current snapshot (none if it has no snapshot).
-    pub async fn current(table: &Table) -> iceberg::Result<Self> {
+    /// Reads the manifests of `table`'s current snapshot (none if it has no snapshot),
+    /// those not in `read` from storage (and adds them to it).
+    pub async fn current(table: &Table, read: &mut ManifestsRead) -> iceberg::Result<Self> {
         let mut manifests = Manifests {
             data: Vec::new(),
             has_deletes: false,
@@ -26,9 +31,16 @@ impl Manifests {
         };
         let list = table.manifest_list_reader(snapshot).load().await?;
         for file in list.entries() {
-            let manifest = file.load_manifest(table.file_io()).await?;
-            let entries: Vec<ManifestEntry> =
-                manifest.entries().iter().map(|e| (**e).clone()).collect();
+            let entries = match read.get(&file.manifest_path) {
+                Some(entries) => entries.clone(),
+                None => {
+                    let manifest = file.load_manifest(table.file_io()).await?;
+                    let entries: Vec<ManifestEntry> =
+                        manifest.entries().iter().map(|e| (**e).clone()).collect();
+                    read.insert(file.manifest_path.clone(), entries.clone());
+                    entries
+                }
+            };
             if file.content == ManifestContentType::Deletes {
                 manifests.has_deletes |= entries.iter().any(ManifestEntry::is_alive);
             } else {

@@ -25,7 +25,7 @@ use iceberg::table::Table;
 use iceberg::transaction::{ActionCommit, ApplyTransactionAction, Transaction, TransactionAction};
 use iceberg::{Catalog, Error, ErrorKind, TableRequirement, TableUpdate};
 
-use super::plan::Manifests;
+use super::plan::{Manifests, ManifestsRead};
 use crate::iceberg::fence::PinnedCatalog;
 
 /// The files a compaction swaps.
@@ -42,6 +42,8 @@ pub(super) struct Replace {
     pub built: Option<Built>,
     /// Manifests written for an earlier state of the table, no longer used.
     pub stale: Vec<String>,
+    /// The manifests the run has read (the plan's, then the replace's).
+    pub read: ManifestsRead,
 }
 
 /// The manifests of a replace, written once for every attempt: appends since only add
@@ -187,7 +189,7 @@ impl Replace {
         if let Some(stale) = self.built.take() {
             self.stale.extend(stale.written);
         }
-        let manifests = Manifests::current(table).await?;
+        let manifests = Manifests::current(table, &mut self.read).await?;
         let removed: HashSet<&str> = self.removed.iter().map(|(_, f)| f.file_path()).collect();
         let live: HashSet<&str> = manifests
             .data

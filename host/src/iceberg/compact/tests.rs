@@ -112,7 +112,7 @@ fn data_files(table: &mut IcebergTable) -> usize {
     table.refresh().unwrap();
     let manifests = table
         .catalog
-        .block_on(Manifests::current(&table.table))
+        .block_on(Manifests::current(&table.table, &mut Default::default()))
         .unwrap();
     manifests
         .data
@@ -241,7 +241,7 @@ fn sort_by_orders_the_rows_of_each_file_written() {
     table.refresh().unwrap();
     let manifests = table
         .catalog
-        .block_on(Manifests::current(&table.table))
+        .block_on(Manifests::current(&table.table, &mut Default::default()))
         .unwrap();
     let files: Vec<DataFile> = manifests
         .data
