@@ -6,9 +6,10 @@ use std::cell::RefCell;
 
 use crate::Processor;
 use crate::bindings::sluice::plugin::types::{
-    Action, EventChunk, Rejection as WitRejection, Rewrite, Verdicts,
+    Action, EventChunk, Patches, Rejection as WitRejection, Rewrite, Verdicts,
 };
 use crate::event::{ChunkValues, Event, Header, InChunk};
+use crate::lookup::Lookups;
 use crate::params::Params;
 use crate::verdict::Verdict;
 
@@ -24,15 +25,29 @@ pub fn init<P: Processor>(params: Vec<(String, String)>) -> Result<(), String> {
     Ok(())
 }
 
-/// Judges a chunk with the plugin built by `init`.
+/// Judges a chunk with the plugin built by `init`: first the lookups every event announces
+/// are asked for together, then each event is processed.
 pub fn process<P: Processor>(chunk: EventChunk) -> Result<Verdicts, String> {
     PLUGIN.with_borrow_mut(|slot| {
         let plugin = slot
             .as_mut()
             .and_then(|p| p.downcast_mut::<P>())
             .ok_or_else(|| "process was called before init".to_string())?;
-        judge_chunk(chunk, |event| plugin.process(event))
+        with_events(&chunk, |events| {
+            answer(judge_with(plugin, events).into_iter())
+        })
     })
+}
+
+/// `plugin`'s verdicts on `events`, one chunk: the lookups they announce are asked for
+/// together first.
+pub(crate) fn judge_with<P: Processor>(plugin: &mut P, events: &[Event<'_>]) -> Vec<Verdict> {
+    let mut lookups = Lookups::default();
+    for event in events {
+        plugin.prefetch(event, &mut lookups);
+    }
+    let _answers = lookups.fetch();
+    events.iter().map(|event| plugin.process(event)).collect()
 }
 
 /// Runs `judge` over every event of `chunk` and collects the answers in the WIT layout.
@@ -40,6 +55,11 @@ pub fn judge_chunk(
     chunk: EventChunk,
     mut judge: impl FnMut(&Event<'_>) -> Verdict,
 ) -> Result<Verdicts, String> {
+    with_events(&chunk, |events| answer(events.iter().map(&mut judge)))
+}
+
+/// Checks `chunk` and calls `f` with its events.
+fn with_events<R>(chunk: &EventChunk, f: impl FnOnce(&[Event<'_>]) -> R) -> Result<R, String> {
     let n = chunk.partitions.len();
     for (name, len) in [
         ("topic-index", chunk.topic_index.len()),
@@ -54,14 +74,11 @@ pub fn judge_chunk(
             ));
         }
     }
-    let headers = group_headers(chunk.headers, n)?;
-
-    let mut actions = Vec::with_capacity(n);
-    let mut rewrites = Vec::new();
-    let mut rejections = Vec::new();
+    let headers = group_headers(&chunk.headers, n)?;
     let mut keys = Slicer::new(&chunk.keys, "keys");
     let mut values = Slicer::new(&chunk.values, "values");
     let all_values = ChunkValues::new(&chunk.values);
+    let mut events = Vec::with_capacity(n);
     for i in 0..n {
         let topic = chunk
             .topics
@@ -71,7 +88,7 @@ pub fn judge_chunk(
         let (from, to) = headers.ranges.get(i).copied().unwrap_or_default();
         let value_start = values.at;
         let value = values.next(chunk.value_lengths[i])?;
-        let event = Event {
+        events.push(Event {
             key: keys.next(chunk.key_lengths[i])?,
             value,
             in_chunk: value.map(|_| InChunk {
@@ -84,9 +101,26 @@ pub fn judge_chunk(
             offset: chunk.offsets[i],
             timestamp_ms: (timestamp >= 0).then_some(timestamp),
             headers: &headers.all[from..to],
-        };
+        });
+    }
+    Ok(f(&events))
+}
+
+/// The verdicts of a chunk's events, in order, in the WIT layout.
+fn answer(verdicts: impl Iterator<Item = Verdict>) -> Verdicts {
+    let mut actions = Vec::with_capacity(verdicts.size_hint().0);
+    let mut rewrites = Vec::new();
+    let mut rejections = Vec::new();
+    let mut patches = Patches {
+        events: Vec::new(),
+        name_lengths: Vec::new(),
+        names: String::new(),
+        value_lengths: Vec::new(),
+        values: Vec::new(),
+    };
+    for (i, verdict) in verdicts.enumerate() {
         let index = i as u32;
-        match judge(&event) {
+        match verdict {
             Verdict::Keep => actions.push(Action::Keep),
             Verdict::Rewrite(value) => {
                 actions.push(Action::Rewrite);
@@ -94,6 +128,11 @@ pub fn judge_chunk(
                     event: index,
                     value,
                 });
+            }
+            Verdict::Patch(patch) if patch.is_empty() => actions.push(Action::Keep),
+            Verdict::Patch(patch) => {
+                actions.push(Action::Patch);
+                patch.append_to(index, &mut patches);
             }
             Verdict::Reject(rejection) => {
                 actions.push(Action::Reject);
@@ -107,11 +146,12 @@ pub fn judge_chunk(
             }
         }
     }
-    Ok(Verdicts {
+    Verdicts {
         actions,
         rewrites,
         rejections,
-    })
+        patches,
+    }
 }
 
 struct GroupedHeaders {
@@ -121,7 +161,7 @@ struct GroupedHeaders {
 }
 
 fn group_headers(
-    wire: Vec<crate::bindings::sluice::plugin::types::Header>,
+    wire: &[crate::bindings::sluice::plugin::types::Header],
     n: usize,
 ) -> Result<GroupedHeaders, String> {
     if wire.is_empty() {
@@ -147,8 +187,8 @@ fn group_headers(
         ranges[event].1 = at + 1;
         previous = event;
         all.push(Header {
-            name: h.name,
-            value: h.value,
+            name: h.name.clone(),
+            value: h.value.clone(),
         });
     }
     Ok(GroupedHeaders { all, ranges })

@@ -58,6 +58,7 @@ mod event;
 mod json;
 mod lookup;
 mod params;
+mod patch;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod testing;
 mod verdict;
@@ -67,8 +68,11 @@ pub mod __private;
 
 pub use event::{Event, Header};
 pub use lookup::codes as lookup_codes;
-pub use lookup::{LOOKUP_FAILED, LookupError, lookup, lookup_many, lookup_many_raw, lookup_raw};
+pub use lookup::{
+    LOOKUP_FAILED, LookupError, Lookups, lookup, lookup_many, lookup_many_raw, lookup_raw,
+};
 pub use params::Params;
+pub use patch::Patch;
 pub use verdict::{IntoVerdict, Rejection, Verdict};
 
 /// Generated bindings for the `sluice:plugin` WIT package. Plugin authors do not need them;
@@ -87,9 +91,10 @@ pub mod bindings {
 }
 
 /// The version of the `sluice:plugin` WIT package this SDK speaks. A host loads a plugin
-/// built against any `0.1.x` version up to its own; a plugin of a newer minor version
-/// (`0.2`) is refused at load with a message naming both versions.
-pub const WIT_VERSION: &str = "0.1.1";
+/// built against any `0.2.x` version up to its own (and hosts from `0.2` on load `0.1`
+/// plugins too); a host that speaks only `0.1` refuses it at load with a message naming
+/// both versions.
+pub const WIT_VERSION: &str = "0.2.0";
 
 /// Rejection codes that the SDK itself produces.
 pub mod codes {
@@ -143,6 +148,39 @@ pub trait Processor: Sized + 'static {
 
     /// Judges one event.
     fn process(&mut self, event: &Event<'_>) -> Verdict;
+
+    /// Says which lookups [`Processor::process`] will make for `event`, before any event of
+    /// its chunk is processed. The SDK asks the host for all the keys of a chunk at once (one
+    /// call per table, each key once), and [`lookup`] in `process` answers from those
+    /// answers; a lookup not announced still works, with a host call of its own. The
+    /// default announces nothing.
+    ///
+    /// ```
+    /// use sluice_guest::{Event, Lookups, Params, Processor, Verdict};
+    ///
+    /// struct Tier;
+    ///
+    /// impl Processor for Tier {
+    ///     fn init(_: &Params) -> Result<Self, String> {
+    ///         Ok(Tier)
+    ///     }
+    ///
+    ///     fn prefetch(&mut self, event: &Event<'_>, lookups: &mut Lookups) {
+    ///         if let Some(user) = event.key() {
+    ///             lookups.want("profiles", user);
+    ///         }
+    ///     }
+    ///
+    ///     fn process(&mut self, event: &Event<'_>) -> Verdict {
+    ///         // Answered from the chunk's prefetched keys.
+    ///         let _ = sluice_guest::lookup_raw("profiles", event.key().unwrap_or_default());
+    ///         Verdict::Keep
+    ///     }
+    /// }
+    /// ```
+    fn prefetch(&mut self, event: &Event<'_>, lookups: &mut Lookups) {
+        let _ = (event, lookups);
+    }
 }
 
 /// Exports a plugin from this crate. Use it once, at the crate root.

@@ -9,6 +9,8 @@
 //! Natively (unit tests), lookups read the tables set for the current thread with
 //! [`crate::testing::lookups`].
 
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use serde::de::DeserializeOwned;
@@ -101,9 +103,11 @@ pub fn lookup<T: DeserializeOwned>(
     key: impl AsRef<[u8]>,
 ) -> Result<Option<T>, LookupError> {
     let key = key.as_ref();
-    lookup_raw(table, key)?
-        .map(|value| parse(table, key, &value))
-        .transpose()
+    let read = |value: Option<&[u8]>| value.map(|v| parse(table, key, v)).transpose();
+    if let Some(answer) = prefetched(table, key, read) {
+        return answer?;
+    }
+    read(lookup_raw_uncached(table, key)?.as_deref())
 }
 
 /// The values of `keys` in `table`, in order, each parsed from JSON as a `T`: one host
@@ -121,7 +125,93 @@ pub fn lookup_many<T: DeserializeOwned, K: AsRef<[u8]>>(
 
 /// The value of `key` in `table` as bytes (a JSON object), unparsed.
 pub fn lookup_raw(table: &str, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>, LookupError> {
-    imp::lookup(table, key.as_ref())
+    let key = key.as_ref();
+    match prefetched(table, key, |value| value.map(<[u8]>::to_vec)) {
+        Some(answer) => answer,
+        None => lookup_raw_uncached(table, key),
+    }
+}
+
+fn lookup_raw_uncached(table: &str, key: &[u8]) -> Result<Option<Vec<u8>>, LookupError> {
+    imp::lookup(table, key)
+}
+
+/// The keys a chunk's events announce they will look up ([`crate::Processor::prefetch`]),
+/// each key once per table.
+#[derive(Debug, Default)]
+pub struct Lookups {
+    tables: Vec<(String, HashSet<Vec<u8>>)>,
+}
+
+impl Lookups {
+    /// Announces a lookup of `key` in `table`.
+    pub fn want(&mut self, table: &str, key: impl AsRef<[u8]>) {
+        let key = key.as_ref();
+        let keys = match self.tables.iter().position(|(t, _)| t == table) {
+            Some(i) => &mut self.tables[i].1,
+            None => {
+                self.tables.push((table.to_string(), HashSet::new()));
+                &mut self.tables.last_mut().expect("just pushed").1
+            }
+        };
+        if !keys.contains(key) {
+            keys.insert(key.to_vec());
+        }
+    }
+
+    /// Asks the host for every announced key (one call per table) and makes the answers
+    /// what lookups read until the returned guard is dropped.
+    pub(crate) fn fetch(self) -> Prefetched {
+        let tables = self
+            .tables
+            .into_iter()
+            .map(|(table, keys)| {
+                let keys: Vec<Vec<u8>> = keys.into_iter().collect();
+                let answers = imp::lookup_many(&table, &keys)
+                    .map(|values| keys.into_iter().zip(values).collect());
+                (table, answers)
+            })
+            .collect();
+        PREFETCHED.with_borrow_mut(|p| *p = tables);
+        Prefetched(())
+    }
+}
+
+/// The answers of one chunk's announced lookups, by table: the values by key, or the error
+/// the table's lookups give.
+type Answers = Vec<(
+    String,
+    Result<HashMap<Vec<u8>, Option<Vec<u8>>>, LookupError>,
+)>;
+
+thread_local! {
+    /// What [`Lookups::fetch`] got for the chunk being processed.
+    static PREFETCHED: RefCell<Answers> = const { RefCell::new(Vec::new()) };
+}
+
+/// While alive, lookups read the chunk's prefetched answers; dropped, they are forgotten
+/// (tables may change between batches).
+pub(crate) struct Prefetched(());
+
+impl Drop for Prefetched {
+    fn drop(&mut self) {
+        PREFETCHED.with_borrow_mut(Vec::clear);
+    }
+}
+
+/// `read` of the prefetched answer for `key` in `table`, if it was prefetched.
+fn prefetched<R>(
+    table: &str,
+    key: &[u8],
+    read: impl FnOnce(Option<&[u8]>) -> R,
+) -> Option<Result<R, LookupError>> {
+    PREFETCHED.with_borrow(|tables| {
+        let (_, answers) = tables.iter().find(|(t, _)| t == table)?;
+        match answers {
+            Ok(values) => Some(Ok(read(values.get(key)?.as_deref()))),
+            Err(e) => Some(Err(e.clone())),
+        }
+    })
 }
 
 /// The values of `keys` in `table` as bytes, in order, unparsed: one host call.

@@ -58,6 +58,32 @@ impl Table {
 struct Twin {
     tables: BTreeMap<String, Table>,
     denied: BTreeSet<String>,
+    calls: HostCalls,
+}
+
+/// The host calls lookups made on the current thread since the tables were last set
+/// ([`lookups`]): what [`crate::Processor::prefetch`] saves shows here.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HostCalls {
+    /// Calls of `lookup`, one key each.
+    pub lookup: u64,
+    /// Calls of `lookup-many`.
+    pub lookup_many: u64,
+}
+
+/// The host calls lookups made on this thread since the tables were last set.
+pub fn host_calls() -> HostCalls {
+    TWIN.with_borrow(|twin| twin.calls)
+}
+
+/// Judges `events` as the host sends them, as one chunk: the lookups each event announces
+/// ([`crate::Processor::prefetch`]) are asked for together first, then each event is
+/// processed.
+pub fn process_chunk<P: crate::Processor>(
+    plugin: &mut P,
+    events: &[crate::Event<'_>],
+) -> Vec<crate::Verdict> {
+    crate::__private::judge_with(plugin, events)
 }
 
 thread_local! {
@@ -71,6 +97,7 @@ pub fn lookups<N: Into<String>>(tables: impl IntoIterator<Item = (N, Table)>) {
         *twin = Twin {
             tables: tables.into_iter().map(|(n, t)| (n.into(), t)).collect(),
             denied: BTreeSet::new(),
+            calls: HostCalls::default(),
         }
     });
 }
@@ -102,6 +129,7 @@ fn with_table<R>(name: &str, read: impl FnOnce(&Table) -> R) -> Result<R, Lookup
 }
 
 pub(crate) fn lookup(table: &str, key: &[u8]) -> Result<Option<Vec<u8>>, LookupError> {
+    TWIN.with_borrow_mut(|twin| twin.calls.lookup += 1);
     with_table(table, |t| t.entries.get(key).cloned())
 }
 
@@ -109,6 +137,7 @@ pub(crate) fn lookup_many(
     table: &str,
     keys: &[Vec<u8>],
 ) -> Result<Vec<Option<Vec<u8>>>, LookupError> {
+    TWIN.with_borrow_mut(|twin| twin.calls.lookup_many += 1);
     with_table(table, |t| {
         keys.iter().map(|k| t.entries.get(k).cloned()).collect()
     })

@@ -3,6 +3,8 @@ use std::fmt;
 
 use serde::Serialize;
 
+use crate::patch::Patch;
+
 /// What a plugin decides for one event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
@@ -10,6 +12,9 @@ pub enum Verdict {
     Keep,
     /// The event goes on with this new value.
     Rewrite(Vec<u8>),
+    /// The event goes on with these fields added to its value (a JSON object) or replaced
+    /// in it: cheaper than a [`Verdict::Rewrite`] of the whole value. See [`Patch`].
+    Patch(Patch),
     /// The event is rejected; the pipeline sends it to its dead-letter output.
     Reject(Rejection),
 }
@@ -23,6 +28,17 @@ impl Verdict {
                 "rewrite_failed",
                 format!("the rewritten value could not be serialised as JSON: {e}"),
             )),
+        }
+    }
+}
+
+impl Verdict {
+    /// Patches the event with `patch`'s fields; keeps it unchanged if there are none.
+    pub fn patch(patch: Patch) -> Verdict {
+        if patch.is_empty() {
+            Verdict::Keep
+        } else {
+            Verdict::Patch(patch)
         }
     }
 }

@@ -1,9 +1,13 @@
 //! The unit of data that flows through sluice: one Kafka record, and the positions
 //! ([`TopicPartition`], [`Offsets`]) that sources read from and commits record.
 
+mod patch;
+
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
+
+pub use self::patch::{Patch, PatchError, PatchFields};
 
 /// One Kafka header.
 #[derive(Debug, Clone, PartialEq, Eq)]

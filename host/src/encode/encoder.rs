@@ -19,6 +19,7 @@ use super::grow;
 use super::infer::{self, Evolving, Inferred, Wanted};
 use super::nested::{self, Shape};
 use super::{EncodeError, SchemaError, UnknownFields, flat};
+use crate::record::Patch;
 
 /// The code of a row set aside because the table's schema must change first (with
 /// [`UnknownFields::Add`]); such rows are encoded again against the new schema and never
@@ -142,11 +143,13 @@ impl Encoder {
         &self.arrow
     }
 
-    /// Parses one value into its row of cells; the names of the fields it drops (the
-    /// table has no column for them) are put in `dropped`.
+    /// Parses one value, with `patch`'s fields in place of its own of the same names, into
+    /// its row of cells; the names of the fields it drops (the table has no column for
+    /// them) are put in `dropped`.
     fn parse<'a>(
         &self,
         value: Option<&'a [u8]>,
+        patch: Option<&'a Patch>,
         extra: &mut RowExtra<'a>,
     ) -> Result<Vec<Cell<'a>>, EncodeError> {
         let value = value.ok_or_else(|| EncodeError {
@@ -157,11 +160,14 @@ impl Encoder {
         let text = utf8(value)?;
         let mut cells = vec![Cell::Null; self.columns.len()];
         let mut failure = None;
+        let patched = |key: &str| patch.is_some_and(|p| p.sets(key));
         let fast = flat::each_field(text, |key, raw| match self.by_name.get(key) {
+            _ if patched(key) => {}
             Some(&i) => self.field(i, raw, &mut cells, &mut failure, extra),
             None => self.unknown(Cow::Borrowed(key), || self.infer(raw), extra, &mut failure),
         });
         if fast.is_some() {
+            self.patch(patch, &mut cells, &mut failure, extra);
             return self.complete(cells, failure, extra.unplanned.take());
         }
         cells.fill(Cell::Null);
@@ -172,6 +178,7 @@ impl Encoder {
         let mut de = serde_json::Deserializer::from_str(text);
         let parsed = RowSeed {
             encoder: self,
+            patch,
             cells: &mut cells,
             failure: &mut failure,
             extra,
@@ -197,7 +204,38 @@ impl Encoder {
                 }
             });
         }
+        self.patch(patch, &mut cells, &mut failure, extra);
         self.complete(cells, failure, extra.unplanned.take())
+    }
+
+    /// Converts the fields of `patch` (JSON text, checked when the plugin answered) into
+    /// their cells, as if the value had them.
+    fn patch<'a>(
+        &self,
+        patch: Option<&'a Patch>,
+        cells: &mut [Cell<'a>],
+        failure: &mut Option<EncodeError>,
+        extra: &mut RowExtra<'a>,
+    ) {
+        for (name, raw) in patch.into_iter().flat_map(Patch::fields) {
+            let raw = match std::str::from_utf8(raw) {
+                Ok(raw) => raw.trim_ascii(),
+                Err(_) => {
+                    *failure = failure.take().or_else(|| {
+                        Some(EncodeError {
+                            code: "malformed_json",
+                            message: format!("the patched value of `{name}` is not UTF-8"),
+                            field: Some(name.into()),
+                        })
+                    });
+                    continue;
+                }
+            };
+            match self.by_name.get(name) {
+                Some(&i) => self.field(i, raw, cells, failure, extra),
+                None => self.unknown(Cow::Borrowed(name), || self.infer(raw), extra, failure),
+            }
+        }
     }
 
     /// Converts field `raw` into the cell of column `i`, unless an earlier field failed
@@ -374,7 +412,7 @@ impl Encoder {
 
     /// Checks one value without building anything.
     pub fn check(&self, value: Option<&[u8]>) -> Result<(), EncodeError> {
-        self.parse(value, &mut RowExtra::default()).map(drop)
+        self.parse(value, None, &mut RowExtra::default()).map(drop)
     }
 
     /// Encodes `values`; `ingestion_micros` fills the host's timestamp columns.
@@ -383,8 +421,18 @@ impl Encoder {
         values: impl IntoIterator<Item = Option<&'a [u8]>>,
         ingestion_micros: i64,
     ) -> Result<Encoded, SchemaError> {
-        self.encode_rows(values, ingestion_micros, |value, extra| {
-            self.parse(value, extra)
+        self.encode_patched(values.into_iter().map(|v| (v, None)), ingestion_micros)
+    }
+
+    /// Encodes `values`, each with the fields of its patch (if any) in place of its own of
+    /// the same names: the value is parsed once, and no patched text is made.
+    pub fn encode_patched<'a>(
+        &self,
+        values: impl IntoIterator<Item = (Option<&'a [u8]>, Option<&'a Patch>)>,
+        ingestion_micros: i64,
+    ) -> Result<Encoded, SchemaError> {
+        self.encode_rows(values, ingestion_micros, |(value, patch), extra| {
+            self.parse(value, patch, extra)
         })
     }
 
@@ -472,6 +520,8 @@ fn count_dropped(counts: &mut BTreeMap<String, u64>, row: &[Cow<'_, str>]) {
 /// Parses a JSON object into the cells of a row.
 struct RowSeed<'s, 'de> {
     encoder: &'s Encoder,
+    /// Fields set in place of the value's own of the same names.
+    patch: Option<&'de Patch>,
     cells: &'s mut [Cell<'de>],
     failure: &'s mut Option<EncodeError>,
     extra: &'s mut RowExtra<'de>,
@@ -494,6 +544,16 @@ impl<'de> Visitor<'de> for RowSeed<'_, 'de> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         while let Some(key) = map.next_key_seed(KeySeed(self.encoder))? {
+            if let Some(patch) = self.patch {
+                let name = match &key {
+                    Key::Column(i) => self.encoder.columns[*i].name.as_str(),
+                    Key::Unknown(name) => name,
+                };
+                if patch.sets(name) {
+                    map.next_value::<IgnoredAny>()?;
+                    continue;
+                }
+            }
             // After a failure, parsing goes on: the rest must still be valid JSON.
             match key {
                 Key::Column(i) => {

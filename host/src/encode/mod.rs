@@ -39,6 +39,8 @@ mod nested;
 #[cfg(test)]
 mod nested_tests;
 #[cfg(test)]
+mod patch_tests;
+#[cfg(test)]
 mod props;
 mod protobuf;
 #[cfg(test)]

@@ -32,7 +32,7 @@ pub(super) struct Processed {
     pub(super) stats: ProcessStats,
     /// Pieces set aside until the schema changes: the index of each one's placeholder in
     /// `slices`, and its records (see [`super::evolve`]).
-    pub(super) pending: Vec<(usize, Vec<Record>)>,
+    pub(super) pending: Vec<(usize, Vec<super::step::Kept>)>,
     /// What they need of the schema.
     pub(super) wanted: Wanted,
 }

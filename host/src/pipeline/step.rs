@@ -19,7 +19,7 @@ use crate::format::Known;
 use crate::plugin::chain::{self, Fate, Judged, StageRun};
 use crate::plugin::shadow::{self, ShadowReport};
 use crate::plugin::{Plugin, PluginError};
-use crate::record::{Reason, Record, capped};
+use crate::record::{Patch, Reason, Record, capped};
 
 /// Records a step judges and encodes at a time (rounded up to whole plugin chunks).
 const PIECE_RECORDS: usize = 8192;
@@ -41,7 +41,7 @@ pub(super) struct Slice {
     pub(super) dropped_fields: BTreeMap<String, u64>,
     /// Pieces set aside until the table's schema changes (`unknown-fields = "add"`): the
     /// index of each one's placeholder in `rows`, and its kept records.
-    pub(super) pending: Vec<(usize, Vec<Record>)>,
+    pub(super) pending: Vec<(usize, Vec<Kept>)>,
     /// What the pieces set aside need of the schema.
     pub(super) wanted: Wanted,
     pub(super) plugins: Duration,
@@ -69,9 +69,12 @@ pub(super) struct Step<'a> {
     pub(super) avro: Option<&'a Known>,
 }
 
+/// A record the stages kept, with the last stage's patch if it was not applied yet.
+pub(super) type Kept = (Record, Option<Patch>);
+
 /// The stages' verdicts on a slice, sorted out.
 struct Judgement {
-    kept: Vec<Record>,
+    kept: Vec<Kept>,
     dead: Vec<(Record, Reason)>,
     stage_counts: Vec<StageCounts>,
     stage_verdicts: Vec<BTreeMap<String, u64>>,
@@ -219,11 +222,16 @@ impl Step<'_> {
             stage_verdicts: vec![BTreeMap::new(); self.stages.len()],
         };
         let mut last_failure = None;
-        for Judged { record, fate } in judged {
+        for Judged {
+            record,
+            fate,
+            patch,
+        } in judged
+        {
             let (stage, rejected, reason) = match fate {
                 Fate::Kept | Fate::Rewritten => {
                     count_kept(&mut out.stage_counts);
-                    out.kept.push(record);
+                    out.kept.push((record, patch.map(|(_, p)| p)));
                     continue;
                 }
                 Fate::Rejected { stage, rejection } => (
@@ -269,16 +277,21 @@ impl Step<'_> {
     /// (the rows returned are then an empty placeholder).
     pub(super) fn encode(
         self,
-        kept: Vec<Record>,
+        kept: Vec<Kept>,
         ingestion: i64,
         slice: &mut Slice,
     ) -> Result<Timed, PipelineError> {
-        let values = kept.iter().map(|r| r.value.as_deref());
         let encoded = match self.avro {
-            Some(known) => self
-                .encoder
-                .encode_framed(values.map(|v| known.framed(v)), ingestion)?,
-            None => self.encoder.encode(values, ingestion)?,
+            Some(known) => {
+                // Patches come from stages, and stages read JSON: never with `avro`.
+                debug_assert!(kept.iter().all(|(_, p)| p.is_none()));
+                let values = kept.iter().map(|(r, _)| known.framed(r.value.as_deref()));
+                self.encoder.encode_framed(values, ingestion)?
+            }
+            None => {
+                let values = kept.iter().map(|(r, p)| (r.value.as_deref(), p.as_ref()));
+                self.encoder.encode_patched(values, ingestion)?
+            }
         };
         if !encoded.wanted.is_empty() {
             slice.wanted.merge(encoded.wanted);
@@ -293,7 +306,13 @@ impl Step<'_> {
         let mut failed = encoded.errors.into_iter().peekable();
         let mut timed = Vec::new();
         let mut on_time = Vec::new();
-        for (index, record) in kept.into_iter().enumerate() {
+        for (index, (record, patch)) in kept.into_iter().enumerate() {
+            if failed.peek().is_none_or(|(i, _)| *i != index) && self.event_time.is_none() {
+                continue;
+            }
+            // Past the encoder, the value is read as bytes: with the patch applied (a value
+            // it cannot apply to failed the encoder too, and keeps its own bytes).
+            let record = applied(record, patch);
             if let Some((_, error)) = failed.next_if(|(i, _)| *i == index) {
                 dead.push((
                     record,
@@ -324,6 +343,14 @@ impl Step<'_> {
             records: timed,
         })
     }
+}
+
+/// `record` with `patch` applied to its value, when it applies.
+fn applied(mut record: Record, patch: Option<Patch>) -> Record {
+    if let Some(Ok(value)) = patch.map(|p| p.apply(record.value.as_deref())) {
+        record.value = Some(value);
+    }
+    record
 }
 
 /// `records` with their Avro or Protobuf values read to JSON; those that cannot be read join `dead`

@@ -1,5 +1,8 @@
 //! Runs plugins in order over records. A record rejected (or failed) by one stage is not
-//! seen by the next; a rewritten record goes on with its new value.
+//! seen by the next; a rewritten record goes on with its new value. A patched record goes
+//! on with its patch beside its value: the patch is applied to the value only when a later
+//! stage is to see it (or by [`Judged::settle`]), so a last stage's patch reaches the
+//! encoder unapplied.
 //!
 //! When a call fails in a way that may depend on its events (a trap, a memory or stack
 //! limit), the chunk is split in halves and each half is tried again, so only the events
@@ -9,15 +12,15 @@
 
 use std::sync::Arc;
 
-use super::{Plugin, PluginError, Rejection, Verdict};
-use crate::record::Record;
+use super::{EventSpan, Failure, Plugin, PluginError, Rejection, Verdict};
+use crate::record::{Patch, Record};
 
 /// What became of one record after all stages.
 #[derive(Debug, Clone)]
 pub enum Fate {
     /// Every stage kept it unchanged.
     Kept,
-    /// Every stage kept it, and at least one rewrote its value.
+    /// Every stage kept it, and at least one rewrote or patched its value.
     Rewritten,
     /// A stage rejected it.
     Rejected {
@@ -35,13 +38,52 @@ pub enum Fate {
     },
 }
 
-/// A record with its fate. A rewritten record carries its final value.
+/// A record with its fate. A rewritten record carries its final value; a patched one may
+/// carry the last patch beside it.
 #[derive(Debug, Clone)]
 pub struct Judged {
-    /// The record, with the value given by the last rewrite.
+    /// The record, with the value given by the last rewrite (or applied patch).
     pub record: Record,
     /// What happened to it.
     pub fate: Fate,
+    /// A patch not yet applied to `record`'s value, and the stage that gave it.
+    pub patch: Option<(usize, Patch)>,
+}
+
+impl Judged {
+    /// This outcome with its patch applied to its record's value (see [`Judged::settle_mut`]).
+    pub fn settle(mut self, stages: &[Plugin]) -> Judged {
+        self.settle_mut(stages);
+        self
+    }
+
+    /// Applies the patch to the record's value; a value the patch cannot apply to (not a
+    /// JSON object) fails the record at the stage that patched it.
+    pub fn settle_mut(&mut self, stages: &[Plugin]) {
+        let Some((stage, patch)) = self.patch.take() else {
+            return;
+        };
+        match patch.apply(self.record.value.as_deref()) {
+            Ok(value) => self.record.value = Some(value),
+            Err(e) => {
+                let position = Some(self.record.position());
+                self.fate = Fate::Failed {
+                    stage,
+                    error: Arc::new(PluginError::Call {
+                        plugin: stages.get(stage).map_or("", |p| p.name()).to_string(),
+                        failure: Failure::BadAnswer {
+                            reason: format!("patched an event that cannot be patched: {e}"),
+                        },
+                        events: EventSpan {
+                            count: 1,
+                            first: position.clone(),
+                            last: position,
+                        },
+                    }),
+                };
+            }
+        }
+    }
 }
 
 /// What running one stage over a batch cost and did, beyond each record's fate.
@@ -49,19 +91,21 @@ pub struct Judged {
 pub struct StageRun {
     /// Plugin calls made (one per chunk, more when a failing chunk is split).
     pub calls: u64,
-    /// Records whose value the stage rewrote.
+    /// Records whose value the stage rewrote or patched.
     pub rewritten: u64,
     /// Time spent in the stage's calls, in microseconds.
     pub micros: u64,
 }
 
 /// Runs `stages` in order over `records`, calling each plugin with chunks of at most
-/// `chunk_size` records. Returns one outcome per record, in input order.
+/// `chunk_size` records. Returns one outcome per record, in input order, patches applied.
 pub fn run(stages: &[Plugin], records: Vec<Record>, chunk_size: usize) -> Vec<Judged> {
-    run_counted(stages, records, chunk_size).0
+    let (judged, _) = run_counted(stages, records, chunk_size);
+    judged.into_iter().map(|j| j.settle(stages)).collect()
 }
 
-/// [`run`], also returning per stage the calls made, the records rewritten and the time.
+/// [`run`], also returning per stage the calls made, the records rewritten (or patched)
+/// and the time; the last patch of a record is left unapplied, beside it.
 pub fn run_counted(
     stages: &[Plugin],
     records: Vec<Record>,
@@ -74,10 +118,12 @@ pub fn run_counted(
         .map(|record| Judged {
             record,
             fate: Fate::Kept,
+            patch: None,
         })
         .collect();
     let mut alive: Vec<usize> = (0..outcomes.len()).collect();
     for (stage, plugin) in stages.iter().enumerate() {
+        settle(&mut outcomes, &mut alive, stages);
         let mut survivors = Vec::with_capacity(alive.len());
         let run = &mut runs[stage];
         let started = std::time::Instant::now();
@@ -95,6 +141,12 @@ pub fn run_counted(
                         outcome.fate = Fate::Rewritten;
                         survivors.push(i);
                     }
+                    Ok(Verdict::Patch(patch)) => {
+                        run.rewritten += 1;
+                        outcome.patch = Some((stage, patch));
+                        outcome.fate = Fate::Rewritten;
+                        survivors.push(i);
+                    }
                     Ok(Verdict::Reject(rejection)) => {
                         outcome.fate = Fate::Rejected { stage, rejection }
                     }
@@ -106,6 +158,16 @@ pub fn run_counted(
         alive = survivors;
     }
     (outcomes, runs)
+}
+
+/// Applies the pending patches of the records still `alive`, before a stage sees them;
+/// those whose patch cannot apply fail, and leave `alive`.
+fn settle(outcomes: &mut [Judged], alive: &mut Vec<usize>, stages: &[Plugin]) {
+    alive.retain(|&i| {
+        let outcome = &mut outcomes[i];
+        outcome.settle_mut(stages);
+        !matches!(outcome.fate, Fate::Failed { .. })
+    });
 }
 
 /// Most extra calls spent isolating the failing events of one chunk. A plugin that fails on

@@ -7,9 +7,11 @@
 
 use std::sync::Arc;
 
-use super::bindings::sluice::plugin::types::{Action, EventChunk, Header as WireHeader, Verdicts};
+use super::bindings::sluice::plugin::types::{
+    Action, EventChunk, Header as WireHeader, Patches as WirePatches, Verdicts,
+};
 use super::error::{EventSpan, Failure};
-use crate::record::Record;
+use crate::record::{Patch, PatchFields, Record};
 use crate::units::ByteSize;
 
 /// What a plugin decided for one event.
@@ -21,6 +23,8 @@ pub enum Verdict {
     Rewrite(Vec<u8>),
     /// The event is rejected.
     Reject(Rejection),
+    /// The event goes on with these fields added or replaced.
+    Patch(Patch),
 }
 
 /// Why a plugin rejected an event.
@@ -148,7 +152,6 @@ fn append(into: &mut Vec<u8>, bytes: Option<&[u8]>) -> i32 {
 /// Turns a plugin's answer for `n` events into one verdict per event, refusing answers that
 /// break the contract or exceed `max_output`.
 pub fn decode(verdicts: Verdicts, n: usize, max_output: ByteSize) -> Result<Vec<Verdict>, Failure> {
-    let bad = |reason: String| Err(Failure::BadAnswer { reason });
     if verdicts.actions.len() != n {
         return bad(format!(
             "answered {} actions for {n} events",
@@ -166,7 +169,8 @@ pub fn decode(verdicts: Verdicts, n: usize, max_output: ByteSize) -> Result<Vec<
             .map(|r| {
                 (r.code.len() + r.message.len() + r.field.as_ref().map_or(0, String::len)) as u64
             })
-            .sum::<u64>();
+            .sum::<u64>()
+        + (verdicts.patches.names.len() + verdicts.patches.values.len()) as u64;
     if output > max_output.0 {
         return Err(Failure::OutputTooLarge {
             bytes: output,
@@ -175,6 +179,7 @@ pub fn decode(verdicts: Verdicts, n: usize, max_output: ByteSize) -> Result<Vec<
     }
     let mut rewrites = verdicts.rewrites.into_iter().peekable();
     let mut rejections = verdicts.rejections.into_iter().peekable();
+    let mut patches = Patches::read(verdicts.patches)?;
     let mut out = Vec::with_capacity(n);
     for (i, action) in verdicts.actions.into_iter().enumerate() {
         let i = i as u32;
@@ -200,6 +205,14 @@ pub fn decode(verdicts: Verdicts, n: usize, max_output: ByteSize) -> Result<Vec<
                     ));
                 }
             },
+            Action::Patch => match patches.next(i)? {
+                Some(patch) => Verdict::Patch(patch),
+                None => {
+                    return bad(format!(
+                        "event {i} is marked patch but has no fields in order"
+                    ));
+                }
+            },
         };
         out.push(verdict);
     }
@@ -215,7 +228,74 @@ pub fn decode(verdicts: Verdicts, n: usize, max_output: ByteSize) -> Result<Vec<
             r.event
         ));
     }
+    if let Some(event) = patches.events.get(patches.at) {
+        return bad(format!(
+            "patched fields for event {event} do not match a patch action"
+        ));
+    }
     Ok(out)
+}
+
+fn bad<T>(reason: String) -> Result<T, Failure> {
+    Err(Failure::BadAnswer { reason })
+}
+
+/// A chunk's patched fields, checked, handed out event by event.
+struct Patches {
+    fields: Arc<PatchFields>,
+    events: Vec<u32>,
+    /// The next entry to hand out.
+    at: usize,
+}
+
+impl Patches {
+    /// Checks the columns' lengths, the values' JSON and the names' uniqueness per event.
+    fn read(wire: WirePatches) -> Result<Self, Failure> {
+        let m = wire.events.len();
+        if wire.name_lengths.len() != m || wire.value_lengths.len() != m {
+            return bad(format!(
+                "patches have {m} events, {} name lengths and {} value lengths",
+                wire.name_lengths.len(),
+                wire.value_lengths.len()
+            ));
+        }
+        let mut fields = PatchFields::default();
+        let (mut name_at, mut value_at) = (0usize, 0usize);
+        for j in 0..m {
+            let name_end = name_at + wire.name_lengths[j] as usize;
+            let value_end = value_at + wire.value_lengths[j] as usize;
+            let name = wire.names.get(name_at..name_end);
+            let (Some(name), Some(value)) = (name, wire.values.get(value_at..value_end)) else {
+                return bad("patched names or values are shorter than their lengths".into());
+            };
+            fields.push(name, value);
+            fields
+                .check(j)
+                .or_else(|e| bad(format!("event {}: {e}", wire.events[j])))?;
+            (name_at, value_at) = (name_end, value_end);
+        }
+        if name_at != wire.names.len() || value_at != wire.values.len() {
+            return bad("patched names or values are longer than their lengths".into());
+        }
+        Ok(Patches {
+            fields: Arc::new(fields),
+            events: wire.events,
+            at: 0,
+        })
+    }
+
+    /// The patch of event `i`: its consecutive entries, if the next ones are its.
+    fn next(&mut self, i: u32) -> Result<Option<Patch>, Failure> {
+        let from = self.at;
+        while self.events.get(self.at) == Some(&i) {
+            let name = self.fields.get(self.at).0;
+            if (from..self.at).any(|k| self.fields.get(k).0 == name) {
+                return bad(format!("event {i} patches field `{name}` twice"));
+            }
+            self.at += 1;
+        }
+        Ok((self.at > from).then(|| Patch::new(self.fields.clone(), from..self.at)))
+    }
 }
 
 #[cfg(test)]
@@ -276,7 +356,91 @@ mod tests {
                     field: None,
                 })
                 .collect(),
+            patches: patches(&[]),
         }
+    }
+
+    /// Patched fields `(event, name, value)`, in order.
+    fn patches(fields: &[(u32, &str, &str)]) -> WirePatches {
+        WirePatches {
+            events: fields.iter().map(|f| f.0).collect(),
+            name_lengths: fields.iter().map(|f| f.1.len() as u32).collect(),
+            names: fields.iter().map(|f| f.1).collect(),
+            value_lengths: fields.iter().map(|f| f.2.len() as u32).collect(),
+            values: fields.iter().flat_map(|f| f.2.bytes()).collect(),
+        }
+    }
+
+    #[test]
+    fn patches_are_read_and_checked() {
+        use Action::*;
+        let max = ByteSize::mib(1);
+        let with = |actions: Vec<Action>, fields: &[(u32, &str, &str)]| {
+            let mut a = answer(actions, vec![], vec![]);
+            a.patches = patches(fields);
+            decode(a, 3, max)
+        };
+        let ok = with(
+            vec![Patch, Keep, Patch],
+            &[
+                (0, "tier", r#""gold""#),
+                (0, "n", "1.50"),
+                (2, "tier", "null"),
+            ],
+        )
+        .unwrap();
+        let Verdict::Patch(first) = &ok[0] else {
+            panic!("{ok:?}")
+        };
+        assert_eq!(
+            first.fields().collect::<Vec<_>>(),
+            vec![("tier", &br#""gold""#[..]), ("n", &b"1.50"[..])]
+        );
+        assert_eq!(ok[1], Verdict::Keep);
+        let Verdict::Patch(third) = &ok[2] else {
+            panic!("{ok:?}")
+        };
+        assert_eq!(third.fields().count(), 1);
+
+        for (actions, fields, reason) in [
+            (
+                vec![Patch, Keep, Keep],
+                &[][..],
+                "event 0 is marked patch but has no fields",
+            ),
+            (
+                vec![Keep, Keep, Keep],
+                &[(1, "a", "1")][..],
+                "for event 1 do not match",
+            ),
+            (
+                vec![Patch, Keep, Keep],
+                &[(0, "a", "1"), (0, "a", "2")][..],
+                "patches field `a` twice",
+            ),
+            (
+                vec![Patch, Keep, Keep],
+                &[(0, "a", "gold")][..],
+                "event 0: the value of patched field `a` is not JSON",
+            ),
+            (
+                vec![Keep, Patch, Patch],
+                &[(2, "a", "1"), (1, "b", "1")][..],
+                "event 1 is marked patch",
+            ),
+        ] {
+            match with(actions, fields) {
+                Err(Failure::BadAnswer { reason: r }) => assert!(r.contains(reason), "{r}"),
+                other => panic!("{reason}: {other:?}"),
+            }
+        }
+        let mut short = answer(vec![Patch, Keep, Keep], vec![], vec![]);
+        short.patches = patches(&[(0, "a", "1")]);
+        short.patches.values.clear();
+        assert!(matches!(
+            decode(short, 3, max),
+            Err(Failure::BadAnswer { .. })
+        ));
     }
 
     #[test]

@@ -32,7 +32,7 @@ pub enum PluginError {
     /// host (another WIT version, another world, or imports the host does not offer).
     #[error(
         "plugin `{plugin}` does not fit this host, which speaks sluice:plugin@{version} \
-         (world event-processor): {message}"
+         and loads plugins of sluice:plugin@0.1 too (world event-processor): {message}"
     )]
     Incompatible {
         /// Plugin name.

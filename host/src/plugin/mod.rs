@@ -22,6 +22,7 @@ pub mod cache;
 pub mod chain;
 pub mod chunk;
 pub mod config;
+mod contract;
 mod error;
 pub mod lookup;
 mod sandbox;
@@ -34,14 +35,14 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
-use wasmtime::component::{HasSelf, Linker};
+use wasmtime::component::Linker;
 use wasmtime::{Config, Engine, Store, Trap};
 
 pub use self::bindings::WIT_VERSION;
-use self::bindings::{EventProcessor, EventProcessorPre};
 pub use self::cache::{CompileCache, Origin};
 pub use self::chunk::{Chunk, Rejection, Verdict};
 use self::config::{Grants, Limits, RuntimeConfig};
+use self::contract::{Pre, Processor};
 pub use self::error::{EventSpan, Failure, PluginError};
 use self::sandbox::{Sandbox, StoreState};
 use crate::lookup::Current;
@@ -86,8 +87,7 @@ impl Runtime {
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(engine_error)?;
         sandbox::bound_sleeps(&mut linker).map_err(engine_error)?;
-        EventProcessor::add_to_linker::<_, HasSelf<StoreState>>(&mut linker, |s| s)
-            .map_err(engine_error)?;
+        contract::add_to_linker(&mut linker).map_err(engine_error)?;
 
         if config.enforce_call_timeout {
             let weak = engine.weak();
@@ -196,7 +196,7 @@ impl Runtime {
             .linker
             .instantiate_pre(&component)
             .map_err(incompatible)?;
-        let pre = EventProcessorPre::new(pre).map_err(incompatible)?;
+        let pre = Pre::new(pre).map_err(incompatible)?;
 
         let shared = Arc::new(Shared {
             name: name.into(),
@@ -234,7 +234,7 @@ struct Shared {
     origin: Origin,
     /// Name and version the plugin declares, set once at load.
     info: OnceLock<(String, String)>,
-    pre: EventProcessorPre<StoreState>,
+    pre: Pre,
     params: Vec<(String, String)>,
     limits: Limits,
     grants: Grants,
@@ -257,21 +257,18 @@ impl fmt::Debug for Plugin {
 /// One instance of a plugin: its own store, memory and state.
 struct Instance {
     store: Store<StoreState>,
-    bindings: EventProcessor,
+    bindings: Processor,
 }
 
 impl Instance {
     fn describe(&mut self) -> Result<(String, String), PluginError> {
         let plugin = self.store.data().plugin.clone();
-        let info = self
-            .bindings
-            .sluice_plugin_processor()
-            .call_describe(&mut self.store)
+        self.bindings
+            .describe(&mut self.store)
             .map_err(|e| PluginError::Init {
                 plugin: plugin.to_string(),
                 message: format!("describe failed: {e:#}"),
-            })?;
-        Ok((info.name, info.version))
+            })
     }
 }
 
@@ -323,10 +320,7 @@ impl Plugin {
         instance.store.data_mut().lookups.begin(lookups);
         // A refusal counts for the call it happened in, not for later ones.
         instance.store.data_mut().limiter.hit = false;
-        let result = instance
-            .bindings
-            .sluice_plugin_processor()
-            .call_process(&mut instance.store, &chunk.wire);
+        let result = instance.bindings.process(&mut instance.store, &chunk.wire);
         instance.store.data_mut().lookups.end();
         let failure = match result {
             Ok(Ok(verdicts)) => match chunk::decode(verdicts, chunk.len(), limits.max_output) {
@@ -381,11 +375,7 @@ impl Plugin {
         instance
             .store
             .set_epoch_deadline(deadline_ticks(s.limits.call_timeout));
-        match instance
-            .bindings
-            .sluice_plugin_processor()
-            .call_init(&mut instance.store, &s.params)
-        {
+        match instance.bindings.init(&mut instance.store, &s.params) {
             Ok(Ok(())) => Ok(instance),
             Ok(Err(message)) => Err(init_error(match self.guest_error(&instance, message) {
                 Failure::Plugin { message } => message,

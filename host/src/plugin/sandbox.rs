@@ -149,6 +149,55 @@ impl Host for StoreState {
     }
 }
 
+/// The `0.1` contract's imports, answered by the current ones.
+mod v0_1 {
+    use super::super::bindings::sluice::plugin as current;
+    use super::super::bindings::v0_1::sluice::plugin::{host, lookup, types};
+    use super::StoreState;
+
+    impl types::Host for StoreState {}
+
+    impl lookup::Host for StoreState {
+        fn lookup(
+            &mut self,
+            table: String,
+            key: Vec<u8>,
+        ) -> Result<Option<Vec<u8>>, lookup::LookupError> {
+            current::lookup::Host::lookup(self, table, key).map_err(error)
+        }
+
+        fn lookup_many(
+            &mut self,
+            table: String,
+            keys: Vec<Vec<u8>>,
+        ) -> Result<Vec<Option<Vec<u8>>>, lookup::LookupError> {
+            current::lookup::Host::lookup_many(self, table, keys).map_err(error)
+        }
+    }
+
+    fn error(e: current::lookup::LookupError) -> lookup::LookupError {
+        lookup::LookupError {
+            code: e.code,
+            table: e.table,
+            message: e.message,
+        }
+    }
+
+    impl host::Host for StoreState {
+        fn log(&mut self, level: host::Level, message: String) {
+            use current::host::Level;
+            let level = match level {
+                host::Level::Trace => Level::Trace,
+                host::Level::Debug => Level::Debug,
+                host::Level::Info => Level::Info,
+                host::Level::Warn => Level::Warn,
+                host::Level::Error => Level::Error,
+            };
+            current::host::Host::log(self, level, message)
+        }
+    }
+}
+
 /// `message`, at most [`MAX_LOG_MESSAGE`] bytes, with line breaks and other control
 /// characters escaped: a plugin cannot write a line that looks like one of sluice's own.
 fn escape_log(message: &str) -> String {

@@ -155,7 +155,7 @@ pub fn compare_samples(plugin: &Plugin, samples: &[SampleCase]) -> Result<Vec<Mi
     for ((record, expected, code), verdict) in samples.iter().zip(verdicts) {
         let (got, rejection) = match &verdict {
             Verdict::Keep => ("kept", None),
-            Verdict::Rewrite(_) => ("rewritten", None),
+            Verdict::Rewrite(_) | Verdict::Patch(_) => ("rewritten", None),
             Verdict::Reject(r) => ("rejected", Some(r)),
         };
         let got_code = rejection.map(|r| r.code.as_str());

@@ -248,12 +248,19 @@ fn another_wit_version_is_refused_at_load() {
     );
     // The guest is refused for its version alone: it exports the processor of the next
     // minor version (its build.rs derives its WIT from wit/plugin.wit, bumping the version).
-    let exported = b"sluice:plugin/processor@0.2.0";
+    let minor: u32 = WIT_VERSION.split('.').nth(1).unwrap().parse().unwrap();
+    let exported = format!("sluice:plugin/processor@0.{}.0", minor + 1);
     let guest = std::fs::read(plugins::FUTURE_VERSION).unwrap();
     assert!(
-        guest.windows(exported.len()).any(|w| w == exported),
-        "{} does not export sluice:plugin/processor@0.2.0",
+        guest
+            .windows(exported.len())
+            .any(|w| w == exported.as_bytes()),
+        "{} does not export {exported}",
         plugins::FUTURE_VERSION
+    );
+    assert!(
+        error.to_string().contains("sluice:plugin@0.1 too"),
+        "{error}"
     );
 
     let not_wasm = runtime().load(
@@ -266,6 +273,22 @@ fn another_wit_version_is_refused_at_load() {
     assert!(
         matches!(not_wasm, Err(PluginError::Compile { .. })),
         "{not_wasm:?}"
+    );
+    assert_host_still_serves();
+}
+
+/// A patch whose value is not JSON breaks the contract: the whole chunk fails, naming the
+/// event and the field, and nothing of it reaches the table.
+#[test]
+fn a_patch_that_is_not_json_fails_the_chunk() {
+    let plugin = misbehave("bad-patch", &[], Limits::default()).unwrap();
+    let error = plugin
+        .process_records(&refs(&records(&["{}", "{}"])))
+        .unwrap_err();
+    assert!(
+        matches!(error.failure(), Some(Failure::BadAnswer { reason })
+            if reason.contains("event 0: the value of patched field `tier` is not JSON")),
+        "{error}"
     );
     assert_host_still_serves();
 }

@@ -55,6 +55,7 @@ fn ask(plugin: &Plugin, table: &str, keys: &[&str]) -> Vec<Value> {
             Verdict::Rewrite(value) => serde_json::from_slice(&value).unwrap(),
             Verdict::Reject(r) => Value::String(format!("{}: {}", r.code, r.message)),
             Verdict::Keep => Value::Null,
+            Verdict::Patch(p) => panic!("the probe never patches: {p:?}"),
         })
         .collect()
 }

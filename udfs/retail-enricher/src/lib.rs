@@ -14,59 +14,60 @@
 //! `profiles` and `products`). The stage must be granted both:
 //! `grants = { lookups = ["profiles", "products"] }`.
 //!
-//! Each event makes at most two single lookups: the SDK judges one event at a time, so a
-//! batched `lookup_many` per chunk is not available to a `Processor`.
+//! The enricher answers with a patch of the fields it adds (the host applies it while it
+//! encodes the event, so the event is neither printed again here nor parsed again there),
+//! and announces its lookups ahead ([`Processor::prefetch`]), so the SDK asks the host for
+//! a whole chunk's keys in one call per table.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
-use sluice_guest::{Event, IntoVerdict, Params, Processor, Rejection, Verdict};
+use sluice_guest::{
+    Event, IntoVerdict, Lookups, Params, Patch, Processor, Rejection, Verdict, codes,
+};
 
-/// A field name, borrowed from the event unless it has escapes.
-#[derive(Deserialize, Serialize, PartialEq, Eq, PartialOrd, Ord)]
-#[serde(transparent)]
-struct Name<'a>(#[serde(borrow)] Cow<'a, str>);
-
-/// A field's value: the event's own JSON text, written back as it came, or a value added
-/// from a table.
-#[derive(Serialize)]
-#[serde(untagged)]
-enum Field<'a> {
-    Raw(&'a RawValue),
-    Added(Value),
+/// The fields of an event this plugin reads: the two keys, and the four it may add (to
+/// leave alone those that already have the value). The rest of the event is skipped.
+#[derive(Deserialize)]
+struct Fields<'a> {
+    #[serde(borrow)]
+    user_id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    product_id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    tier: Option<&'a RawValue>,
+    #[serde(borrow)]
+    country: Option<&'a RawValue>,
+    #[serde(borrow)]
+    category: Option<&'a RawValue>,
+    #[serde(borrow)]
+    list_price: Option<&'a RawValue>,
 }
 
-impl<'de: 'a, 'a> Deserialize<'de> for Field<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        <&RawValue>::deserialize(d).map(Field::Raw)
-    }
-}
-
-impl Field<'_> {
-    /// The value as a string, when it is one without escapes (as ids are).
-    fn as_str(&self) -> Option<Cow<'_, str>> {
-        match self {
-            Field::Raw(raw) => serde_json::from_str::<Cow<'_, str>>(raw.get()).ok(),
-            Field::Added(value) => value.as_str().map(Cow::Borrowed),
+impl<'a> Fields<'a> {
+    /// The event's fields; a value that is not a JSON object is `malformed_json`.
+    fn of(event: &Event<'a>) -> Result<Self, Rejection> {
+        if !event.value_str()?.trim_start().starts_with('{') {
+            return Err(Rejection::new(
+                codes::MALFORMED_JSON,
+                "the value is not a JSON object",
+            ));
         }
+        event.json()
     }
 
-    /// Whether it is the same JSON value as `value`.
-    fn is(&self, value: &Value) -> bool {
-        match self {
-            Field::Raw(raw) => serde_json::from_str::<Value>(raw.get()).is_ok_and(|v| &v == value),
-            Field::Added(added) => added == value,
-        }
+    /// A key field's text, when it is a string (as ids are).
+    fn key(raw: Option<&'a RawValue>) -> Option<Cow<'a, str>> {
+        serde_json::from_str(raw?.get()).ok()
     }
 }
 
-/// The event's fields, sorted by name (as serde_json's own map writes them). Only the two
-/// keys are decoded: the rest stays the event's text, so a rewrite copies it rather than
-/// parsing and printing every value.
-type Fields<'a> = BTreeMap<Name<'a>, Field<'a>>;
+/// Whether the event's own value `raw` is the JSON value `value`.
+fn same(raw: Option<&RawValue>, value: &Value) -> bool {
+    raw.is_some_and(|raw| serde_json::from_str::<Value>(raw.get()).is_ok_and(|v| &v == value))
+}
 
 /// The fields of a profile this plugin copies.
 #[derive(Deserialize)]
@@ -91,37 +92,33 @@ pub struct RetailEnricher {
 impl RetailEnricher {
     /// Adds what the tables know about the event's user and product.
     pub fn enrich(&self, event: &Event<'_>) -> Result<Verdict, Rejection> {
-        let mut fields: Fields<'_> = event.json()?;
-        let field = |fields: &Fields<'_>, name: &'static str| {
-            let value = fields.get(&Name(Cow::Borrowed(name)))?.as_str()?;
-            Some(value.into_owned())
-        };
+        let fields = Fields::of(event)?;
         let mut added = Vec::with_capacity(4);
-        if let Some(user) = field(&fields, "user_id")
-            && let Some(p) = sluice_guest::lookup::<Profile>(&self.profiles, &user)?
+        if let Some(user) = Fields::key(fields.user_id)
+            && let Some(p) = sluice_guest::lookup::<Profile>(&self.profiles, user.as_ref())?
         {
-            added.extend([("tier", p.tier), ("country", p.country)]);
+            added.extend([
+                ("tier", p.tier, fields.tier),
+                ("country", p.country, fields.country),
+            ]);
         }
-        if let Some(product) = field(&fields, "product_id")
-            && let Some(p) = sluice_guest::lookup::<Product>(&self.products, &product)?
+        if let Some(product) = Fields::key(fields.product_id)
+            && let Some(p) = sluice_guest::lookup::<Product>(&self.products, product.as_ref())?
         {
-            added.extend([("category", p.category), ("list_price", p.list_price)]);
+            added.extend([
+                ("category", p.category, fields.category),
+                ("list_price", p.list_price, fields.list_price),
+            ]);
         }
-        let mut changed = false;
-        for (name, value) in added {
-            let name = Name(Cow::Borrowed(name));
+        let mut patch = Patch::new();
+        for (name, value, own) in added {
             if let Some(value) = value.filter(|v| !v.is_null())
-                && !fields.get(&name).is_some_and(|f| f.is(&value))
+                && !same(own, &value)
             {
-                fields.insert(name, Field::Added(value));
-                changed = true;
+                patch.set(name, &value)?;
             }
         }
-        Ok(if changed {
-            Verdict::rewrite_json(&fields)
-        } else {
-            Verdict::Keep
-        })
+        Ok(Verdict::patch(patch))
     }
 }
 
@@ -132,6 +129,19 @@ impl Processor for RetailEnricher {
             profiles: params.get("profiles-table").unwrap_or("profiles").into(),
             products: params.get("products-table").unwrap_or("products").into(),
         })
+    }
+
+    fn prefetch(&mut self, event: &Event<'_>, lookups: &mut Lookups) {
+        // An event that cannot be read is rejected by `process`; nothing to ask for here.
+        let Ok(fields) = Fields::of(event) else {
+            return;
+        };
+        if let Some(user) = Fields::key(fields.user_id) {
+            lookups.want(&self.profiles, user.as_ref());
+        }
+        if let Some(product) = Fields::key(fields.product_id) {
+            lookups.want(&self.products, product.as_ref());
+        }
     }
 
     fn process(&mut self, event: &Event<'_>) -> Verdict {
@@ -168,8 +178,11 @@ mod tests {
     fn enriched(value: Value) -> Result<Value, String> {
         let bytes = value.to_string().into_bytes();
         match enricher().enrich(&Event::new(&bytes)) {
-            Ok(Verdict::Rewrite(v)) => Ok(serde_json::from_slice(&v).unwrap()),
+            Ok(Verdict::Patch(patch)) => {
+                Ok(serde_json::from_slice(&patch.apply(&bytes).unwrap()).unwrap())
+            }
             Ok(Verdict::Keep) => Ok(value),
+            Ok(Verdict::Rewrite(_)) => panic!("the enricher patches, never rewrites"),
             Ok(Verdict::Reject(r)) | Err(r) => Err(format!("{}: {}", r.code(), r.message())),
         }
     }
@@ -203,17 +216,25 @@ mod tests {
     }
 
     #[test]
-    fn escaped_names_and_values_are_read_and_written_back() {
+    fn escaped_names_and_values_are_read_and_only_the_new_fields_patched() {
         tables();
-        let text = r#"{"user_id":"user_\u0031","say \"hi\"":"a\nb","n":2.50,"product_id":"P100"}"#;
-        let Verdict::Rewrite(bytes) = enricher().enrich(&Event::new(text.as_bytes())).unwrap()
-        else {
-            panic!("not rewritten")
+        let text = r#"{"user_id":"user_\u0031","say \"hi\"":"a\nb","n":2.50,"product_id":"P100","tier":"gold"}"#;
+        let Verdict::Patch(patch) = enricher().enrich(&Event::new(text.as_bytes())).unwrap() else {
+            panic!("not patched")
         };
-        let out = String::from_utf8(bytes).unwrap();
+        assert_eq!(
+            patch.fields().collect::<Vec<_>>(),
+            vec![
+                ("country", r#""DE""#),
+                ("category", r#""drinkware""#),
+                ("list_price", "18.0")
+            ],
+            "the tier the event already has is left alone"
+        );
+        let out = String::from_utf8(patch.apply(text.as_bytes()).unwrap()).unwrap();
         assert!(
             out.contains(r#""n":2.50"#),
-            "values are copied as they came: {out}"
+            "values are kept as they came: {out}"
         );
         let value: Value = serde_json::from_str(&out).unwrap();
         assert_eq!(
@@ -221,6 +242,44 @@ mod tests {
             json!({"user_id": "user_1", "say \"hi\"": "a\nb", "n": 2.5, "product_id": "P100",
                 "tier": "gold", "country": "DE", "category": "drinkware", "list_price": 18.0})
         );
+    }
+
+    #[test]
+    fn a_chunk_asks_for_each_key_once_per_table_and_is_answered_alike() {
+        tables();
+        let values = [
+            json!({"user_id": "user_1", "product_id": "P100"}),
+            json!({"user_id": "user_1", "product_id": "P999"}),
+            json!({"user_id": 7}),
+            json!({"product_id": "P100", "category": "drinkware"}),
+        ];
+        let bytes: Vec<Vec<u8>> = values.iter().map(|v| v.to_string().into_bytes()).collect();
+        let events: Vec<Event<'_>> = bytes.iter().map(|b| Event::new(b)).collect();
+        let singly: Vec<Verdict> = events
+            .iter()
+            .map(|e| enricher().enrich(e).unwrap())
+            .collect();
+        assert_eq!(
+            testing::host_calls().lookup,
+            5,
+            "one call per lookup, alone"
+        );
+        tables();
+        let chunked = testing::process_chunk(&mut enricher(), &events);
+        assert_eq!(
+            testing::host_calls(),
+            testing::HostCalls {
+                lookup: 0,
+                lookup_many: 2
+            },
+            "one call per table for the chunk"
+        );
+        assert_eq!(chunked, singly);
+        let kinds: Vec<bool> = singly
+            .iter()
+            .map(|v| matches!(v, Verdict::Patch(_)))
+            .collect();
+        assert_eq!(kinds, [true, true, false, true]);
     }
 
     #[test]

@@ -54,7 +54,8 @@ fn action() -> impl Strategy<Value = Action> {
     prop_oneof![
         Just(Action::Keep),
         Just(Action::Rewrite),
-        Just(Action::Reject)
+        Just(Action::Reject),
+        Just(Action::Patch)
     ]
 }
 
@@ -71,11 +72,12 @@ fn answer() -> impl Strategy<Value = (Verdicts, usize)> {
         };
         let mut rewrites = of(Action::Rewrite);
         let mut rejections = of(Action::Reject);
+        let mut patched = of(Action::Patch);
         for (what, event) in damage {
-            let list = if what % 2 == 0 {
-                &mut rewrites
-            } else {
-                &mut rejections
+            let list = match (what / 3) % 3 {
+                0 => &mut rewrites,
+                1 => &mut rejections,
+                _ => &mut patched,
             };
             match what % 3 {
                 0 => drop(list.pop()),
@@ -102,6 +104,13 @@ fn answer() -> impl Strategy<Value = (Verdicts, usize)> {
                     field: None,
                 })
                 .collect(),
+            patches: WirePatches {
+                name_lengths: vec![1; patched.len()],
+                names: "f".repeat(patched.len()),
+                value_lengths: vec![1; patched.len()],
+                values: vec![b'1'; patched.len()],
+                events: patched,
+            },
         };
         (verdicts, n)
     })
@@ -118,12 +127,13 @@ fn keeps_the_contract(v: &Verdicts, n: usize) -> bool {
     v.actions.len() == n
         && v.rewrites.iter().map(|r| r.event).collect::<Vec<_>>() == marked(Action::Rewrite)
         && v.rejections.iter().map(|r| r.event).collect::<Vec<_>>() == marked(Action::Reject)
+        && v.patches.events == marked(Action::Patch)
 }
 
 fn output_bytes(v: &Verdicts) -> u64 {
     let rewrites: usize = v.rewrites.iter().map(|r| r.value.len()).sum();
     let rejections: usize = v.rejections.iter().map(|r| r.code.len()).sum();
-    (rewrites + rejections) as u64
+    (rewrites + rejections + v.patches.names.len() + v.patches.values.len()) as u64
 }
 
 proptest! {
@@ -162,6 +172,7 @@ proptest! {
                     Verdict::Keep => Action::Keep,
                     Verdict::Rewrite(_) => Action::Rewrite,
                     Verdict::Reject(_) => Action::Reject,
+                    Verdict::Patch(_) => Action::Patch,
                 }).collect();
                 prop_assert_eq!(kinds, actions);
             }

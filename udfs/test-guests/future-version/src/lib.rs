@@ -1,5 +1,5 @@
-//! A plugin built against the next minor version of the WIT contract (`sluice:plugin@0.2.0`
-//! while `wit/plugin.wit` says 0.1.0). The host speaks 0.1.0 and must refuse it at load
+//! A plugin built against the next minor version of the WIT contract (`sluice:plugin@0.3.0`
+//! while `wit/plugin.wit` says 0.2.0). The host speaks 0.2.0 and must refuse it at load
 //! time with a clear message, not crash.
 //!
 //! Its WIT is `wit/plugin.wit` with only the version changed, derived by `build.rs`.
@@ -7,7 +7,7 @@
 include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
 
 use exports::sluice::plugin::processor::{EventChunk, Guest, PluginInfo, Verdicts};
-use sluice::plugin::types::Action;
+use sluice::plugin::types::{Action, Patches};
 
 struct Future;
 
@@ -28,6 +28,13 @@ impl Guest for Future {
             actions: vec![Action::Keep; chunk.offsets.len()],
             rewrites: vec![],
             rejections: vec![],
+            patches: Patches {
+                events: vec![],
+                name_lengths: vec![],
+                names: String::new(),
+                value_lengths: vec![],
+                values: vec![],
+            },
         })
     }
 }

@@ -15,6 +15,7 @@
 //! | `huge-output`   | rewrites every event to `bytes` bytes (default 1 MiB)            |
 //! | `wrong-count`   | answers one action fewer than there are events                   |
 //! | `bad-index`     | answers `keep` for every event plus a rewrite for event 0        |
+//! | `bad-patch`     | patches every event's `tier` with `gold`, which is not JSON       |
 //! | `process-error` | `process` returns an error                                       |
 //! | `probe`         | rejects every event with a message saying what it could reach (the network: `127.0.0.1:<probe-port>`, default 1) |
 //! | `log`           | logs one message per chunk through the host, keeps every event   |
@@ -31,7 +32,7 @@ use sluice_guest::bindings::exports::sluice::plugin::processor::{
     EventChunk, Guest, PluginInfo, Verdicts,
 };
 use sluice_guest::bindings::sluice::plugin::host::{self, Level};
-use sluice_guest::bindings::sluice::plugin::types::{Action, Rejection, Rewrite};
+use sluice_guest::bindings::sluice::plugin::types::{Action, Patches, Rejection, Rewrite};
 
 #[derive(Default)]
 struct Config {
@@ -90,6 +91,7 @@ impl Guest for Misbehave {
             actions: vec![Action::Keep; n],
             rewrites: vec![],
             rejections: vec![],
+            patches: no_patches(),
         };
         CONFIG.with_borrow(|config| match config.mode.as_str() {
             "ok" => Ok(keep_all()),
@@ -122,11 +124,26 @@ impl Guest for Misbehave {
                     })
                     .collect(),
                 rejections: vec![],
+                patches: no_patches(),
             }),
             "wrong-count" => Ok(Verdicts {
                 actions: vec![Action::Keep; n.saturating_sub(1)],
                 rewrites: vec![],
                 rejections: vec![],
+                patches: no_patches(),
+            }),
+            // Patches every event's `tier` with text that is not JSON: a broken answer.
+            "bad-patch" => Ok(Verdicts {
+                actions: vec![Action::Patch; n],
+                rewrites: vec![],
+                rejections: vec![],
+                patches: Patches {
+                    events: (0..n as u32).collect(),
+                    name_lengths: vec![4; n],
+                    names: "tier".repeat(n),
+                    value_lengths: vec![4; n],
+                    values: b"gold".repeat(n),
+                },
             }),
             "bad-index" => {
                 let mut v = keep_all();
@@ -216,6 +233,18 @@ fn reject_all(n: usize, code: &str, message: &str) -> Verdicts {
                 field: None,
             })
             .collect(),
+        patches: no_patches(),
+    }
+}
+
+/// No patched fields.
+fn no_patches() -> Patches {
+    Patches {
+        events: vec![],
+        name_lengths: vec![],
+        names: String::new(),
+        value_lengths: vec![],
+        values: vec![],
     }
 }
 

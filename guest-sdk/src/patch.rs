@@ -1,0 +1,221 @@
+//! [`Patch`]: fields to add to or replace in an event's value, the cheapest way to enrich.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::verdict::Rejection;
+
+/// Fields to add to an event's value (a JSON object), or to replace in it: what an
+/// enrichment answers with [`Verdict::Patch`](crate::Verdict::Patch). The host applies the
+/// fields where it reads the value, so neither the plugin nor the host prints the whole
+/// value again, and the host parses it once.
+///
+/// ```
+/// use sluice_guest::{Patch, Verdict};
+///
+/// let mut patch = Patch::new();
+/// patch.set("tier", "gold").unwrap();
+/// patch.set("list_price", &18.5).unwrap();
+/// let verdict = Verdict::patch(patch);
+/// let Verdict::Patch(patch) = &verdict else { unreachable!() };
+/// let value = patch.apply(br#"{"user_id":"u1","tier":"silver"}"#).unwrap();
+/// assert_eq!(value, br#"{"user_id":"u1","tier":"gold","list_price":18.5}"#);
+/// // An empty patch keeps the event.
+/// assert_eq!(Verdict::patch(Patch::new()), Verdict::Keep);
+/// ```
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Patch {
+    names: String,
+    values: Vec<u8>,
+    /// For each field, the end of its name in `names` and of its value in `values`.
+    ends: Vec<(u32, u32)>,
+}
+
+impl Patch {
+    /// A patch of no fields.
+    pub fn new() -> Self {
+        Patch::default()
+    }
+
+    /// Sets field `name` to `value` as JSON, replacing what an earlier `set` of the same
+    /// name gave. A value that cannot be JSON (a map with non-string keys) is a
+    /// [`Rejection`] with code `rewrite_failed`.
+    pub fn set<T: Serialize + ?Sized>(&mut self, name: &str, value: &T) -> Result<(), Rejection> {
+        if self.fields().any(|(n, _)| n == name) {
+            let mut rest: Vec<(String, String)> = self
+                .fields()
+                .filter(|(n, _)| *n != name)
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+                .collect();
+            let new = serde_json::to_string(value).map_err(failed)?;
+            rest.push((name.to_string(), new));
+            *self = Patch::default();
+            for (n, v) in rest {
+                self.push(&n, v.as_bytes());
+            }
+            return Ok(());
+        }
+        let at = self.values.len();
+        if let Err(e) = serde_json::to_writer(&mut self.values, value) {
+            self.values.truncate(at);
+            return Err(failed(e));
+        }
+        self.names.push_str(name);
+        self.ends
+            .push((self.names.len() as u32, self.values.len() as u32));
+        Ok(())
+    }
+
+    fn push(&mut self, name: &str, json: &[u8]) {
+        self.names.push_str(name);
+        self.values.extend_from_slice(json);
+        self.ends
+            .push((self.names.len() as u32, self.values.len() as u32));
+    }
+
+    /// Whether it sets no field.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Number of fields it sets.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Its fields, in order: each name and its value's JSON text.
+    pub fn fields(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
+        let mut from = (0usize, 0usize);
+        self.ends.iter().map(move |&(n, v)| {
+            let (n, v) = (n as usize, v as usize);
+            let field = (
+                &self.names[from.0..n],
+                std::str::from_utf8(&self.values[from.1..v]).expect("serde_json writes UTF-8"),
+            );
+            from = (n, v);
+            field
+        })
+    }
+
+    /// `value` (a JSON object) with the patch applied, as the host applies it: each field
+    /// in its place (a patched one with its new value), then the new fields in order. For
+    /// tests; the host does this itself, without printing the value.
+    pub fn apply(&self, value: &[u8]) -> Result<Vec<u8>, Rejection> {
+        let object: Vec<(String, Box<serde_json::value::RawValue>)> =
+            serde_json::from_slice::<RawObject>(value)
+                .map_err(|e| {
+                    Rejection::new(
+                        crate::codes::MALFORMED_JSON,
+                        format!("a patch needs a JSON object value: {e}"),
+                    )
+                })?
+                .0;
+        let mut out = Vec::with_capacity(value.len() + self.values.len() + 16);
+        out.push(b'{');
+        let field = |out: &mut Vec<u8>, name: &str, json: &str| {
+            if out.len() > 1 {
+                out.push(b',');
+            }
+            serde_json::to_writer(&mut *out, name).expect("a string serialises");
+            out.push(b':');
+            out.extend_from_slice(json.as_bytes());
+        };
+        for (name, raw) in &object {
+            let json = self
+                .fields()
+                .find(|(n, _)| n == name)
+                .map_or(raw.get(), |(_, v)| v);
+            field(&mut out, name, json);
+        }
+        for (name, json) in self.fields() {
+            if !object.iter().any(|(n, _)| n == name) {
+                field(&mut out, name, json);
+            }
+        }
+        out.push(b'}');
+        Ok(out)
+    }
+
+    /// The columns of the WIT `patches` record this patch adds to, for event `event`.
+    pub(crate) fn append_to(
+        &self,
+        event: u32,
+        out: &mut crate::bindings::sluice::plugin::types::Patches,
+    ) {
+        let mut from = (0u32, 0u32);
+        for &(n, v) in &self.ends {
+            out.events.push(event);
+            out.name_lengths.push(n - from.0);
+            out.value_lengths.push(v - from.1);
+            from = (n, v);
+        }
+        out.names.push_str(&self.names);
+        out.values.extend_from_slice(&self.values);
+    }
+}
+
+fn failed(e: serde_json::Error) -> Rejection {
+    Rejection::new(
+        "rewrite_failed",
+        format!("the patched value could not be serialised as JSON: {e}"),
+    )
+}
+
+impl fmt::Debug for Patch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.fields()).finish()
+    }
+}
+
+/// A JSON object's fields in order, each value as its own text.
+struct RawObject(Vec<(String, Box<serde_json::value::RawValue>)>);
+
+impl<'de> serde::Deserialize<'de> for RawObject {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = RawObject;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<RawObject, A::Error> {
+                let mut fields = Vec::new();
+                while let Some(entry) = map.next_entry()? {
+                    fields.push(entry);
+                }
+                Ok(RawObject(fields))
+            }
+        }
+        d.deserialize_map(Fields)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn setting_a_name_again_replaces_its_value() {
+        let mut patch = Patch::new();
+        patch.set("a", &1).unwrap();
+        patch.set("b", "x").unwrap();
+        patch.set("a", &[2, 3]).unwrap();
+        assert_eq!(
+            patch.fields().collect::<Vec<_>>(),
+            vec![("b", "\"x\""), ("a", "[2,3]")]
+        );
+        assert_eq!(patch.len(), 2);
+        let bad = std::collections::HashMap::from([((1, 2), 3)]);
+        assert_eq!(patch.set("c", &bad).unwrap_err().code(), "rewrite_failed");
+        assert_eq!(patch.len(), 2, "a failed set leaves the patch as it was");
+        assert_eq!(
+            patch.apply(br#"{"a":0,"z":"\n"}"#).unwrap(),
+            br#"{"a":[2,3],"z":"\n","b":"x"}"#
+        );
+        assert!(patch.apply(b"[1]").is_err());
+    }
+}
