@@ -6,7 +6,7 @@ use std::cell::RefCell;
 
 use crate::Processor;
 use crate::bindings::sluice::plugin::types::{
-    Action, EventChunk, Patches, Rejection as WitRejection, Rewrite, Verdicts,
+    Action, EventChunk, Rejection as WitRejection, Rewrite, Verdicts,
 };
 use crate::event::{ChunkValues, Event, Header, InChunk};
 use crate::lookup::Lookups;
@@ -33,9 +33,7 @@ pub fn process<P: Processor>(chunk: EventChunk) -> Result<Verdicts, String> {
             .as_mut()
             .and_then(|p| p.downcast_mut::<P>())
             .ok_or_else(|| "process was called before init".to_string())?;
-        with_events(&chunk, |events| {
-            answer(judge_with(plugin, events).into_iter())
-        })
+        with_events(&chunk, |events| answer(events, judge_with(plugin, events)))
     })
 }
 
@@ -55,7 +53,9 @@ pub fn judge_chunk(
     chunk: EventChunk,
     mut judge: impl FnMut(&Event<'_>) -> Verdict,
 ) -> Result<Verdicts, String> {
-    with_events(&chunk, |events| answer(events.iter().map(&mut judge)))
+    with_events(&chunk, |events| {
+        answer(events, events.iter().map(&mut judge))
+    })
 }
 
 /// Checks `chunk` and calls `f` with its events.
@@ -106,20 +106,32 @@ fn with_events<R>(chunk: &EventChunk, f: impl FnOnce(&[Event<'_>]) -> R) -> Resu
     Ok(f(&events))
 }
 
-/// The verdicts of a chunk's events, in order, in the WIT layout.
-fn answer(verdicts: impl Iterator<Item = Verdict>) -> Verdicts {
-    let mut actions = Vec::with_capacity(verdicts.size_hint().0);
+/// The verdicts of a chunk's `events`, in order, in the WIT layout.
+fn answer(events: &[Event<'_>], verdicts: impl IntoIterator<Item = Verdict>) -> Verdicts {
+    let mut actions = Vec::with_capacity(events.len());
     let mut rewrites = Vec::new();
     let mut rejections = Vec::new();
-    let mut patches = Patches {
+    #[cfg(not(feature = "wit-0-1"))]
+    let mut patches = crate::bindings::sluice::plugin::types::Patches {
         events: Vec::new(),
         name_lengths: Vec::new(),
         names: String::new(),
         value_lengths: Vec::new(),
         values: Vec::new(),
     };
-    for (i, verdict) in verdicts.enumerate() {
+    for ((i, verdict), event) in verdicts.into_iter().enumerate().zip(events) {
         let index = i as u32;
+        let verdict = match verdict {
+            Verdict::Patch(patch) if patch.is_empty() => Verdict::Keep,
+            // The `0.1` contract has no patch: the plugin applies it and rewrites.
+            #[cfg(feature = "wit-0-1")]
+            Verdict::Patch(patch) => match patch.apply(event.value().unwrap_or_default()) {
+                Ok(value) => Verdict::Rewrite(value),
+                Err(rejection) => Verdict::Reject(rejection),
+            },
+            verdict => verdict,
+        };
+        let _ = event;
         match verdict {
             Verdict::Keep => actions.push(Action::Keep),
             Verdict::Rewrite(value) => {
@@ -129,11 +141,13 @@ fn answer(verdicts: impl Iterator<Item = Verdict>) -> Verdicts {
                     value,
                 });
             }
-            Verdict::Patch(patch) if patch.is_empty() => actions.push(Action::Keep),
+            #[cfg(not(feature = "wit-0-1"))]
             Verdict::Patch(patch) => {
                 actions.push(Action::Patch);
                 patch.append_to(index, &mut patches);
             }
+            #[cfg(feature = "wit-0-1")]
+            Verdict::Patch(_) => unreachable!("applied above"),
             Verdict::Reject(rejection) => {
                 actions.push(Action::Reject);
                 let (code, message, field) = rejection.into_parts();
@@ -150,6 +164,7 @@ fn answer(verdicts: impl Iterator<Item = Verdict>) -> Verdicts {
         actions,
         rewrites,
         rejections,
+        #[cfg(not(feature = "wit-0-1"))]
         patches,
     }
 }

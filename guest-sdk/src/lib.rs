@@ -80,9 +80,19 @@ pub use verdict::{IntoVerdict, Rejection, Verdict};
 #[doc(hidden)]
 #[allow(missing_docs, unsafe_code, clippy::all)]
 pub mod bindings {
+    #[cfg(not(feature = "wit-0-1"))]
     wit_bindgen::generate!({
         // `wit` links to the repository's `wit/` folder; `cargo package` copies the file.
         path: "wit/plugin.wit",
+        world: "event-processor",
+        pub_export_macro: true,
+        export_macro_name: "__export_event_processor",
+        default_bindings_module: "::sluice_guest::bindings",
+    });
+    // The `wit-0-1` feature: the frozen `0.1` contract.
+    #[cfg(feature = "wit-0-1")]
+    wit_bindgen::generate!({
+        path: "wit/v0.1.1/plugin.wit",
         world: "event-processor",
         pub_export_macro: true,
         export_macro_name: "__export_event_processor",
@@ -94,7 +104,12 @@ pub mod bindings {
 /// built against any `0.2.x` version up to its own (and hosts from `0.2` on load `0.1`
 /// plugins too); a host that speaks only `0.1` refuses it at load with a message naming
 /// both versions.
+#[cfg(not(feature = "wit-0-1"))]
 pub const WIT_VERSION: &str = "0.2.0";
+/// The version of the `sluice:plugin` WIT package this SDK speaks: with the `wit-0-1`
+/// feature, the `0.1` contract, which every host loads; patches are applied in the plugin.
+#[cfg(feature = "wit-0-1")]
+pub const WIT_VERSION: &str = "0.1.1";
 
 /// Rejection codes that the SDK itself produces.
 pub mod codes {
@@ -298,7 +313,10 @@ mod version_tests {
     /// The constant says what the bindings were generated from.
     #[test]
     fn wit_version_is_the_package_version() {
+        #[cfg(not(feature = "wit-0-1"))]
         let wit = include_str!("../wit/plugin.wit");
+        #[cfg(feature = "wit-0-1")]
+        let wit = include_str!("../wit/v0.1.1/plugin.wit");
         let line = format!("package sluice:plugin@{};", super::WIT_VERSION);
         assert!(
             wit.lines().any(|l| l.trim() == line),

@@ -138,6 +138,7 @@ impl Patch {
     }
 
     /// The columns of the WIT `patches` record this patch adds to, for event `event`.
+    #[cfg(not(feature = "wit-0-1"))]
     pub(crate) fn append_to(
         &self,
         event: u32,

@@ -1,7 +1,9 @@
 //! Every rule of the clickstream validator, accepted and rejected, through the real Wasm
 //! runtime. Expected verdicts are written out by hand from the rules of the retail tutorial.
 //! The same table is checked against the Rust plugin here and the JavaScript one in `js.rs`:
-//! the `check_*` functions take the plugin's path.
+//! the `check_*` functions take the plugin's path. The Rust plugin is also built against the
+//! `0.1` contract (`udfs/compat/`, the SDK's `wit-0-1` feature): a plugin of the previous
+//! minor version loads and gives the same verdicts.
 
 use serde_json::{Value, json};
 use sluice::plugin::{Plugin, PluginError, Verdict};
@@ -276,6 +278,27 @@ pub(crate) fn check_each_violation_has_its_code_and_field(plugin: &Plugin) {
         assert_eq!(rejection.field.as_deref(), *field, "{value}: {rejection:?}");
         assert!(!rejection.message.is_empty());
     }
+}
+
+/// The validator built against `sluice:plugin@0.1.1` loads on this host (which speaks a
+/// later minor version) and gives every verdict of the table.
+#[test]
+fn the_validator_built_against_the_previous_minor_version_gives_the_same_verdicts() {
+    let path = plugins::CLICKSTREAM_VALIDATOR_0_1;
+    let guest = std::fs::read(path).unwrap();
+    let exported = b"sluice:plugin/processor@0.1.1";
+    assert!(
+        guest.windows(exported.len()).any(|w| w == exported),
+        "{path} does not export {}",
+        String::from_utf8_lossy(exported)
+    );
+    assert_ne!(sluice::plugin::WIT_VERSION, "0.1.1");
+    let plugin = load(path, &[]).unwrap();
+    check_valid_events_are_kept(&plugin);
+    check_each_violation_has_its_code_and_field(&plugin);
+    check_a_null_value_is_rejected(&plugin);
+    check_allowed_event_types_can_be_overridden(path);
+    check_unknown_parameters_refuse_the_plugin_at_load(path);
 }
 
 #[test]
