@@ -10,9 +10,9 @@
 //! [`crate::testing::lookups`].
 
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
 use std::fmt;
 
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::de::DeserializeOwned;
 
 use crate::verdict::Rejection;
@@ -140,7 +140,7 @@ fn lookup_raw_uncached(table: &str, key: &[u8]) -> Result<Option<Vec<u8>>, Looku
 /// each key once per table.
 #[derive(Debug, Default)]
 pub struct Lookups {
-    tables: Vec<(String, HashSet<Vec<u8>>)>,
+    tables: Vec<(String, FxHashSet<Vec<u8>>)>,
 }
 
 impl Lookups {
@@ -150,7 +150,7 @@ impl Lookups {
         let keys = match self.tables.iter().position(|(t, _)| t == table) {
             Some(i) => &mut self.tables[i].1,
             None => {
-                self.tables.push((table.to_string(), HashSet::new()));
+                self.tables.push((table.to_string(), FxHashSet::default()));
                 &mut self.tables.last_mut().expect("just pushed").1
             }
         };
@@ -181,7 +181,7 @@ impl Lookups {
 /// the table's lookups give.
 type Answers = Vec<(
     String,
-    Result<HashMap<Vec<u8>, Option<Vec<u8>>>, LookupError>,
+    Result<FxHashMap<Vec<u8>, Option<Vec<u8>>>, LookupError>,
 )>;
 
 thread_local! {

@@ -42,7 +42,7 @@ impl Patch {
     /// name gave. A value that cannot be JSON (a map with non-string keys) is a
     /// [`Rejection`] with code `rewrite_failed`.
     pub fn set<T: Serialize + ?Sized>(&mut self, name: &str, value: &T) -> Result<(), Rejection> {
-        if self.fields().any(|(n, _)| n == name) {
+        if self.sets(name) {
             let mut rest: Vec<(String, String)> = self
                 .fields()
                 .filter(|(n, _)| *n != name)
@@ -67,11 +67,34 @@ impl Patch {
         Ok(())
     }
 
+    /// Sets field `name` to `value`, JSON text as it is (a value read from the event or
+    /// from a lookup table, copied without being parsed and printed again), replacing what
+    /// an earlier `set` of the same name gave.
+    pub fn set_raw(&mut self, name: &str, value: &serde_json::value::RawValue) {
+        if self.sets(name) {
+            // Rare: through `set`, which rebuilds the fields.
+            let _ = self.set(name, value);
+            return;
+        }
+        self.push(name, value.get().as_bytes());
+    }
+
     fn push(&mut self, name: &str, json: &[u8]) {
         self.names.push_str(name);
         self.values.extend_from_slice(json);
         self.ends
             .push((self.names.len() as u32, self.values.len() as u32));
+    }
+
+    /// Whether it sets field `name`.
+    pub fn sets(&self, name: &str) -> bool {
+        let mut from = 0;
+        self.ends.iter().any(|&(n, _)| {
+            let n = n as usize;
+            let found = &self.names[from..n] == name;
+            from = n;
+            found
+        })
     }
 
     /// Whether it sets no field.

@@ -49,6 +49,10 @@ use crate::lookup::Current;
 use crate::record::Record;
 use crate::units::ByteSize;
 
+/// Set (to anything), the environment variable that makes the plugins' machine code
+/// visible to `perf` (a perf map per process; see the development chapter).
+pub const PERF_MAP: &str = "SLUICE_WASM_PERF_MAP";
+
 /// Resolution of call deadlines.
 const EPOCH_TICK: Duration = Duration::from_millis(10);
 
@@ -82,6 +86,10 @@ impl Runtime {
             .epoch_interruption(config.enforce_call_timeout)
             .max_wasm_stack(config.max_stack.as_usize())
             .cranelift_opt_level(wasmtime::OptLevel::Speed);
+        if std::env::var_os(PERF_MAP).is_some() {
+            // For `perf`: names the plugins' compiled functions in /tmp/perf-PID.map.
+            wasm.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         let engine = Engine::new(&wasm).map_err(engine_error)?;
 
         let mut linker = Linker::new(&engine);

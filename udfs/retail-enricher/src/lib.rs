@@ -20,18 +20,30 @@
 //! a whole chunk's keys in one call per table.
 
 use std::borrow::Cow;
+use std::collections::VecDeque;
 
 use serde::Deserialize;
-use serde_json::Value;
 use serde_json::value::RawValue;
 use sluice_guest::{
     Event, IntoVerdict, Lookups, Params, Patch, Processor, Rejection, Verdict, codes,
 };
 
-/// The fields of an event this plugin reads: the two keys, and the four it may add (to
-/// leave alone those that already have the value). The rest of the event is skipped.
+/// The fields of an event this plugin reads, as their JSON text: the two keys, and the
+/// four it may add (to leave alone those that already have the value).
+#[derive(Clone, Copy, Default)]
+struct Fields<'a>([Option<&'a str>; 6]);
+
+const USER_ID: usize = 0;
+const PRODUCT_ID: usize = 1;
+/// The fields this plugin adds, by their index in [`Fields`], and where they come from.
+const TIER: usize = 2;
+const COUNTRY: usize = 3;
+const CATEGORY: usize = 4;
+const LIST_PRICE: usize = 5;
+
+/// How serde reads them; the rest of the event is skipped.
 #[derive(Deserialize)]
-struct Fields<'a> {
+struct Wire<'a> {
     #[serde(borrow)]
     user_id: Option<&'a RawValue>,
     #[serde(borrow)]
@@ -55,70 +67,114 @@ impl<'a> Fields<'a> {
                 "the value is not a JSON object",
             ));
         }
-        event.json()
+        let w: Wire<'a> = event.json()?;
+        let text = |raw: Option<&'a RawValue>| raw.map(RawValue::get);
+        Ok(Fields([
+            text(w.user_id),
+            text(w.product_id),
+            text(w.tier),
+            text(w.country),
+            text(w.category),
+            text(w.list_price),
+        ]))
     }
 
     /// A key field's text, when it is a string (as ids are).
-    fn key(raw: Option<&'a RawValue>) -> Option<Cow<'a, str>> {
-        serde_json::from_str(raw?.get()).ok()
+    fn key(&self, i: usize) -> Option<Cow<'a, str>> {
+        serde_json::from_str(self.0[i]?).ok()
+    }
+
+    /// Where each field lies in `value`, to find them again without reading it.
+    fn spans(&self, value: &str) -> [Option<(usize, usize)>; 6] {
+        let base = value.as_ptr() as usize;
+        self.0.map(|f| {
+            f.map(|f| {
+                (
+                    f.as_ptr() as usize - base,
+                    f.as_ptr() as usize - base + f.len(),
+                )
+            })
+        })
+    }
+
+    /// The fields at `spans` of `value`.
+    fn at(value: &'a str, spans: &[Option<(usize, usize)>; 6]) -> Option<Self> {
+        let mut fields = Fields::default();
+        for (field, span) in fields.0.iter_mut().zip(spans) {
+            if let Some((from, to)) = *span {
+                *field = Some(value.get(from..to)?);
+            }
+        }
+        Some(fields)
     }
 }
 
-/// Whether the event's own value `raw` is the JSON value `value`.
-fn same(raw: Option<&RawValue>, value: &Value) -> bool {
-    raw.is_some_and(|raw| serde_json::from_str::<Value>(raw.get()).is_ok_and(|v| &v == value))
-}
-
-/// The fields of a profile this plugin copies.
+/// The fields of a profile this plugin copies, as their JSON text.
 #[derive(Deserialize)]
 struct Profile {
-    tier: Option<Value>,
-    country: Option<Value>,
+    tier: Option<Box<RawValue>>,
+    country: Option<Box<RawValue>>,
 }
 
-/// The fields of a product this plugin copies.
+/// The fields of a product this plugin copies, as their JSON text.
 #[derive(Deserialize)]
 struct Product {
-    category: Option<Value>,
-    list_price: Option<Value>,
+    category: Option<Box<RawValue>>,
+    list_price: Option<Box<RawValue>>,
 }
+
+/// What `prefetch` read of one event, for `process` to use rather than read it again:
+/// the event's partition, offset and value (its address), and its fields' spans.
+type Read = ((i32, i64, usize), [Option<(usize, usize)>; 6]);
 
 /// The enricher, with the names of its tables.
 pub struct RetailEnricher {
     profiles: String,
     products: String,
+    /// What `prefetch` read of the chunk's events, in order.
+    read: VecDeque<Read>,
 }
 
 impl RetailEnricher {
     /// Adds what the tables know about the event's user and product.
     pub fn enrich(&self, event: &Event<'_>) -> Result<Verdict, Rejection> {
-        let fields = Fields::of(event)?;
-        let mut added = Vec::with_capacity(4);
-        if let Some(user) = Fields::key(fields.user_id)
+        self.enrich_fields(Fields::of(event)?)
+    }
+
+    fn enrich_fields(&self, fields: Fields<'_>) -> Result<Verdict, Rejection> {
+        let mut patch = Patch::new();
+        let mut add = |name: &str, i: usize, value: Option<Box<RawValue>>| {
+            let own = fields.0[i].map(str::trim);
+            if let Some(value) = value.filter(|v| v.get() != "null")
+                && own != Some(value.get())
+            {
+                patch.set_raw(name, &value);
+            }
+        };
+        if let Some(user) = fields.key(USER_ID)
             && let Some(p) = sluice_guest::lookup::<Profile>(&self.profiles, user.as_ref())?
         {
-            added.extend([
-                ("tier", p.tier, fields.tier),
-                ("country", p.country, fields.country),
-            ]);
+            add("tier", TIER, p.tier);
+            add("country", COUNTRY, p.country);
         }
-        if let Some(product) = Fields::key(fields.product_id)
+        if let Some(product) = fields.key(PRODUCT_ID)
             && let Some(p) = sluice_guest::lookup::<Product>(&self.products, product.as_ref())?
         {
-            added.extend([
-                ("category", p.category, fields.category),
-                ("list_price", p.list_price, fields.list_price),
-            ]);
-        }
-        let mut patch = Patch::new();
-        for (name, value, own) in added {
-            if let Some(value) = value.filter(|v| !v.is_null())
-                && !same(own, &value)
-            {
-                patch.set(name, &value)?;
-            }
+            add("category", CATEGORY, p.category);
+            add("list_price", LIST_PRICE, p.list_price);
         }
         Ok(Verdict::patch(patch))
+    }
+
+    /// The fields `prefetch` read of `event`, if it is the next one it read.
+    fn prefetched<'a>(&mut self, event: &Event<'a>) -> Option<Fields<'a>> {
+        let (at, spans) = self.read.pop_front()?;
+        let value = event.value_str().ok()?;
+        if at != (event.partition(), event.offset(), value.as_ptr() as usize) {
+            self.read.clear();
+            return None;
+        }
+        Fields::at(value, &spans)
     }
 }
 
@@ -128,24 +184,33 @@ impl Processor for RetailEnricher {
         Ok(RetailEnricher {
             profiles: params.get("profiles-table").unwrap_or("profiles").into(),
             products: params.get("products-table").unwrap_or("products").into(),
+            read: VecDeque::new(),
         })
     }
 
+    /// Reads the event's keys once: announced for the chunk's lookups, and kept for
+    /// `process` (the SDK processes a chunk's events in the order it prefetched them).
     fn prefetch(&mut self, event: &Event<'_>, lookups: &mut Lookups) {
         // An event that cannot be read is rejected by `process`; nothing to ask for here.
-        let Ok(fields) = Fields::of(event) else {
+        let (Ok(fields), Ok(value)) = (Fields::of(event), event.value_str()) else {
             return;
         };
-        if let Some(user) = Fields::key(fields.user_id) {
+        if let Some(user) = fields.key(USER_ID) {
             lookups.want(&self.profiles, user.as_ref());
         }
-        if let Some(product) = Fields::key(fields.product_id) {
+        if let Some(product) = fields.key(PRODUCT_ID) {
             lookups.want(&self.products, product.as_ref());
         }
+        let at = (event.partition(), event.offset(), value.as_ptr() as usize);
+        self.read.push_back((at, fields.spans(value)));
     }
 
     fn process(&mut self, event: &Event<'_>) -> Verdict {
-        self.enrich(event).into_verdict()
+        let verdict = match self.prefetched(event) {
+            Some(fields) => self.enrich_fields(fields),
+            None => self.enrich(event),
+        };
+        verdict.into_verdict()
     }
 }
 
@@ -153,7 +218,7 @@ sluice_guest::export!(processor RetailEnricher);
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{Value, json};
     use sluice_guest::testing::{self, Table};
 
     use super::*;
