@@ -1,4 +1,5 @@
-//! The rewrite path: the enricher rewrites values, and a chain passes rewritten values on.
+//! The rewrite and patch paths: the enrichers rewrite or patch values, and a chain passes
+//! rewritten values on, and patched ones applied.
 
 use serde_json::Value;
 use sluice::plugin::Verdict;
@@ -66,4 +67,80 @@ fn a_chain_validates_then_enriches() {
         outcomes[5].record.value.as_deref(),
         Some(values[5].as_bytes())
     );
+}
+
+/// A runtime whose batch tables give user `u1` a tier and country, and the enricher loaded
+/// on it, granted them.
+fn retail_enricher() -> (sluice::plugin::Runtime, sluice::plugin::Plugin) {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use sluice::lookup::{Lookups, Table, Version};
+    use sluice::plugin::config::{Grants, Limits, RuntimeConfig};
+    let runtime = sluice::plugin::Runtime::new(RuntimeConfig::default()).unwrap();
+    let table = |entries: &[(&str, &str)]| {
+        let mut t = Table::new(Version::File {
+            digest: "test".into(),
+        });
+        for (k, v) in entries {
+            t.insert(k.as_bytes(), v.as_bytes());
+        }
+        Arc::new(t)
+    };
+    runtime.lookups().set(Lookups::new(BTreeMap::from([
+        (
+            "profiles".to_string(),
+            table(&[("u1", r#"{"tier":"gold","country":"DE"}"#)]),
+        ),
+        ("products".to_string(), table(&[])),
+    ])));
+    let grants = Grants {
+        lookups: vec!["profiles".into(), "products".into()],
+        ..Grants::default()
+    };
+    let path = std::path::Path::new(plugins::RETAIL_ENRICHER);
+    let plugin = runtime
+        .load_file("enrich", path, Vec::new(), Limits::default(), grants)
+        .unwrap();
+    (runtime, plugin)
+}
+
+/// The enricher patches: a later stage sees the value with the patch applied, while the
+/// last stage's patch stays beside the value (for the encoder) until it is settled.
+#[test]
+fn a_patch_reaches_a_later_stage_applied_and_the_last_one_stays_beside_the_value() {
+    let (_runtime, enricher) = retail_enricher();
+    let normaliser = load(plugins::CLICKSTREAM_ENRICHER, &[]).unwrap();
+    let values = [
+        r#"{"user_id":"u1","browser":"Safari"}"#,
+        r#"{"user_id":"u9"}"#,
+    ];
+
+    // The old-version guest rewrites a value to its length: the patched value's.
+    let measure = load(plugins::OLD_VERSION, &[]).unwrap();
+    let outcomes = chain::run(&[enricher.clone(), measure], records(&values), 8);
+    let applied = br#"{"user_id":"u1","browser":"Safari","tier":"gold","country":"DE"}"#;
+    assert_eq!(
+        outcomes[0].record.value.as_deref().unwrap(),
+        format!("{{\"old-version\":{}}}", applied.len()).as_bytes(),
+        "the later stage saw the value with the patch applied"
+    );
+
+    let stages = [normaliser, enricher];
+    let (outcomes, runs) = chain::run_counted(&stages, records(&values), 8);
+    assert_eq!(runs[1].rewritten, 1, "one event patched");
+    let (stage, patch) = outcomes[0].patch.clone().expect("a pending patch");
+    assert_eq!(stage, 1);
+    assert_eq!(
+        patch.fields().collect::<Vec<_>>(),
+        vec![("tier", &br#""gold""#[..]), ("country", &br#""DE""#[..])]
+    );
+    let unapplied: Value =
+        serde_json::from_slice(outcomes[0].record.value.as_deref().unwrap()).unwrap();
+    assert!(unapplied.get("tier").is_none(), "{unapplied}");
+    assert!(outcomes[1].patch.is_none(), "no profile, no patch");
+    let settled = outcomes[0].clone().settle(&stages);
+    let settled: Value = serde_json::from_slice(settled.record.value.as_deref().unwrap()).unwrap();
+    assert_eq!(settled["tier"], "gold");
+    assert_eq!(settled["browser"], "safari");
 }
