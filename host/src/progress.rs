@@ -71,6 +71,10 @@ impl Durations {
 pub struct CpuTimes {
     /// Reading records, and what the other phases do not count.
     pub read: u64,
+    /// The reading thread's own CPU while it read the batch: the part of `read` that is
+    /// sluice's read loop (polling, building records); the rest of `read` is librdkafka's
+    /// threads and other background work.
+    pub reader: u64,
     /// The plugin stages.
     pub plugins: u64,
     /// Judging the verdicts and encoding to Arrow.

@@ -335,7 +335,7 @@ fn read_log(stderr: impl std::io::Read) -> Log {
             let p: serde_json::Value = serde_json::from_str(json).unwrap();
             log.batches += 1;
             log.rows += p["input_rows"].as_u64().unwrap();
-            for phase in PHASES.iter().chain(&["total"]) {
+            for phase in PHASES.iter().chain(&["total", "reader"]) {
                 *log.cpu_us.entry(phase.to_string()).or_default() +=
                     p["cpu_us"][phase].as_u64().unwrap_or(0);
             }
@@ -368,6 +368,10 @@ fn report(r: &RunResult, events: u64, label: &str) {
     let mut line = String::from("    CPU µs per event:");
     for phase in PHASES {
         line.push_str(&format!(" {phase} {:.2},", per_event(r.cpu_us[phase])));
+        if phase == "read" {
+            // The reading thread's own part of `read`.
+            line.push_str(&format!(" (reader {:.2}),", per_event(r.cpu_us["reader"])));
+        }
     }
     let outside = (cpu * 1e6) as u64;
     line.push_str(&format!(

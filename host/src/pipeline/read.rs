@@ -35,6 +35,8 @@ pub(super) struct Input {
     pub(super) started: Instant,
     /// The process's CPU time when the batch started.
     pub(super) cpu_started: Duration,
+    /// The reading thread's CPU time while it read the batch.
+    pub(super) reader_cpu: Duration,
     /// Time spent reading.
     pub(super) poll: Duration,
 }
@@ -89,6 +91,7 @@ impl Pipeline {
             flush,
             started: Instant::now(),
             cpu_started: cpu::process(),
+            reader_cpu: Duration::ZERO,
             poll: Duration::ZERO,
         }
     }
@@ -103,7 +106,8 @@ impl Pipeline {
     ) -> Result<Option<Input>, PipelineError> {
         let started = Instant::now();
         let cpu_started = cpu::process();
-        let (mut records, next) = match self.source.read(ends, caps, stop) {
+        let (read, reader_cpu) = cpu::on_thread(|| self.source.read(ends, caps, stop));
+        let (mut records, next) = match read {
             Ok(read) => read,
             Err(SourceError::Stopped) => return Ok(None),
             Err(e) => return Err(e.into()),
@@ -125,6 +129,7 @@ impl Pipeline {
             flush,
             started,
             cpu_started,
+            reader_cpu,
             poll: started.elapsed(),
         }))
     }

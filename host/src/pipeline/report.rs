@@ -161,6 +161,7 @@ fn cpu_times(
         commit: us(committed.commit_cpu),
         total,
         read: 0,
+        reader: us(input.reader_cpu),
     };
     let counted =
         times.plugins + times.encode + times.route + times.send + times.write + times.commit;

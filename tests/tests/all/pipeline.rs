@@ -118,6 +118,10 @@ fn seed_events_land_and_invalid_ones_are_dead_lettered() {
     .iter()
     .map(|p| part(p))
     .sum();
+    assert!(
+        part("reader") <= part("read"),
+        "the reading thread's CPU is part of read: {cpu}"
+    );
     assert_eq!(parts, part("total"), "{cpu}");
     assert!(part("plugins") > 0 && part("commit") > 0, "{cpu}");
 
