@@ -170,6 +170,10 @@ pub trait Processor: Sized + 'static {
     /// answers; a lookup not announced still works, with a host call of its own. The
     /// default announces nothing.
     ///
+    /// `prefetch` sees a chunk's events in order, then `process` sees them in the same
+    /// order, so a plugin may keep what it read of an event for `process` rather than read
+    /// it twice (`udfs/retail-enricher` does).
+    ///
     /// ```
     /// use sluice_guest::{Event, Lookups, Params, Processor, Verdict};
     ///

@@ -19,8 +19,7 @@ use sluice::generate::{Generator, GeneratorConfig, Shape};
 use sluice::lookup::{Lookups, Table, Version};
 use sluice::plugin::config::{Grants, Limits, RuntimeConfig};
 use sluice::plugin::{Chunk, Plugin, Runtime, Verdict};
-use sluice::record::Record;
-use sluice_tests::{plugins, records};
+use sluice_tests::{chunks, plugins};
 
 fn main() {
     let mut args = std::env::args().skip(1).filter(|a| !a.starts_with("--"));
@@ -32,12 +31,7 @@ fn main() {
         .into_iter()
         .map(|(_, v)| v)
         .collect();
-    let records = records(&values);
-    let refs: Vec<&Record> = records.iter().collect();
-    let chunks: Vec<Chunk> = refs
-        .chunks(chunk)
-        .map(|c| Chunk::from_records(c.iter().copied()))
-        .collect();
+    let chunks = chunks(&values, chunk);
 
     let runtime = Runtime::new(RuntimeConfig::default()).expect("runtime");
     runtime.lookups().set(tables());

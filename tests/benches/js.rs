@@ -15,9 +15,8 @@ use std::time::Instant;
 use sluice::generate::{Generator, GeneratorConfig};
 use sluice::plugin::config::{Grants, Limits, RuntimeConfig};
 use sluice::plugin::{Chunk, Plugin, Verdict};
-use sluice::record::Record;
 use sluice::units::ByteSize;
-use sluice_tests::{load_with, plugins, records};
+use sluice_tests::{chunks, load_with, plugins};
 
 const WARM_UP_ROUNDS: usize = 3;
 /// The JavaScript plugins' memory limit.
@@ -44,12 +43,7 @@ fn main() {
         .take(events)
         .map(|e| e.value)
         .collect();
-    let records = records(&values);
-    let refs: Vec<&Record> = records.iter().collect();
-    let chunks: Vec<Chunk> = refs
-        .chunks(chunk)
-        .map(|c| Chunk::from_records(c.iter().copied()))
-        .collect();
+    let chunks = chunks(&values, chunk);
 
     // The JavaScript engine's heap settles above the default 64 MiB (see the book's chapter
     // on JavaScript plugins); the JavaScript plugins get more.

@@ -22,7 +22,7 @@ use sluice::generate::{Generator, GeneratorConfig};
 use sluice::plugin::config::{Grants, Limits, RuntimeConfig};
 use sluice::plugin::{Chunk, Plugin, Runtime, Verdict};
 use sluice::record::Record;
-use sluice_tests::{load, plugins, records};
+use sluice_tests::{chunks, load, plugins, records};
 
 const WARM_UP_ROUNDS: usize = 5;
 /// Target: the Wasm validator costs at most this many times the native one per event.
@@ -42,12 +42,9 @@ fn main() {
         .take(events)
         .map(|e| e.value)
         .collect();
+    let chunks = chunks(&values, chunk);
     let records = records(&values);
     let refs: Vec<&Record> = records.iter().collect();
-    let chunks: Vec<Chunk> = refs
-        .chunks(chunk)
-        .map(|c| Chunk::from_records(c.iter().copied()))
-        .collect();
     // Lays out the batch chunk by chunk, each dropped after use, as a pipeline does.
     let layout = || -> usize {
         refs.chunks(chunk)

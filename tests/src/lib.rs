@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock};
 use sluice::cli::produce::ProduceSummary;
 use sluice::cli::{self, Command};
 use sluice::plugin::config::{CompileCacheDir, Grants, Limits, RuntimeConfig};
-use sluice::plugin::{Plugin, PluginError, Runtime};
+use sluice::plugin::{Chunk, Plugin, PluginError, Runtime};
 use sluice::record::Record;
 
 pub mod broker;
@@ -110,6 +110,16 @@ pub fn records<S: AsRef<[u8]>>(values: &[S]) -> Vec<Record> {
         .iter()
         .enumerate()
         .map(|(i, v)| Record::with_value(topic.clone(), i as i64, v.as_ref().to_vec()))
+        .collect()
+}
+
+/// [`records`] with these values laid out as chunks of at most `size` events, as a
+/// pipeline's batch crosses into a plugin.
+pub fn chunks<S: AsRef<[u8]>>(values: &[S], size: usize) -> Vec<Chunk> {
+    let records = records(values);
+    let refs: Vec<&Record> = records.iter().collect();
+    refs.chunks(size.max(1))
+        .map(|c| Chunk::from_records(c.iter().copied()))
         .collect()
 }
 
