@@ -267,3 +267,101 @@ fn a_plugin_sees_the_recorded_lookup_version_when_its_batch_is_replayed() {
         assert_eq!(silver.iter().filter(|r| r.contains("silver")).count(), 1);
     }
 }
+
+/// An event-time pipeline whose enrich stage patches each event with its user's tier, and
+/// counts events per tier in one-minute windows.
+fn tiers() -> String {
+    format!(
+        r#"[pipeline]
+name = "tiers"
+threads = 2
+
+[source]
+bootstrap-servers = "memory"
+topics = ["clicks"]
+
+[trigger]
+mode = "available-now"
+max-records = 4
+
+[[stages]]
+name = "enrich"
+plugin = "{}"
+grants = {{ lookups = ["profiles"] }}
+
+[sink]
+warehouse = "warehouse"
+namespace = "engine"
+table = "tiered"
+columns = [
+  {{ name = "event_id", type = "string", required = true }},
+  {{ name = "user_id", type = "string" }},
+  {{ name = "timestamp", type = "timestamptz", required = true }},
+  {{ name = "tier", type = "string" }},
+]
+
+[dead-letter]
+topic = "dead"
+
+[event-time]
+field = "timestamp"
+max-delay = "2m"
+at-end = "flush"
+
+[[windows]]
+name = "by-tier"
+size = "1m"
+group-by = ["tier"]
+aggregates = [{{ name = "count", fn = "count" }}]
+iceberg = {{ table = "by_tier" }}
+
+[[lookups]]
+name = "profiles"
+topic = "profiles"
+"#,
+        sluice_tests::plugins::RETAIL_ENRICHER
+    )
+}
+
+/// A patch reaches event time applied: the windows group by the tier the enrich stage
+/// patched in (read from the value with the patch applied), and the table has it too.
+#[test]
+fn windows_group_by_a_field_a_stage_patched_in() {
+    let engine = Engine::new("tiers", &tiers());
+    engine.lookups["profiles"].append("u1", Some(r#"{"tier":"gold"}"#));
+    engine.lookups["profiles"].append("u2", Some(r#"{"tier":"silver"}"#));
+    let events: Vec<String> = ["u1", "u2", "u1", "u3", "u1", "u2"]
+        .iter()
+        .enumerate()
+        .map(|(i, user)| {
+            format!(
+                r#"{{"event_id":"e{i}","user_id":"{user}","timestamp":"2026-01-09T10:00:0{i}Z"}}"#
+            )
+        })
+        .collect();
+    engine.append(&events);
+    engine.run().unwrap();
+    let mut counts: Vec<(Option<String>, i64)> = engine
+        .rows(Some("by-tier"))
+        .iter()
+        .map(|r| {
+            (
+                r["tier"].as_str().map(str::to_string),
+                r["count"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    counts.sort();
+    assert_eq!(
+        counts,
+        vec![
+            (None, 1),
+            (Some("gold".into()), 3),
+            (Some("silver".into()), 2)
+        ]
+    );
+    let rows = engine.rows(None);
+    assert_eq!(rows.len(), 6);
+    let gold = rows.iter().filter(|r| r["tier"] == "gold").count();
+    assert_eq!(gold, 3, "the table has the patched field too");
+}
