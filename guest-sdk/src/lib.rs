@@ -70,6 +70,7 @@ pub use event::{Event, Header};
 pub use lookup::codes as lookup_codes;
 pub use lookup::{
     LOOKUP_FAILED, LookupError, Lookups, lookup, lookup_many, lookup_many_raw, lookup_raw,
+    lookup_with, malformed_value,
 };
 pub use params::Params;
 pub use patch::Patch;

@@ -132,6 +132,48 @@ pub fn lookup_raw(table: &str, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>,
     }
 }
 
+/// `read` of the value of `key` in `table` as bytes, borrowed where the SDK holds it (a
+/// prefetched answer, see [`crate::Processor::prefetch`]): nothing is copied, so a plugin
+/// can parse the value into types that borrow from it (`&RawValue`, `&str`).
+///
+/// ```
+/// use serde_json::json;
+/// use sluice_guest::testing::{self, Table};
+///
+/// testing::lookups([("profiles", Table::new().json("u1", &json!({"tier": "gold"})))]);
+/// let tier = sluice_guest::lookup_with("profiles", "u1", |value| {
+///     value.map(|v| v.len())
+/// });
+/// assert_eq!(tier.unwrap(), Some(15));
+/// ```
+pub fn lookup_with<R>(
+    table: &str,
+    key: impl AsRef<[u8]>,
+    read: impl FnOnce(Option<&[u8]>) -> R,
+) -> Result<R, LookupError> {
+    let key = key.as_ref();
+    let mut read = Some(read);
+    let mut once = |value: Option<&[u8]>| read.take().map(|read| read(value));
+    if let Some(answer) = prefetched(table, key, &mut once) {
+        return answer.map(|r| r.expect("read once"));
+    }
+    let value = lookup_raw_uncached(table, key)?;
+    Ok(once(value.as_deref()).expect("read once"))
+}
+
+/// The error of a table value that is not the JSON a plugin expects, for plugins that parse
+/// values themselves ([`lookup_with`]): code `malformed_value`, naming the table and key.
+pub fn malformed_value(table: &str, key: &[u8], error: &serde_json::Error) -> LookupError {
+    LookupError::new(
+        codes::MALFORMED_VALUE,
+        table,
+        format!(
+            "the value of key {:?} in lookup table `{table}` is not the expected JSON: {error}",
+            String::from_utf8_lossy(key)
+        ),
+    )
+}
+
 fn lookup_raw_uncached(table: &str, key: &[u8]) -> Result<Option<Vec<u8>>, LookupError> {
     imp::lookup(table, key)
 }
@@ -224,16 +266,7 @@ pub fn lookup_many_raw<K: AsRef<[u8]>>(
 }
 
 fn parse<T: DeserializeOwned>(table: &str, key: &[u8], value: &[u8]) -> Result<T, LookupError> {
-    serde_json::from_slice(value).map_err(|e| {
-        LookupError::new(
-            codes::MALFORMED_VALUE,
-            table,
-            format!(
-                "the value of key {:?} in lookup table `{table}` is not the expected JSON: {e}",
-                String::from_utf8_lossy(key)
-            ),
-        )
-    })
+    serde_json::from_slice(value).map_err(|e| malformed_value(table, key, &e))
 }
 
 #[cfg(target_arch = "wasm32")]

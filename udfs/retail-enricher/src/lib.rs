@@ -109,18 +109,23 @@ impl<'a> Fields<'a> {
     }
 }
 
-/// The fields of a profile this plugin copies, as their JSON text.
+/// The fields of a profile this plugin copies, as their JSON text, borrowed from the table's
+/// value.
 #[derive(Deserialize)]
-struct Profile {
-    tier: Option<Box<RawValue>>,
-    country: Option<Box<RawValue>>,
+struct Profile<'a> {
+    #[serde(borrow)]
+    tier: Option<&'a RawValue>,
+    #[serde(borrow)]
+    country: Option<&'a RawValue>,
 }
 
 /// The fields of a product this plugin copies, as their JSON text.
 #[derive(Deserialize)]
-struct Product {
-    category: Option<Box<RawValue>>,
-    list_price: Option<Box<RawValue>>,
+struct Product<'a> {
+    #[serde(borrow)]
+    category: Option<&'a RawValue>,
+    #[serde(borrow)]
+    list_price: Option<&'a RawValue>,
 }
 
 /// What `prefetch` read of one event, for `process` to use rather than read it again:
@@ -143,25 +148,29 @@ impl RetailEnricher {
 
     fn enrich_fields(&self, fields: Fields<'_>) -> Result<Verdict, Rejection> {
         let mut patch = Patch::new();
-        let mut add = |name: &str, i: usize, value: Option<Box<RawValue>>| {
+        let mut add = |name: &str, i: usize, value: Option<&RawValue>| {
             let own = fields.0[i].map(str::trim);
             if let Some(value) = value.filter(|v| v.get() != "null")
                 && own != Some(value.get())
             {
-                patch.set_raw(name, &value);
+                patch.set_raw(name, value);
             }
         };
-        if let Some(user) = fields.key(USER_ID)
-            && let Some(p) = sluice_guest::lookup::<Profile>(&self.profiles, user.as_ref())?
-        {
-            add("tier", TIER, p.tier);
-            add("country", COUNTRY, p.country);
+        if let Some(user) = fields.key(USER_ID) {
+            read(&self.profiles, &user, |value| {
+                let p: Profile<'_> = serde_json::from_slice(value)?;
+                add("tier", TIER, p.tier);
+                add("country", COUNTRY, p.country);
+                Ok(())
+            })?;
         }
-        if let Some(product) = fields.key(PRODUCT_ID)
-            && let Some(p) = sluice_guest::lookup::<Product>(&self.products, product.as_ref())?
-        {
-            add("category", CATEGORY, p.category);
-            add("list_price", LIST_PRICE, p.list_price);
+        if let Some(product) = fields.key(PRODUCT_ID) {
+            read(&self.products, &product, |value| {
+                let p: Product<'_> = serde_json::from_slice(value)?;
+                add("category", CATEGORY, p.category);
+                add("list_price", LIST_PRICE, p.list_price);
+                Ok(())
+            })?;
         }
         Ok(Verdict::patch(patch))
     }
@@ -176,6 +185,22 @@ impl RetailEnricher {
         }
         Fields::at(value, &spans)
     }
+}
+
+/// Looks `key` up in `table` and gives `use_it` its value where it lies (nothing copied,
+/// so it parses into types that borrow from it); an absent key is nothing to do.
+fn read(
+    table: &str,
+    key: &str,
+    use_it: impl FnOnce(&[u8]) -> Result<(), serde_json::Error>,
+) -> Result<(), Rejection> {
+    let used = sluice_guest::lookup_with(table, key, |value| match value {
+        None => Ok(()),
+        Some(value) => {
+            use_it(value).map_err(|e| sluice_guest::malformed_value(table, key.as_bytes(), &e))
+        }
+    });
+    Ok(used.and_then(|r| r)?)
 }
 
 impl Processor for RetailEnricher {
@@ -353,6 +378,13 @@ mod tests {
         testing::deny("products");
         let error = enriched(json!({"user_id": "user_1", "product_id": "P100"})).unwrap_err();
         assert!(error.starts_with("lookup_failed: not_granted: "), "{error}");
+        testing::lookups([("profiles", Table::new().raw("user_2", "{not json"))]);
+        let error = enriched(json!({"user_id": "user_2"})).unwrap_err();
+        assert!(
+            error.starts_with("lookup_failed: malformed_value: "),
+            "{error}"
+        );
+        assert!(error.contains("\"user_2\""), "{error}");
         let broken = enricher().enrich(&Event::new(b"[1]")).unwrap_err();
         assert_eq!(broken.code(), sluice_guest::codes::MALFORMED_JSON);
     }
