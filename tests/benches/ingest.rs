@@ -239,32 +239,8 @@ fn sluice_run(
     let warehouse = std::env::temp_dir().join(format!("sluice-bench-{}-{run}", std::process::id()));
     let _ = std::fs::remove_dir_all(&warehouse);
     std::fs::create_dir_all(&warehouse).unwrap();
-    let mut example =
-        std::fs::read_to_string(repo_root().join("examples/retail-clickstream/pipeline.toml"))
-            .unwrap();
-    if stages == Stages::Validator {
-        // The enrich stage and its lookup tables: from the stage to the sink.
-        let from = example
-            .find("[[stages]]\nname = \"enrich\"")
-            .expect("the enrich stage");
-        let to = example.find("[sink]").expect("the sink");
-        example.replace_range(from..to, "");
-    }
     let config = warehouse.join("pipeline.toml");
-    let cadence = held.map_or(String::new(), |rows| {
-        format!("commit-interval = \"1h\"\nmin-commit-rows = {rows}\n")
-    });
-    // The history a long-running pipeline keeps: without expiry each commit rewrites a
-    // metadata file that grows by a snapshot per commit.
-    let cadence = format!("{cadence}{EXPIRY}\n");
-    std::fs::write(
-        &config,
-        example.replace(
-            "target-file-size =",
-            &format!("{cadence}target-file-size ="),
-        ),
-    )
-    .unwrap();
+    std::fs::write(&config, example_config(stages, held)).unwrap();
     let plugins_dir = Path::new(plugins::CLICKSTREAM_VALIDATOR).parent().unwrap();
     let start = Instant::now();
     let cpu_before = ended_children_cpu();
@@ -310,6 +286,32 @@ fn sluice_run(
         peak_rss_kib: peak,
         cpu_us: log.cpu_us,
     }
+}
+
+/// The retail example's pipeline file for a run: its stages, and with `held` the commit
+/// cadence's `min-commit-rows`; snapshot expiry always.
+fn example_config(stages: Stages, held: Option<u64>) -> String {
+    let mut example =
+        std::fs::read_to_string(repo_root().join("examples/retail-clickstream/pipeline.toml"))
+            .unwrap();
+    if stages == Stages::Validator {
+        // The enrich stage and its lookup tables: from the stage to the sink.
+        let from = example
+            .find("[[stages]]\nname = \"enrich\"")
+            .expect("the enrich stage");
+        let to = example.find("[sink]").expect("the sink");
+        example.replace_range(from..to, "");
+    }
+    let cadence = held.map_or(String::new(), |rows| {
+        format!("commit-interval = \"1h\"\nmin-commit-rows = {rows}\n")
+    });
+    // The history a long-running pipeline keeps: without expiry each commit rewrites a
+    // metadata file that grows by a snapshot per commit.
+    let cadence = format!("{cadence}{EXPIRY}\n");
+    example.replace(
+        "target-file-size =",
+        &format!("{cadence}target-file-size ="),
+    )
 }
 
 /// What a run's log said.

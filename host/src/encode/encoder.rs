@@ -208,40 +208,10 @@ impl Encoder {
         self.complete(cells, failure, extra.unplanned.take())
     }
 
-    /// Converts the fields of `patch` (JSON text, checked when the plugin answered) into
-    /// their cells, as if the value had them.
-    fn patch<'a>(
-        &self,
-        patch: Option<&'a Patch>,
-        cells: &mut [Cell<'a>],
-        failure: &mut Option<EncodeError>,
-        extra: &mut RowExtra<'a>,
-    ) {
-        for (name, raw) in patch.into_iter().flat_map(Patch::fields) {
-            let raw = match std::str::from_utf8(raw) {
-                Ok(raw) => raw.trim_ascii(),
-                Err(_) => {
-                    *failure = failure.take().or_else(|| {
-                        Some(EncodeError {
-                            code: "malformed_json",
-                            message: format!("the patched value of `{name}` is not UTF-8"),
-                            field: Some(name.into()),
-                        })
-                    });
-                    continue;
-                }
-            };
-            match self.by_name.get(name) {
-                Some(&i) => self.field(i, raw, cells, failure, extra),
-                None => self.unknown(Cow::Borrowed(name), || self.infer(raw), extra, failure),
-            }
-        }
-    }
-
     /// Converts field `raw` into the cell of column `i`, unless an earlier field failed
     /// (the first failure is the event's) or the host fills the column.
     #[inline]
-    fn field<'a>(
+    pub(super) fn field<'a>(
         &self,
         i: usize,
         raw: &'a str,
@@ -338,7 +308,7 @@ impl Encoder {
     }
 
     /// The type JSON text `raw` would give a column.
-    fn infer(&self, raw: &str) -> Inferred {
+    pub(super) fn infer(&self, raw: &str) -> Inferred {
         infer::infer_with(raw, self.evolving.max_depth, self.evolving.timestamps)
     }
 

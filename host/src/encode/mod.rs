@@ -40,6 +40,7 @@ mod nested;
 mod nested_tests;
 #[cfg(test)]
 mod patch_tests;
+mod patched;
 #[cfg(test)]
 mod props;
 mod protobuf;

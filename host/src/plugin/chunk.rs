@@ -158,19 +158,7 @@ pub fn decode(verdicts: Verdicts, n: usize, max_output: ByteSize) -> Result<Vec<
             verdicts.actions.len()
         ));
     }
-    let output: u64 = verdicts
-        .rewrites
-        .iter()
-        .map(|r| r.value.len() as u64)
-        .sum::<u64>()
-        + verdicts
-            .rejections
-            .iter()
-            .map(|r| {
-                (r.code.len() + r.message.len() + r.field.as_ref().map_or(0, String::len)) as u64
-            })
-            .sum::<u64>()
-        + (verdicts.patches.names.len() + verdicts.patches.values.len()) as u64;
+    let output = output_bytes(&verdicts);
     if output > max_output.0 {
         return Err(Failure::OutputTooLarge {
             bytes: output,
@@ -234,6 +222,19 @@ pub fn decode(verdicts: Verdicts, n: usize, max_output: ByteSize) -> Result<Vec<
         ));
     }
     Ok(out)
+}
+
+/// The bytes an answer brings back beyond its actions: rewritten values, rejections'
+/// texts, patched names and values.
+fn output_bytes(verdicts: &Verdicts) -> u64 {
+    let rewrites: usize = verdicts.rewrites.iter().map(|r| r.value.len()).sum();
+    let rejections: usize = verdicts
+        .rejections
+        .iter()
+        .map(|r| r.code.len() + r.message.len() + r.field.as_ref().map_or(0, String::len))
+        .sum();
+    let patches = verdicts.patches.names.len() + verdicts.patches.values.len();
+    (rewrites + rejections + patches) as u64
 }
 
 fn bad<T>(reason: String) -> Result<T, Failure> {
