@@ -17,6 +17,7 @@ const PLUGINS: &[(&str, &str)] = &[
     ("TRAP_ALWAYS", "trap_always"),
     ("FAIL_INIT", "fail_init"),
     ("OLD_VERSION", "old_version"),
+    ("V0_2_0", "v0_2_0"),
     ("LOOKUP_PROBE", "lookup_probe"),
 ];
 

@@ -55,6 +55,7 @@
 #![deny(missing_docs)]
 
 mod event;
+mod fields;
 mod json;
 mod lookup;
 mod params;
@@ -67,6 +68,7 @@ mod verdict;
 pub mod __private;
 
 pub use event::{Event, Header};
+pub use fields::{Field, Fields, lookup_fields};
 pub use lookup::codes as lookup_codes;
 pub use lookup::{
     LOOKUP_FAILED, LookupError, Lookups, lookup, lookup_many, lookup_many_raw, lookup_raw,
@@ -106,7 +108,7 @@ pub mod bindings {
 /// plugins too); a host that speaks only `0.1` refuses it at load with a message naming
 /// both versions.
 #[cfg(not(feature = "wit-0-1"))]
-pub const WIT_VERSION: &str = "0.2.0";
+pub const WIT_VERSION: &str = "0.2.1";
 /// The version of the `sluice:plugin` WIT package this SDK speaks: with the `wit-0-1`
 /// feature, the `0.1` contract, which every host loads; patches are applied in the plugin.
 #[cfg(feature = "wit-0-1")]

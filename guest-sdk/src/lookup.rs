@@ -15,6 +15,7 @@ use std::fmt;
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::de::DeserializeOwned;
 
+use crate::fields::{Answers as FieldAnswers, Fields};
 use crate::verdict::Rejection;
 
 /// Codes of a [`LookupError`].
@@ -183,6 +184,8 @@ fn lookup_raw_uncached(table: &str, key: &[u8]) -> Result<Option<Vec<u8>>, Looku
 #[derive(Debug, Default)]
 pub struct Lookups {
     tables: Vec<(String, FxHashSet<Vec<u8>>)>,
+    /// The tables whose fields are wanted: the names (all asked for, in order) and keys.
+    fields: Vec<(String, Vec<String>, FxHashSet<Vec<u8>>)>,
 }
 
 impl Lookups {
@@ -201,9 +204,73 @@ impl Lookups {
         }
     }
 
+    /// Announces a [`crate::lookup_fields`] of fields `names` of `key` in `table`: the
+    /// host reads the fields of every key the chunk's events announce in one call per
+    /// table (the names asked for by all the chunk's events).
+    ///
+    /// ```
+    /// use sluice_guest::{Event, Lookups, Params, Patch, Processor, Verdict, lookup_fields};
+    ///
+    /// struct Tier;
+    ///
+    /// impl Processor for Tier {
+    ///     fn init(_: &Params) -> Result<Self, String> {
+    ///         Ok(Tier)
+    ///     }
+    ///
+    ///     fn prefetch(&mut self, event: &Event<'_>, lookups: &mut Lookups) {
+    ///         if let Some(user) = event.key() {
+    ///             lookups.want_fields("profiles", user, &["tier"]);
+    ///         }
+    ///     }
+    ///
+    ///     fn process(&mut self, event: &Event<'_>) -> Verdict {
+    ///         let mut patch = Patch::new();
+    ///         // Answered from the chunk's prefetched fields.
+    ///         let _ = lookup_fields("profiles", event.key().unwrap_or_default(), &["tier"], |f| {
+    ///             if let Some(tier) = f.and_then(|f| f.get("tier")) {
+    ///                 patch.set_field("tier", tier);
+    ///             }
+    ///         });
+    ///         Verdict::patch(patch)
+    ///     }
+    /// }
+    /// ```
+    pub fn want_fields(&mut self, table: &str, key: impl AsRef<[u8]>, names: &[&str]) {
+        let key = key.as_ref();
+        let i = match self.fields.iter().position(|(t, ..)| t == table) {
+            Some(i) => i,
+            None => {
+                self.fields
+                    .push((table.to_string(), Vec::new(), FxHashSet::default()));
+                self.fields.len() - 1
+            }
+        };
+        let (_, wanted, keys) = &mut self.fields[i];
+        for name in names {
+            if !wanted.iter().any(|w| w == name) {
+                wanted.push(name.to_string());
+            }
+        }
+        if !keys.contains(key) {
+            keys.insert(key.to_vec());
+        }
+    }
+
     /// Asks the host for every announced key (one call per table) and makes the answers
     /// what lookups read until the returned guard is dropped.
     pub(crate) fn fetch(self) -> Prefetched {
+        let fields = self
+            .fields
+            .into_iter()
+            .map(|(table, names, keys)| {
+                let keys: Vec<Vec<u8>> = keys.into_iter().collect();
+                let answers = imp::lookup_fields(&table, &names, &keys)
+                    .and_then(|answer| FieldAnswers::new(&table, names, keys, answer));
+                (table, answers)
+            })
+            .collect();
+        PREFETCHED_FIELDS.with_borrow_mut(|p| *p = fields);
         let tables = self
             .tables
             .into_iter()
@@ -229,6 +296,9 @@ type Answers = Vec<(
 thread_local! {
     /// What [`Lookups::fetch`] got for the chunk being processed.
     static PREFETCHED: RefCell<Answers> = const { RefCell::new(Vec::new()) };
+    /// The fields [`Lookups::fetch`] got for the chunk being processed, by table.
+    static PREFETCHED_FIELDS: RefCell<Vec<(String, Result<FieldAnswers, LookupError>)>> =
+        const { RefCell::new(Vec::new()) };
 }
 
 /// While alive, lookups read the chunk's prefetched answers; dropped, they are forgotten
@@ -238,7 +308,25 @@ pub(crate) struct Prefetched(());
 impl Drop for Prefetched {
     fn drop(&mut self) {
         PREFETCHED.with_borrow_mut(Vec::clear);
+        PREFETCHED_FIELDS.with_borrow_mut(Vec::clear);
     }
+}
+
+/// `read` of the prefetched fields `names` of `key` in `table`, if they were prefetched.
+pub(crate) fn prefetched_fields<R>(
+    table: &str,
+    key: &[u8],
+    names: &[&str],
+    read: impl FnOnce(Option<Fields<'_>>) -> R,
+) -> Option<Result<R, LookupError>> {
+    PREFETCHED_FIELDS.with_borrow(|tables| {
+        let (_, answers) = tables.iter().find(|(t, _)| t == table)?;
+        match answers {
+            Ok(answers) if answers.covers(names) => Some(Ok(read(answers.get(key)?))),
+            Ok(_) => None,
+            Err(e) => Some(Err(e.clone())),
+        }
+    })
 }
 
 /// `read` of the prefetched answer for `key` in `table`, if it was prefetched.
@@ -270,9 +358,11 @@ fn parse<T: DeserializeOwned>(table: &str, key: &[u8], value: &[u8]) -> Result<T
 }
 
 #[cfg(target_arch = "wasm32")]
-mod imp {
+pub(crate) mod imp {
     use super::LookupError;
     use crate::bindings::sluice::plugin::lookup as wit;
+    #[cfg(not(feature = "wit-0-1"))]
+    use crate::fields::Answer;
 
     fn error(e: wit::LookupError) -> LookupError {
         LookupError {
@@ -292,9 +382,34 @@ mod imp {
     ) -> Result<Vec<Option<Vec<u8>>>, LookupError> {
         wit::lookup_many(table, keys).map_err(error)
     }
+
+    #[cfg(not(feature = "wit-0-1"))]
+    pub(crate) fn lookup_fields(
+        table: &str,
+        names: &[String],
+        keys: &[Vec<u8>],
+    ) -> Result<Answer, LookupError> {
+        let f = wit::lookup_fields(table, names, keys).map_err(error)?;
+        Ok(Answer {
+            found: f.found,
+            lengths: f.lengths,
+            values: f.values,
+        })
+    }
+
+    /// The `0.1` contract has no `lookup-fields`: the plugin reads whole values.
+    #[cfg(feature = "wit-0-1")]
+    pub(crate) fn lookup_fields(
+        table: &str,
+        names: &[String],
+        keys: &[Vec<u8>],
+    ) -> Result<crate::fields::Answer, LookupError> {
+        let values = lookup_many(table, keys)?;
+        crate::fields::project(table, names, keys, values)
+    }
 }
 
 #[cfg(not(target_arch = "wasm32"))]
-mod imp {
-    pub(super) use crate::testing::{lookup, lookup_many};
+pub(crate) mod imp {
+    pub(crate) use crate::testing::{lookup, lookup_fields, lookup_many};
 }

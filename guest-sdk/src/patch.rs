@@ -79,6 +79,19 @@ impl Patch {
         self.push(name, value.get().as_bytes());
     }
 
+    /// Sets field `name` to a field of a looked-up value ([`crate::lookup_fields`]),
+    /// copied as the table has it, replacing what an earlier `set` of the same name gave.
+    pub fn set_field(&mut self, name: &str, field: crate::Field<'_>) {
+        if self.sets(name) {
+            // Rare: through `set`, which rebuilds the fields.
+            if let Ok(value) = serde_json::value::RawValue::from_string(field.text().into()) {
+                let _ = self.set(name, &value);
+            }
+            return;
+        }
+        self.push(name, field.text().as_bytes());
+    }
+
     fn push(&mut self, name: &str, json: &[u8]) {
         self.names.push_str(name);
         self.values.extend_from_slice(json);

@@ -69,6 +69,8 @@ pub struct HostCalls {
     pub lookup: u64,
     /// Calls of `lookup-many`.
     pub lookup_many: u64,
+    /// Calls of `lookup-fields`.
+    pub lookup_fields: u64,
 }
 
 /// The host calls lookups made on this thread since the tables were last set.
@@ -141,6 +143,18 @@ pub(crate) fn lookup_many(
     with_table(table, |t| {
         keys.iter().map(|k| t.entries.get(k).cloned()).collect()
     })
+}
+
+pub(crate) fn lookup_fields(
+    table: &str,
+    names: &[String],
+    keys: &[Vec<u8>],
+) -> Result<crate::fields::Answer, LookupError> {
+    TWIN.with_borrow_mut(|twin| twin.calls.lookup_fields += 1);
+    let values = with_table(table, |t| {
+        keys.iter().map(|k| t.entries.get(k).cloned()).collect()
+    })?;
+    crate::fields::project(table, names, keys, values)
 }
 
 #[cfg(test)]

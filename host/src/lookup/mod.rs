@@ -4,6 +4,7 @@
 //! - [`Table`]: one table at one [`Version`]: key bytes → value bytes (a JSON object).
 //! - [`Lookups`]: the tables one batch sees, fixed for the whole batch. Cheap to clone.
 //! - [`Current`]: the slot the pipeline sets between batches and plugin calls read from.
+//! - [`fields`]: where some top-level fields of a value lie (the `lookup-fields` import).
 //! - [`config`]: the `[[lookups]]` sections; [`load`]: the [`load::Loader`] seam and its
 //!   in-memory twin; [`topic`] and [`iceberg`]: the loaders from a compacted topic and an
 //!   Iceberg table; [`refresh`]: the tables of a pipeline, refreshed between batches.
@@ -12,6 +13,7 @@
 //! exactly the reference data the first attempt saw, and enrichment stays exactly once.
 
 pub mod config;
+pub mod fields;
 pub mod iceberg;
 pub mod load;
 pub mod refresh;

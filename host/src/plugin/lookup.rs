@@ -11,8 +11,9 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use super::bindings::sluice::plugin::lookup::LookupError;
+use super::bindings::sluice::plugin::lookup::{Fields, LookupError};
 use super::config::StageConfig;
+use crate::lookup::fields::find;
 use crate::lookup::{Lookups, Table};
 
 /// Codes of a `lookup-error` (see `wit/plugin.wit`).
@@ -23,6 +24,8 @@ pub mod codes {
     pub const UNKNOWN_TABLE: &str = "unknown_table";
     /// Lookups are not answered here (in `init`, outside a batch).
     pub const UNAVAILABLE: &str = "unavailable";
+    /// A value of the table is not a JSON object (`lookup-fields`).
+    pub const MALFORMED_VALUE: &str = "malformed_value";
 }
 
 /// What one instance may read: set up at instantiation, given its tables per call.
@@ -108,6 +111,49 @@ impl Reader {
             .iter()
             .map(|k| table.get(k).map(<[u8]>::to_vec))
             .collect())
+    }
+
+    /// `lookup-fields`: fields `names` of the values of several keys, key-major.
+    pub(crate) fn get_fields(
+        &self,
+        table: &str,
+        names: &[String],
+        keys: &[Vec<u8>],
+    ) -> Result<Fields, LookupError> {
+        let values = self.table(table)?;
+        let mut out = Fields {
+            found: Vec::with_capacity(keys.len()),
+            lengths: Vec::with_capacity(keys.len() * names.len()),
+            values: Vec::new(),
+        };
+        let mut spans = vec![None; names.len()];
+        for key in keys {
+            let Some(value) = values.get(key) else {
+                out.found.push(false);
+                out.lengths.extend(std::iter::repeat_n(-1, names.len()));
+                continue;
+            };
+            find(value, names, &mut spans).map_err(|e| LookupError {
+                code: codes::MALFORMED_VALUE.into(),
+                table: table.into(),
+                message: format!(
+                    "the value of key {:?} in lookup table `{table}` cannot be read: {e}",
+                    String::from_utf8_lossy(key)
+                ),
+            })?;
+            out.found.push(true);
+            for span in &spans {
+                match span {
+                    Some(span) => {
+                        // A table's value is far below 2 GiB (`max-bytes` of the table).
+                        out.lengths.push(span.len() as i32);
+                        out.values.extend_from_slice(&value[span.clone()]);
+                    }
+                    None => out.lengths.push(-1),
+                }
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -199,6 +245,33 @@ mod tests {
             ("unknown_table", "products")
         );
         assert!(e.message.contains("`enrich`"), "{}", e.message);
+    }
+
+    #[test]
+    fn fields_of_several_keys_come_key_major_with_absent_ones_marked() {
+        let mut r = reader(&["profiles"]);
+        let mut profiles = lookups().table("profiles").unwrap().clone();
+        profiles.insert(b"u2", br#"{"country":"DE","tier":null,"n":{"a":[1]}}"#);
+        profiles.insert(b"bad", b"[1]");
+        r.begin(Lookups::new(BTreeMap::from([(
+            "profiles".into(),
+            Arc::new(profiles),
+        )])));
+        let names = ["tier".to_string(), "country".to_string(), "n".to_string()];
+        let keys = [b"u1".to_vec(), b"u9".to_vec(), b"u2".to_vec()];
+        let fields = r.get_fields("profiles", &names, &keys).unwrap();
+        assert_eq!(fields.found, [true, false, true]);
+        assert_eq!(fields.lengths, [6, -1, -1, -1, -1, -1, 4, 4, 9]);
+        assert_eq!(fields.values, br#""gold"null"DE"{"a":[1]}"#);
+        let none = r.get_fields("profiles", &[], &keys).unwrap();
+        assert_eq!((none.found.len(), none.lengths.len()), (3, 0));
+        let e = r
+            .get_fields("profiles", &names, &[b"bad".to_vec()])
+            .unwrap_err();
+        assert_eq!(e.code, "malformed_value");
+        assert!(e.message.contains("\"bad\""), "{}", e.message);
+        let e = r.get_fields("products", &names, &keys).unwrap_err();
+        assert_eq!(e.code, "not_granted");
     }
 
     #[test]

@@ -130,6 +130,15 @@ impl lookup::Host for StoreState {
     ) -> Result<Vec<Option<Vec<u8>>>, lookup::LookupError> {
         self.lookups.get_many(&table, &keys)
     }
+
+    fn lookup_fields(
+        &mut self,
+        table: String,
+        names: Vec<String>,
+        keys: Vec<Vec<u8>>,
+    ) -> Result<lookup::Fields, lookup::LookupError> {
+        self.lookups.get_fields(&table, &names, &keys)
+    }
 }
 
 impl Host for StoreState {

@@ -233,6 +233,47 @@ fn a_plugin_built_against_an_earlier_compatible_version_loads_and_runs() {
     );
 }
 
+/// A plugin built against `sluice:plugin@0.2.0` (before `lookup-fields`) loads unchanged
+/// on this host, its imports (`lookup@0.2.0`, `host@0.2.0`) are answered and its patches
+/// applied.
+#[test]
+fn a_plugin_built_against_0_2_0_loads_and_its_imports_are_answered() {
+    let guest = std::fs::read(plugins::V0_2_0).unwrap();
+    for name in [
+        "sluice:plugin/processor@0.2.0",
+        "sluice:plugin/lookup@0.2.0",
+    ] {
+        assert!(
+            guest.windows(name.len()).any(|w| w == name.as_bytes()),
+            "{} does not use {name}",
+            plugins::V0_2_0
+        );
+    }
+    assert_ne!(WIT_VERSION, "0.2.0", "the host speaks a later version");
+    let plugin = load(plugins::V0_2_0, &[]).unwrap();
+    assert_eq!(plugin.declared(), ("v0-2-0".into(), "0.2.0".into()));
+    let verdicts = plugin
+        .process_records(&refs(&records(&["{}", "{\"a\":1}"])))
+        .unwrap();
+    let applied: Vec<String> = verdicts
+        .iter()
+        .zip(["{}", "{\"a\":1}"])
+        .map(|(v, value)| match v {
+            Verdict::Patch(p) => {
+                String::from_utf8(p.apply(Some(value.as_bytes())).unwrap()).unwrap()
+            }
+            other => panic!("not a patch: {other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        applied,
+        [
+            r#"{"length":2,"lookup":"not_granted"}"#,
+            r#"{"a":1,"length":7,"lookup":"not_granted"}"#
+        ]
+    );
+}
+
 #[test]
 fn another_wit_version_is_refused_at_load() {
     let error = load(plugins::FUTURE_VERSION, &[]).unwrap_err();

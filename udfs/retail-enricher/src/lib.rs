@@ -7,8 +7,8 @@
 //! A key the table lacks (or an event without `user_id` or `product_id`) leaves those
 //! fields absent: the event is never rejected for it. An event that gains nothing is kept
 //! unchanged. A lookup the host refuses (a table the stage is not granted) rejects the
-//! event with `lookup_failed` and the host's message; a value that is not a JSON object is
-//! rejected with `malformed_json`.
+//! event with `lookup_failed` and the host's message; an event whose value is not a JSON
+//! object is rejected with `malformed_json`.
 //!
 //! Parameters: `profiles-table` and `products-table` rename the tables (defaults
 //! `profiles` and `products`). The stage must be granted both:
@@ -17,7 +17,9 @@
 //! The enricher answers with a patch of the fields it adds (the host applies it while it
 //! encodes the event, so the event is neither printed again here nor parsed again there),
 //! and announces its lookups ahead ([`Processor::prefetch`]), so the SDK asks the host for
-//! a whole chunk's keys in one call per table.
+//! a whole chunk's keys in one call per table. It asks for the four fields it copies, not
+//! for whole values ([`lookup_fields`]): the host reads the tables' JSON, the plugin never
+//! parses it, and copies each field's text into the patch as it came.
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -25,7 +27,8 @@ use std::collections::VecDeque;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use sluice_guest::{
-    Event, IntoVerdict, Lookups, Params, Patch, Processor, Rejection, Verdict, codes,
+    Event, Fields as TableFields, IntoVerdict, Lookups, Params, Patch, Processor, Rejection,
+    Verdict, codes, lookup_fields,
 };
 
 /// The fields of an event this plugin reads, as their JSON text: the two keys, and the
@@ -109,24 +112,10 @@ impl<'a> Fields<'a> {
     }
 }
 
-/// The fields of a profile this plugin copies, as their JSON text, borrowed from the table's
-/// value.
-#[derive(Deserialize)]
-struct Profile<'a> {
-    #[serde(borrow)]
-    tier: Option<&'a RawValue>,
-    #[serde(borrow)]
-    country: Option<&'a RawValue>,
-}
-
-/// The fields of a product this plugin copies, as their JSON text.
-#[derive(Deserialize)]
-struct Product<'a> {
-    #[serde(borrow)]
-    category: Option<&'a RawValue>,
-    #[serde(borrow)]
-    list_price: Option<&'a RawValue>,
-}
+/// The fields of a profile this plugin copies, and where they go in [`Fields`].
+const PROFILE: [(&str, usize); 2] = [("tier", TIER), ("country", COUNTRY)];
+/// The fields of a product this plugin copies.
+const PRODUCT: [(&str, usize); 2] = [("category", CATEGORY), ("list_price", LIST_PRICE)];
 
 /// What `prefetch` read of one event, for `process` to use rather than read it again:
 /// the event's partition, offset and value (its address), and its fields' spans.
@@ -148,28 +137,25 @@ impl RetailEnricher {
 
     fn enrich_fields(&self, fields: Fields<'_>) -> Result<Verdict, Rejection> {
         let mut patch = Patch::new();
-        let mut add = |name: &str, i: usize, value: Option<&RawValue>| {
-            let own = fields.0[i].map(str::trim);
-            if let Some(value) = value.filter(|v| v.get() != "null")
-                && own != Some(value.get())
-            {
-                patch.set_raw(name, value);
+        let mut copy = |from: Option<TableFields<'_>>, copies: &[(&str, usize)]| {
+            let Some(from) = from else { return };
+            for &(name, i) in copies {
+                let own = fields.0[i].map(str::trim);
+                if let Some(value) = from.get(name).filter(|v| !v.is_null())
+                    && own != Some(value.text())
+                {
+                    patch.set_field(name, value);
+                }
             }
         };
         if let Some(user) = fields.key(USER_ID) {
-            read(&self.profiles, &user, |value| {
-                let p: Profile<'_> = serde_json::from_slice(value)?;
-                add("tier", TIER, p.tier);
-                add("country", COUNTRY, p.country);
-                Ok(())
+            lookup_fields(&self.profiles, user.as_ref(), &names(&PROFILE), |f| {
+                copy(f, &PROFILE)
             })?;
         }
         if let Some(product) = fields.key(PRODUCT_ID) {
-            read(&self.products, &product, |value| {
-                let p: Product<'_> = serde_json::from_slice(value)?;
-                add("category", CATEGORY, p.category);
-                add("list_price", LIST_PRICE, p.list_price);
-                Ok(())
+            lookup_fields(&self.products, product.as_ref(), &names(&PRODUCT), |f| {
+                copy(f, &PRODUCT)
             })?;
         }
         Ok(Verdict::patch(patch))
@@ -187,20 +173,9 @@ impl RetailEnricher {
     }
 }
 
-/// Looks `key` up in `table` and gives `use_it` its value where it lies (nothing copied,
-/// so it parses into types that borrow from it); an absent key is nothing to do.
-fn read(
-    table: &str,
-    key: &str,
-    use_it: impl FnOnce(&[u8]) -> Result<(), serde_json::Error>,
-) -> Result<(), Rejection> {
-    let used = sluice_guest::lookup_with(table, key, |value| match value {
-        None => Ok(()),
-        Some(value) => {
-            use_it(value).map_err(|e| sluice_guest::malformed_value(table, key.as_bytes(), &e))
-        }
-    });
-    Ok(used.and_then(|r| r)?)
+/// The names of the fields `copies` copies.
+fn names<const N: usize>(copies: &[(&'static str, usize); N]) -> [&'static str; N] {
+    copies.map(|(name, _)| name)
 }
 
 impl Processor for RetailEnricher {
@@ -221,10 +196,10 @@ impl Processor for RetailEnricher {
             return;
         };
         if let Some(user) = fields.key(USER_ID) {
-            lookups.want(&self.profiles, user.as_ref());
+            lookups.want_fields(&self.profiles, user.as_ref(), &names(&PROFILE));
         }
         if let Some(product) = fields.key(PRODUCT_ID) {
-            lookups.want(&self.products, product.as_ref());
+            lookups.want_fields(&self.products, product.as_ref(), &names(&PRODUCT));
         }
         let at = (event.partition(), event.offset(), value.as_ptr() as usize);
         self.read.push_back((at, fields.spans(value)));
@@ -350,7 +325,7 @@ mod tests {
             .map(|e| enricher().enrich(e).unwrap())
             .collect();
         assert_eq!(
-            testing::host_calls().lookup,
+            testing::host_calls().lookup_fields,
             5,
             "one call per lookup, alone"
         );
@@ -359,8 +334,8 @@ mod tests {
         assert_eq!(
             testing::host_calls(),
             testing::HostCalls {
-                lookup: 0,
-                lookup_many: 2
+                lookup_fields: 2,
+                ..testing::HostCalls::default()
             },
             "one call per table for the chunk"
         );

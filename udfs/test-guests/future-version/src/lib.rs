@@ -1,5 +1,5 @@
 //! A plugin built against the next minor version of the WIT contract (`sluice:plugin@0.3.0`
-//! while `wit/plugin.wit` says 0.2.0). The host speaks 0.2.0 and must refuse it at load
+//! while `wit/plugin.wit` says 0.2.x). The host speaks 0.2.x and must refuse it at load
 //! time with a clear message, not crash.
 //!
 //! Its WIT is `wit/plugin.wit` with only the version changed, derived by `build.rs`.
