@@ -205,19 +205,26 @@ fn failing_init_refuses_the_plugin_at_load() {
     assert_host_still_serves();
 }
 
+/// Checks that the component at `path` names each of `interfaces` (imports or exports).
+fn assert_uses(path: &str, interfaces: &[&str]) {
+    let guest = std::fs::read(path).unwrap();
+    for name in interfaces {
+        assert!(
+            guest.windows(name.len()).any(|w| w == name.as_bytes()),
+            "{path} does not use {name}"
+        );
+    }
+}
+
 /// A plugin built against `sluice:plugin@0.1.0` (before lookups were added) loads unchanged
 /// on this host and runs: its imports (`host@0.1.0`) and its export (`processor@0.1.0`)
 /// match the host's compatible `0.1.x`.
 #[test]
 fn a_plugin_built_against_an_earlier_compatible_version_loads_and_runs() {
-    let guest = std::fs::read(plugins::OLD_VERSION).unwrap();
-    for name in ["sluice:plugin/processor@0.1.0", "sluice:plugin/host@0.1.0"] {
-        assert!(
-            guest.windows(name.len()).any(|w| w == name.as_bytes()),
-            "{} does not use {name}",
-            plugins::OLD_VERSION
-        );
-    }
+    assert_uses(
+        plugins::OLD_VERSION,
+        &["sluice:plugin/processor@0.1.0", "sluice:plugin/host@0.1.0"],
+    );
     assert_ne!(WIT_VERSION, "0.1.0", "the host speaks a later version");
     let plugin = load(plugins::OLD_VERSION, &[]).unwrap();
     assert_eq!(plugin.declared(), ("old-version".into(), "0.1.0".into()));
@@ -238,17 +245,13 @@ fn a_plugin_built_against_an_earlier_compatible_version_loads_and_runs() {
 /// applied.
 #[test]
 fn a_plugin_built_against_0_2_0_loads_and_its_imports_are_answered() {
-    let guest = std::fs::read(plugins::V0_2_0).unwrap();
-    for name in [
-        "sluice:plugin/processor@0.2.0",
-        "sluice:plugin/lookup@0.2.0",
-    ] {
-        assert!(
-            guest.windows(name.len()).any(|w| w == name.as_bytes()),
-            "{} does not use {name}",
-            plugins::V0_2_0
-        );
-    }
+    assert_uses(
+        plugins::V0_2_0,
+        &[
+            "sluice:plugin/processor@0.2.0",
+            "sluice:plugin/lookup@0.2.0",
+        ],
+    );
     assert_ne!(WIT_VERSION, "0.2.0", "the host speaks a later version");
     let plugin = load(plugins::V0_2_0, &[]).unwrap();
     assert_eq!(plugin.declared(), ("v0-2-0".into(), "0.2.0".into()));

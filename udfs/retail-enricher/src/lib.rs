@@ -118,8 +118,9 @@ const PROFILE: [(&str, usize); 2] = [("tier", TIER), ("country", COUNTRY)];
 const PRODUCT: [(&str, usize); 2] = [("category", CATEGORY), ("list_price", LIST_PRICE)];
 
 /// What `prefetch` read of one event, for `process` to use rather than read it again:
-/// the event's partition, offset and value (its address), and its fields' spans.
-type Read = ((i32, i64, usize), [Option<(usize, usize)>; 6]);
+/// the event's partition, offset and value (its address), and its fields' spans (`None`
+/// for an event it could not read, kept so that the next events stay matched).
+type Read = ((i32, i64, usize), Option<[Option<(usize, usize)>; 6]>);
 
 /// The enricher, with the names of its tables.
 pub struct RetailEnricher {
@@ -164,13 +165,18 @@ impl RetailEnricher {
     /// The fields `prefetch` read of `event`, if it is the next one it read.
     fn prefetched<'a>(&mut self, event: &Event<'a>) -> Option<Fields<'a>> {
         let (at, spans) = self.read.pop_front()?;
-        let value = event.value_str().ok()?;
-        if at != (event.partition(), event.offset(), value.as_ptr() as usize) {
+        if at != place(event) {
             self.read.clear();
             return None;
         }
-        Fields::at(value, &spans)
+        Fields::at(event.value_str().ok()?, &spans?)
     }
+}
+
+/// Where `event` is: its partition, offset and the address of its value.
+fn place(event: &Event<'_>) -> (i32, i64, usize) {
+    let value = event.value().map_or(0, |v| v.as_ptr() as usize);
+    (event.partition(), event.offset(), value)
 }
 
 /// The names of the fields `copies` copies.
@@ -193,6 +199,7 @@ impl Processor for RetailEnricher {
     fn prefetch(&mut self, event: &Event<'_>, lookups: &mut Lookups) {
         // An event that cannot be read is rejected by `process`; nothing to ask for here.
         let (Ok(fields), Ok(value)) = (Fields::of(event), event.value_str()) else {
+            self.read.push_back((place(event), None));
             return;
         };
         if let Some(user) = fields.key(USER_ID) {
@@ -201,8 +208,8 @@ impl Processor for RetailEnricher {
         if let Some(product) = fields.key(PRODUCT_ID) {
             lookups.want_fields(&self.products, product.as_ref(), &names(&PRODUCT));
         }
-        let at = (event.partition(), event.offset(), value.as_ptr() as usize);
-        self.read.push_back((at, fields.spans(value)));
+        self.read
+            .push_back((place(event), Some(fields.spans(value))));
     }
 
     fn process(&mut self, event: &Event<'_>) -> Verdict {
