@@ -41,3 +41,4 @@ mod standby;
 mod storage;
 mod unknown_fields;
 mod validator;
+mod versions;
