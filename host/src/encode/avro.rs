@@ -135,7 +135,7 @@ impl Encoder {
             });
         };
         let mut r = Reader::new(payload);
-        let mut cells = vec![Cell::Null; self.columns.len()];
+        let mut cells = extra.row(self.columns.len());
         let mut failure = None;
         for field in &record.fields {
             let column = self.by_name.get(field.name.as_str()).copied();

@@ -113,18 +113,19 @@ impl ColumnBuilder {
         }
     }
 
-    pub(super) fn append(&mut self, cell: Cell<'_>) {
+    /// Appends `cell` (borrowed: a row's cells are read where they lie, not moved out).
+    pub(super) fn append(&mut self, cell: &Cell<'_>) {
         match (self, cell) {
-            (Self::Boolean(b), Cell::Bool(v)) => b.append_value(v),
-            (Self::Int(b), Cell::Int(v)) => b.append_value(v),
-            (Self::Long(b), Cell::Long(v)) => b.append_value(v),
-            (Self::Float(b), Cell::Float(v)) => b.append_value(v),
-            (Self::Double(b), Cell::Double(v)) => b.append_value(v),
-            (Self::Decimal(b, ..), Cell::Decimal(v)) => b.append_value(v),
-            (Self::Date(b), Cell::Date(v)) => b.append_value(v),
-            (Self::Timestamp(b, _), Cell::Micros(v)) => b.append_value(v),
-            (Self::String(b), Cell::Str(v)) => b.append_value(&*v),
-            (Self::Binary(b), Cell::Bytes(v)) => b.append_value(&*v),
+            (Self::Boolean(b), Cell::Bool(v)) => b.append_value(*v),
+            (Self::Int(b), Cell::Int(v)) => b.append_value(*v),
+            (Self::Long(b), Cell::Long(v)) => b.append_value(*v),
+            (Self::Float(b), Cell::Float(v)) => b.append_value(*v),
+            (Self::Double(b), Cell::Double(v)) => b.append_value(*v),
+            (Self::Decimal(b, ..), Cell::Decimal(v)) => b.append_value(*v),
+            (Self::Date(b), Cell::Date(v)) => b.append_value(*v),
+            (Self::Timestamp(b, _), Cell::Micros(v)) => b.append_value(*v),
+            (Self::String(b), Cell::Str(v)) => b.append_value(&**v),
+            (Self::Binary(b), Cell::Bytes(v)) => b.append_value(&**v),
             (Self::Nested(b), cell) => b.append(cell),
             (this, _) => this.append_null(),
         }
@@ -142,7 +143,7 @@ impl ColumnBuilder {
             Self::Timestamp(b, _) => b.append_null(),
             Self::String(b) => b.append_null(),
             Self::Binary(b) => b.append_null(),
-            Self::Nested(b) => b.append(Cell::Null),
+            Self::Nested(b) => b.append(&Cell::Null),
         }
     }
 

@@ -3,15 +3,12 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::fmt;
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
 use iceberg::spec::{PrimitiveType, Schema, Type};
 use rustc_hash::FxHashMap;
-use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
-use serde_json::value::RawValue;
 
 use super::cells::{Cell, utf8};
 use super::columns::{Column, ColumnBuilder, ColumnKind, Fill};
@@ -54,6 +51,27 @@ pub(super) struct RowExtra<'a> {
     /// it: the row failed for another reason when the change was planned, and that
     /// reason, found again, is the row's error rather than this one.
     pub(super) unplanned: Option<EncodeError>,
+    /// The cells of the last row, emptied: their room serves the next row (a row costs no
+    /// allocation of its own).
+    pub(super) spare: Vec<Cell<'a>>,
+    /// The column of each field of the last row, by the field's place (`usize::MAX` for
+    /// none): see [`Encoder::column_of`].
+    pub(super) order: Vec<usize>,
+}
+
+impl<'a> RowExtra<'a> {
+    /// A row of `n` null cells, in the room of the last one.
+    pub(super) fn row(&mut self, n: usize) -> Vec<Cell<'a>> {
+        let mut cells = std::mem::take(&mut self.spare);
+        if cells.len() == n {
+            // One pass that drops each cell and nulls it (no clone of a null per cell).
+            cells.iter_mut().for_each(|c| *c = Cell::Null);
+        } else {
+            cells.clear();
+            cells.resize_with(n, || Cell::Null);
+        }
+        cells
+    }
 }
 
 /// The result of encoding a batch.
@@ -158,13 +176,17 @@ impl Encoder {
             field: None,
         })?;
         let text = utf8(value)?;
-        let mut cells = vec![Cell::Null; self.columns.len()];
+        let mut cells = extra.row(self.columns.len());
         let mut failure = None;
         let patched = |key: &str| patch.is_some_and(|p| p.sets(key));
-        let fast = flat::each_field(text, |key, raw| match self.by_name.get(key) {
-            _ if patched(key) => {}
-            Some(&i) => self.field(i, raw, &mut cells, &mut failure, extra),
-            None => self.unknown(Cow::Borrowed(key), || self.infer(raw), extra, &mut failure),
+        let mut at = 0;
+        let fast = flat::each_field(text, |key, raw| {
+            at += 1;
+            match self.column_of(key, at - 1, &mut extra.order) {
+                _ if patched(key) => {}
+                Some(i) => self.field(i, raw, &mut cells, &mut failure, extra),
+                None => self.unknown(Cow::Borrowed(key), || self.infer(raw), extra, &mut failure),
+            }
         });
         if fast.is_some() {
             self.patch(patch, &mut cells, &mut failure, extra);
@@ -175,16 +197,7 @@ impl Encoder {
         extra.dropped.clear();
         extra.wanted = Wanted::default();
         extra.unplanned = None;
-        let mut de = serde_json::Deserializer::from_str(text);
-        let parsed = RowSeed {
-            encoder: self,
-            patch,
-            cells: &mut cells,
-            failure: &mut failure,
-            extra,
-        }
-        .deserialize(&mut de)
-        .and_then(|()| de.end());
+        let parsed = self.parse_slow(text, patch, &mut cells, &mut failure, extra);
         if failure.is_none()
             && let Err(error) = parsed
         {
@@ -206,6 +219,26 @@ impl Encoder {
         }
         self.patch(patch, &mut cells, &mut failure, extra);
         self.complete(cells, failure, extra.unplanned.take())
+    }
+
+    /// The column of field `key`, the `at`-th of its event. The events of a stream mostly
+    /// list their fields in one order, so the column the `at`-th field had before
+    /// (`order`) is tried before the name is hashed; `order` learns from each answer.
+    #[inline]
+    fn column_of(&self, key: &str, at: usize, order: &mut Vec<usize>) -> Option<usize> {
+        if let Some(&i) = order.get(at)
+            && self.columns.get(i).is_some_and(|c| c.name == key)
+        {
+            return Some(i);
+        }
+        let found = self.by_name.get(key).copied();
+        let slot = found.unwrap_or(usize::MAX);
+        if at < order.len() {
+            order[at] = slot;
+        } else if at == order.len() {
+            order.push(slot);
+        }
+        found
     }
 
     /// Converts field `raw` into the cell of column `i`, unless an earlier field failed
@@ -439,14 +472,14 @@ impl Encoder {
                 Ok(cells) => {
                     count_dropped(&mut dropped, &extra.dropped);
                     for ((builder, column), cell) in
-                        builders.iter_mut().zip(&self.columns).zip(cells)
+                        builders.iter_mut().zip(&self.columns).zip(&cells)
                     {
-                        let cell = match column.fill {
-                            Fill::IngestionTime => Cell::Micros(ingestion_micros),
-                            Fill::Field => cell,
-                        };
-                        builder.append(cell);
+                        match column.fill {
+                            Fill::IngestionTime => builder.append(&Cell::Micros(ingestion_micros)),
+                            Fill::Field => builder.append(cell),
+                        }
                     }
+                    extra.spare = cells;
                     rows.push(i);
                 }
                 Err(error) => errors.push((i, error)),
@@ -484,107 +517,5 @@ fn count_dropped(counts: &mut BTreeMap<String, u64>, row: &[Cow<'_, str>]) {
                 counts.insert(name.to_string(), 1);
             }
         }
-    }
-}
-
-/// Parses a JSON object into the cells of a row.
-struct RowSeed<'s, 'de> {
-    encoder: &'s Encoder,
-    /// Fields set in place of the value's own of the same names.
-    patch: Option<&'de Patch>,
-    cells: &'s mut [Cell<'de>],
-    failure: &'s mut Option<EncodeError>,
-    extra: &'s mut RowExtra<'de>,
-}
-
-impl<'de> DeserializeSeed<'de> for RowSeed<'_, 'de> {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for RowSeed<'_, 'de> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while let Some(key) = map.next_key_seed(KeySeed(self.encoder))? {
-            if let Some(patch) = self.patch {
-                let name = match &key {
-                    Key::Column(i) => self.encoder.columns[*i].name.as_str(),
-                    Key::Unknown(name) => name,
-                };
-                if patch.sets(name) {
-                    map.next_value::<IgnoredAny>()?;
-                    continue;
-                }
-            }
-            // After a failure, parsing goes on: the rest must still be valid JSON.
-            match key {
-                Key::Column(i) => {
-                    let raw: &'de RawValue = map.next_value()?;
-                    let extra = &mut *self.extra;
-                    self.encoder
-                        .field(i, raw.get(), self.cells, self.failure, extra);
-                }
-                Key::Unknown(name) if self.encoder.unknown == UnknownFields::Add => {
-                    let raw: &'de RawValue = map.next_value()?;
-                    let infer = || self.encoder.infer(raw.get());
-                    self.encoder.unknown(name, infer, self.extra, self.failure);
-                }
-                Key::Unknown(name) => {
-                    map.next_value::<IgnoredAny>()?;
-                    let nothing = || Inferred::Null; // not asked for: not adding columns
-                    self.encoder
-                        .unknown(name, nothing, self.extra, self.failure);
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-/// An object key: the index of its column, or the name of a field the table lacks.
-enum Key<'de> {
-    Column(usize),
-    Unknown(Cow<'de, str>),
-}
-
-/// Maps an object key to its column.
-struct KeySeed<'a>(&'a Encoder);
-
-impl<'de> DeserializeSeed<'de> for KeySeed<'_> {
-    type Value = Key<'de>;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Key<'de>, D::Error> {
-        d.deserialize_str(self)
-    }
-}
-
-impl<'de> Visitor<'de> for KeySeed<'_> {
-    type Value = Key<'de>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a field name")
-    }
-
-    fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
-        Ok(match self.0.by_name.get(v) {
-            Some(&i) => Key::Column(i),
-            None => Key::Unknown(Cow::Borrowed(v)),
-        })
-    }
-
-    /// A key with escapes, unescaped into a scratch buffer.
-    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Key<'de>, E> {
-        Ok(match self.0.by_name.get(v) {
-            Some(&i) => Key::Column(i),
-            None => Key::Unknown(Cow::Owned(v.to_string())),
-        })
     }
 }

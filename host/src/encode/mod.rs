@@ -14,7 +14,8 @@
 //!
 //! A column may be nested (`struct`, `list`, `map`, to any depth; see `nested.rs`): a
 //! misfit inside it names the path to the value (`items[3].qty`, `context.os`,
-//! `utm["k"]`). Events with nested values skip the flat fast path.
+//! `utm["k"]`). Events with nested values skip the flat fast path (`flat.rs`) for serde_json's
+//! (`slow.rs`).
 //!
 //! Avro datums (`avro.rs`) are read straight into the same cells, field by field, against
 //! their writer schema.
@@ -46,6 +47,7 @@ mod props;
 mod protobuf;
 #[cfg(test)]
 mod protobuf_tests;
+mod slow;
 #[cfg(test)]
 mod tests;
 

@@ -395,7 +395,7 @@ impl NestedBuilder {
     }
 
     /// Appends one value; a null (or, by a bug, a cell of another shape) appends a null.
-    pub(super) fn append(&mut self, cell: Cell<'_>) {
+    pub(super) fn append(&mut self, cell: &Cell<'_>) {
         match (self, cell) {
             (
                 Self::Struct {
@@ -416,7 +416,7 @@ impl NestedBuilder {
             ) => {
                 // A null struct still has a slot in each child (arrays of one length).
                 for child in children {
-                    child.append(Cell::Null);
+                    child.append(&Cell::Null);
                 }
                 nulls.append_null();
             }

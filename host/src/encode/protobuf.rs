@@ -30,7 +30,7 @@ impl Encoder {
             message: e.to_string(),
             field: None,
         })?;
-        let mut cells = vec![Cell::Null; self.columns.len()];
+        let mut cells = extra.row(self.columns.len());
         let mut failure = None;
         for field in message.fields() {
             let column = self.by_name.get(field.name()).copied();

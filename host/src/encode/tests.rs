@@ -79,6 +79,37 @@ fn encodes_in_table_order_dropping_unknown_fields() {
     assert_eq!(out.dropped, BTreeMap::from([("extra".to_string(), 1)]));
 }
 
+/// The encoder guesses each field's column from the field's place in the event before:
+/// events whose fields change places (and a field the table lacks taking a known one's
+/// place) still fill the columns of their names.
+#[test]
+fn fields_in_changing_orders_fill_the_columns_of_their_names() {
+    let values: Vec<&[u8]> = vec![
+        br#"{"event_id": "a", "quantity": 1, "price": "1.00"}"#,
+        br#"{"quantity": 2, "event_id": "b", "price": "2.00"}"#,
+        br#"{"price": "3.00", "quantity": 3, "event_id": "c"}"#,
+        br#"{"extra": 4, "price": "4.00", "event_id": "d", "quantity": 4}"#,
+        br#"{"event_id": "e", "quantity": 5, "price": "5.00", "more": 1}"#,
+        br#"{"event_id": "f", "quantity": 6, "price": "6.00", "extra": 1, "quantity2": 0}"#,
+        br#"{"quantity": 7, "event_id": "g"}"#,
+    ];
+    let out = encoder().encode(values.into_iter().map(Some), 0).unwrap();
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+    let b = &out.batch;
+    let ids = b.column(0).as_string::<i32>();
+    let quantities = b.column(3).as_primitive::<Int32Type>();
+    let prices = b.column(4).as_primitive::<Decimal128Type>();
+    for (row, id) in ["a", "b", "c", "d", "e", "f", "g"].into_iter().enumerate() {
+        let n = row as i32 + 1;
+        assert_eq!(ids.value(row), id);
+        assert_eq!(quantities.value(row), n, "row {row}");
+        if row < 6 {
+            assert_eq!(prices.value(row), i128::from(n) * 100, "row {row}");
+        }
+    }
+    assert!(prices.is_null(6));
+}
+
 /// Events with fields the table lacks, on the flat path and on serde_json's (a string
 /// with an escape, a nested value, a key with an escape), a null one among them; a field
 /// named like the host-filled column; and one that fails on a column.
