@@ -8,6 +8,10 @@
 //! the Wasm cost of a lookup is the difference, divided by the keys. Rounds are
 //! interleaved and the best time of each measurement is used (noise only adds time).
 //!
+//! Then what refreshing a topic's table costs between batches when nothing changed (the
+//! end offsets asked for, the last record read again to tell a replaced topic), against
+//! a tansu broker: the median of [`REFRESHES`], with the target (≤ [`REFRESH_TARGET`]).
+//!
 //! Run with `cargo bench -p sluice-tests --bench lookups` (optionally `-- EVENTS ROUNDS`).
 
 use std::collections::BTreeMap;
@@ -26,6 +30,11 @@ use sluice_tests::{plugins, records};
 
 /// Keys each event looks up.
 const KEYS: usize = 16;
+/// Refreshes timed with nothing new.
+const REFRESHES: usize = 10;
+/// The most a refresh with nothing new should cost: at 10 000 records per batch a batch
+/// takes ~0.1 s of CPU, and the wait is paid per table at every batch boundary.
+const REFRESH_TARGET: Duration = Duration::from_millis(50);
 const WARM_UP_ROUNDS: usize = 2;
 
 fn main() {
@@ -77,6 +86,57 @@ fn main() {
         }
     }
     report(events, keys.len(), best);
+    refresh_with_nothing_new(&customers[..1000]);
+}
+
+/// Times refreshes of a table read from a topic on tansu, with nothing new in between.
+fn refresh_with_nothing_new(customers: &[(String, String)]) {
+    use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+    use sluice::lookup::load::Loader;
+    use sluice::lookup::topic::TopicLoader;
+
+    let broker = sluice_tests::broker::Broker::start();
+    let connection = sluice::kafka::Connection::plain(&broker.bootstrap);
+    let admin = connection.client_config(&[]);
+    sluice::kafka::ensure_topic(&admin, "profiles", 2, Duration::from_secs(30)).unwrap();
+    let producer: BaseProducer = connection.client_config(&[]).create().unwrap();
+    for (i, (k, v)) in customers.iter().enumerate() {
+        let record = BaseRecord::to("profiles")
+            .partition(i as i32 % 2)
+            .key(k)
+            .payload(v);
+        producer.send(record).map_err(|(e, _)| e).unwrap();
+    }
+    producer.flush(Duration::from_secs(30)).unwrap();
+    let mut loader = TopicLoader::new("profiles", "profiles", &connection, 1 << 30).unwrap();
+    let mut table = Arc::new(loader.empty());
+    loader.refresh(&mut table).unwrap();
+    assert_eq!(
+        table.len(),
+        customers.len(),
+        "the table holds every profile"
+    );
+    let mut times: Vec<Duration> = (0..REFRESHES)
+        .map(|_| {
+            let start = Instant::now();
+            assert!(!loader.refresh(&mut table).unwrap(), "nothing changed");
+            start.elapsed()
+        })
+        .collect();
+    times.sort();
+    let median = times[REFRESHES / 2];
+    let met = if median <= REFRESH_TARGET {
+        "met"
+    } else {
+        "NOT met"
+    };
+    println!(
+        "refresh of a topic's table (2 partitions, tansu) with nothing new: median {:.1} ms, \
+         slowest {:.1} ms (target ≤ {} ms: {met})",
+        median.as_secs_f64() * 1e3,
+        times[REFRESHES - 1].as_secs_f64() * 1e3,
+        REFRESH_TARGET.as_millis()
+    );
 }
 
 /// `KEYS` user ids per event, spread over the table, a few of them absent.
