@@ -86,36 +86,29 @@ fn main() {
         }
     }
     report(events, keys.len(), best);
-    refresh_with_nothing_new(&customers[..1000]);
+    refresh_with_nothing_new();
 }
 
 /// Times refreshes of a table read from a topic on tansu, with nothing new in between.
-fn refresh_with_nothing_new(customers: &[(String, String)]) {
-    use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+fn refresh_with_nothing_new() {
     use sluice::lookup::load::Loader;
     use sluice::lookup::topic::TopicLoader;
 
     let broker = sluice_tests::broker::Broker::start();
+    let args = [
+        "--shape",
+        "customers",
+        "--count",
+        "1000",
+        "--partitions",
+        "2",
+    ];
+    let produced = sluice_tests::produce(&broker.bootstrap, "profiles", &args);
     let connection = sluice::kafka::Connection::plain(&broker.bootstrap);
-    let admin = connection.client_config(&[]);
-    sluice::kafka::ensure_topic(&admin, "profiles", 2, Duration::from_secs(30)).unwrap();
-    let producer: BaseProducer = connection.client_config(&[]).create().unwrap();
-    for (i, (k, v)) in customers.iter().enumerate() {
-        let record = BaseRecord::to("profiles")
-            .partition(i as i32 % 2)
-            .key(k)
-            .payload(v);
-        producer.send(record).map_err(|(e, _)| e).unwrap();
-    }
-    producer.flush(Duration::from_secs(30)).unwrap();
     let mut loader = TopicLoader::new("profiles", "profiles", &connection, 1 << 30).unwrap();
     let mut table = Arc::new(loader.empty());
     loader.refresh(&mut table).unwrap();
-    assert_eq!(
-        table.len(),
-        customers.len(),
-        "the table holds every profile"
-    );
+    assert!(!table.is_empty() && table.len() as u64 <= produced.delivered);
     let mut times: Vec<Duration> = (0..REFRESHES)
         .map(|_| {
             let start = Instant::now();

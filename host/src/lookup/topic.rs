@@ -43,9 +43,12 @@ use crate::source::kafka::OnDataLoss;
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long reading may go without a record before it is given up (a transient fault).
 pub const STALL_TIMEOUT: Duration = Duration::from_secs(30);
-/// How long a fetch of the lookup consumer may wait at a partition's end (librdkafka's
-/// `fetch.wait.max.ms`); see [`TopicLoader::new`].
-const FETCH_WAIT: (&str, &str) = ("fetch.wait.max.ms", "10");
+/// How long a fetch of the lookup consumer may wait for new records at a partition's end
+/// (`fetch.wait.max.ms`), holding the connection meanwhile. librdkafka's 500 ms made every
+/// refresh wait twice (the end offsets behind a fetch the last refresh left waiting, then
+/// the last record read again): ~0.75 s per table against tansu with nothing new. A
+/// refresh reads to known offsets and stops, so it has nothing to wait for.
+const FETCH_WAIT_MS: &str = "10";
 
 /// The loader of a lookup table from a compacted topic.
 pub struct TopicLoader {
@@ -113,12 +116,7 @@ impl TopicLoader {
             ("enable.auto.offset.store", "false"),
             ("enable.partition.eof", "true"),
             ("auto.offset.reset", "earliest"),
-            // A fetch at a partition's end waits up to this long for new records before
-            // it answers, and holds the connection meanwhile: librdkafka's 500 ms made
-            // every refresh wait twice (the end offsets behind a fetch left waiting by
-            // the last refresh, then the last record read again), ~0.75 s per table
-            // against tansu with nothing new. A refresh reads to known offsets and stops.
-            (FETCH_WAIT.0, FETCH_WAIT.1),
+            ("fetch.wait.max.ms", FETCH_WAIT_MS),
         ]);
         let consumer = config.create().map_err(|error| {
             LookupError::source(
