@@ -40,7 +40,7 @@ pub fn process<P: Processor>(chunk: EventChunk) -> Result<Verdicts, String> {
 /// `plugin`'s verdicts on `events`, one chunk: the lookups they announce are asked for
 /// together first.
 pub(crate) fn judge_with<P: Processor>(plugin: &mut P, events: &[Event<'_>]) -> Vec<Verdict> {
-    let mut lookups = Lookups::default();
+    let mut lookups = Lookups::for_chunk(events.len());
     for event in events {
         plugin.prefetch(event, &mut lookups);
     }

@@ -8,6 +8,7 @@ use std::ops::Range;
 use serde::Deserialize;
 
 use crate::lookup::{LookupError, codes};
+use crate::same::same_str;
 
 /// The answer of one `lookup-fields` call, in the WIT layout: `keys × names` entries,
 /// key-major.
@@ -81,7 +82,9 @@ impl Answers {
 
     /// Whether it answers every one of `names`.
     pub(crate) fn covers(&self, names: &[&str]) -> bool {
-        names.iter().all(|n| self.names.iter().any(|m| m == n))
+        names
+            .iter()
+            .all(|n| self.names.iter().any(|m| same_str(m, n)))
     }
 
     /// The fields of `key`'s value: `None` if the key was not asked, `Some(None)` if the
@@ -106,7 +109,7 @@ pub struct Fields<'a> {
 impl<'a> Fields<'a> {
     /// Field `name`, if the value has it (a field whose value is `null` is there).
     pub fn get(&self, name: &str) -> Option<Field<'a>> {
-        let n = self.answers.names.iter().position(|m| m == name)?;
+        let n = self.answers.names.iter().position(|m| same_str(m, name))?;
         let span = self.spans[n].clone()?;
         Some(Field(
             &self.answers.text[span.start as usize..span.end as usize],

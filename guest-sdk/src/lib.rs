@@ -60,6 +60,7 @@ mod json;
 mod lookup;
 mod params;
 mod patch;
+mod same;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod testing;
 mod verdict;

@@ -32,6 +32,12 @@ pub struct Patch {
     ends: Vec<(u32, u32)>,
 }
 
+/// Bytes of names, bytes of values and fields a patch makes room for when it gets its
+/// first field.
+const NAMES_ROOM: usize = 48;
+const VALUES_ROOM: usize = 96;
+const FIELDS_ROOM: usize = 4;
+
 impl Patch {
     /// A patch of no fields.
     pub fn new() -> Self {
@@ -93,6 +99,13 @@ impl Patch {
     }
 
     fn push(&mut self, name: &str, json: &[u8]) {
+        if self.ends.is_empty() {
+            // Room for a typical enrichment's few fields at once: growing each buffer from
+            // nothing took ~4% of the retail enricher's run in reallocations.
+            self.names.reserve(NAMES_ROOM);
+            self.values.reserve(VALUES_ROOM.max(json.len()));
+            self.ends.reserve(FIELDS_ROOM);
+        }
         self.names.push_str(name);
         self.values.extend_from_slice(json);
         self.ends
@@ -104,7 +117,7 @@ impl Patch {
         let mut from = 0;
         self.ends.iter().any(|&(n, _)| {
             let n = n as usize;
-            let found = &self.names[from..n] == name;
+            let found = crate::same::same_str(&self.names[from..n], name);
             from = n;
             found
         })

@@ -9,7 +9,7 @@
 
 /// Calls `field(key, raw_value)` for each field of `text`, in order, if `text` is a flat
 /// object of the common shape; `None` (after some calls, maybe) if it is not.
-pub(super) fn each_field<'a>(text: &'a str, mut field: impl FnMut(&'a str, &'a str)) -> Option<()> {
+pub(crate) fn each_field<'a>(text: &'a str, mut field: impl FnMut(&'a str, &'a str)) -> Option<()> {
     let mut s = Scan {
         b: text.as_bytes(),
         i: 0,

@@ -58,6 +58,7 @@ use arrow_array::{BooleanArray, RecordBatch};
 pub use self::conform::conform;
 pub use self::dropped::{DroppedFields, UnknownFields};
 pub use self::encoder::{Encoded, Encoder, SCHEMA_CHANGE};
+pub(crate) use self::flat::each_field as flat_fields;
 pub use self::infer::{Evolving, Wanted, grow as grow_type, with_type};
 
 /// Why one event could not be encoded.

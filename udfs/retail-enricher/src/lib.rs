@@ -82,9 +82,15 @@ impl<'a> Fields<'a> {
         ]))
     }
 
-    /// A key field's text, when it is a string (as ids are).
+    /// A key field's text, when it is a string (as ids are): borrowed from the event when
+    /// it has no escapes (serde_json would copy it into a `String`). The text is a JSON
+    /// value the SDK read, so a string without a backslash is its characters in quotes.
     fn key(&self, i: usize) -> Option<Cow<'a, str>> {
-        serde_json::from_str(self.0[i]?).ok()
+        let text = self.0[i]?;
+        match text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+            Some(inner) if !inner.as_bytes().contains(&b'\\') => Some(Cow::Borrowed(inner)),
+            _ => serde_json::from_str(text).ok(),
+        }
     }
 
     /// Where each field lies in `value`, to find them again without reading it.
