@@ -41,10 +41,23 @@ pub fn find<N: AsRef<str>>(
         if flat.is_some() {
             return Ok(());
         }
-        spans.fill(None);
     }
+    find_with_serde(value, names, spans)
+}
+
+/// [`find`] with serde_json alone: for values the flat scanner leaves, and as its measure.
+fn find_with_serde<N: AsRef<str>>(
+    value: &[u8],
+    names: &[N],
+    spans: &mut [Option<Range<usize>>],
+) -> Result<(), NotAnObject> {
+    spans.fill(None);
     let mut de = serde_json::Deserializer::from_slice(value);
-    let finder = Finder { base, names, spans };
+    let finder = Finder {
+        base: value.as_ptr() as usize,
+        names,
+        spans,
+    };
     finder
         .deserialize(&mut de)
         .and_then(|()| de.end())
@@ -185,13 +198,7 @@ mod tests {
         ];
         let by_serde = |value: &[u8]| {
             let mut spans = vec![None; names.len()];
-            let mut de = serde_json::Deserializer::from_slice(value);
-            let finder = Finder {
-                base: value.as_ptr() as usize,
-                names: &names,
-                spans: &mut spans,
-            };
-            finder.deserialize(&mut de).unwrap();
+            find_with_serde(value, &names, &mut spans).unwrap();
             spans
         };
         let mut flat = 0;
