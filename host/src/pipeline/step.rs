@@ -151,6 +151,7 @@ impl Step<'_> {
         ingestion: i64,
         slice: &mut Slice,
     ) -> Result<(), PipelineError> {
+        let dead_before = slice.dead.len();
         let records = match self.to_json {
             Some(known) => as_json(records, known, &mut slice.dead),
             None => records,
@@ -169,6 +170,7 @@ impl Step<'_> {
         if rows.batch.is_some() || !rows.records.is_empty() || slice.pending.len() > set_aside {
             slice.rows.push(rows);
         }
+        own_bytes(&mut slice.dead[dead_before..]);
         slice.encode += t.elapsed();
         slice.encode_cpu += cpu::thread().saturating_sub(encode_start);
         Ok(())
@@ -345,6 +347,17 @@ impl Step<'_> {
     }
 }
 
+/// The piece's dead letters, their bytes copied into memory of their own. A dead letter
+/// outlives its piece (it leaves when the batch commits), and its bytes were read among
+/// the bytes of the records around it: held, one record in twenty kept every memory page
+/// of the batch's values from being freed until the commit (~30 MiB at 100 000 records per
+/// batch in the ingest benchmark).
+fn own_bytes(dead: &mut [(Record, Reason)]) {
+    for (record, _) in dead {
+        *record = record.clone();
+    }
+}
+
 /// `record` with `patch` applied to its value, when it applies.
 fn applied(mut record: Record, patch: Option<Patch>) -> Record {
     if let Some(Ok(value)) = patch.map(|p| p.apply(record.value.as_deref())) {
@@ -453,4 +466,54 @@ pub(super) fn shadow_reports(slices: &[Slice]) -> Vec<Option<ShadowReport>> {
         }
     }
     merged
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};
+
+    use super::*;
+
+    #[test]
+    fn dead_letters_own_their_bytes() {
+        let schema = Schema::builder()
+            .with_fields(vec![Arc::new(NestedField::required(
+                1,
+                "id",
+                Type::Primitive(PrimitiveType::String),
+            ))])
+            .build()
+            .unwrap();
+        let encoder = Encoder::new(&schema, &[]).unwrap();
+        let step = Step {
+            stages: &[],
+            shadows: &[],
+            encoder: &encoder,
+            event_time: None,
+            chunk_size: 4,
+            to_json: None,
+            avro: None,
+        };
+        let topic: Arc<str> = "t".into();
+        let records: Vec<Record> = (0..10)
+            .map(|i| match i % 3 {
+                0 => Record::with_value(topic.clone(), i, "not json"),
+                _ => Record::with_value(topic.clone(), i, format!(r#"{{"id": "{i}"}}"#)),
+            })
+            .collect();
+        let read_at: Vec<usize> = records
+            .iter()
+            .map(|r| r.value.as_ref().unwrap().as_ptr() as usize)
+            .collect();
+        let slice = step.run(records, 0).unwrap();
+        let dead: Vec<i64> = slice.dead.iter().map(|(r, _)| r.offset).collect();
+        assert_eq!(dead, [0, 3, 6, 9]);
+        for (record, _) in &slice.dead {
+            assert_eq!(record.value.as_deref(), Some(&b"not json"[..]));
+            let at = record.value.as_ref().unwrap().as_ptr() as usize;
+            assert_ne!(at, read_at[record.offset as usize], "{}", record.offset);
+        }
+    }
 }
