@@ -73,6 +73,33 @@ pub(super) enum Cell<'a> {
 }
 
 impl Cell<'_> {
+    /// Makes the cell null. Most cells own no memory, and for them this is a store: a
+    /// plain assignment calls the cell's drop for every cell of every row (2% of the
+    /// ingest benchmark's CPU, the encoder's rows being reused).
+    #[inline]
+    pub(super) fn clear(&mut self) {
+        match self {
+            Cell::Str(Cow::Owned(_))
+            | Cell::Bytes(Cow::Owned(_))
+            | Cell::Struct(_)
+            | Cell::List(_)
+            | Cell::Map(_) => *self = Cell::Null,
+            Cell::Null
+            | Cell::Bool(_)
+            | Cell::Int(_)
+            | Cell::Long(_)
+            | Cell::Float(_)
+            | Cell::Double(_)
+            | Cell::Decimal(_)
+            | Cell::Date(_)
+            | Cell::Micros(_)
+            | Cell::Str(Cow::Borrowed(_))
+            | Cell::Bytes(Cow::Borrowed(_)) => {
+                std::mem::forget(std::mem::replace(self, Cell::Null))
+            }
+        }
+    }
+
     /// The cell, borrowing nothing.
     pub(super) fn into_owned(self) -> Cell<'static> {
         match self {

@@ -64,8 +64,8 @@ impl<'a> RowExtra<'a> {
     pub(super) fn row(&mut self, n: usize) -> Vec<Cell<'a>> {
         let mut cells = std::mem::take(&mut self.spare);
         if cells.len() == n {
-            // One pass that drops each cell and nulls it (no clone of a null per cell).
-            cells.iter_mut().for_each(|c| *c = Cell::Null);
+            // One pass that nulls each cell, dropping only those that own memory.
+            cells.iter_mut().for_each(Cell::clear);
         } else {
             cells.clear();
             cells.resize_with(n, || Cell::Null);

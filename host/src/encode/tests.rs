@@ -8,7 +8,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Decimal128Type, Int32Type, TimestampMicrosecondType};
 use iceberg::spec::{NestedField, PrimitiveType, Schema, Type};
 
-use super::cells::cell;
+use super::cells::{Cell, cell};
 use super::columns::ColumnKind;
 use super::{Encoder, UnknownFields};
 
@@ -431,4 +431,32 @@ fn each_kind_parses_or_says_why_not() {
         let got = format!("{:?}", cell(kind, raw));
         assert_eq!(got, expected, "{kind:?} {raw}");
     }
+}
+
+#[test]
+fn clearing_a_cell_of_any_kind_leaves_a_null() {
+    use std::borrow::Cow;
+    let owned = || Cell::Str(Cow::Owned("é".to_string()));
+    let mut cells = vec![
+        Cell::Null,
+        Cell::Bool(true),
+        Cell::Int(1),
+        Cell::Long(2),
+        Cell::Float(3.0),
+        Cell::Double(4.0),
+        Cell::Decimal(5),
+        Cell::Date(6),
+        Cell::Micros(7),
+        Cell::Str(Cow::Borrowed("a")),
+        owned(),
+        Cell::Bytes(Cow::Borrowed(b"b")),
+        Cell::Bytes(Cow::Owned(b"c".to_vec())),
+        Cell::Struct(vec![owned()]),
+        Cell::List(vec![owned(), Cell::Int(8)]),
+        Cell::Map(vec![(owned(), owned())]),
+    ];
+    for c in &mut cells {
+        c.clear();
+    }
+    assert!(cells.iter().all(|c| matches!(c, Cell::Null)), "{cells:?}");
 }
