@@ -153,6 +153,12 @@ fn with_causes(error: &dyn std::error::Error) -> String {
     text
 }
 
+/// An Arrow error inside the Iceberg writer stack, as iceberg-rust's error, with `what`
+/// was being done.
+fn arrow_error(what: &'static str) -> impl Fn(arrow_schema::ArrowError) -> iceberg::Error {
+    move |e| iceberg::Error::new(iceberg::ErrorKind::Unexpected, what).with_source(e)
+}
+
 pub(crate) fn iceberg_err(what: impl Into<String>) -> impl FnOnce(iceberg::Error) -> IcebergError {
     let what = what.into();
     move |error| IcebergError::Iceberg {

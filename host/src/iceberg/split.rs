@@ -16,7 +16,8 @@ use iceberg::arrow::{
     PartitionValueCalculator, RecordBatchPartitionSplitter, arrow_struct_to_literal,
 };
 use iceberg::spec::{Literal, PartitionKey, PartitionSpecRef, SchemaRef, StructType};
-use iceberg::{Error, ErrorKind};
+
+use super::arrow_error;
 
 /// The most partitions a batch is cut into by comparing its rows with each partition's
 /// first (one vectorised pass over the batch per partition); past it, iceberg-rust's
@@ -139,10 +140,6 @@ fn same_as(fields: &StructArray, row: usize) -> iceberg::Result<BooleanBuffer> {
         same = &same & equal.values();
     }
     Ok(same)
-}
-
-fn arrow_error(what: &'static str) -> impl Fn(arrow_schema::ArrowError) -> Error {
-    move |e| Error::new(ErrorKind::Unexpected, what).with_source(e)
 }
 
 #[cfg(test)]

@@ -83,6 +83,7 @@ impl Pipeline {
         for (index, records) in std::mem::take(&mut processed.pending) {
             processed.slices[index] = step.encode(records, ingestion, &mut again)?;
         }
+        super::step::own_bytes(&mut again.dead);
         super::step::add_counts(&mut processed.stats.dropped_fields, again.dropped_fields);
         processed.dead.append(&mut again.dead);
         processed.dead.sort_by(|a, b| {

@@ -352,7 +352,7 @@ impl Step<'_> {
 /// the bytes of the records around it: held, one record in twenty kept every memory page
 /// of the batch's values from being freed until the commit (~30 MiB at 100 000 records per
 /// batch in the ingest benchmark).
-fn own_bytes(dead: &mut [(Record, Reason)]) {
+pub(super) fn own_bytes(dead: &mut [(Record, Reason)]) {
     for (record, _) in dead {
         *record = record.clone();
     }

@@ -32,6 +32,7 @@ use parquet::file::properties::WriterProperties;
 use super::config::SortKey;
 use super::plan::Group;
 use super::project::project;
+use crate::iceberg::arrow_error;
 
 /// Rows per record batch read.
 const BATCH_ROWS: usize = 8192;
@@ -234,8 +235,8 @@ impl<'a> Output<'a> {
             .zip(arrow.fields())
             .map(|(column, field)| arrow_cast::cast(column, field.data_type()))
             .collect::<Result<Vec<_>, _>>()
-            .map_err(arrow_error)?;
-        RecordBatch::try_new(arrow, columns).map_err(arrow_error)
+            .map_err(arrow_error(REWRITING))?;
+        RecordBatch::try_new(arrow, columns).map_err(arrow_error(REWRITING))
     }
 
     /// With `sort-by`: sorts the rows held and writes them as a file of their own.
@@ -245,8 +246,8 @@ impl<'a> Output<'a> {
             return Ok(());
         }
         let held = std::mem::take(&mut self.held);
-        let batch =
-            arrow_select::concat::concat_batches(&held[0].schema(), &held).map_err(arrow_error)?;
+        let batch = arrow_select::concat::concat_batches(&held[0].schema(), &held)
+            .map_err(arrow_error(REWRITING))?;
         drop(held);
         let sorted = sort(&batch, self.how.sort)?;
         let sorted = self.as_written(sorted)?;
@@ -294,16 +295,16 @@ fn sort(batch: &RecordBatch, keys: &[SortKey]) -> iceberg::Result<RecordBatch> {
     if columns.is_empty() {
         return Ok(batch.clone());
     }
-    let order = arrow_ord::sort::lexsort_to_indices(&columns, None).map_err(arrow_error)?;
-    arrow_select::take::take_record_batch(batch, &order).map_err(arrow_error)
+    let order =
+        arrow_ord::sort::lexsort_to_indices(&columns, None).map_err(arrow_error(REWRITING))?;
+    arrow_select::take::take_record_batch(batch, &order).map_err(arrow_error(REWRITING))
 }
+
+/// What an Arrow error of a rewrite says was being done.
+const REWRITING: &str = "rewriting rows";
 
 fn parquet_error(error: parquet::errors::ParquetError) -> Error {
     Error::new(ErrorKind::Unexpected, "reading a data file").with_source(error)
-}
-
-fn arrow_error(error: arrow_schema::ArrowError) -> Error {
-    Error::new(ErrorKind::Unexpected, "rewriting rows").with_source(error)
 }
 
 /// Counts the rows of `files` (what their manifests say).
