@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 pub use self::patch::{Patch, PatchError, PatchFields};
 
 /// One Kafka header.
@@ -30,9 +32,11 @@ pub struct Record {
     /// Kafka timestamp, milliseconds since the Unix epoch.
     pub timestamp_ms: Option<i64>,
     /// Record key; `None` for a null key.
-    pub key: Option<Vec<u8>>,
-    /// Record value; `None` for a null value (a tombstone).
-    pub value: Option<Vec<u8>>,
+    pub key: Option<Bytes>,
+    /// Record value; `None` for a null value (a tombstone). Read from Kafka, it shares a
+    /// buffer with its neighbours (see [`crate::source`]); whatever keeps it beyond its
+    /// batch copies it first ([`Record::own_bytes`]).
+    pub value: Option<Bytes>,
     /// Headers in producer order.
     pub headers: Vec<Header>,
 }
@@ -46,15 +50,28 @@ impl Record {
             offset,
             timestamp_ms: None,
             key: None,
-            value: Some(value.into()),
+            value: Some(Bytes::from(value.into())),
             headers: Vec::new(),
         }
     }
 
     /// The bytes of its key and value: what a batch's `max-bytes` counts.
     pub fn bytes(&self) -> u64 {
-        let len = |b: &Option<Vec<u8>>| b.as_ref().map_or(0, |b| b.len() as u64);
+        let len = |b: &Option<Bytes>| b.as_ref().map_or(0, |b| b.len() as u64);
         len(&self.key) + len(&self.value)
+    }
+
+    /// Copies its key and value into memory of their own, so that keeping it keeps no
+    /// neighbour's bytes (a record read from Kafka shares a buffer with the records read
+    /// around it).
+    pub fn own_bytes(&mut self) {
+        let own = |b: &mut Option<Bytes>| {
+            if let Some(bytes) = b {
+                *bytes = Bytes::copy_from_slice(bytes);
+            }
+        };
+        own(&mut self.key);
+        own(&mut self.value);
     }
 
     /// `topic/partition@offset`, for messages.

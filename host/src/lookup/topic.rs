@@ -35,9 +35,9 @@ use super::load::{Loader, LookupError, check_size};
 use super::{Table, Version};
 use crate::format::{Decoder, RegistryError};
 use crate::kafka::Connection;
-use crate::record::Record;
 use crate::source::identity::Fingerprint;
 use crate::source::kafka::OnDataLoss;
+use crate::source::kafka::fingerprint;
 
 /// How long a metadata or watermark request may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
@@ -537,20 +537,6 @@ fn moved_back(from: &BTreeMap<i32, i64>, watermarks: &BTreeMap<i32, (i64, i64)>)
         )),
         Some(_) => None,
     })
-}
-
-/// The fingerprint of `message`, as the source takes it (its timestamp, key and value).
-fn fingerprint(message: &BorrowedMessage<'_>) -> Fingerprint {
-    let record = Record {
-        topic: Arc::from(""),
-        partition: message.partition(),
-        offset: message.offset(),
-        timestamp_ms: message.timestamp().to_millis(),
-        key: message.key().map(<[u8]>::to_vec),
-        value: message.payload().map(<[u8]>::to_vec),
-        headers: Vec::new(),
-    };
-    Fingerprint::of(&record)
 }
 
 impl Loader for TopicLoader {

@@ -354,14 +354,14 @@ impl Step<'_> {
 /// batch in the ingest benchmark).
 pub(super) fn own_bytes(dead: &mut [(Record, Reason)]) {
     for (record, _) in dead {
-        *record = record.clone();
+        record.own_bytes();
     }
 }
 
 /// `record` with `patch` applied to its value, when it applies.
 fn applied(mut record: Record, patch: Option<Patch>) -> Record {
     if let Some(Ok(value)) = patch.map(|p| p.apply(record.value.as_deref())) {
-        record.value = Some(value);
+        record.value = Some(value.into());
     }
     record
 }
@@ -377,7 +377,7 @@ pub(super) fn as_json(
     for mut record in records {
         match known.to_json(record.value.as_deref()) {
             Ok(json) => {
-                record.value = Some(json);
+                record.value = Some(json.into());
                 kept.push(record);
             }
             Err(e) => dead.push((record, refusal("encode", e.code(), e.to_string(), None))),

@@ -64,7 +64,7 @@ impl Judged {
             return;
         };
         match patch.apply(self.record.value.as_deref()) {
-            Ok(value) => self.record.value = Some(value),
+            Ok(value) => self.record.value = Some(value.into()),
             Err(e) => {
                 let position = Some(self.record.position());
                 self.fate = Fate::Failed {
@@ -137,7 +137,7 @@ pub fn run_counted(
                     Ok(Verdict::Keep) => survivors.push(i),
                     Ok(Verdict::Rewrite(value)) => {
                         run.rewritten += 1;
-                        outcome.record.value = Some(value);
+                        outcome.record.value = Some(value.into());
                         outcome.fate = Fate::Rewritten;
                         survivors.push(i);
                     }

@@ -85,8 +85,8 @@ fn encode<'a>(records: impl IntoIterator<Item = &'a Record> + Clone) -> EventChu
     let (mut n, mut key_bytes, mut value_bytes, mut header_count) = (0, 0, 0, 0);
     for r in records.clone() {
         n += 1;
-        key_bytes += r.key.as_ref().map_or(0, Vec::len);
-        value_bytes += r.value.as_ref().map_or(0, Vec::len);
+        key_bytes += r.key.as_ref().map_or(0, |k| k.len());
+        value_bytes += r.value.as_ref().map_or(0, |v| v.len());
         header_count += r.headers.len();
     }
     let mut chunk = EventChunk {
@@ -312,7 +312,7 @@ mod tests {
     fn records_become_columns() {
         let clicks: Arc<str> = "clicks".into();
         let mut a = Record::with_value(clicks.clone(), 5, b"{}".to_vec());
-        a.key = Some(b"k".to_vec());
+        a.key = Some(b"k".to_vec().into());
         a.headers.push(Header {
             name: "h".into(),
             value: None,

@@ -30,9 +30,24 @@ pub struct Fingerprint {
 impl Fingerprint {
     /// The fingerprint of `record`.
     pub fn of(record: &Record) -> Self {
+        Self::of_parts(
+            record.offset,
+            record.timestamp_ms,
+            record.key.as_deref(),
+            record.value.as_deref(),
+        )
+    }
+
+    /// The fingerprint of the record at `offset` with this timestamp, key and value.
+    pub fn of_parts(
+        offset: i64,
+        timestamp_ms: Option<i64>,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+    ) -> Self {
         let mut sha = Sha256::new();
-        sha.update(record.timestamp_ms.unwrap_or(i64::MIN).to_be_bytes());
-        for part in [&record.key, &record.value] {
+        sha.update(timestamp_ms.unwrap_or(i64::MIN).to_be_bytes());
+        for part in [key, value] {
             match part {
                 Some(bytes) => {
                     sha.update((bytes.len() as u64).to_be_bytes());
@@ -43,10 +58,7 @@ impl Fingerprint {
         }
         let digest = sha.finalize();
         let hash = u64::from_be_bytes(digest[..8].try_into().expect("8 bytes"));
-        Fingerprint {
-            offset: record.offset,
-            hash,
-        }
+        Fingerprint { offset, hash }
     }
 }
 
@@ -153,7 +165,7 @@ mod tests {
         let a = Fingerprint::of(&record(0, 5, "a"));
         assert_ne!(a, Fingerprint::of(&record(0, 5, "b")));
         let mut keyed = record(0, 5, "a");
-        keyed.key = Some(Vec::new());
+        keyed.key = Some(Vec::new().into());
         assert_ne!(a, Fingerprint::of(&keyed), "a null key is not an empty key");
         let mut stamped = record(0, 5, "a");
         stamped.timestamp_ms = Some(1);

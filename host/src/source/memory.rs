@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use bytes::Bytes;
+
 use super::identity::{Fingerprint, Fingerprints, Mismatch};
 use super::kafka::StartingOffsets;
 use super::{Offsets, Source, SourceError, TopicPartition};
@@ -34,7 +36,7 @@ impl MemoryLog {
         let offset = records.len() as i64;
         let mut record = Record::with_value(topic.into(), offset, value.to_vec());
         record.partition = partition;
-        record.key = key.map(<[u8]>::to_vec);
+        record.key = key.map(Bytes::copy_from_slice);
         record.timestamp_ms = Some(offset);
         records.push(record);
         offset

@@ -30,8 +30,8 @@ fn record() -> impl Strategy<Value = Record> {
                 partition,
                 offset,
                 timestamp_ms,
-                key,
-                value,
+                key: key.map(Into::into),
+                value: value.map(Into::into),
                 headers,
             },
         )
@@ -148,8 +148,8 @@ proptest! {
             prop_assert_eq!(&*w.topics[usize::from(w.topic_index[i])], &*r.topic);
             prop_assert_eq!(chunk.position(i), Some(format!("{}/{}@{}", r.topic, r.partition, r.offset)));
             prop_assert_eq!(w.timestamps[i], r.timestamp_ms.unwrap_or(-1));
-            prop_assert_eq!(&keys[i], &r.key);
-            prop_assert_eq!(&values[i], &r.value);
+            prop_assert_eq!(keys[i].as_deref(), r.key.as_deref());
+            prop_assert_eq!(values[i].as_deref(), r.value.as_deref());
             let headers: Vec<_> = w.headers.iter().filter(|h| h.event as usize == i).map(|h| (h.name.clone(), h.value.clone())).collect();
             let expected: Vec<_> = r.headers.iter().map(|h| (h.name.clone(), h.value.clone())).collect();
             prop_assert_eq!(headers, expected);

@@ -190,7 +190,7 @@ impl super::KafkaSource {
             match polled {
                 Ok(message) => {
                     if let Some(topic) = self.topic_arc(rdkafka::Message::topic(&message)) {
-                        let record = Self::record(&message, &topic);
+                        let record = Self::record(&message, &topic, &mut self.chunks);
                         bytes += record.bytes();
                         self.stash.push_back(record);
                     }

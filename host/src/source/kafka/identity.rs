@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use rdkafka::consumer::Consumer;
+use rdkafka::message::BorrowedMessage;
 use rdkafka::{Message, Offset, TopicPartitionList};
 
 use super::KafkaSource;
@@ -77,7 +78,7 @@ impl KafkaSource {
             if message.offset() != expected.offset {
                 continue; // the record itself is gone
             }
-            let found = Fingerprint::of(&Self::record(&message, &topic));
+            let found = fingerprint(&message);
             if found != expected {
                 mismatches.push(Mismatch {
                     partition: tp,
@@ -93,4 +94,14 @@ impl KafkaSource {
         }
         Ok(mismatches)
     }
+}
+
+/// The fingerprint of `message`, as the source takes it (its timestamp, key and value).
+pub(crate) fn fingerprint(message: &BorrowedMessage<'_>) -> Fingerprint {
+    Fingerprint::of_parts(
+        message.offset(),
+        message.timestamp().to_millis(),
+        message.key(),
+        message.payload(),
+    )
 }

@@ -5,6 +5,7 @@
 //! the group, so one process owns the whole pipeline. The group id is still used to commit
 //! offsets after each table commit, so that the usual lag tools work.
 
+mod chunks;
 mod config;
 mod group;
 mod identity;
@@ -18,8 +19,10 @@ use std::time::Duration;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 
+use self::chunks::Chunks;
 pub use self::config::{KafkaSourceConfig, OnDataLoss, SourceMode, StartingOffsets};
 use self::group::SourceContext;
+pub(crate) use self::identity::fingerprint;
 use super::identity::{Fingerprints, Mismatch};
 use super::{Loss, Offsets, Source, SourceError, TopicPartition};
 use crate::batch::Caps;
@@ -65,6 +68,8 @@ pub struct KafkaSource {
     positions: Offsets,
     /// Records fetched but beyond the last batch's target or caps, in fetch order.
     stash: VecDeque<Record>,
+    /// Where the keys and values of the records read are copied.
+    chunks: Chunks,
     /// Data loss accepted (`on-data-loss = "continue"`), not yet taken by the pipeline.
     losses: Vec<Loss>,
 }
@@ -98,6 +103,7 @@ impl KafkaSource {
             topics,
             positions: Offsets::default(),
             stash: VecDeque::new(),
+            chunks: Chunks::default(),
             losses: Vec::new(),
         })
     }

@@ -11,6 +11,7 @@ use rdkafka::consumer::Consumer;
 use rdkafka::message::Message;
 use rustc_hash::FxHashMap;
 
+use super::chunks::Chunks;
 use super::{KafkaSource, POLL};
 use crate::batch::Caps;
 use crate::record::Record;
@@ -134,9 +135,11 @@ impl KafkaSource {
         Ok(())
     }
 
+    /// `message` as a record, its key and value copied into `chunks`.
     pub(super) fn record(
         message: &rdkafka::message::BorrowedMessage<'_>,
         topic: &Arc<str>,
+        chunks: &mut Chunks,
     ) -> Record {
         let headers = crate::kafka::headers::headers_of(message);
         Record {
@@ -144,8 +147,8 @@ impl KafkaSource {
             partition: message.partition(),
             offset: message.offset(),
             timestamp_ms: message.timestamp().to_millis(),
-            key: message.key().map(<[u8]>::to_vec),
-            value: message.payload().map(<[u8]>::to_vec),
+            key: message.key().map(|k| chunks.copy(k)),
+            value: message.payload().map(|v| chunks.copy(v)),
             headers,
         }
     }
@@ -167,7 +170,7 @@ impl KafkaSource {
         match self.consumer.poll(POLL) {
             Some(Ok(message)) => Ok(self
                 .topic_arc(message.topic())
-                .map(|topic| Self::record(&message, &topic))),
+                .map(|topic| Self::record(&message, &topic, &mut self.chunks))),
             Some(Err(error)) if out_of_range(&error) => {
                 batch.settle(&mut self.positions);
                 self.out_of_range()?;
