@@ -26,7 +26,8 @@ if (!witDir) {
 const helper = helperArg ?? join(dirname(fileURLToPath(import.meta.url)), "sluice.js");
 const manifest = JSON.parse(await readFile(join(pluginDir, "package.json"), "utf8"));
 const name = basename(pluginDir);
-// The host interface is imported by its versioned name, that of the WIT package built against.
+// The host and lookup interfaces are imported by their versioned names, those of the WIT
+// package built against.
 const wit = await readFile(join(witDir, "plugin.wit"), "utf8");
 const witPackage = /^package\s+(sluice:plugin@[^;\s]+);/m.exec(wit)?.[1];
 if (!witPackage) throw new Error(`no \`package sluice:plugin@VERSION;\` in ${witDir}/plugin.wit`);
@@ -49,9 +50,10 @@ try {
     entry,
     `import * as plugin from ${JSON.stringify(main)};\n` +
       `import * as host from ${JSON.stringify(witPackage.replace("@", "/host@"))};\n` +
+      `import * as lookup from ${JSON.stringify(witPackage.replace("@", "/lookup@"))};\n` +
       `import { processorOf } from ${JSON.stringify(helperImport)};\n` +
       `export const processor = processorOf(plugin, ${JSON.stringify(manifest.name)}, ` +
-      `${JSON.stringify(manifest.version)}, host);\n`,
+      `${JSON.stringify(manifest.version)}, host, lookup);\n`,
   );
   process.chdir(work);
   const { component } = await componentize({

@@ -16,6 +16,14 @@
 // result is handed to every `process(event, config)` call. Without `init` the plugin takes
 // no parameters and refuses any it is given (as a Rust plugin exported with `export!(f)`).
 //
+// An enrichment answers `patch({ field: value })` (the host adds or replaces those fields as
+// it encodes the event) and reads the pipeline's lookup tables with `lookup(table, key)` or
+// `lookupFields(table, key, names)`. A module that also exports `prefetch(event, lookups,
+// config)` announces each event's lookups (`lookups.want(table, key)`,
+// `lookups.wantFields(table, key, names)`) before its chunk is processed: the helper then
+// asks the host for all of a chunk's keys in one call per table, and `lookup` and
+// `lookupFields` answer from there.
+//
 // `build` (next to this file) turns such a module into a WebAssembly component of the
 // `event-processor` world of `wit/plugin.wit`: it wraps the module with `processorOf`,
 // which implements the WIT `processor` interface over the columnar chunk of events.
@@ -197,6 +205,189 @@ class Event {
   }
 }
 
+/**
+ * The event goes on with the fields of `fields` (an object: field name → any value written as
+ * JSON) added to its value, or replacing fields of the same name; the value must be a JSON
+ * object. The host applies the patch as it encodes the event: nothing is printed again.
+ * An empty patch keeps the event as it is.
+ */
+export function patch(fields) {
+  if (fields === null || typeof fields !== "object" || Array.isArray(fields)) {
+    throw new TypeError(`patch takes an object of fields, not ${JSON.stringify(fields)}`);
+  }
+  const names = Object.keys(fields);
+  if (names.length === 0) return KEEP;
+  const texts = names.map((name) => {
+    const text = JSON.stringify(fields[name]);
+    if (text === undefined) throw new TypeError(`patch field ${JSON.stringify(name)} has no JSON value`);
+    return text;
+  });
+  return { action: "patch", names, texts };
+}
+
+/** The rejection code of an event whose lookup failed (as the Rust SDK's `LOOKUP_FAILED`). */
+export const LOOKUP_FAILED = "lookup_failed";
+
+/** The host's `lookup` import, connected by `processorOf` (or a twin of it, by `judge`). */
+let host = null;
+/** The answers for the chunk being processed: table → key → answer, from `prefetch`. */
+let prefetched = new Map();
+
+/** A key as a map key: its bytes, one character each. */
+function keyOf(bytes) {
+  let s = "";
+  for (let i = 0; i < bytes.length; i += 4096) {
+    s += String.fromCharCode.apply(null, bytes.subarray(i, i + 4096));
+  }
+  return s;
+}
+
+function keyBytes(key) {
+  if (key instanceof Uint8Array) return key;
+  return ENCODER.encode(String(key));
+}
+
+/** Calls the host; its error (`{ code, table, message }`) becomes a `lookup_failed` rejection. */
+function ask(call) {
+  if (host === null) throw new Rejection(LOOKUP_FAILED, "lookups are answered only while events are processed");
+  try {
+    return call(host);
+  } catch (error) {
+    const e = error?.payload ?? error;
+    throw new Rejection(LOOKUP_FAILED, e?.message ?? errorText(error));
+  }
+}
+
+function parseValue(table, bytes) {
+  try {
+    return JSON.parse(UTF8.decode(bytes));
+  } catch (error) {
+    throw new Rejection(LOOKUP_FAILED, `a value of lookup table \`${table}\` is not JSON: ${error.message}`);
+  }
+}
+
+/** The fields of one key from a `lookup-fields` answer: an object, or `null` for an absent key. */
+function fieldsAt(answer, names, k, offsets) {
+  if (!answer.found[k]) return null;
+  const fields = {};
+  for (let n = 0; n < names.length; n++) {
+    const at = k * names.length + n;
+    const length = answer.lengths[at];
+    if (length < 0) continue;
+    fields[names[n]] = JSON.parse(UTF8.decode(answer.values.subarray(offsets[at], offsets[at] + length)));
+  }
+  return fields;
+}
+
+/** Where each entry of a `lookup-fields` answer starts in its `values`. */
+function offsetsOf(lengths) {
+  const offsets = new Array(lengths.length);
+  let at = 0;
+  for (let i = 0; i < lengths.length; i++) {
+    offsets[i] = at;
+    at += Math.max(lengths[i], 0);
+  }
+  return offsets;
+}
+
+/**
+ * The value of `key` (a string or bytes) in lookup table `table`, parsed from JSON, or `null`
+ * when the table has no such key. A failed lookup (a table the stage was not granted, or
+ * none of that name) throws a `Rejection` with code `lookup_failed`.
+ */
+export function lookup(table, key) {
+  const bytes = keyBytes(key);
+  const answers = prefetched.get(table);
+  const id = keyOf(bytes);
+  if (answers?.values.has(id)) return answers.values.get(id);
+  const value = ask((h) => h.lookup(table, bytes));
+  return value === undefined || value === null ? null : parseValue(table, value);
+}
+
+/**
+ * Fields `names` of the value of `key` in `table`, read by the host (the plugin parses no
+ * table JSON): an object with the fields the value has, or `null` when the table has no
+ * such key. Errors as for `lookup`.
+ */
+export function lookupFields(table, key, names) {
+  const bytes = keyBytes(key);
+  const answers = prefetched.get(table);
+  const id = keyOf(bytes);
+  if (answers?.fields.has(id) && names.every((n) => answers.names.includes(n))) {
+    const all = answers.fields.get(id);
+    if (all === null) return null;
+    const fields = {};
+    for (const n of names) if (n in all) fields[n] = all[n];
+    return fields;
+  }
+  const answer = ask((h) => h.lookupFields(table, names, [bytes]));
+  return fieldsAt(answer, names, 0, offsetsOf(answer.lengths));
+}
+
+/** What `prefetch` announces for a chunk: per table, the keys for whole values and for fields. */
+class Lookups {
+  constructor() {
+    this.tables = new Map();
+  }
+
+  table(name) {
+    let t = this.tables.get(name);
+    if (t === undefined) {
+      t = { values: new Map(), fields: new Map(), names: [] };
+      this.tables.set(name, t);
+    }
+    return t;
+  }
+
+  /** Announces a `lookup(table, key)`. */
+  want(table, key) {
+    const bytes = keyBytes(key);
+    this.table(table).values.set(keyOf(bytes), bytes);
+  }
+
+  /** Announces a `lookupFields(table, key, names)`. */
+  wantFields(table, key, names) {
+    const t = this.table(table);
+    const bytes = keyBytes(key);
+    t.fields.set(keyOf(bytes), bytes);
+    for (const n of names) if (!t.names.includes(n)) t.names.push(n);
+  }
+
+  /** Asks the host for every announced key, one call per table and kind. */
+  answer() {
+    const answers = new Map();
+    for (const [table, t] of this.tables) {
+      const a = { values: new Map(), fields: new Map(), names: t.names };
+      answers.set(table, a);
+      try {
+        this.answerTable(table, t, a);
+      } catch (error) {
+        if (!(error instanceof Rejection)) throw error;
+        // Each event that looks the table up is rejected with the host's reason.
+        answers.delete(table);
+      }
+    }
+    return answers;
+  }
+
+  answerTable(table, t, a) {
+    if (t.values.size > 0) {
+      const ids = [...t.values.keys()];
+      const values = ask((h) => h.lookupMany(table, [...t.values.values()]));
+      ids.forEach((id, k) => {
+        const v = values[k];
+        a.values.set(id, v === undefined || v === null ? null : parseValue(table, v));
+      });
+    }
+    if (t.fields.size > 0) {
+      const ids = [...t.fields.keys()];
+      const answer = ask((h) => h.lookupFields(table, t.names, [...t.fields.values()]));
+      const offsets = offsetsOf(answer.lengths);
+      ids.forEach((id, k) => a.fields.set(id, fieldsAt(answer, t.names, k, offsets)));
+    }
+  }
+}
+
 /** The verdict a plugin's answer stands for (`undefined` keeps the event). */
 function verdictOf(answer) {
   if (answer === undefined || answer === null) return KEEP;
@@ -205,9 +396,10 @@ function verdictOf(answer) {
     case "keep":
     case "rewrite":
     case "reject":
+    case "patch":
       return answer;
     default:
-      throw new TypeError(`process returned ${JSON.stringify(answer)}, not keep(), rewrite() or reject()`);
+      throw new TypeError(`process returned ${JSON.stringify(answer)}, not keep(), rewrite(), patch() or reject()`);
   }
 }
 
@@ -215,12 +407,80 @@ function errorText(error) {
   return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }
 
+/** The patches of a chunk in the WIT's columnar layout. */
+class Patches {
+  constructor() {
+    this.events = [];
+    this.nameLengths = [];
+    this.names = "";
+    this.valueLengths = [];
+    this.values = [];
+    this.bytes = 0;
+  }
+
+  add(event, verdict) {
+    verdict.names.forEach((name, j) => {
+      const value = ENCODER.encode(verdict.texts[j]);
+      this.events.push(event);
+      this.nameLengths.push(ENCODER.encode(name).length);
+      this.names += name;
+      this.valueLengths.push(value.length);
+      this.values.push(value);
+      this.bytes += value.length;
+    });
+  }
+
+  toWit() {
+    const values = new Uint8Array(this.bytes);
+    let at = 0;
+    for (const v of this.values) {
+      values.set(v, at);
+      at += v.length;
+    }
+    return {
+      events: Uint32Array.from(this.events),
+      nameLengths: Uint32Array.from(this.nameLengths),
+      names: this.names,
+      valueLengths: Uint32Array.from(this.valueLengths),
+      values,
+    };
+  }
+}
+
+/** Calls `f(event)` for each event of `chunk`, in order. */
+function eachEvent(chunk, f) {
+  let keyAt = 0;
+  let valueAt = 0;
+  for (let i = 0; i < chunk.partitions.length; i++) {
+    f(new Event(chunk, i, keyAt, valueAt));
+    keyAt += Math.max(chunk.keyLengths[i], 0);
+    valueAt += Math.max(chunk.valueLengths[i], 0);
+  }
+  if (valueAt > chunk.values.length || keyAt > chunk.keys.length) {
+    throw "malformed chunk: values or keys are shorter than their lengths";
+  }
+}
+
+/** `f()`, with an exception other than a `Rejection` made the chunk's error, naming the event. */
+function judged(event, f) {
+  try {
+    return verdictOf(f());
+  } catch (error) {
+    if (!(error instanceof Rejection)) {
+      throw `event ${event.index} (offset ${event.offset}): ${errorText(error)}`;
+    }
+    return error.verdict;
+  }
+}
+
 /**
- * The WIT `processor` interface for a plugin module `{ process, init? }`, named `name` at
- * version `version` (what `describe` answers); `host` is the world's `host` import.
+ * The WIT `processor` interface for a plugin module `{ process, init?, prefetch? }`, named
+ * `name` at version `version` (what `describe` answers); `hostImport` and `lookupImport` are
+ * the world's `host` and `lookup` imports.
  */
-export function processorOf(plugin, name, version, host) {
-  hostLog = host.log;
+export function processorOf(plugin, name, version, hostImport, lookupImport = null) {
+  hostLog = hostImport.log;
+  host = lookupImport;
   if (typeof plugin.process !== "function") {
     throw new TypeError("a sluice plugin module must export a function `process(event, config)`");
   }
@@ -247,61 +507,125 @@ export function processorOf(plugin, name, version, host) {
 
     process(chunk) {
       if (!ready) throw "process was called before init";
-      const n = chunk.partitions.length;
-      const actions = new Array(n);
+      const actions = new Array(chunk.partitions.length);
       const rewrites = [];
       const rejections = [];
-      let keyAt = 0;
-      let valueAt = 0;
-      for (let i = 0; i < n; i++) {
-        const event = new Event(chunk, i, keyAt, valueAt);
-        keyAt += Math.max(chunk.keyLengths[i], 0);
-        valueAt += Math.max(chunk.valueLengths[i], 0);
-        let verdict;
-        try {
-          verdict = verdictOf(plugin.process(event, config));
-        } catch (error) {
-          if (!(error instanceof Rejection)) {
-            throw `event ${i} (offset ${chunk.offsets[i]}): ${errorText(error)}`;
+      const patches = new Patches();
+      // Verdicts given in `prefetch` (a thrown `Rejection`): those events skip `process`.
+      const early = new Map();
+      prefetched = new Map();
+      if (typeof plugin.prefetch === "function") {
+        const lookups = new Lookups();
+        eachEvent(chunk, (event) => {
+          const verdict = judged(event, () => plugin.prefetch(event, lookups, config));
+          if (verdict.action === "reject") early.set(event.index, verdict);
+        });
+        prefetched = lookups.answer();
+      }
+      try {
+        eachEvent(chunk, (event) => {
+          const i = event.index;
+          const verdict = early.get(i) ?? judged(event, () => plugin.process(event, config));
+          actions[i] = verdict.action;
+          if (verdict.action === "rewrite") {
+            rewrites.push({ event: i, value: verdict.value });
+          } else if (verdict.action === "reject") {
+            rejections.push({ event: i, code: verdict.code, message: verdict.message, field: verdict.field });
+          } else if (verdict.action === "patch") {
+            patches.add(i, verdict);
           }
-          verdict = error.verdict;
-        }
-        actions[i] = verdict.action;
-        if (verdict.action === "rewrite") {
-          rewrites.push({ event: i, value: verdict.value });
-        } else if (verdict.action === "reject") {
-          rejections.push({ event: i, code: verdict.code, message: verdict.message, field: verdict.field });
-        }
+        });
+      } finally {
+        prefetched = new Map();
       }
-      if (valueAt > chunk.values.length || keyAt > chunk.keys.length) {
-        throw "malformed chunk: values or keys are shorter than their lengths";
-      }
-      return { actions, rewrites, rejections };
+      return { actions, rewrites, rejections, patches: patches.toWit() };
     },
   };
 }
 
 /**
- * Judges `values` with a plugin module `{ process, init? }` as its component does, but in
- * Node.js, for unit tests (`node --test`): the same `processorOf`, over a chunk of one
- * event per value. A value is a `Uint8Array`, a string (its UTF-8 text), `null` (a
+ * Judges `values` with a plugin module `{ process, init?, prefetch? }` as its component
+ * does, but in Node.js, for unit tests (`node --test`): the same `processorOf`, over a chunk
+ * of one event per value. A value is a `Uint8Array`, a string (its UTF-8 text), `null` (a
  * tombstone) or any other value (written as JSON); `params` is an object of the plugin's
- * parameters. Returns one verdict per value: `{ action: "keep" }`, `{ action: "rewrite",
- * value }` (a `Uint8Array`) or `{ action: "reject", code, message, field }`. What fails
- * the component's `init` or a chunk is thrown (a string), and `log` calls go to `logs`.
+ * parameters; `tables` the lookup tables, `{ table: { key: value } }`. Returns one verdict
+ * per value: `{ action: "keep" }`, `{ action: "rewrite", value }` (a `Uint8Array`),
+ * `{ action: "patch", fields }` (the fields parsed back from JSON) or `{ action: "reject",
+ * code, message, field }`. What fails the component's `init` or a chunk is thrown (a
+ * string), and `log` calls go to `logs`.
  */
-export function judge(plugin, values, params = {}, logs = []) {
-  const processor = processorOf(plugin, "test", "0", {
-    log: (level, message) => logs.push({ level, message }),
-  });
+export function judge(plugin, values, params = {}, logs = [], tables = {}) {
+  const processor = processorOf(
+    plugin,
+    "test",
+    "0",
+    { log: (level, message) => logs.push({ level, message }) },
+    lookupTwin(tables),
+  );
   processor.init(Object.entries(params).map(([k, v]) => [k, String(v)]));
-  const { actions, rewrites, rejections } = processor.process(chunkOf(values));
+  const { actions, rewrites, rejections, patches } = processor.process(chunkOf(values));
   const verdicts = actions.map(() => KEEP);
   for (const { event, value } of rewrites) verdicts[event] = { action: "rewrite", value };
   for (const { event, code, message, field } of rejections) {
     verdicts[event] = { action: "reject", code, message, field };
   }
+  let nameAt = 0;
+  let valueAt = 0;
+  const names = ENCODER.encode(patches.names);
+  patches.events.forEach((event, j) => {
+    const name = UTF8.decode(names.subarray(nameAt, nameAt + patches.nameLengths[j]));
+    const text = UTF8.decode(patches.values.subarray(valueAt, valueAt + patches.valueLengths[j]));
+    nameAt += patches.nameLengths[j];
+    valueAt += patches.valueLengths[j];
+    if (verdicts[event].action !== "patch") verdicts[event] = { action: "patch", fields: {} };
+    verdicts[event].fields[name] = JSON.parse(text);
+  });
   return verdicts;
+}
+
+/**
+ * The host's `lookup` import over `tables` (`{ table: { key: value } }`, each value any
+ * JSON value), for `judge`: a table not in `tables` fails as an unknown one does.
+ */
+function lookupTwin(tables) {
+  const valueOf = (table, key) => {
+    if (!Object.hasOwn(tables, table)) {
+      const message = `no lookup table \`${table}\` in this test`;
+      throw Object.assign(new Error(message), { payload: { code: "unknown_table", table, message } });
+    }
+    const id = UTF8.decode(key);
+    return Object.hasOwn(tables[table], id) ? tables[table][id] : undefined;
+  };
+  const twin = {
+    lookup: (table, key) => {
+      const value = valueOf(table, key);
+      return value === undefined ? undefined : ENCODER.encode(JSON.stringify(value));
+    },
+    lookupMany: (table, keys) => keys.map((key) => twin.lookup(table, key)),
+    lookupFields: (table, names, keys) => {
+      const found = [];
+      const lengths = [];
+      const texts = [];
+      for (const key of keys) {
+        const value = valueOf(table, key);
+        found.push(value !== undefined);
+        for (const name of names) {
+          const has = value !== undefined && value !== null && Object.hasOwn(value, name);
+          const text = has ? ENCODER.encode(JSON.stringify(value[name])) : new Uint8Array(0);
+          lengths.push(has ? text.length : -1);
+          texts.push(text);
+        }
+      }
+      const values = new Uint8Array(texts.reduce((sum, t) => sum + t.length, 0));
+      let at = 0;
+      for (const t of texts) {
+        values.set(t, at);
+        at += t.length;
+      }
+      return { found, lengths: Int32Array.from(lengths), values };
+    },
+  };
+  return twin;
 }
 
 /** The WIT `event-chunk` of one event per value, on topic `test`, partition 0, from offset 0. */

@@ -72,6 +72,17 @@ fn a_chain_validates_then_enriches() {
 /// A runtime whose batch tables give user `u1` a tier and country, and the enricher loaded
 /// on it, granted them.
 fn retail_enricher() -> (sluice::plugin::Runtime, sluice::plugin::Plugin) {
+    with_profiles(std::path::Path::new(plugins::RETAIL_ENRICHER), &[], true)
+}
+
+/// A runtime whose batch tables give user `u1` of `profiles` a tier and country (`products`
+/// is empty), and the plugin at `path` loaded on it with `params`, granted both tables or
+/// (`granted` false) neither.
+pub(crate) fn with_profiles(
+    path: &std::path::Path,
+    params: &[(&str, &str)],
+    granted: bool,
+) -> (sluice::plugin::Runtime, sluice::plugin::Plugin) {
     use std::collections::BTreeMap;
     use std::sync::Arc;
 
@@ -95,12 +106,19 @@ fn retail_enricher() -> (sluice::plugin::Runtime, sluice::plugin::Plugin) {
         ("products".to_string(), table(&[])),
     ])));
     let grants = Grants {
-        lookups: vec!["profiles".into(), "products".into()],
+        lookups: if granted {
+            vec!["profiles".into(), "products".into()]
+        } else {
+            Vec::new()
+        },
         ..Grants::default()
     };
-    let path = std::path::Path::new(plugins::RETAIL_ENRICHER);
+    let params = params
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     let plugin = runtime
-        .load_file("enrich", path, Vec::new(), Limits::default(), grants)
+        .load_file("enrich", path, params, Limits::default(), grants)
         .unwrap();
     (runtime, plugin)
 }

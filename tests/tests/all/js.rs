@@ -137,9 +137,73 @@ fn a_js_init_error_refuses_the_plugin() {
     let error = result.unwrap_err();
     assert!(matches!(error, PluginError::Init { .. }), "{error}");
     assert!(
-        error
-            .to_string()
-            .contains("unknown mode sideways; modes: keep, parse, rewrite, throw"),
+        error.to_string().contains(
+            "unknown mode sideways; modes: keep, parse, rewrite, patch, enrich, lookup, throw"
+        ),
         "{error}"
     );
+}
+
+/// `patch(fields)` answers a patch: the fields' JSON texts, in the order given.
+#[test]
+fn a_js_patch_is_a_patch_verdict() {
+    let Some(plugin) = js_test_guest("patch") else {
+        return;
+    };
+    let plugin = plugin.expect("the test guest loads");
+    let verdicts = plugin
+        .process_records(&records(&[r#"{"n": 3}"#, "{}"]).iter().collect::<Vec<_>>())
+        .unwrap();
+    let Verdict::Patch(patch) = &verdicts[0] else {
+        panic!("{verdicts:?}")
+    };
+    assert_eq!(
+        patch.fields().collect::<Vec<_>>(),
+        [("doubled", &b"6"[..]), ("source", &br#""js""#[..])]
+    );
+    assert!(matches!(&verdicts[1], Verdict::Reject(r) if r.code == "not_a_count"));
+}
+
+/// A JavaScript enrichment reads a lookup table: announced ahead and read by the host
+/// (`enrich`: `prefetch` and `lookupFields`) or whole values, one call per event
+/// (`lookup`): the same verdicts; a table not granted rejects with `lookup_failed`.
+#[test]
+fn a_js_enrichment_reads_lookup_tables_and_patches() {
+    if js_test_guest("keep").is_none() {
+        return;
+    }
+    let path = std::path::Path::new(plugins::JS_TEST_GUEST.as_ref().unwrap());
+    let values = [r#"{"user":"u1"}"#, r#"{"user":"u9"}"#, "not json"];
+    for mode in ["enrich", "lookup"] {
+        let (_runtime, plugin) = crate::enricher::with_profiles(path, &[("mode", mode)], true);
+        let verdicts = plugin
+            .process_records(&records(&values).iter().collect::<Vec<_>>())
+            .unwrap();
+        let Verdict::Patch(patch) = &verdicts[0] else {
+            panic!("{mode}: {verdicts:?}")
+        };
+        assert_eq!(
+            patch.fields().collect::<Vec<_>>(),
+            [("tier", &br#""gold""#[..])],
+            "{mode}"
+        );
+        assert!(
+            matches!(&verdicts[1], Verdict::Reject(r) if r.code == "unknown_user" && r.field.as_deref() == Some("user")),
+            "{mode}: {verdicts:?}"
+        );
+        assert!(
+            matches!(&verdicts[2], Verdict::Reject(r) if r.code == "malformed_json"),
+            "{mode}: {verdicts:?}"
+        );
+
+        let (_runtime, refused) = crate::enricher::with_profiles(path, &[("mode", mode)], false);
+        let verdicts = refused
+            .process_records(&records(&values[..1]).iter().collect::<Vec<_>>())
+            .unwrap();
+        let Verdict::Reject(r) = &verdicts[0] else {
+            panic!("{mode}: {verdicts:?}")
+        };
+        assert_eq!(r.code, "lookup_failed", "{mode}");
+        assert!(r.message.contains("profiles"), "{mode}: {r:?}");
+    }
 }

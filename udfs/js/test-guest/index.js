@@ -5,11 +5,17 @@
 // - `parse`: parses every value as JSON and keeps the event: what JSON.parse adds;
 // - `rewrite`: rewrites `{"n": N}` into `{"n": N + 1}` and rejects other values with
 //   `not_a_count`, on field `n`;
+// - `patch`: patches `{"n": N}` with `{"doubled": 2N, "source": "js"}`, rejects other values
+//   as `rewrite` does;
+// - `enrich`: announces each event's `user` in lookup table `profiles` (`prefetch`) and
+//   patches the event with the profile's `tier` (read by the host: `lookupFields`), or
+//   rejects it with `unknown_user`;
+// - `lookup`: the same from whole values, one host call per event (`lookup`, no prefetch);
 // - `throw`: throws a TypeError on the value `"boom"`, and logs each value at info level.
 
-import { keep, log, reject, rewrite } from "../sluice.js";
+import { keep, log, lookup, lookupFields, patch, reject, rewrite } from "../sluice.js";
 
-const MODES = ["keep", "parse", "rewrite", "throw"];
+const MODES = ["keep", "parse", "rewrite", "patch", "enrich", "lookup", "throw"];
 
 export function init(params) {
   params.only(["mode"]);
@@ -18,15 +24,42 @@ export function init(params) {
   return mode;
 }
 
+export function prefetch(event, lookups, mode) {
+  if (mode === "enrich") lookups.wantFields("profiles", event.json().user ?? "", ["tier"]);
+}
+
+function count(event) {
+  const value = event.json();
+  return typeof value?.n === "number" ? value.n : null;
+}
+
+function enriched(user, profile) {
+  if (profile === null) return reject("unknown_user", `no profile for user ${user}`, "user");
+  return patch({ tier: profile.tier ?? null });
+}
+
 export function process(event, mode) {
   switch (mode) {
     case "parse":
       event.json();
       return keep();
     case "rewrite": {
-      const value = event.json();
-      if (typeof value?.n !== "number") return reject("not_a_count", "n must be a number", "n");
-      return rewrite({ n: value.n + 1 });
+      const n = count(event);
+      if (n === null) return reject("not_a_count", "n must be a number", "n");
+      return rewrite({ n: n + 1 });
+    }
+    case "patch": {
+      const n = count(event);
+      if (n === null) return reject("not_a_count", "n must be a number", "n");
+      return patch({ doubled: 2 * n, source: "js" });
+    }
+    case "enrich": {
+      const user = event.json().user ?? "";
+      return enriched(user, lookupFields("profiles", user, ["tier"]));
+    }
+    case "lookup": {
+      const user = event.json().user ?? "";
+      return enriched(user, lookup("profiles", user));
     }
     case "throw": {
       const text = event.text();

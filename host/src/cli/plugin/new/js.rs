@@ -12,8 +12,8 @@ use super::{Kind, NewArgs, Project};
 
 const HELPER: &str = include_str!("../../../../../udfs/js/sluice.js");
 const COMPONENTIZE: &str = include_str!("../../../../../udfs/js/componentize.mjs");
-/// The contract `sluice.js` speaks: `0.1`, which hosts from `0.2` on still load.
-const WIT: &str = include_str!("../../../../../wit/v0.1.1/plugin.wit");
+/// The contract `sluice.js` speaks: the current one.
+const WIT: &str = include_str!("../../../../../wit/plugin.wit");
 const TOOLS_MANIFEST: &str = include_str!("../../../../../udfs/js/package.json");
 const TOOLS_LOCK: &str = include_str!("../../../../../udfs/js/package-lock.json");
 
