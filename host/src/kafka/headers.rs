@@ -6,8 +6,8 @@
 //! are read through librdkafka's C API as bytes and made text lossily (invalid bytes become
 //! U+FFFD), so such a record is processed or dead-lettered like any other.
 //!
-//! The one place in sluice with `unsafe` code: three calls into librdkafka's C API, which
-//! rdkafka wraps only with the panicking conversion.
+//! `unsafe` code: three calls into librdkafka's C API, which rdkafka wraps only with the
+//! panicking conversion (`source/kafka/fetch.rs` reads messages through that API too).
 #![allow(unsafe_code)]
 
 use std::ffi::CStr;
@@ -21,11 +21,19 @@ use crate::record::Header;
 /// The headers of `message`, in producer order; names that are not UTF-8 are made text
 /// lossily, values are kept as bytes.
 pub fn headers_of(message: &BorrowedMessage<'_>) -> Vec<Header> {
+    // SAFETY: `message.ptr()` is a valid message for the lifetime of `message`.
+    unsafe { headers_of_raw(message.ptr()) }
+}
+
+/// [`headers_of`] a message of librdkafka's C API.
+///
+/// # Safety
+/// `message` must be a valid message, not destroyed before this returns.
+pub unsafe fn headers_of_raw(message: *const rd::rd_kafka_message_t) -> Vec<Header> {
     let mut headers: *mut rd::rd_kafka_headers_t = std::ptr::null_mut();
-    // SAFETY: `message.ptr()` is a valid message for the lifetime of `message`; librdkafka
-    // sets `headers` to the message's own header list (or leaves it null), which lives as
-    // long as the message.
-    let found = unsafe { rd::rd_kafka_message_headers(message.ptr(), &mut headers) };
+    // SAFETY: `message` is valid (the caller's promise); librdkafka sets `headers` to the
+    // message's own header list (or leaves it null), which lives as long as the message.
+    let found = unsafe { rd::rd_kafka_message_headers(message, &mut headers) };
     if found != RDKafkaRespErr::RD_KAFKA_RESP_ERR_NO_ERROR || headers.is_null() {
         return Vec::new();
     }

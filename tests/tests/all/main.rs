@@ -36,6 +36,7 @@ mod produce;
 mod protobuf;
 mod readme;
 mod secure_kafka;
+mod source_read;
 mod spark;
 mod standby;
 mod storage;

@@ -7,6 +7,7 @@
 
 mod chunks;
 mod config;
+mod fetch;
 mod group;
 mod identity;
 mod read;
@@ -21,6 +22,7 @@ use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 
 use self::chunks::Chunks;
 pub use self::config::{KafkaSourceConfig, OnDataLoss, SourceMode, StartingOffsets};
+use self::fetch::Fetch;
 use self::group::SourceContext;
 pub(crate) use self::identity::fingerprint;
 use super::identity::{Fingerprints, Mismatch};
@@ -58,6 +60,9 @@ pub struct KafkaSource {
     config: KafkaSourceConfig,
     /// The consumer group.
     group: String,
+    /// In `mode = "assign"`, the queue the assigned partitions' records are read from
+    /// (see [`fetch`]). Declared before the consumer: it is dropped first.
+    fetch: Option<Fetch>,
     consumer: BaseConsumer<SourceContext>,
     /// The caps of a batch, which size the consumer's prefetch (see [`prefetch`]).
     caps: Caps,
@@ -97,6 +102,7 @@ impl KafkaSource {
         Ok(KafkaSource {
             config,
             group,
+            fetch: None,
             consumer,
             caps,
             subscribed: false,
@@ -143,6 +149,7 @@ impl KafkaSource {
     /// prefetched records). Replacing a live assignment instead and closing soon after trips
     /// an assertion in librdkafka (`rd_kafka_assignment_partition_stopped`).
     fn renew_consumer(&mut self) -> Result<(), SourceError> {
+        self.fetch = None;
         self.consumer = Self::consumer(&self.config, &self.group, self.caps)?;
         self.stash.clear();
         Ok(())
@@ -219,7 +226,21 @@ impl KafkaSource {
     }
 
     /// Assigns the owned partitions at the current positions (replacing any assignment).
+    /// In `mode = "assign"` their records are forwarded to a [`Fetch`] first, on a consumer
+    /// that had no assignment (a fresh one if it had: see [`fetch`]).
     fn assign(&mut self) -> Result<(), SourceError> {
+        if self.config.mode == SourceMode::Assign {
+            if self.fetch.is_some() {
+                self.renew_consumer()?;
+            }
+            let fetch = Fetch::new(&self.consumer);
+            for tp in self.positions.0.keys() {
+                if !fetch.forward(&tp.topic, tp.partition) {
+                    tracing::debug!(partition = %tp, "not forwarded: read with the consumer's poll");
+                }
+            }
+            self.fetch = Some(fetch);
+        }
         let mut tpl = TopicPartitionList::new();
         for (tp, &next) in &self.positions.0 {
             tpl.add_partition_offset(&tp.topic, tp.partition, Offset::Offset(next))

@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rdkafka::Offset;
 use rdkafka::consumer::Consumer;
@@ -12,6 +12,7 @@ use rdkafka::message::Message;
 use rustc_hash::FxHashMap;
 
 use super::chunks::Chunks;
+use super::fetch::{Fetched, Message as FetchedMessage};
 use super::{KafkaSource, POLL};
 use crate::batch::Caps;
 use crate::record::Record;
@@ -40,6 +41,9 @@ struct Reading {
     bytes: u64,
     /// Records fetched for an earlier batch, not looked at yet.
     stash: VecDeque<Record>,
+    /// Records read through the [`super::fetch::Fetch`] for this batch, not looked at yet
+    /// (fetched after everything this batch stashed for later).
+    fetched: VecDeque<Record>,
     /// Records that arrived, and how many had when `progress` was last set: the clock is
     /// read when a poll comes back empty, not once per record.
     arrived: u64,
@@ -100,15 +104,19 @@ impl KafkaSource {
             records: Vec::with_capacity(expected),
             bytes: 0,
             stash: std::mem::take(&mut self.stash),
+            fetched: VecDeque::new(),
             arrived: 0,
             arrived_seen: 0,
             progress: Instant::now(),
         };
         let read = self.fill(&mut batch, caps, stop);
         batch.settle(&mut self.positions);
-        // What was not looked at stays for the next batch, before what was fetched later.
-        let mut stash = batch.stash;
-        stash.extend(self.stash.drain(..));
+        // What stays for the next batch, in the order it arrived: the records looked at and
+        // kept for later (from the stash's front, or fetched once the stash was empty:
+        // `place`), then what was not looked at: the rest of the stash, then of the fetch.
+        let mut stash = std::mem::take(&mut self.stash);
+        stash.extend(batch.stash);
+        stash.extend(batch.fetched);
         self.stash = stash;
         read?;
         Ok((batch.records, self.positions.clone()))
@@ -122,8 +130,17 @@ impl KafkaSource {
         stop: &AtomicBool,
     ) -> Result<(), SourceError> {
         while !batch.pending.is_empty() && !caps.full(batch.records.len(), batch.bytes) {
-            let record = match batch.stash.pop_front() {
+            let record = match batch
+                .stash
+                .pop_front()
+                .or_else(|| batch.fetched.pop_front())
+            {
                 Some(record) => record,
+                None if self.fetch.is_some() => {
+                    let wanted = caps.records.saturating_sub(batch.records.len());
+                    self.fetch_into(batch, wanted, stop)?;
+                    continue;
+                }
                 None => match self.poll(batch, stop)? {
                     Some(record) => record,
                     None => continue,
@@ -153,6 +170,111 @@ impl KafkaSource {
         }
     }
 
+    /// Reads up to `wanted` records from the [`Fetch`] into `batch.fetched` (serving the
+    /// consumer's own queue too, as [`Self::poll`] does); when none has arrived, waits for
+    /// one, then handles an empty read as an empty poll.
+    fn fetch_into(
+        &mut self,
+        batch: &mut Reading,
+        wanted: usize,
+        stop: &AtomicBool,
+    ) -> Result<(), SourceError> {
+        // The consumer's queue: commit replies and client errors (and a record, should one
+        // have been fetched before its partition was forwarded).
+        if let Some(record) = self.poll_events(batch)? {
+            batch.fetched.push_back(record);
+        }
+        let mut errors = Vec::new();
+        if self.fetch_read(batch, Duration::ZERO, wanted, &mut errors) == 0 && errors.is_empty() {
+            if stop.load(Ordering::Relaxed) {
+                return Err(SourceError::Stopped);
+            }
+            // Nothing queued: wait for one record (a read of one returns as soon as it
+            // comes; a larger one would wait the whole timeout to fill up).
+            if self.fetch_read(batch, POLL, 1, &mut errors) == 0 && errors.is_empty() {
+                return self.nothing_polled(batch);
+            }
+        }
+        for error in errors {
+            self.consumer_error(batch, error)?;
+        }
+        Ok(())
+    }
+
+    /// One read of the [`Fetch`]: its records into `batch.fetched`, its errors into `errors`.
+    fn fetch_read(
+        &mut self,
+        batch: &mut Reading,
+        timeout: Duration,
+        most: usize,
+        errors: &mut Vec<rdkafka::error::KafkaError>,
+    ) -> usize {
+        let Self {
+            fetch,
+            topics,
+            chunks,
+            ..
+        } = self;
+        let fetch = fetch.as_mut().expect("reading needs a fetch");
+        fetch.read(timeout, most, |fetched| match fetched {
+            Fetched::Record { topic, message } => {
+                if let Some(topic) = topics.iter().find(|t| t.as_bytes() == topic) {
+                    batch
+                        .fetched
+                        .push_back(Self::fetched_record(&message, topic, chunks));
+                }
+            }
+            Fetched::Error(error) => errors.push(error),
+        })
+    }
+
+    /// A record read through the [`Fetch`].
+    fn fetched_record(
+        message: &FetchedMessage<'_>,
+        topic: &Arc<str>,
+        chunks: &mut Chunks,
+    ) -> Record {
+        Record {
+            topic: topic.clone(),
+            partition: message.partition(),
+            offset: message.offset(),
+            timestamp_ms: message.timestamp_ms(),
+            key: message.key().map(|k| chunks.copy(k)),
+            value: message.payload().map(|v| chunks.copy(v)),
+            headers: message.headers(),
+        }
+    }
+
+    /// Serves the consumer's own queue without waiting.
+    fn poll_events(&mut self, batch: &mut Reading) -> Result<Option<Record>, SourceError> {
+        match self.consumer.poll(Duration::ZERO) {
+            Some(Ok(message)) => Ok(self
+                .topic_arc(message.topic())
+                .map(|topic| Self::record(&message, &topic, &mut self.chunks))),
+            Some(Err(error)) => self.consumer_error(batch, error).map(|()| None),
+            None => Ok(None),
+        }
+    }
+
+    /// Handles a consumer error: a position out of range is data loss or another topic
+    /// (see [`Self::out_of_range`]); others are retried.
+    fn consumer_error(
+        &mut self,
+        batch: &mut Reading,
+        error: rdkafka::error::KafkaError,
+    ) -> Result<(), SourceError> {
+        if out_of_range(&error) {
+            batch.settle(&mut self.positions);
+            self.out_of_range()?;
+            batch.reload(&self.positions);
+            // Re-assigned: what was read ahead is fetched again from the new positions.
+            batch.fetched.clear();
+        } else {
+            tracing::warn!(%error, "Kafka consumer error (retrying)");
+        }
+        Ok(())
+    }
+
     /// Polls the consumer once. `None` when nothing usable arrived: partitions whose
     /// position passed their target meanwhile are then done, and a read that made no
     /// progress for `fetch-timeout` fails.
@@ -171,30 +293,24 @@ impl KafkaSource {
             Some(Ok(message)) => Ok(self
                 .topic_arc(message.topic())
                 .map(|topic| Self::record(&message, &topic, &mut self.chunks))),
-            Some(Err(error)) if out_of_range(&error) => {
-                batch.settle(&mut self.positions);
-                self.out_of_range()?;
-                batch.reload(&self.positions);
-                Ok(None)
-            }
-            Some(Err(error)) => {
-                tracing::warn!(%error, "Kafka consumer error (retrying)");
-                Ok(None)
-            }
-            None => {
-                self.settle_gaps(batch)?;
-                if batch.stalled(self.config.fetch_timeout) {
-                    let mut behind: Vec<String> =
-                        batch.pending.keys().map(ToString::to_string).collect();
-                    behind.sort();
-                    return Err(SourceError::Stalled {
-                        partitions: behind.join(", "),
-                        seconds: self.config.fetch_timeout.as_secs(),
-                    });
-                }
-                Ok(None)
-            }
+            Some(Err(error)) => self.consumer_error(batch, error).map(|()| None),
+            None => self.nothing_polled(batch).map(|()| None),
         }
+    }
+
+    /// A poll that came back empty: partitions whose position passed their target are done,
+    /// and a read that made no progress for `fetch-timeout` fails.
+    fn nothing_polled(&mut self, batch: &mut Reading) -> Result<(), SourceError> {
+        self.settle_gaps(batch)?;
+        if batch.stalled(self.config.fetch_timeout) {
+            let mut behind: Vec<String> = batch.pending.keys().map(ToString::to_string).collect();
+            behind.sort();
+            return Err(SourceError::Stalled {
+                partitions: behind.join(", "),
+                seconds: self.config.fetch_timeout.as_secs(),
+            });
+        }
+        Ok(())
     }
 
     /// Nothing fetched: partitions whose consumer position passed the target (a gap of
@@ -217,6 +333,7 @@ impl KafkaSource {
                 && !batch
                     .stash
                     .iter()
+                    .chain(&batch.fetched)
                     .any(|r| r.partition == tp.partition && r.topic == tp.topic)
             {
                 self.positions.set(tp.clone(), end);
