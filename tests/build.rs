@@ -134,6 +134,7 @@ const JS_PLUGINS: &[(&str, &str, &str)] = &[
         "clickstream_validator_js.wasm",
     ),
     ("JS_TEST_GUEST", "test-guest", "js_test_guest.wasm"),
+    ("JS_TEST_ENRICHER", "test-enricher", "js_test_enricher.wasm"),
 ];
 
 /// Exit status of `udfs/js/build` when npm or its registry is unreachable.

@@ -447,30 +447,45 @@ class Patches {
   }
 }
 
-/** Calls `f(event)` for each event of `chunk`, in order. */
-function eachEvent(chunk, f) {
+/** The patches of a chunk without any. */
+const NO_PATCHES = Object.freeze({
+  events: new Uint32Array(0),
+  nameLengths: new Uint32Array(0),
+  names: "",
+  valueLengths: new Uint32Array(0),
+  values: new Uint8Array(0),
+});
+
+/** The answers of a chunk whose plugin announced nothing. */
+const NO_ANSWERS = new Map();
+
+/** The message of an exception (other than a `Rejection`) that fails a chunk at event `i`. */
+function failure(chunk, i, error) {
+  return `event ${i} (offset ${chunk.offsets[i]}): ${errorText(error)}`;
+}
+
+/**
+ * Runs `plugin.prefetch` over the chunk's events and asks the host for what they announce
+ * (the answers go to `prefetched`). Returns the verdicts of events rejected in `prefetch`.
+ */
+function prefetchChunk(plugin, chunk, config) {
+  const lookups = new Lookups();
+  const rejected = new Map();
   let keyAt = 0;
   let valueAt = 0;
   for (let i = 0; i < chunk.partitions.length; i++) {
-    f(new Event(chunk, i, keyAt, valueAt));
+    const event = new Event(chunk, i, keyAt, valueAt);
     keyAt += Math.max(chunk.keyLengths[i], 0);
     valueAt += Math.max(chunk.valueLengths[i], 0);
-  }
-  if (valueAt > chunk.values.length || keyAt > chunk.keys.length) {
-    throw "malformed chunk: values or keys are shorter than their lengths";
-  }
-}
-
-/** `f()`, with an exception other than a `Rejection` made the chunk's error, naming the event. */
-function judged(event, f) {
-  try {
-    return verdictOf(f());
-  } catch (error) {
-    if (!(error instanceof Rejection)) {
-      throw `event ${event.index} (offset ${event.offset}): ${errorText(error)}`;
+    try {
+      plugin.prefetch(event, lookups, config);
+    } catch (error) {
+      if (!(error instanceof Rejection)) throw failure(chunk, i, error);
+      rejected.set(i, error.verdict);
     }
-    return error.verdict;
   }
+  prefetched = lookups.answer();
+  return rejected;
 }
 
 /**
@@ -507,38 +522,47 @@ export function processorOf(plugin, name, version, hostImport, lookupImport = nu
 
     process(chunk) {
       if (!ready) throw "process was called before init";
-      const actions = new Array(chunk.partitions.length);
+      const n = chunk.partitions.length;
+      const actions = new Array(n);
       const rewrites = [];
       const rejections = [];
-      const patches = new Patches();
+      let patches = null;
       // Verdicts given in `prefetch` (a thrown `Rejection`): those events skip `process`.
-      const early = new Map();
-      prefetched = new Map();
-      if (typeof plugin.prefetch === "function") {
-        const lookups = new Lookups();
-        eachEvent(chunk, (event) => {
-          const verdict = judged(event, () => plugin.prefetch(event, lookups, config));
-          if (verdict.action === "reject") early.set(event.index, verdict);
-        });
-        prefetched = lookups.answer();
-      }
+      const early = typeof plugin.prefetch === "function" ? prefetchChunk(plugin, chunk, config) : null;
       try {
-        eachEvent(chunk, (event) => {
-          const i = event.index;
-          const verdict = early.get(i) ?? judged(event, () => plugin.process(event, config));
-          actions[i] = verdict.action;
-          if (verdict.action === "rewrite") {
+        let keyAt = 0;
+        let valueAt = 0;
+        for (let i = 0; i < n; i++) {
+          const event = new Event(chunk, i, keyAt, valueAt);
+          keyAt += Math.max(chunk.keyLengths[i], 0);
+          valueAt += Math.max(chunk.valueLengths[i], 0);
+          let verdict = early === null ? undefined : early.get(i);
+          if (verdict === undefined) {
+            try {
+              verdict = verdictOf(plugin.process(event, config));
+            } catch (error) {
+              if (!(error instanceof Rejection)) throw failure(chunk, i, error);
+              verdict = error.verdict;
+            }
+          }
+          const action = verdict.action;
+          actions[i] = action;
+          if (action === "rewrite") {
             rewrites.push({ event: i, value: verdict.value });
-          } else if (verdict.action === "reject") {
+          } else if (action === "reject") {
             rejections.push({ event: i, code: verdict.code, message: verdict.message, field: verdict.field });
-          } else if (verdict.action === "patch") {
+          } else if (action === "patch") {
+            if (patches === null) patches = new Patches();
             patches.add(i, verdict);
           }
-        });
+        }
+        if (valueAt > chunk.values.length || keyAt > chunk.keys.length) {
+          throw "malformed chunk: values or keys are shorter than their lengths";
+        }
       } finally {
-        prefetched = new Map();
+        prefetched = NO_ANSWERS;
       }
-      return { actions, rewrites, rejections, patches: patches.toWit() };
+      return { actions, rewrites, rejections, patches: patches === null ? NO_PATCHES : patches.toWit() };
     },
   };
 }

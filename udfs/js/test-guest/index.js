@@ -7,15 +7,11 @@
 //   `not_a_count`, on field `n`;
 // - `patch`: patches `{"n": N}` with `{"doubled": 2N, "source": "js"}`, rejects other values
 //   as `rewrite` does;
-// - `enrich`: announces each event's `user` in lookup table `profiles` (`prefetch`) and
-//   patches the event with the profile's `tier` (read by the host: `lookupFields`), or
-//   rejects it with `unknown_user`;
-// - `lookup`: the same from whole values, one host call per event (`lookup`, no prefetch);
 // - `throw`: throws a TypeError on the value `"boom"`, and logs each value at info level.
 
-import { keep, log, lookup, lookupFields, patch, reject, rewrite } from "../sluice.js";
+import { keep, log, patch, reject, rewrite } from "../sluice.js";
 
-const MODES = ["keep", "parse", "rewrite", "patch", "enrich", "lookup", "throw"];
+const MODES = ["keep", "parse", "rewrite", "patch", "throw"];
 
 export function init(params) {
   params.only(["mode"]);
@@ -24,18 +20,9 @@ export function init(params) {
   return mode;
 }
 
-export function prefetch(event, lookups, mode) {
-  if (mode === "enrich") lookups.wantFields("profiles", event.json().user ?? "", ["tier"]);
-}
-
 function count(event) {
   const value = event.json();
   return typeof value?.n === "number" ? value.n : null;
-}
-
-function enriched(user, profile) {
-  if (profile === null) return reject("unknown_user", `no profile for user ${user}`, "user");
-  return patch({ tier: profile.tier ?? null });
 }
 
 export function process(event, mode) {
@@ -52,14 +39,6 @@ export function process(event, mode) {
       const n = count(event);
       if (n === null) return reject("not_a_count", "n must be a number", "n");
       return patch({ doubled: 2 * n, source: "js" });
-    }
-    case "enrich": {
-      const user = event.json().user ?? "";
-      return enriched(user, lookupFields("profiles", user, ["tier"]));
-    }
-    case "lookup": {
-      const user = event.json().user ?? "";
-      return enriched(user, lookup("profiles", user));
     }
     case "throw": {
       const text = event.text();
