@@ -13,15 +13,18 @@
 
 use bytes::{Bytes, BytesMut};
 
-/// The size of one buffer: ~3 000 records of the benchmark's 320 bytes.
-const CHUNK: usize = 1 << 20;
+/// The size of one buffer: ~800 records of the benchmark's 320 bytes. 1 MiB buffers were
+/// no faster (ingest benchmark, two rounds), and the 8 kept held 8 MiB, a third of the live
+/// heap at 10 000 records per batch (heaptrack); peak RSS moved inside its noise either way.
+const CHUNK: usize = 256 << 10;
 /// Keys and values larger than this get a buffer of their own (a large value would leave
 /// much of a chunk unused).
 const OWN_BUFFER: usize = CHUNK / 16;
 /// The most filled buffers kept for reuse; beyond it the oldest is let go (freed when its
-/// records are). Measured in the ingest benchmark (100 000 records of ~320 bytes per batch,
-/// ~32 buffers): keeping 64 raised peak RSS by ~25 MiB (memory the later phases of a batch
-/// could have used sat idle), keeping 8 left it as it was, at the same CPU cost.
+/// records are). Measured in the ingest benchmark with 1 MiB buffers (100 000 records of
+/// ~320 bytes per batch, ~32 buffers): keeping 64 raised peak RSS by ~25 MiB (memory the
+/// later phases of a batch could have used sat idle), keeping 8 left it as it was, at the
+/// same CPU cost.
 const MAX_KEPT: usize = 8;
 
 /// Buffers for records' bytes (see the module's documentation).
