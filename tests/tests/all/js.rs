@@ -10,7 +10,13 @@ use crate::validator;
 /// The JavaScript validator's component; `None`, after saying why, when `build.rs` could not
 /// build it because npm or its registry was unreachable. In CI (`CI` set) that fails the test.
 pub(crate) fn js_validator() -> Option<&'static str> {
-    match plugins::CLICKSTREAM_VALIDATOR_JS {
+    built(plugins::CLICKSTREAM_VALIDATOR_JS)
+}
+
+/// A JavaScript component's path, as `build.rs` gives it; `None`, after saying why, when it
+/// could not be built here (failing the test in CI, `CI` set).
+fn built(component: Result<&'static str, &'static str>) -> Option<&'static str> {
+    match component {
         Ok(path) => Some(path),
         Err(why) if std::env::var_os("CI").is_some() => {
             panic!("{why}; CI must build and test the JavaScript plugins")
@@ -51,16 +57,7 @@ fn js_validator_refuses_unknown_parameters_at_load() {
 /// The JavaScript test guest (`udfs/js/test-guest`) in `mode`, or `None` as for
 /// [`js_validator`].
 fn js_test_guest(mode: &str) -> Option<Result<Plugin, PluginError>> {
-    match plugins::JS_TEST_GUEST {
-        Ok(path) => Some(load(path, &[("mode", mode)])),
-        Err(why) if std::env::var_os("CI").is_some() => {
-            panic!("{why}; CI must build and test the JavaScript plugins")
-        }
-        Err(why) => {
-            eprintln!("SKIPPED: {why}");
-            None
-        }
-    }
+    built(plugins::JS_TEST_GUEST).map(|path| load(path, &[("mode", mode)]))
 }
 
 /// What the helper makes of an author's answers: `rewrite(value)` (a value written as
@@ -170,16 +167,10 @@ fn a_js_patch_is_a_patch_verdict() {
 /// `lookup_failed`.
 #[test]
 fn a_js_enrichment_reads_lookup_tables_and_patches() {
-    let path = match plugins::JS_TEST_ENRICHER {
-        Ok(path) => std::path::Path::new(path),
-        Err(why) if std::env::var_os("CI").is_some() => {
-            panic!("{why}; CI must build and test the JavaScript plugins")
-        }
-        Err(why) => {
-            eprintln!("SKIPPED: {why}");
-            return;
-        }
+    let Some(path) = built(plugins::JS_TEST_ENRICHER) else {
+        return;
     };
+    let path = std::path::Path::new(path);
     let values = [r#"{"user":"u1"}"#, r#"{"user":"u9"}"#, "not json"];
     for mode in ["enrich", "lookup"] {
         let (_runtime, plugin) = crate::enricher::with_profiles(path, &[("mode", mode)], true);
