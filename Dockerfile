@@ -87,7 +87,7 @@ RUN mkdir -p /opt/sluice/udfs/target/wasm32-wasip2 \
 
 # Defaults read by examples/retail-clickstream/pipeline.toml (`${VAR:-default}`); the SQLite
 # catalog goes to <warehouse>/catalog.db, so everything stays in the volume. The admin API
-# (/healthz, /status, /metrics, plugin swaps) listens on every interface in the container;
+# (/healthz, /readyz, /status, /metrics, plugin swaps) listens on every interface in the container;
 # POST calls also need SLUICE_ADMIN_TOKEN, without it they are refused.
 ENV SLUICE_PLUGINS=/opt/sluice/plugins \
     SLUICE_WAREHOUSE=/var/lib/sluice/warehouse \
@@ -98,7 +98,9 @@ USER sluice:sluice
 VOLUME ["/var/lib/sluice"]
 EXPOSE 9464
 
-# GET /healthz on the admin port, with bash's /dev/tcp (no curl in the image). Commands
+# GET /healthz (liveness: fails when the pipeline's loop is stuck, not while it waits for a
+# broker; GET /readyz answers that) on the admin port, with bash's /dev/tcp (no curl in the
+# image). Commands
 # without an admin API (produce, show, try) are reported unhealthy: disable the check there.
 # The first batch waits for plugins to compile and for Kafka: hence the start period.
 HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=3 \

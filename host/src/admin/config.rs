@@ -14,6 +14,7 @@ use crate::units::ByteSize;
 /// listen = "127.0.0.1:9464"
 /// token = "${SLUICE_ADMIN_TOKEN}"
 /// state-dir = "/var/lib/sluice"
+/// stuck-after = "5m"
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -52,6 +53,16 @@ pub struct AdminConfig {
     )]
     #[schemars(with = "crate::units::DurationText")]
     pub idle_timeout: Duration,
+    /// How long the pipeline's loop may show no progress (no batch, no wait between
+    /// triggers, no pause after a fault) before `GET /healthz` answers 503, e.g. `"5m"`.
+    /// Longer than the longest batch takes.
+    #[serde(
+        default = "default_stuck_after",
+        deserialize_with = "not_zero",
+        serialize_with = "crate::units::duration::serialize"
+    )]
+    #[schemars(with = "crate::units::DurationText")]
+    pub stuck_after: Duration,
 }
 
 /// An absolute path: a relative one would depend on where sluice is started from.
@@ -97,6 +108,10 @@ const fn default_idle_timeout() -> Duration {
     Duration::from_secs(10)
 }
 
+const fn default_stuck_after() -> Duration {
+    Duration::from_secs(300)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,12 +126,17 @@ mod tests {
         assert_eq!(config.state_dir, None);
         assert_eq!(config.max_connections, 256);
         assert_eq!(config.idle_timeout, Duration::from_secs(10));
+        assert_eq!(config.stuck_after, Duration::from_secs(300));
         assert!(toml::from_str::<AdminConfig>("port = 1").is_err());
         let config: AdminConfig =
             toml::from_str("max-connections = 8\nidle-timeout = \"500ms\"").unwrap();
         assert_eq!(config.max_connections, 8);
         assert_eq!(config.idle_timeout, Duration::from_millis(500));
-        for zero in ["max-connections = 0", "idle-timeout = \"0s\""] {
+        for zero in [
+            "max-connections = 0",
+            "idle-timeout = \"0s\"",
+            "stuck-after = \"0s\"",
+        ] {
             let error = toml::from_str::<AdminConfig>(zero).unwrap_err();
             assert!(error.to_string().contains("must be"), "{error}");
         }

@@ -3,7 +3,8 @@
 //!
 //! | method and path | what |
 //! |---|---|
-//! | `GET /healthz` | `ok` while the pipeline runs |
+//! | `GET /healthz` | liveness: 200 while the pipeline's loop makes progress, 503 once it is stuck ([`health`]) |
+//! | `GET /readyz` | readiness: 200 while it runs with its brokers answering (or stands by), 503 with the reason while it starts, retries a fault or reloads after a fence |
 //! | `GET /status` | the process's role (single, member, active, standby) and the last batches' progress, as JSON |
 //! | `GET /metrics` | counters, gauges and a histogram in the OpenMetrics text format |
 //! | `GET /stages` | each stage, its active version, and checked uploads waiting |
@@ -32,6 +33,7 @@
 //! each batch's [`Progress`]), [`persist`] (activations kept across restarts).
 
 mod config;
+pub mod health;
 mod metrics;
 pub mod persist;
 mod routes;
@@ -46,6 +48,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 pub use self::config::AdminConfig;
+use self::health::Health;
 use self::metrics::Metrics;
 use self::persist::{Activation, Activations, PersistError};
 use crate::plugin::config::StageConfig;
@@ -133,6 +136,8 @@ struct Shared {
     previous: Mutex<Vec<bool>>,
     /// The record of activations, with `[admin] state-dir`.
     activations: Option<Activations>,
+    /// Liveness and readiness, as the pipeline reports them.
+    health: Arc<Health>,
 }
 
 /// A running admin API. Feed it each batch's progress with [`Admin::record`]. Dropping it
@@ -210,6 +215,7 @@ impl Admin {
             metrics,
             previous,
             activations,
+            health: Arc::new(Health::new(config.stuck_after)),
         });
         restore(&shared)?;
         let limits = server::Limits {
@@ -229,6 +235,11 @@ impl Admin {
     /// The address it listens on.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Where the pipeline reports its liveness and readiness (`/healthz`, `/readyz`).
+    pub fn health(&self) -> &Arc<Health> {
+        &self.shared.health
     }
 
     /// Shows what this process is to the pipeline now (`/status`'s `role`,

@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tower_http::limit::RequestBodyLimitLayer;
 
+use super::health::Readiness;
 use super::metrics::Format;
 use super::persist::Activation;
 use super::{AUDIT_TARGET, Shared, Upload, lock};
@@ -52,6 +53,7 @@ pub(super) fn router(shared: Arc<Shared>) -> Router {
         .route_layer(middleware::from_fn_with_state(shared.clone(), audit));
     Router::new()
         .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
         .route("/status", get(status))
         .route("/metrics", get(metrics))
         .route("/stages", get(stages))
@@ -156,10 +158,31 @@ async fn too_large(State(shared): State<Arc<Shared>>, response: Response) -> Res
     )
 }
 
-async fn healthz() -> Response {
+/// Liveness: 200 `ok`, or 503 saying how long the loop has been quiet.
+async fn healthz(State(shared): State<Arc<Shared>>) -> Response {
+    match shared.health.live() {
+        Ok(()) => text(StatusCode::OK, "ok\n".to_string()),
+        Err(stuck) => text(StatusCode::SERVICE_UNAVAILABLE, format!("{stuck}\n")),
+    }
+}
+
+/// Readiness: 200 and what the process does, or 503 and why it is not ready.
+async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
+    let role = *lock(&shared.role);
+    match shared.health.ready(role) {
+        Ok(what) => text(StatusCode::OK, format!("{what}\n")),
+        Err(why) => text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("not ready: {why}\n"),
+        ),
+    }
+}
+
+fn text(status: StatusCode, body: String) -> Response {
     (
+        status,
         [(CONTENT_TYPE, HeaderValue::from_static("text/plain"))],
-        "ok\n",
+        body,
     )
         .into_response()
 }
@@ -169,10 +192,12 @@ async fn status(State(shared): State<Arc<Shared>>) -> Response {
     struct Status<'a> {
         pipeline: &'a str,
         role: Role,
+        readiness: Readiness,
         partitions: &'a [String],
         recent: &'a VecDeque<Progress>,
     }
     let role = *lock(&shared.role);
+    let readiness = shared.health.readiness();
     let recent = lock(&shared.recent);
     let partitions = match (role, recent.back()) {
         (Role::Standby, _) | (_, None) => &[][..],
@@ -183,6 +208,7 @@ async fn status(State(shared): State<Arc<Shared>>) -> Response {
         &Status {
             pipeline: &shared.pipeline,
             role,
+            readiness,
             partitions,
             recent: &recent,
         },

@@ -260,6 +260,39 @@ fn a_body_over_the_limit_is_refused_with_413() {
 }
 
 #[test]
+fn the_probes_answer_what_the_pipeline_reports() {
+    use super::health::Readiness;
+    let (admin, _found) = start_with("stuck-after = \"300ms\"");
+    let admin = admin.unwrap();
+    let ready = |admin: &Admin| {
+        let answer = call(admin, "GET", "/readyz", "", "");
+        (answer.status, answer.body)
+    };
+    assert_eq!(ready(&admin), (503, "not ready: starting\n".into()));
+    admin.health().set(Readiness::Running);
+    assert_eq!(ready(&admin), (200, "ready\n".into()));
+    let outage = "retrying after a fault: reading end offsets: broker transport failure";
+    admin.health().set(Readiness::Waiting(outage.into()));
+    assert_eq!(ready(&admin), (503, format!("not ready: {outage}\n")));
+    let status = call(&admin, "GET", "/status", "", "").json();
+    assert_eq!(
+        status["readiness"],
+        serde_json::json!({"state": "waiting", "reason": outage})
+    );
+    admin.set_role(Role::Standby);
+    assert_eq!(ready(&admin), (200, "standby: ready to take over\n".into()));
+
+    let live = call(&admin, "GET", "/healthz", "", "");
+    assert_eq!((live.status, live.body.as_str()), (200, "ok\n"));
+    std::thread::sleep(Duration::from_millis(500));
+    let stuck = call(&admin, "GET", "/healthz", "", "");
+    assert_eq!(stuck.status, 503, "{}", stuck.body);
+    assert!(stuck.body.contains("no progress"), "{}", stuck.body);
+    admin.health().beat();
+    assert_eq!(call(&admin, "GET", "/healthz", "", "").status, 200);
+}
+
+#[test]
 fn the_calls_answer_as_they_did() {
     let (admin, _found) = start("s3cret", "1KiB", 20);
     let answer = call(&admin, "GET", "/healthz", "", "");
@@ -269,7 +302,7 @@ fn the_calls_answer_as_they_did() {
     assert_eq!(status.status, 200);
     assert_eq!(
         status.json(),
-        serde_json::json!({"pipeline": "clicks", "role": "single", "partitions": [], "recent": []})
+        serde_json::json!({"pipeline": "clicks", "role": "single", "readiness": {"state": "starting"}, "partitions": [], "recent": []})
     );
     admin.set_role(Role::Standby);
     let status = call(&admin, "GET", "/status", "", "").json();

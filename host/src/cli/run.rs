@@ -55,7 +55,7 @@ relative paths are relative to the file's folder). Sections and their keys:
 [[lookups]]             name, topic, or table with key-column; max-bytes,
                         refresh-interval
 [admin]                 listen, token, max-upload, recent-batches, max-connections,
-                        idle-timeout, state-dir
+                        idle-timeout, state-dir, stuck-after
 
 Every key, its default and its meaning: the book's configuration reference,
 docs/src/reference/configuration.md (built with `mdbook build docs`); how the file is read

@@ -148,10 +148,16 @@ fn listening(bootstrap: &str, timeout: Duration) -> bool {
 }
 
 /// Waits `wait`, unless `stop` is raised meanwhile or `brokers` came back: returns whether
-/// to go on (not stopped).
-pub fn pause(wait: Duration, stop: &std::sync::atomic::AtomicBool, brokers: &mut Brokers) -> bool {
+/// to go on (not stopped). `beat` is called as the wait goes on (the loop is alive).
+pub fn pause(
+    wait: Duration,
+    stop: &std::sync::atomic::AtomicBool,
+    brokers: &mut Brokers,
+    beat: &dyn Fn(),
+) -> bool {
     let until = Instant::now() + wait;
     while Instant::now() < until {
+        beat();
         if stop.load(std::sync::atomic::Ordering::Relaxed) {
             return false;
         }
@@ -205,7 +211,12 @@ mod tests {
         let stop = std::sync::atomic::AtomicBool::new(false);
         let mut brokers = Brokers::new(&address);
         let started = Instant::now();
-        assert!(pause(Duration::from_millis(300), &stop, &mut brokers));
+        assert!(pause(
+            Duration::from_millis(300),
+            &stop,
+            &mut brokers,
+            &|| {}
+        ));
         assert!(
             started.elapsed() >= Duration::from_millis(300),
             "never away: the whole wait"
@@ -216,13 +227,18 @@ mod tests {
         let listener = std::net::TcpListener::bind(&address).unwrap();
         brokers.looked = None;
         let started = Instant::now();
-        assert!(pause(Duration::from_secs(30), &stop, &mut brokers));
+        assert!(pause(Duration::from_secs(30), &stop, &mut brokers, &|| {}));
         assert!(
             started.elapsed() < Duration::from_secs(2),
             "back: the pause ends"
         );
         let started = Instant::now();
-        assert!(pause(Duration::from_millis(600), &stop, &mut brokers));
+        assert!(pause(
+            Duration::from_millis(600),
+            &stop,
+            &mut brokers,
+            &|| {}
+        ));
         assert!(
             started.elapsed() >= Duration::from_millis(600),
             "one return, one pause"

@@ -33,6 +33,7 @@ pub mod crash;
 pub mod env;
 mod evolve;
 pub mod faults;
+mod health;
 pub mod open;
 mod process;
 
@@ -56,6 +57,7 @@ use self::read::Input;
 pub use self::report::RunSummary;
 use self::route::Prepared;
 use self::stages::{StageError, Stages};
+use crate::admin::health::Readiness;
 use crate::admin::{Admin, AdminError};
 use crate::batch::trigger::{self, Batches};
 use crate::checkpoint::MarkError;
@@ -269,10 +271,14 @@ impl Pipeline {
                 faults.progressed();
             }
             self.faults_seen_at = self.last_batch;
+            let reason = format!("retrying after a fault: {error}");
             let wait = faults.after(error)?;
+            self.set_readiness(Readiness::Waiting(reason));
             self.summary.faults_retried += 1;
             self.outputs.abandon();
-            if !faults::pause(wait, stop, &mut brokers) {
+            let health = self.admin.as_ref().map(|a| a.health().clone());
+            let beat = || health.iter().for_each(|h| h.beat());
+            if !faults::pause(wait, stop, &mut brokers, &beat) {
                 self.summary.stopped = true;
                 return Ok(self.summary.clone());
             }
@@ -366,6 +372,10 @@ impl Pipeline {
         if let Some(admin) = &self.admin {
             admin.fenced();
         }
+        self.set_readiness(Readiness::Waiting(format!(
+            "batch {} was fenced: reloading positions from the table",
+            prepared.mark.batch_id
+        )));
         self.resume()
     }
 
@@ -503,11 +513,16 @@ impl PipelineError {
 impl Batches for Pipeline {
     type Error = PipelineError;
 
+    /// The brokers' end offsets; the brokers answering makes the pipeline ready.
     fn end_offsets(&mut self) -> Result<Offsets, PipelineError> {
         loop {
             match self.source.end_offsets() {
                 Err(SourceError::Rebalanced) => self.rebalanced()?,
-                ends => return Ok(ends?),
+                ends => {
+                    let ends = ends?;
+                    self.set_readiness(Readiness::Running);
+                    return Ok(ends);
+                }
             }
         }
     }
@@ -523,6 +538,7 @@ impl Batches for Pipeline {
     }
 
     fn batch(&mut self, ends: &Offsets, stop: &AtomicBool) -> Result<bool, PipelineError> {
+        self.beat();
         let input = match self.read(ends, stop) {
             Err(PipelineError::Source(SourceError::Rebalanced)) => {
                 self.rebalanced()?;
@@ -543,10 +559,12 @@ impl Batches for Pipeline {
     }
 
     fn idle(&mut self) {
+        self.beat();
         self.source.idle();
     }
 
     fn tick(&mut self, flush: bool) -> Result<(), PipelineError> {
+        self.beat();
         let now = Millis::now();
         if self
             .event_time

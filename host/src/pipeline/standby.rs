@@ -30,7 +30,7 @@ impl Pipeline {
         loop {
             self.set_role(Role::Standby);
             tracing::info!("standby: waiting to become the active process");
-            if !wait_until_active(election, stop) {
+            if !wait_until_active(election, stop, &|| self.beat()) {
                 return Ok(true);
             }
             self.election_changes = election.changes();
@@ -92,9 +92,11 @@ impl Pipeline {
     }
 }
 
-/// Waits until `election` makes this process active (`true`) or `stop` is raised.
-fn wait_until_active(election: &mut dyn Election, stop: &AtomicBool) -> bool {
+/// Waits until `election` makes this process active (`true`) or `stop` is raised, calling
+/// `beat` as it waits (a standby is alive).
+fn wait_until_active(election: &mut dyn Election, stop: &AtomicBool, beat: &dyn Fn()) -> bool {
     loop {
+        beat();
         if stop.load(Ordering::SeqCst) {
             return false;
         }

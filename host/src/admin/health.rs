@@ -1,0 +1,137 @@
+//! Liveness and readiness, as an orchestrator reads them.
+//!
+//! - `GET /healthz` (liveness) answers 200 while the pipeline's loop makes progress: a batch,
+//!   a wait between triggers, a pause after a fault, a standby's wait all count. It answers
+//!   503 once the loop has shown nothing for `[admin] stuck-after` (a call that never
+//!   returns): restarting the process is the remedy then.
+//! - `GET /readyz` (readiness) answers 200 while the pipeline runs with its brokers
+//!   answering, or stands by ready to take over; 503 with the reason while it starts, while
+//!   a broker, the catalog or storage fails and the batch is retried, and while it reloads
+//!   its positions after a fenced batch. A process that is not ready is still alive: it
+//!   waits for the fault to pass (within `[pipeline] fault-budget`).
+//!
+//! The pipeline reports through [`Health`]; the routes only read it.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::progress::Role;
+
+/// What the pipeline's loop is doing, for readiness.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "state", content = "reason")]
+pub enum Readiness {
+    /// Opened, and not yet through a trigger's first look at the brokers.
+    Starting,
+    /// Reading and committing: the brokers answered the last look.
+    Running,
+    /// Retrying after a fault, or reloading after a fenced batch: why.
+    Waiting(String),
+}
+
+/// The pipeline's liveness and readiness, shared by the loop (which reports) and the admin
+/// API (which answers probes).
+#[derive(Debug)]
+pub struct Health {
+    origin: Instant,
+    /// Milliseconds from `origin` to the loop's last sign of progress.
+    beat: AtomicU64,
+    stuck_after: Duration,
+    readiness: Mutex<Readiness>,
+}
+
+impl Health {
+    /// Health that calls the loop stuck after `stuck_after` without progress.
+    pub fn new(stuck_after: Duration) -> Self {
+        Health {
+            origin: Instant::now(),
+            beat: AtomicU64::new(0),
+            stuck_after,
+            readiness: Mutex::new(Readiness::Starting),
+        }
+    }
+
+    /// The loop made progress.
+    pub fn beat(&self) {
+        let now = self.origin.elapsed().as_millis() as u64;
+        self.beat.store(now, Ordering::Relaxed);
+    }
+
+    /// The loop made progress and is now doing what `readiness` says.
+    pub fn set(&self, readiness: Readiness) {
+        self.beat();
+        let mut current = self.readiness.lock().unwrap_or_else(|e| e.into_inner());
+        if *current != readiness {
+            tracing::debug!(?readiness, "readiness changed");
+            *current = readiness;
+        }
+    }
+
+    /// What the loop is doing.
+    pub fn readiness(&self) -> Readiness {
+        self.readiness
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// `Ok` while the loop showed progress within the bound, else why not.
+    pub fn live(&self) -> Result<(), String> {
+        let last = Duration::from_millis(self.beat.load(Ordering::Relaxed));
+        let quiet = self.origin.elapsed().saturating_sub(last);
+        if quiet <= self.stuck_after {
+            return Ok(());
+        }
+        Err(format!(
+            "stuck: the pipeline's loop has shown no progress for {}s ([admin] stuck-after = {}s)",
+            quiet.as_secs(),
+            self.stuck_after.as_secs()
+        ))
+    }
+
+    /// `Ok` with what it does while ready to serve as `role`, else why not.
+    pub fn ready(&self, role: Role) -> Result<&'static str, String> {
+        if role == Role::Standby {
+            return Ok("standby: ready to take over");
+        }
+        match self.readiness() {
+            Readiness::Running => Ok("ready"),
+            Readiness::Starting => Err("starting".to_string()),
+            Readiness::Waiting(reason) => Err(reason),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn liveness_fails_once_the_loop_is_quiet_past_the_bound() {
+        let health = Health::new(Duration::from_millis(150));
+        assert!(health.live().is_ok(), "a new process is live");
+        std::thread::sleep(Duration::from_millis(250));
+        let stuck = health.live().unwrap_err();
+        assert!(stuck.contains("no progress"), "{stuck}");
+        health.beat();
+        assert!(health.live().is_ok(), "a beat makes it live again");
+    }
+
+    #[test]
+    fn readiness_follows_the_loop_and_a_standby_is_ready() {
+        let health = Health::new(Duration::from_secs(60));
+        assert_eq!(health.ready(Role::Single), Err("starting".to_string()));
+        assert_eq!(
+            health.ready(Role::Standby),
+            Ok("standby: ready to take over")
+        );
+        health.set(Readiness::Running);
+        assert_eq!(health.ready(Role::Member), Ok("ready"));
+        health.set(Readiness::Waiting("broker down".into()));
+        assert_eq!(health.ready(Role::Single), Err("broker down".to_string()));
+        assert_eq!(health.ready(Role::Active), Err("broker down".to_string()));
+    }
+}
