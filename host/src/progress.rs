@@ -172,6 +172,10 @@ pub struct Progress {
     pub end_offsets: String,
     /// Records known to remain behind the batch's target end offsets.
     pub lag: i64,
+    /// The partitions among [`Progress::partitions`] with records left behind the batch's
+    /// target end offsets, and how many (`"topic/3": 120`); a partition caught up is left out.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub lag_by_partition: BTreeMap<String, i64>,
     /// Per plugin stage: the version that judged the batch and what it did.
     pub stages: BTreeMap<String, StageProgress>,
     /// Event-time operators, when configured.

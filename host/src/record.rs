@@ -119,6 +119,17 @@ impl Offsets {
             .sum()
     }
 
+    /// Per partition of `later` that this is behind: how many records.
+    pub fn behind(&self, later: &Offsets) -> BTreeMap<String, i64> {
+        later
+            .0
+            .iter()
+            .map(|(tp, &end)| (tp, (end - self.get(tp).unwrap_or(end)).max(0)))
+            .filter(|&(_, lag)| lag > 0)
+            .map(|(tp, lag)| (tp.to_string(), lag))
+            .collect()
+    }
+
     /// As JSON, `{"topic": {"0": 42, "1": 7}}`: what a commit stores.
     pub fn to_json(&self) -> String {
         let mut map: BTreeMap<&str, BTreeMap<String, i64>> = BTreeMap::new();

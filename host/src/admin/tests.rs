@@ -77,6 +77,10 @@ pub(super) fn progress(batch_id: u64) -> Progress {
         start_offsets: "{}".into(),
         end_offsets: "{}".into(),
         lag: 42 - i64::try_from(batch_id).unwrap(),
+        lag_by_partition: BTreeMap::from([(
+            "clicks/2".to_string(),
+            42 - i64::try_from(batch_id).unwrap(),
+        )]),
         stages: BTreeMap::from([("rules".to_string(), stage())]),
         event_time: Some(event_time(batch_id)),
     }

@@ -84,6 +84,7 @@ impl Pipeline {
             start_offsets: input.start.to_json(),
             end_offsets: input.next.to_json(),
             lag: input.next.distance_to(&input.ends),
+            lag_by_partition: input.next.behind(&input.ends),
             stages: self
                 .stages
                 .progress(&stats.stage_counts, stats.stage_verdicts, stats.shadows),

@@ -485,6 +485,10 @@ fn the_admin_api_swaps_rolls_back_reports_and_wants_its_token() {
         .and_then(|v| v.parse::<f64>().ok())
         .unwrap_or_default();
     assert!(committed > 1.7e9, "the last commit's time: {metrics}");
+    // A series per partition read, for the lag.
+    let lag_of = format!("sluice_partition_lag_records{{partition=\"{}/", s.topic);
+    let partitions = metrics.lines().filter(|l| l.starts_with(&lag_of)).count();
+    assert_eq!(partitions, 2, "{metrics}");
     for family in [
         "sluice_plugin_calls_total",
         "sluice_plugin_stage_seconds_total",

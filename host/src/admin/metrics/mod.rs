@@ -16,13 +16,14 @@
 //! counted under `other`, and a plugin that puts an id in its codes cannot make the
 //! scrape grow without end.
 //!
-//! One file per group of families: `rows`, `commits`, `time`, `plugins`, `event_time`,
-//! `lookups`; this file registers them and renders the scrape.
+//! One file per group of families: `rows`, `commits`, `time`, `partitions`, `plugins`,
+//! `event_time`, `lookups`, `compaction`; this file registers them and renders the scrape.
 
 mod commits;
 mod compaction;
 mod event_time;
 mod lookups;
+mod partitions;
 mod plugins;
 mod rows;
 #[cfg(test)]
@@ -42,6 +43,7 @@ use self::commits::CommitMetrics;
 use self::compaction::CompactionMetrics;
 use self::event_time::EventTimeMetrics;
 use self::lookups::LookupMetrics;
+use self::partitions::PartitionMetrics;
 use self::plugins::PluginMetrics;
 use self::rows::RowMetrics;
 use self::time::TimeMetrics;
@@ -165,6 +167,7 @@ pub(super) struct Metrics {
     event_time: EventTimeMetrics,
     lookups: LookupMetrics,
     compaction: CompactionMetrics,
+    partitions: PartitionMetrics,
 }
 
 impl Metrics {
@@ -182,6 +185,7 @@ impl Metrics {
         let event_time = EventTimeMetrics::register(&mut families);
         let lookups = LookupMetrics::register(&mut families);
         let compaction = CompactionMetrics::register(&mut families);
+        let partitions = PartitionMetrics::register(&mut families);
         Metrics {
             registry,
             rows,
@@ -191,6 +195,7 @@ impl Metrics {
             event_time,
             lookups,
             compaction,
+            partitions,
         }
     }
 
@@ -209,6 +214,7 @@ impl Metrics {
             .partitions
             .set(gauge_of(progress.partitions.len() as u64));
         self.time.record(progress);
+        self.partitions.record(progress);
         for (stage, s) in &progress.stages {
             self.plugins.record(stage, s);
         }

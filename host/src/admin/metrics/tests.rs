@@ -3,12 +3,13 @@
 
 use std::collections::BTreeMap;
 
+use super::partitions::MAX_PARTITION_LABELS;
 use super::*;
 use crate::admin::tests::progress;
 
 /// Every family served, with its type: the list in the book's metrics chapter
 /// (`docs/src/operations/metrics.md`).
-const FAMILIES: [(&str, &str); 51] = [
+const FAMILIES: [(&str, &str); 52] = [
     ("sluice_batches", "counter"),
     ("sluice_input_rows", "counter"),
     ("sluice_rows_written", "counter"),
@@ -60,11 +61,13 @@ const FAMILIES: [(&str, &str); 51] = [
     ("sluice_compaction_conflicts", "counter"),
     ("sluice_compaction_abandoned", "counter"),
     ("sluice_compaction_failures", "counter"),
+    ("sluice_partition_lag_records", "gauge"),
 ];
 
 /// The families whose series are labelled by what a batch reports: they appear with
 /// their first series.
-const LABELLED_LATER: [&str; 17] = [
+const LABELLED_LATER: [&str; 18] = [
+    "sluice_partition_lag_records",
     "sluice_dead_lettered",
     "sluice_dropped_fields",
     "sluice_plugin_events",
@@ -202,6 +205,14 @@ fn metrics_render_a_real_progress_with_event_time() {
     // Gauges hold the last batch's value.
     has(&text, "sluice_last_batch_id 2");
     has(&text, "sluice_lag_records 40");
+    has(
+        &text,
+        "sluice_partition_lag_records{partition=\"clicks/0\"} 0",
+    );
+    has(
+        &text,
+        "sluice_partition_lag_records{partition=\"clicks/2\"} 40",
+    );
     has(&text, "sluice_state_rows{operator=\"dedup\"} 200");
     has(&text, "sluice_state_file_bytes 4096");
     has(&text, "sluice_watermark_seconds 1785319620.0");
@@ -283,6 +294,29 @@ fn plugin_chosen_codes_get_at_most_a_bounded_number_of_series() {
     );
     let trapped = labels("failed:plugin_trapped");
     assert!(verdicts.contains(&(trapped.as_str(), 10)), "{verdicts:?}");
+}
+
+#[test]
+fn partition_lag_has_a_bounded_series_per_partition_read() {
+    let metrics = Metrics::new(["rules"]);
+    let mut p = progress(1);
+    let n = MAX_PARTITION_LABELS + 44;
+    p.partitions = (0..n).map(|i| format!("clicks/{i:03}")).collect();
+    p.lag_by_partition = (0..n).map(|i| (format!("clicks/{i:03}"), 2)).collect();
+    metrics.record(&p);
+    let text = metrics.render(Format::Prometheus).unwrap();
+    let lag = series(&text, "sluice_partition_lag_records");
+    assert_eq!(lag.len(), MAX_PARTITION_LABELS + 1, "{lag:?}");
+    assert!(lag.contains(&("partition=\"clicks/000\"", 2)), "{lag:?}");
+    assert!(lag.contains(&("partition=\"other\"", 88)), "{lag:?}");
+    // The partitions move to another member but one: their series go.
+    let mut p = progress(2);
+    p.partitions = vec!["clicks/007".into()];
+    p.lag_by_partition = BTreeMap::new();
+    metrics.record(&p);
+    let text = metrics.render(Format::Prometheus).unwrap();
+    let lag = series(&text, "sluice_partition_lag_records");
+    assert_eq!(lag, [("partition=\"clicks/007\"", 0)], "{text}");
 }
 
 #[test]
