@@ -30,6 +30,8 @@ mod compactor;
 pub mod config;
 mod cpu;
 pub mod crash;
+#[cfg(test)]
+mod deploy_tests;
 pub mod env;
 mod evolve;
 pub mod faults;

@@ -327,3 +327,67 @@ fn scrapers_get_the_format_they_ask_for() {
     assert_eq!(Format::accepted(Some("text/plain")), Format::Prometheus);
     assert_eq!(Format::accepted(None), Format::Prometheus);
 }
+
+/// The metric names in `text`: every `sluice_...` word.
+fn named_metrics(text: &str) -> std::collections::BTreeSet<&str> {
+    let word = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_';
+    text.match_indices("sluice_")
+        .filter(|(at, _)| !text[..*at].ends_with(word))
+        .map(|(at, _)| {
+            let rest = &text[at..];
+            &rest[..rest.find(|c| !word(c)).unwrap_or(rest.len())]
+        })
+        .collect()
+}
+
+#[test]
+fn the_shipped_dashboard_and_alerts_name_only_metrics_the_binary_serves() {
+    let metrics = Metrics::new(["rules"]);
+    metrics.record(&progress(1));
+    let text = metrics.render(Format::Prometheus).unwrap();
+    let served: std::collections::BTreeSet<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split(['{', ' ']).next())
+        .collect();
+    let deploy = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy");
+    let dashboard = std::fs::read_to_string(deploy.join("grafana/sluice.json")).unwrap();
+    let alerts = std::fs::read_to_string(deploy.join("prometheus/alerts.yaml")).unwrap();
+    for (file, body) in [("dashboard", &dashboard), ("alerts", &alerts)] {
+        let named = named_metrics(body);
+        assert!(named.len() >= 6, "{file}: {named:?}");
+        let unknown: Vec<_> = named.iter().filter(|n| !served.contains(*n)).collect();
+        assert!(
+            unknown.is_empty(),
+            "{file} names {unknown:?}, not served:\n{text}"
+        );
+    }
+    // The dashboard is Grafana's JSON, each panel with a query.
+    let dashboard: serde_json::Value = serde_json::from_str(&dashboard).unwrap();
+    for panel in dashboard["panels"].as_array().unwrap() {
+        let expr = panel["targets"][0]["expr"].as_str().unwrap_or_default();
+        assert!(expr.contains("sluice_"), "{panel}");
+    }
+    // The alerts are Prometheus rule groups: the ones the deployment docs promise.
+    let rules = &yaml_rust2::YamlLoader::load_from_str(&alerts).unwrap()[0]["groups"][0]["rules"];
+    let names: Vec<&str> = rules
+        .as_vec()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            assert!(r["expr"].as_str().is_some() && r["labels"]["severity"].as_str().is_some());
+            r["alert"].as_str().unwrap()
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "SluiceLagGrowing",
+            "SluiceNoCommit",
+            "SluiceBatchesFenced",
+            "SluicePluginRolledBack",
+            "SluiceDeadLetterRate",
+            "SluiceLookupRefreshFailing"
+        ]
+    );
+}
