@@ -11,9 +11,9 @@
 /// The layers, lowest first: each row may import itself and the rows above it.
 pub const LAYERS: &[&[&str]] = &[
     // Floors: the unit of data and its positions, units, the allocator, the generator, the
-    // retry schedule, durable file writes, exact decimals.
+    // retry schedule, durable file writes, exact decimals, progress bars.
     &[
-        "units", "record", "alloc", "generate", "retry", "files", "decimal",
+        "units", "record", "alloc", "generate", "retry", "files", "decimal", "bar",
     ],
     // Kafka clients, topic administration, output-topic targets.
     &["kafka"],

@@ -12,7 +12,7 @@
 //!   clickstream events for demos, tests and benchmarks; [`retry`]: the one retry schedule
 //!   (capped exponential backoff, through `backon`); [`files`]: the one durable replace of
 //!   a local file (write, fsync, rename, fsync); [`decimal`]: exact decimal text to
-//!   unscaled integers and back;
+//!   unscaled integers and back; [`bar`]: progress bars of long command-line work;
 //! - [`kafka`]: Kafka client configuration, topic administration, output-topic targets;
 //! - [`checkpoint`]: what each table commit records (offsets, batch id, lookup versions,
 //!   the state file), from which a restart resumes;
@@ -38,6 +38,7 @@
 
 pub mod admin;
 pub mod alloc;
+pub mod bar;
 pub mod batch;
 pub mod checkpoint;
 pub mod cli;

@@ -12,6 +12,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::Context;
 use clap::Args;
 
+use crate::bar::Bar;
 use crate::event_time::state::files::old_state_files;
 use crate::iceberg::compact::CompactConfig;
 use crate::iceberg::maintain::cutoff_ms;
@@ -72,19 +73,23 @@ fn maintain(
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
     let compact = config.compact.clone().unwrap_or_default();
+    let bar = Bar::spinner(&format!("opening {}", config.table));
     let mut table =
         IcebergTable::open_existing(catalog, config).context("cannot open the table")?;
     if args.compact || args.compact_only {
+        bar.say(&format!("{}: compacting", table.name()));
         compact_table(&mut table, &compact, args.dry_run, out)?;
     }
     if args.compact_only {
         return Ok(());
     }
     let now = SystemTime::now();
+    bar.say(&format!("{}: expiring snapshots", table.name()));
     let expired = expire(&mut table, now, args, out)?;
     if args.no_orphans {
         return Ok(());
     }
+    bar.say(&format!("{}: looking for orphan files", table.name()));
     let orphan_cutoff = now
         .checked_sub(args.orphans_older_than)
         .unwrap_or(SystemTime::UNIX_EPOCH);

@@ -165,6 +165,7 @@ fn exit_code_of(error: &anyhow::Error) -> ExitCode {
 
 /// Logs to standard error: the filter of `--log`, else `RUST_LOG`, else `info`, with the
 /// admin API's audit always let through ([`crate::admin::with_audit`]); text or JSON lines.
+/// Progress bars ([`crate::bar`]) are drawn only with text logs on a terminal.
 fn init_logs(cli: &Cli) {
     let filter = match &cli.log {
         Some(log) => Some(log.clone()),
@@ -176,7 +177,13 @@ fn init_logs(cli: &Cli) {
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
     match cli.log_format {
-        LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
+        LogFormat::Text => {
+            let terminal = std::io::stderr().is_terminal();
+            if terminal {
+                crate::bar::enable();
+            }
+            logs.with_ansi(terminal).init()
+        }
         LogFormat::Json => logs.json().init(),
     }
 }

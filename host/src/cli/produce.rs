@@ -10,6 +10,7 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 
 use super::produce_format::{Target, ValueEncoder, encoder, format_name};
+use crate::bar::Bar;
 use crate::format::Format;
 use crate::generate::{EventKind, GeneratedEvent, Generator, GeneratorConfig, Shape};
 use crate::kafka::{self, Deliveries};
@@ -134,6 +135,8 @@ pub fn run(args: &ProduceArgs, stop: &dyn Fn() -> bool) -> anyhow::Result<Produc
     let mut summary = ProduceSummary::default();
     let start = Instant::now();
     let mut sent = 0u64;
+    let total = (!events.reads_file() && args.count > 0).then_some(args.count);
+    let bar = Bar::counting("events sent", total);
     while (events.reads_file() || args.count == 0 || sent < args.count) && !stop() {
         if !pace(args.rate, start, sent, stop) {
             break;
@@ -156,8 +159,11 @@ pub fn run(args: &ProduceArgs, stop: &dyn Fn() -> bool) -> anyhow::Result<Produc
             None => send(&producer, args, &event.key, event.value.as_bytes())?,
         }
         sent += 1;
+        bar.inc(1);
     }
+    bar.say("waiting for the broker's acknowledgements");
     summary.delivered = acknowledged(&producer, sent)?;
+    drop(bar);
     log_summary(args, &summary, start);
     Ok(summary)
 }

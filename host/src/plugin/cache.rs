@@ -39,6 +39,8 @@ use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
+use crate::bar::Bar;
+
 /// The first bytes of an entry: what it is and the layout's version (v2: the component's
 /// digest and the engine key are inside).
 const MAGIC: &[u8; 16] = b"sluice-cwasm-v2\n";
@@ -138,7 +140,9 @@ impl CompileCache {
             tracing::info!(plugin, entry = %entry.display(), "Loaded the compiled plugin from the cache in {ms:.1} ms.");
             return Ok((component, Origin::Cache));
         }
+        let compiling = Bar::spinner(&format!("compiling plugin {plugin}"));
         let component = Component::new(engine, wasm)?;
+        drop(compiling);
         let seconds = started.elapsed().as_secs_f64();
         tracing::info!(plugin, "Compiled the plugin in {seconds:.2} s.");
         if let Some(entry) = &entry {

@@ -372,3 +372,65 @@ fn protobuf_produce_lands_the_rows_the_json_produce_lands() {
     assert_eq!(json_rows.len(), 200);
     assert_eq!(proto_rows, json_rows);
 }
+
+/// `sluice produce ARGS…` on a pseudo-terminal (util-linux's `script`): what the terminal
+/// showed.
+fn on_a_terminal(args: &[&str]) -> String {
+    let command = std::iter::once(sluice_binary().to_str().unwrap())
+        .chain(args.iter().copied())
+        .map(|a| format!("'{a}'"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let out = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .expect("util-linux's script");
+    assert!(out.status.success(), "{}", text(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A progress bar on a terminal with text logs; none in JSON logs, none when standard error
+/// is not a terminal.
+#[test]
+fn a_progress_bar_only_on_a_terminal_with_text_logs() {
+    let broker = Broker::start();
+    let produce = |log_format: &str| {
+        let args = [
+            "--log-format",
+            log_format,
+            "produce",
+            "--bootstrap-servers",
+            &broker.bootstrap,
+            "--topic",
+            "bars",
+            "--create-topic",
+            "--count",
+            "3000",
+            "--rate",
+            "2000",
+        ];
+        args.map(str::to_string)
+    };
+    let args = produce("text");
+    let shown = on_a_terminal(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(
+        shown.contains("events sent") && shown.contains("/3,000"),
+        "{shown}"
+    );
+    let args = produce("json");
+    let json = on_a_terminal(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(!json.contains("events sent"), "{json}");
+    assert!(json.contains("\"delivered\":3000"), "{json}");
+    let piped = Command::new(sluice_binary())
+        .args(produce("text"))
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(piped.status.success());
+    let logs = String::from_utf8_lossy(&piped.stderr).into_owned();
+    assert!(!logs.contains("events sent"), "{logs}");
+    assert!(logs.contains("delivered=3000"), "{logs}");
+}

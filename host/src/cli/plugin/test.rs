@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::{Context, anyhow};
 use clap::Args;
 
+use crate::bar::Bar;
 use crate::plugin::config::{Grants, Limits, RuntimeConfig};
 use crate::plugin::swap::{self, Mismatch};
 use crate::plugin::{Runtime, digest_of};
@@ -47,6 +48,9 @@ pub struct Outcome {
 /// Runs `sluice plugin test`, writing each differing sample (with its event) and a summary
 /// to `out`. Differing samples are a result; a plugin that cannot be loaded, a samples
 /// file that cannot be read, or a plugin that fails on the samples are errors.
+/// Samples judged in one call: a large samples file moves the progress bar as it goes.
+const SAMPLES_AT_ONCE: usize = 4096;
+
 pub fn run(args: &TestArgs, out: &mut dyn Write) -> anyhow::Result<Outcome> {
     let samples = swap::read_samples(&args.samples).map_err(|e| anyhow!(e))?;
     let runtime = Runtime::new(RuntimeConfig::default())?;
@@ -68,7 +72,13 @@ pub fn run(args: &TestArgs, out: &mut dyn Write) -> anyhow::Result<Outcome> {
             Grants::default(),
         )
         .with_context(|| format!("cannot load {}", args.plugin.display()))?;
-    let mismatches = swap::compare_samples(&plugin, &samples).map_err(|e| anyhow!(e))?;
+    let bar = Bar::counting("samples", Some(samples.len() as u64));
+    let mut mismatches = Vec::new();
+    for part in samples.chunks(SAMPLES_AT_ONCE) {
+        mismatches.extend(swap::compare_samples(&plugin, part).map_err(|e| anyhow!(e))?);
+        bar.inc(part.len() as u64);
+    }
+    drop(bar);
     let file = args.samples.display();
     for m in &mismatches {
         let event = samples
