@@ -5,6 +5,8 @@
 //! |---|---|
 //! | `GET /healthz` | liveness: 200 while the pipeline's loop makes progress, 503 once it is stuck ([`health`]) |
 //! | `GET /readyz` | readiness: 200 while it runs with its brokers answering (or stands by), 503 with the reason while it starts, retries a fault or reloads after a fence |
+//! | `GET /` or `/console` | the web console: the pipeline's graph, charts of the last batches, partitions, plugin and commit history, dead letters, and the token-guarded actions (one HTML page embedded in the binary, no library, no network) |
+//! | `GET /topology` | the pipeline's graph as JSON ([`topology`]) |
 //! | `GET /status` | the process's role (single, member, active, standby) and the last batches' progress, as JSON |
 //! | `GET /metrics` | counters, gauges and a histogram in the OpenMetrics text format |
 //! | `GET /stages` | each stage, its active version, and checked uploads waiting |
@@ -40,6 +42,7 @@ mod routes;
 mod server;
 #[cfg(test)]
 mod tests;
+pub mod topology;
 
 use std::collections::{HashMap, VecDeque};
 use std::net::{SocketAddr, TcpListener};
@@ -51,6 +54,7 @@ pub use self::config::AdminConfig;
 use self::health::Health;
 use self::metrics::Metrics;
 use self::persist::{Activation, Activations, PersistError};
+use self::topology::Topology;
 use crate::plugin::config::StageConfig;
 use crate::plugin::swap::{self, Candidate, Found, Samples};
 use crate::plugin::{Runtime, digest_of};
@@ -138,6 +142,8 @@ struct Shared {
     activations: Option<Activations>,
     /// Liveness and readiness, as the pipeline reports them.
     health: Arc<Health>,
+    /// The pipeline's graph, for the console.
+    topology: Mutex<Topology>,
 }
 
 /// A running admin API. Feed it each batch's progress with [`Admin::record`]. Dropping it
@@ -216,6 +222,7 @@ impl Admin {
             previous,
             activations,
             health: Arc::new(Health::new(config.stuck_after)),
+            topology: Mutex::new(Topology::default()),
         });
         restore(&shared)?;
         let limits = server::Limits {
@@ -235,6 +242,11 @@ impl Admin {
     /// The address it listens on.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Describes the pipeline's graph for the console (`GET /topology`).
+    pub fn set_topology(&self, topology: Topology) {
+        *lock(&self.shared.topology) = topology;
     }
 
     /// Where the pipeline reports its liveness and readiness (`/healthz`, `/readyz`).

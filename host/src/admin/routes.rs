@@ -52,6 +52,9 @@ pub(super) fn router(shared: Arc<Shared>) -> Router {
         ))
         .route_layer(middleware::from_fn_with_state(shared.clone(), audit));
     Router::new()
+        .route("/", get(console))
+        .route("/console", get(console))
+        .route("/topology", get(topology))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/status", get(status))
@@ -156,6 +159,30 @@ async fn too_large(State(shared): State<Arc<Shared>>, response: Response) -> Res
             shared.max_upload
         ),
     )
+}
+
+/// The web console: one page, its script and style inline, that reads the other calls.
+const CONSOLE: &str = include_str!("console/index.html");
+
+async fn console() -> Response {
+    (
+        [
+            (CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8")),
+            (
+                axum::http::header::CONTENT_SECURITY_POLICY,
+                HeaderValue::from_static(
+                    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:",
+                ),
+            ),
+        ],
+        CONSOLE,
+    )
+        .into_response()
+}
+
+async fn topology(State(shared): State<Arc<Shared>>) -> Response {
+    let topology = lock(&shared.topology).clone();
+    json(StatusCode::OK, &topology)
 }
 
 /// Liveness: 200 `ok`, or 503 saying how long the loop has been quiet.

@@ -297,6 +297,38 @@ fn the_probes_answer_what_the_pipeline_reports() {
 }
 
 #[test]
+fn the_console_and_the_graph_are_served() {
+    use super::topology::{Node, Topology};
+    let (admin, _found) = start("s3cret", "1KiB", 20);
+    for path in ["/", "/console"] {
+        let page = call(&admin, "GET", path, "", "");
+        assert_eq!(page.status, 200, "{path}");
+        assert!(page.head.contains("text/html"), "{}", page.head);
+        assert!(
+            page.head
+                .to_lowercase()
+                .contains("content-security-policy: default-src 'none'")
+        );
+        assert!(page.body.contains("<title>sluice console</title>"));
+        for external in ["src=\"http", "href=\"http", "@import", "fetch(\"http"] {
+            assert!(!page.body.contains(external), "offline: {external}");
+        }
+    }
+    assert_eq!(
+        call(&admin, "GET", "/topology", "", "").json()["stages"],
+        serde_json::json!([])
+    );
+    admin.set_topology(Topology {
+        sources: vec![Node::new("clicks", "Kafka topic")],
+        stages: vec![Node::new("rules", "plugin rules.wasm")],
+        ..Topology::default()
+    });
+    let graph = call(&admin, "GET", "/topology", "", "").json();
+    assert_eq!(graph["sources"][0]["name"], "clicks");
+    assert_eq!(graph["stages"][0]["detail"], "plugin rules.wasm");
+}
+
+#[test]
 fn the_calls_answer_as_they_did() {
     let (admin, _found) = start("s3cret", "1KiB", 20);
     let answer = call(&admin, "GET", "/healthz", "", "");

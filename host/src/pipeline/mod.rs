@@ -45,6 +45,7 @@ mod route;
 pub mod stages;
 mod standby;
 mod step;
+mod topology;
 
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;

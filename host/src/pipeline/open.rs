@@ -104,13 +104,9 @@ fn start_admin(
         return Ok(None);
     };
     let (name, checks) = (&config.pipeline.name, stages.checks());
-    Ok(Some(Admin::start(
-        admin,
-        name,
-        runtime.clone(),
-        checks,
-        stages.sender(),
-    )?))
+    let admin = Admin::start(admin, name, runtime.clone(), checks, stages.sender())?;
+    admin.set_topology(super::topology::topology(config));
+    Ok(Some(admin))
 }
 
 /// The encoder of the rows of a table of `schema` (the host fills the ingestion-time

@@ -13,6 +13,7 @@ mod compaction;
 mod compile_cache;
 mod config_check;
 mod config_secrets;
+mod console;
 mod docs;
 mod engine;
 mod enricher;
