@@ -45,6 +45,13 @@ try {
   expect((await page.locator("#commits tr").count()) >= 3, "commit history");
   await page.screenshot({ path: `${shots}/2-moving.png`, fullPage: true });
 
+  // Dead letters' values need the token: refused without it.
+  await page.click("#show-samples");
+  await page.waitForFunction(() => document.querySelector("#samples-result").textContent !== "");
+  const hidden = await page.locator("#samples-result").textContent();
+  expect(/^refused: 401 /.test(hidden), `dead-letter values refused without the token (${hidden.trim()})`);
+  expect((await page.locator("#dead-letter-samples td").count()) === 0, "no value shown without the token");
+
   // A rollback without the token is refused; with it, it is done.
   const button = page.locator(`button.rollback[data-stage="${stage}"]`);
   await button.click();
@@ -53,6 +60,10 @@ try {
   expect(/: 401 /.test(refused), `refused without the token (${refused.trim()})`);
   await page.screenshot({ path: `${shots}/3-refused.png`, fullPage: true });
   await page.fill("#token", token);
+  await page.click("#show-samples");
+  await page.waitForFunction(() => /dead letters, newest first/.test(document.querySelector("#samples-result").textContent));
+  const values = await page.locator("#dead-letter-samples").textContent();
+  expect(values.includes("this is not JSON"), "the dead letters' values shown with the token");
   await button.click();
   await page.waitForFunction(() => /: 202 /.test(document.querySelector("#action-result").textContent), null, { timeout: 10000 });
   expect(true, `rolled back with the token (${(await page.locator("#action-result").textContent()).trim()})`);

@@ -6,6 +6,7 @@
 //! | `GET /healthz` | liveness: 200 while the pipeline's loop makes progress, 503 once it is stuck ([`health`]) |
 //! | `GET /readyz` | readiness: 200 while it runs with its brokers answering (or stands by), 503 with the reason while it starts, retries a fault or reloads after a fence |
 //! | `GET /` or `/console` | the web console: the pipeline's graph, charts of the last batches, partitions, plugin and commit history, dead letters, and the token-guarded actions (one HTML page embedded in the binary, no library, no network) |
+//! | `GET /dead-letters` | the last dead letters with their values ([`dead`]), with the token only |
 //! | `GET /topology` | the pipeline's graph as JSON ([`topology`]) |
 //! | `GET /status` | the process's role (single, member, active, standby) and the last batches' progress, as JSON |
 //! | `GET /metrics` | counters, gauges and a histogram in the OpenMetrics text format |
@@ -35,6 +36,7 @@
 //! each batch's [`Progress`]), [`persist`] (activations kept across restarts).
 
 mod config;
+pub mod dead;
 pub mod health;
 mod metrics;
 pub mod persist;
@@ -51,6 +53,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 pub use self::config::AdminConfig;
+use self::dead::{DeadLetter, DeadLetters};
 use self::health::Health;
 use self::metrics::Metrics;
 use self::persist::{Activation, Activations, PersistError};
@@ -59,6 +62,7 @@ use crate::plugin::config::StageConfig;
 use crate::plugin::swap::{self, Candidate, Found, Samples};
 use crate::plugin::{Runtime, digest_of};
 use crate::progress::{Progress, Role};
+use crate::record::{Reason, Record};
 
 /// The log target of the admin API's audit: every change asked for, and what came of it.
 pub const AUDIT_TARGET: &str = "sluice::audit";
@@ -144,6 +148,8 @@ struct Shared {
     health: Arc<Health>,
     /// The pipeline's graph, for the console.
     topology: Mutex<Topology>,
+    /// The last dead letters, for a caller with the token.
+    dead_letters: Mutex<DeadLetters>,
 }
 
 /// A running admin API. Feed it each batch's progress with [`Admin::record`]. Dropping it
@@ -223,6 +229,7 @@ impl Admin {
             activations,
             health: Arc::new(Health::new(config.stuck_after)),
             topology: Mutex::new(Topology::default()),
+            dead_letters: Mutex::new(DeadLetters::default()),
         });
         restore(&shared)?;
         let limits = server::Limits {
@@ -242,6 +249,16 @@ impl Admin {
     /// The address it listens on.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Keeps a committed batch's dead letters for `GET /dead-letters` (the last
+    /// [`dead::KEPT`]).
+    pub fn record_dead_letters(&self, batch_id: u64, dead: &[(Record, Reason)]) {
+        let start = dead.len().saturating_sub(dead::KEPT);
+        let letters = dead[start..]
+            .iter()
+            .map(|(r, why)| DeadLetter::of(batch_id, r, why));
+        lock(&self.shared.dead_letters).add(letters);
     }
 
     /// Describes the pipeline's graph for the console (`GET /topology`).

@@ -55,6 +55,7 @@ pub(super) fn router(shared: Arc<Shared>) -> Router {
         .route("/", get(console))
         .route("/console", get(console))
         .route("/topology", get(topology))
+        .route("/dead-letters", get(dead_letters))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/status", get(status))
@@ -183,6 +184,20 @@ async fn console() -> Response {
 async fn topology(State(shared): State<Arc<Shared>>) -> Response {
     let topology = lock(&shared.topology).clone();
     json(StatusCode::OK, &topology)
+}
+
+/// The last dead letters with their values, for a caller with the token only (values can
+/// hold personal data); a refusal is logged in the audit log as a refused change is.
+async fn dead_letters(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    let peer = peer_of(&request);
+    if let Some((status, why)) = refusal(&shared, request.headers()) {
+        let code = status.as_u16();
+        tracing::warn!(target: AUDIT_TARGET, %peer, what = "GET /dead-letters", status = code, "refused: no valid token");
+        return error(status, why);
+    }
+    tracing::info!(target: AUDIT_TARGET, %peer, what = "GET /dead-letters", "dead-letter samples read");
+    let letters = lock(&shared.dead_letters).newest_first();
+    json(StatusCode::OK, &json!({ "dead_letters": letters }))
 }
 
 /// Liveness: 200 `ok`, or 503 saying how long the loop has been quiet.

@@ -191,7 +191,7 @@ pub(super) fn send(addr: SocketAddr, request: &[u8], within: Duration) -> Answer
 }
 
 /// A request with `token` (if not empty) and `body`.
-fn call(admin: &Admin, method: &str, path: &str, token: &str, body: &str) -> Answer {
+pub(super) fn call(admin: &Admin, method: &str, path: &str, token: &str, body: &str) -> Answer {
     let auth = if token.is_empty() {
         String::new()
     } else {

@@ -26,6 +26,7 @@ impl Pipeline {
         progress.log();
         if let Some(admin) = &self.admin {
             admin.record(&progress);
+            admin.record_dead_letters(progress.batch_id, &prepared.results.dead);
         }
     }
 

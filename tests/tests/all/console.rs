@@ -24,6 +24,14 @@ fn the_console_shows_the_pipeline_and_rolls_back_with_the_token() {
         .push(("SLUICE_ADMIN_TOKEN".into(), "s3cret".into()));
     install(plugins::KEEP_ALL, &s.warehouse.join("rules.wasm"));
     let producer = load_continuously(&s, 40000);
+    // A record the encoder refuses: a dead letter whose value the console shows with the token.
+    let garbage = s.warehouse.join("garbage.jsonl");
+    std::fs::write(&garbage, "this is not JSON\n").unwrap();
+    sluice_tests::produce(
+        &s.broker.bootstrap,
+        &s.topic,
+        &["--input", garbage.to_str().unwrap()],
+    );
     let running = s.start(&["run"], &[]);
     let mut progress: Vec<Value> = Vec::new();
     running.follow(&mut progress, "sluice::progress", Duration::from_secs(60));
