@@ -1,13 +1,14 @@
 // The console in a real browser (headless chromium through playwright-core): it loads while
 // events flow, shows the pipeline's graph, sees the batch id and the charts move, is refused
-// a rollback without the token and performs it with the token. Screenshots of each step go
+// dead letters' values and a rollback without the token, then with the token shows the
+// values, swaps MODULE in and rolls it back. Screenshots of each step go
 // to SCREENSHOT_DIR. Exits non-zero, saying why, on the first expectation not met.
 //
-//     node console.mjs URL TOKEN STAGE SCREENSHOT_DIR
+//     node console.mjs URL TOKEN STAGE MODULE SCREENSHOT_DIR
 import { pathToFileURL } from "node:url";
 import { mkdirSync } from "node:fs";
 
-const [url, token, stage, shots] = process.argv.slice(2);
+const [url, token, stage, module, shots] = process.argv.slice(2);
 const { chromium } = await import(pathToFileURL(process.env.PLAYWRIGHT_CORE).href);
 mkdirSync(shots, { recursive: true });
 
@@ -64,13 +65,21 @@ try {
   await page.waitForFunction(() => /dead letters, newest first/.test(document.querySelector("#samples-result").textContent));
   const values = await page.locator("#dead-letter-samples").textContent();
   expect(values.includes("this is not JSON"), "the dead letters' values shown with the token");
+  // A swap: the module uploaded and activated; the next batches run on it.
+  await page.setInputFiles(`input.module[data-stage="${stage}"]`, module);
+  await page.click(`button.swap[data-stage="${stage}"]`);
+  await page.waitForFunction(() => /^swap .*: 202 /.test(document.querySelector("#action-result").textContent), null, { timeout: 20000 });
+  expect(true, `swapped with the token (${(await page.locator("#action-result").textContent()).trim()})`);
+  await page.waitForFunction(s => !/keep-all/.test(document.querySelector(`#graph .node[data-name="${s}"] .version`)?.textContent ?? "keep-all"), stage, { timeout: 60000 });
+  expect(true, `the graph shows the new version (${(await node.locator(".version").textContent()).trim()})`);
+  await page.screenshot({ path: `${shots}/4-swapped.png`, fullPage: true });
   await button.click();
-  await page.waitForFunction(() => /: 202 /.test(document.querySelector("#action-result").textContent), null, { timeout: 10000 });
+  await page.waitForFunction(() => /^roll back .*: 202 /.test(document.querySelector("#action-result").textContent), null, { timeout: 10000 });
   expect(true, `rolled back with the token (${(await page.locator("#action-result").textContent()).trim()})`);
   // The next batches show it in the plugin history.
   await page.waitForFunction(() => [...document.querySelectorAll("#plugin-history td")].some(td => td.textContent === "rolled back"), null, { timeout: 60000 });
   expect(true, "the rollback in the plugin history");
-  await page.screenshot({ path: `${shots}/4-rolled-back.png`, fullPage: true });
+  await page.screenshot({ path: `${shots}/5-rolled-back.png`, fullPage: true });
   expect(failures.length === 0, `no script error nor failed request (${failures.join("; ")})`);
 } finally {
   await browser.close();
