@@ -193,6 +193,10 @@ pub struct LookupProgress {
     /// Records skipped since the process started: without a key, or with a value that is
     /// not a JSON object (its key deleted).
     pub skipped: u64,
+    /// The version the batch read (as its commit records it): a topic's offsets, a
+    /// table's snapshot, a file's digest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<crate::checkpoint::lookups::Version>,
 }
 
 /// What the event-time operators did in one batch (Spark's `eventTime` and

@@ -60,6 +60,7 @@ pub(super) fn progress(batch_id: u64) -> Progress {
                 keys: 3,
                 bytes: 120,
                 skipped: batch_id,
+                version: None,
             },
         )]),
         lookup_refresh_failures: batch_id,

@@ -69,7 +69,7 @@ impl Pipeline {
             snapshots_expired: committed.expired.snapshots,
             snapshot_expiry_failures: committed.expired.failures,
             compaction: self.compaction_since(input),
-            lookups: self.lookup_progress(),
+            lookups: self.lookup_progress(prepared),
             lookup_refresh_failures: self.lookups.failures(),
             durations_ms: Durations {
                 poll: ms(input.poll),
@@ -105,21 +105,22 @@ impl Pipeline {
         compactor.take()
     }
 
-    fn lookup_progress(&self) -> BTreeMap<String, LookupProgress> {
+    /// Each lookup table's size and what was skipped, and the version `prepared` read.
+    fn lookup_progress(&self, prepared: &Prepared) -> BTreeMap<String, LookupProgress> {
         let sizes = self.lookups.sizes().into_iter();
         let skipped = self.lookups.skipped();
         sizes
             .map(|(name, (keys, bytes))| {
                 let (keys, bytes) = (keys as u64, bytes as u64);
                 let skipped = skipped.get(&name).copied().unwrap_or(0);
-                (
-                    name,
-                    LookupProgress {
-                        keys,
-                        bytes,
-                        skipped,
-                    },
-                )
+                let version = prepared.plan.lookups.get(&name).cloned();
+                let progress = LookupProgress {
+                    keys,
+                    bytes,
+                    skipped,
+                    version,
+                };
+                (name, progress)
             })
             .collect()
     }

@@ -70,6 +70,12 @@ fn seed_events_land_and_invalid_ones_are_dead_lettered() {
     assert_eq!(progress.len(), 1, "{}", text(&out));
     assert_eq!(progress[0]["input_rows"], 10);
     assert_eq!(progress[0]["dead_lettered_by_code"]["invalid_quantity"], 1);
+    // Each lookup table with the version the batch read, as its commit records it.
+    let lookups = progress[0]["lookups"].as_object().unwrap();
+    assert!(!lookups.is_empty(), "{}", progress[0]);
+    for (name, lookup) in lookups {
+        assert_eq!(lookup["version"]["kind"], "topic", "{name}: {lookup}");
+    }
     // The stage's own account: what reached it and its verdicts by code.
     let stage = &progress[0]["stages"]["validate"];
     assert_eq!(
