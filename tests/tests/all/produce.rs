@@ -434,3 +434,33 @@ fn a_progress_bar_only_on_a_terminal_with_text_logs() {
     assert!(!logs.contains("events sent"), "{logs}");
     assert!(logs.contains("delivered=3000"), "{logs}");
 }
+
+/// `sluice plugin test` on a large samples file draws its bar on a terminal, and the same
+/// run piped draws none.
+#[test]
+fn plugin_test_shows_a_bar_on_a_terminal() {
+    let samples = std::fs::read_to_string(
+        sluice_tests::repo_root().join("udfs/clickstream-validator/samples.jsonl"),
+    )
+    .unwrap();
+    let big = std::env::temp_dir().join(format!("sluice-bar-samples-{}", std::process::id()));
+    std::fs::write(&big, samples.repeat(2000)).unwrap();
+    let plugin = sluice_tests::plugins::CLICKSTREAM_VALIDATOR;
+    let args = ["plugin", "test", plugin, "--samples", big.to_str().unwrap()];
+    let shown = on_a_terminal(&args);
+    let piped = Command::new(sluice_binary()).args(args).output().unwrap();
+    let _ = std::fs::remove_file(&big);
+    assert!(
+        shown.contains("samples") && shown.contains("/12,000"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("12000 samples, 12000 as expected"),
+        "{shown}"
+    );
+    let logs = String::from_utf8_lossy(&piped.stderr);
+    assert!(
+        piped.status.success() && !logs.contains("/12,000"),
+        "{logs}"
+    );
+}
