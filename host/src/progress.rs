@@ -219,6 +219,11 @@ pub struct EventTimeProgress {
     pub state_file_bytes: u64,
     /// Rows each join's `max-rows` evicted since the start, by join: (left, right).
     pub join_rows_evicted: BTreeMap<String, (u64, u64)>,
+    /// Each partition's own watermark (its newest event time less the maximum delay), RFC
+    /// 3339, for the partitions heard from; the watermark above is their minimum but for
+    /// idle ones.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub partition_watermarks: BTreeMap<String, String>,
 }
 
 fn rfc3339<S: Serializer>(time: &DateTime<Utc>, serializer: S) -> Result<S::Ok, S::Error> {

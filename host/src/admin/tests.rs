@@ -129,6 +129,7 @@ fn event_time(batch_id: u64) -> EventTimeProgress {
         )]),
         state_file_bytes: 4096,
         join_rows_evicted: BTreeMap::from([("with_profiles".to_string(), (3, batch_id))]),
+        partition_watermarks: BTreeMap::new(),
     }
 }
 

@@ -204,6 +204,16 @@ impl EventTime {
         self.watermark.at(now, self.clock)
     }
 
+    /// Each partition's own watermark: its newest event time less the maximum delay, for
+    /// the partitions heard from (keyed `topic/partition`).
+    pub fn partition_watermarks(&self) -> BTreeMap<String, Micros> {
+        let delay = self.clock.delay;
+        let clocks = self.watermark.partitions.iter();
+        clocks
+            .filter_map(|(p, c)| Some((p.clone(), c.max_event?.saturating_sub(delay))))
+            .collect()
+    }
+
     /// When this run started: time before it does not make a partition idle.
     pub fn session_start(&self) -> Millis {
         self.clock.session_start

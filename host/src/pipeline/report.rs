@@ -142,6 +142,11 @@ impl Pipeline {
             state: et.state_sizes(),
             join_rows_evicted: et.join_rows_evicted(),
             state_file_bytes: committed.state_file.as_ref().map_or(0, |(_, size)| *size),
+            partition_watermarks: et
+                .partition_watermarks()
+                .into_iter()
+                .map(|(p, w)| (p, crate::event_time::extract::format_micros(w)))
+                .collect(),
         })
     }
 }

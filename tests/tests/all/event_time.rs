@@ -654,6 +654,13 @@ fn the_last_window_closes_when_input_stops() {
         .expect("a first batch");
     assert_eq!(first["input_rows"], 3);
     assert_eq!(first["event_time"]["watermark"], "2026-07-29T10:00:58Z");
+    // The one partition's own watermark: its newest event less the maximum delay.
+    let own = &first["event_time"]["partition_watermarks"];
+    assert_eq!(
+        own[format!("{}/0", s.topic)],
+        "2026-07-29T10:00:58Z",
+        "{own}"
+    );
     assert_eq!(
         first["event_time"]["windows_emitted"]["event-type-counts"],
         0
