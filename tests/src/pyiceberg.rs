@@ -182,6 +182,9 @@ pub struct RestCatalog {
     /// Its URL.
     pub url: String,
     server: Child,
+    /// How it was started, to start it again ([`RestCatalog::restart`]).
+    warehouse: PathBuf,
+    options: Vec<String>,
 }
 
 impl RestCatalog {
@@ -195,28 +198,54 @@ impl RestCatalog {
     pub fn start_with(warehouse: &Path, options: &[&str]) -> RestCatalog {
         std::fs::create_dir_all(warehouse).unwrap();
         let warehouse = std::fs::canonicalize(warehouse).unwrap();
-        let mut server = Command::new(python())
-            .arg(repo_root().join("tests/py/rest_catalog.py"))
-            .args(["--port", "0", "--warehouse"])
-            .arg(&warehouse)
-            .args(options)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut first = String::new();
-        std::io::BufRead::read_line(
-            &mut std::io::BufReader::new(server.stdout.take().unwrap()),
-            &mut first,
-        )
-        .unwrap();
-        let url = first
-            .trim()
-            .strip_prefix("listening on ")
-            .expect("the server's address")
-            .to_string();
-        RestCatalog { url, server }
+        let options: Vec<String> = options.iter().map(ToString::to_string).collect();
+        let (url, server) = serve(&warehouse, "0", &options);
+        RestCatalog {
+            url,
+            server,
+            warehouse,
+            options,
+        }
     }
+
+    /// Stops the server: the catalog is away until [`RestCatalog::restart`].
+    pub fn stop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+    }
+
+    /// Starts the server again on the same port, over the same warehouse.
+    pub fn restart(&mut self) {
+        let port = self.url.rsplit(':').next().unwrap().trim_end_matches('/');
+        let (url, server) = serve(&self.warehouse, port, &self.options);
+        assert_eq!(url, self.url, "the same address");
+        self.server = server;
+    }
+}
+
+/// Starts `rest_catalog.py` on `port` over `warehouse`: its URL and its process.
+fn serve(warehouse: &Path, port: &str, options: &[String]) -> (String, Child) {
+    let mut server = Command::new(python())
+        .arg(repo_root().join("tests/py/rest_catalog.py"))
+        .args(["--port", port, "--warehouse"])
+        .arg(warehouse)
+        .args(options)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(server.stdout.take().unwrap()),
+        &mut first,
+    )
+    .unwrap();
+    let url = first
+        .trim()
+        .strip_prefix("listening on ")
+        .expect("the server's address")
+        .to_string();
+    (url, server)
 }
 
 impl Drop for RestCatalog {

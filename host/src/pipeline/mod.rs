@@ -201,6 +201,8 @@ pub struct Pipeline {
     losses: Vec<Loss>,
     /// The last batch committed when the last fault was met.
     faults_seen_at: u64,
+    /// When an idle pipeline last looked at its catalog, for readiness ([`health`]).
+    catalog_looked: Instant,
     /// The offsets the table's last commit of the pipeline records.
     committed: Offsets,
     /// Triggers processed but not committed yet (`[sink] commit-interval`).
@@ -564,6 +566,7 @@ impl Batches for Pipeline {
     fn idle(&mut self) {
         self.beat();
         self.source.idle();
+        self.look_at_catalog();
     }
 
     fn tick(&mut self, flush: bool) -> Result<(), PipelineError> {

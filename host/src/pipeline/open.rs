@@ -233,6 +233,7 @@ impl Pipeline {
             batch_records: Fingerprints::default(),
             losses: Vec::new(),
             faults_seen_at: 0,
+            catalog_looked: Instant::now(),
             committed: Offsets::default(),
             held: None,
             commits_since_expiry: 0,

@@ -15,7 +15,6 @@ use sluice_tests::broker::Broker;
 use sluice_tests::fixture::{Setup, text};
 use sluice_tests::pyiceberg;
 
-use crate::hot_swap::http;
 use crate::pipeline::{dead_letters, rows};
 
 const TABLE: &str = "tutorial.retail_clickstream_events";
@@ -386,63 +385,4 @@ fn poison_records_are_dead_lettered_not_fatal() {
         headers["\u{fffd}"], "2",
         "the header, its name made text: {headers}"
     );
-}
-
-/// A broker that goes away mid-run is waited for, and the probes say so: `/readyz` answers
-/// 503 with the fault while the broker is away and 200 again once it is back, while
-/// `/healthz` answers 200 throughout (the process is alive: restarting it would not help).
-#[test]
-fn a_broker_that_goes_away_mid_run_is_waited_for() {
-    let mut s = Setup::new("broker-restart");
-    s.edit_example_config(|c| c.replace("[source]\n", "[source]\nfetch-timeout = \"5s\"\n"));
-    produce_valid(&s, 20, 12);
-    let admin = format!("127.0.0.1:{}", sluice_tests::free_port());
-    let env = [("SLUICE_INTERVAL", "1s"), ("SLUICE_ADMIN_LISTEN", &admin)];
-    let running = s.start(&["run"], &env);
-    running
-        .wait_for("\"input_rows\":20", Duration::from_secs(60))
-        .expect("the first batch");
-    let probe = |path| http(&admin, "GET", path, None, b"", None);
-    assert_eq!(probe("/readyz"), (200, "ready\n".to_string()));
-    s.broker.stop();
-    let away = wait_until(Duration::from_secs(60), || {
-        let (status, body) = probe("/readyz");
-        (status == 503).then_some(body)
-    });
-    let live = probe("/healthz");
-    s.broker.restart();
-    let back = wait_until(Duration::from_secs(90), || {
-        (probe("/readyz").0 == 200).then_some(())
-    });
-    produce_valid(&s, 5, 13);
-    let found = running.wait_for("\"input_rows\":5", Duration::from_secs(120));
-    let (_, _, log) = running.terminate();
-    let away = away.unwrap_or_else(|| panic!("never not ready while the broker was away: {log}"));
-    assert!(
-        away.starts_with("not ready: retrying after a fault"),
-        "{away}"
-    );
-    assert_eq!(
-        live,
-        (200, "ok\n".to_string()),
-        "alive while the broker is away"
-    );
-    assert!(
-        back.is_some(),
-        "never ready again after the broker came back: {log}"
-    );
-    assert!(found.is_some(), "{log}");
-    assert_rows_once(&s, 25);
-}
-
-/// What `check` gives, once it gives something, within `limit`.
-fn wait_until<T>(limit: Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
-    let until = std::time::Instant::now() + limit;
-    while std::time::Instant::now() < until {
-        if let Some(found) = check() {
-            return Some(found);
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    None
 }

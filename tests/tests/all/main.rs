@@ -33,6 +33,7 @@ mod nested;
 mod nested_paths;
 mod pipeline;
 mod plugin_author;
+mod probes;
 mod produce;
 mod protobuf;
 mod readme;

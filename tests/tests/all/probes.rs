@@ -1,0 +1,132 @@
+//! The admin API's probes through real outages: a broker or a REST catalog stopped under a
+//! running pipeline makes `/readyz` answer 503 with the reason while `/healthz` stays 200
+//! (the process is alive and waits: a restart would not help), and both come back; the
+//! events produced meanwhile land once.
+
+use std::time::{Duration, Instant};
+
+use sluice_tests::fixture::Setup;
+use sluice_tests::pyiceberg::RestCatalog;
+
+use crate::hardening::{assert_rows_once, produce_valid};
+use crate::hot_swap::http;
+
+/// What the probes said through an outage.
+struct Outage {
+    /// `/readyz`'s answer while the service was away, once it was 503.
+    away: Option<String>,
+    /// `/healthz`'s answer then.
+    live: (u16, String),
+    /// Whether `/readyz` answered 200 again once the service was back.
+    back: bool,
+}
+
+impl Outage {
+    /// Stops a service with `stop`, watches the probes of the admin API at `admin`, starts
+    /// the service again with `restart`, and watches `/readyz` come back.
+    fn watch(admin: &str, limit: Duration, stop: impl FnOnce(), restart: impl FnOnce()) -> Outage {
+        let probe = |path| http(admin, "GET", path, None, b"", None);
+        assert_eq!(probe("/readyz").0, 200, "ready before the outage");
+        stop();
+        let away = wait_until(limit, || {
+            let (status, body) = probe("/readyz");
+            (status == 503).then_some(body)
+        });
+        let live = probe("/healthz");
+        restart();
+        let back = wait_until(limit, || (probe("/readyz").0 == 200).then_some(())).is_some();
+        Outage { away, live, back }
+    }
+
+    /// Asserts that readiness said `reason` while `what` was away, that liveness held, and
+    /// that readiness came back.
+    fn said(&self, what: &str, reason: &str, log: &str) {
+        let away = self.away.as_deref();
+        let away =
+            away.unwrap_or_else(|| panic!("never not ready while the {what} was away: {log}"));
+        assert!(away.starts_with(reason), "{away}");
+        assert_eq!(
+            self.live,
+            (200, "ok\n".to_string()),
+            "alive while the {what} is away"
+        );
+        assert!(
+            self.back,
+            "never ready again after the {what} came back: {log}"
+        );
+    }
+}
+
+/// What `check` gives, once it gives something, within `limit`.
+fn wait_until<T>(limit: Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
+    let until = Instant::now() + limit;
+    while Instant::now() < until {
+        if let Some(found) = check() {
+            return Some(found);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    None
+}
+
+/// Runs the pipeline of `s` over `first` events, stops a service with `stop` (`what`, whose
+/// absence `/readyz` names with `reason`), starts it again with `restart`, and checks that
+/// five more events land and every event is in the table once.
+fn through_an_outage(
+    s: &mut Setup,
+    first: u64,
+    (what, reason): (&str, &str),
+    stop: impl FnOnce(&mut Setup),
+    restart: impl FnOnce(&mut Setup),
+) {
+    produce_valid(s, first, 31);
+    let admin = format!("127.0.0.1:{}", sluice_tests::free_port());
+    let env = [("SLUICE_INTERVAL", "1s"), ("SLUICE_ADMIN_LISTEN", &admin)];
+    let running = s.start(&["run"], &env);
+    running
+        .wait_for(&format!("\"input_rows\":{first}"), Duration::from_secs(60))
+        .expect("the first batch");
+    let s = std::cell::RefCell::new(s);
+    let outage = Outage::watch(
+        &admin,
+        Duration::from_secs(90),
+        || stop(&mut s.borrow_mut()),
+        || restart(&mut s.borrow_mut()),
+    );
+    let s = s.into_inner();
+    produce_valid(s, 5, 32);
+    let found = running.wait_for("\"input_rows\":5", Duration::from_secs(120));
+    let (_, _, log) = running.terminate();
+    outage.said(what, reason, &log);
+    assert!(found.is_some(), "{log}");
+    assert_rows_once(s, first as usize + 5);
+}
+
+/// A broker that goes away mid-run is waited for, and the probes say so.
+#[test]
+fn a_broker_that_goes_away_mid_run_is_waited_for() {
+    let mut s = Setup::new("broker-restart");
+    s.edit_example_config(|c| c.replace("[source]\n", "[source]\nfetch-timeout = \"5s\"\n"));
+    let reason = ("broker", "not ready: retrying after a fault");
+    through_an_outage(
+        &mut s,
+        20,
+        reason,
+        |s| s.broker.stop(),
+        |s| s.broker.restart(),
+    );
+}
+
+/// A REST catalog that goes away while the pipeline waits between triggers shows on
+/// `/readyz` (the idle pipeline looks at it) before any batch meets it, and its return too.
+#[test]
+fn a_catalog_that_goes_away_while_idle_is_not_ready_until_it_is_back() {
+    let mut s = Setup::new("catalog-away");
+    let server = std::cell::RefCell::new(RestCatalog::start(&s.warehouse));
+    s.edit_example_config(|c| c);
+    s.use_rest_catalog(&server.borrow().url);
+    let reason = ("catalog", "not ready: the catalog does not answer");
+    let stop = |_: &mut Setup| server.borrow_mut().stop();
+    let restart = |_: &mut Setup| server.borrow_mut().restart();
+    through_an_outage(&mut s, 10, reason, stop, restart);
+}
