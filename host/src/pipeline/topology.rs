@@ -54,18 +54,20 @@ pub(super) fn topology(config: &PipelineConfig) -> Topology {
     if let Some(dead) = &config.dead_letter {
         outputs.push(Node::new(&dead.topic, "dead-letter topic"));
     }
-    for w in &config.windows {
-        if let Some(iceberg) = &w.iceberg {
-            outputs.push(Node::new(
-                &iceberg.table,
-                format!("window table of {}", w.name),
-            ));
+    let windows = config
+        .windows
+        .iter()
+        .map(|w| ("window", &w.name, &w.iceberg, &w.kafka));
+    let joins = config
+        .joins
+        .iter()
+        .map(|j| ("join", &j.name, &j.iceberg, &j.kafka));
+    for (kind, name, iceberg, kafka) in windows.chain(joins) {
+        if let Some(iceberg) = iceberg {
+            outputs.push(Node::new(&iceberg.table, format!("{kind} table of {name}")));
         }
-        if let Some(kafka) = &w.kafka {
-            outputs.push(Node::new(
-                &kafka.topic,
-                format!("window topic of {}", w.name),
-            ));
+        if let Some(kafka) = kafka {
+            outputs.push(Node::new(&kafka.topic, format!("{kind} topic of {name}")));
         }
     }
     let lookups = config.lookups.iter().map(|l| {
@@ -82,5 +84,66 @@ pub(super) fn topology(config: &PipelineConfig) -> Topology {
         operators,
         outputs,
         lookups: lookups.collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    fn names(nodes: &[Node]) -> Vec<&str> {
+        nodes.iter().map(|n| n.name.as_str()).collect()
+    }
+
+    /// The analytics example, every kind of node: a join's right topic among the sources,
+    /// dedup, windows, a session and a join among the operators, their tables and topics
+    /// among the outputs.
+    #[test]
+    fn the_analytics_example_is_drawn_whole() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../examples/clickstream-analytics/pipeline.toml");
+        let config = PipelineConfig::load(&path).unwrap();
+        let graph = topology(&config);
+        assert_eq!(
+            names(&graph.sources),
+            ["clickstream-events", "user-profiles"]
+        );
+        assert_eq!(graph.sources[1].detail, "Kafka topic, a join's right side");
+        assert_eq!(names(&graph.stages), ["enrich"]);
+        let operators = names(&graph.operators);
+        assert_eq!(
+            operators[..3],
+            ["dedup", "event-type-counts", "user-sessions"]
+        );
+        assert_eq!(
+            graph.operators[1].detail,
+            "tumbling window of 1m by event_type"
+        );
+        assert!(
+            graph.operators[2]
+                .detail
+                .starts_with("session window, gap 30m")
+        );
+        assert!(
+            graph.operators[3]
+                .detail
+                .starts_with("join with user-profiles")
+        );
+        let outputs = names(&graph.outputs);
+        assert_eq!(
+            outputs[..2],
+            ["analytics.clickstream_events", "clickstream-dead-letter"]
+        );
+        for table in [
+            "event_type_counts",
+            "user_sessions",
+            "clickstream-analytics",
+        ] {
+            assert!(outputs.contains(&table), "{outputs:?}");
+        }
+        let join_output = graph.outputs.iter().any(|o| o.detail.starts_with("join "));
+        assert!(join_output, "{outputs:?}");
     }
 }
