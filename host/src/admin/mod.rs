@@ -43,7 +43,7 @@ pub mod persist;
 mod routes;
 mod server;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 pub mod topology;
 
 use std::collections::{HashMap, VecDeque};

@@ -158,8 +158,8 @@ pub(super) fn start_with(keys: &str) -> (Result<Admin, AdminError>, Receiver<Fou
 }
 
 /// An answer: status, head, body.
-pub(super) struct Answer {
-    pub(super) status: u16,
+pub(crate) struct Answer {
+    pub(crate) status: u16,
     head: String,
     pub(super) body: String,
 }
@@ -193,7 +193,7 @@ pub(super) fn send(addr: SocketAddr, request: &[u8], within: Duration) -> Answer
 }
 
 /// A request with `token` (if not empty) and `body`.
-pub(super) fn call(admin: &Admin, method: &str, path: &str, token: &str, body: &str) -> Answer {
+pub(crate) fn call(admin: &Admin, method: &str, path: &str, token: &str, body: &str) -> Answer {
     let auth = if token.is_empty() {
         String::new()
     } else {

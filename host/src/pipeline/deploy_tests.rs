@@ -63,17 +63,6 @@ fn pipeline_file(args: &[&str], generated: &[&str]) -> PathBuf {
     repo().join("deploy/kubernetes").join(file)
 }
 
-/// The status of `GET path` on `admin`.
-fn status_of(admin: &Admin, path: &str) -> u16 {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(admin.addr()).unwrap();
-    let request = format!("GET {path} HTTP/1.1\r\nHost: sluice\r\n\r\n");
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut answer = String::new();
-    let _ = stream.read_to_string(&mut answer);
-    answer.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
-
 #[test]
 fn the_kubernetes_manifests_probe_what_the_binary_serves() {
     let dir = repo().join("deploy/kubernetes");
@@ -104,7 +93,7 @@ fn the_kubernetes_manifests_probe_what_the_binary_serves() {
                 let get = &container[probe]["httpGet"];
                 assert_eq!(get["path"].as_str(), Some(path), "{name} {probe}");
                 assert_eq!(get["port"].as_str(), Some("admin"), "{name} {probe}");
-                let status = status_of(&admin, path);
+                let status = crate::admin::tests::call(&admin, "GET", path, "", "").status;
                 assert!([200, 503].contains(&status), "{name} {probe}: {status}");
             }
             let mounts = container["volumeMounts"].as_vec().unwrap();
