@@ -44,6 +44,8 @@ try {
   expect(points.split(" ").length >= 2, "the throughput chart has points");
   expect((await page.locator("#partitions tr").count()) >= 2, "a row per partition");
   expect((await page.locator("#commits tr").count()) >= 3, "commit history");
+  const changes = await page.locator("#readiness-changes td").allTextContents();
+  expect(changes.includes("running"), `readiness changes shown (${changes.join(" | ")})`);
   await page.screenshot({ path: `${shots}/2-moving.png`, fullPage: true });
 
   // Dead letters' values need the token: refused without it.

@@ -10,15 +10,22 @@
 //!   its positions after a fenced batch. A process that is not ready is still alive: it
 //!   waits for the fault to pass (within `[pipeline] fault-budget`).
 //!
-//! The pipeline reports through [`Health`]; the routes only read it.
+//! The pipeline reports through [`Health`]; the routes only read it. `/status` shows the
+//! last [`CHANGES_KEPT`] changes of readiness too, so that one too brief for a probe to
+//! catch (reloading positions after a fence) is still seen.
 
+use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::{Serialize, Serializer};
 
 use crate::progress::Role;
+
+/// How many changes of readiness [`Health`] keeps.
+pub const CHANGES_KEPT: usize = 20;
 
 /// What the pipeline's loop is doing, for readiness.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -32,6 +39,21 @@ pub enum Readiness {
     Waiting(String),
 }
 
+/// A change of readiness, and when it happened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReadinessChange {
+    /// Wall-clock time of the change; serialised as RFC 3339 in UTC.
+    #[serde(serialize_with = "rfc3339")]
+    pub at: DateTime<Utc>,
+    /// The readiness it changed to.
+    #[serde(flatten)]
+    pub readiness: Readiness,
+}
+
+fn rfc3339<S: Serializer>(at: &DateTime<Utc>, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&at.to_rfc3339_opts(SecondsFormat::Millis, true))
+}
+
 /// The pipeline's liveness and readiness, shared by the loop (which reports) and the admin
 /// API (which answers probes).
 #[derive(Debug)]
@@ -41,6 +63,8 @@ pub struct Health {
     beat: AtomicU64,
     stuck_after: Duration,
     readiness: Mutex<Readiness>,
+    /// The last changes, oldest first.
+    changes: Mutex<VecDeque<ReadinessChange>>,
 }
 
 impl Health {
@@ -51,6 +75,7 @@ impl Health {
             beat: AtomicU64::new(0),
             stuck_after,
             readiness: Mutex::new(Readiness::Starting),
+            changes: Mutex::new(VecDeque::new()),
         }
     }
 
@@ -64,10 +89,23 @@ impl Health {
     pub fn set(&self, readiness: Readiness) {
         self.beat();
         let mut current = self.readiness.lock().unwrap_or_else(|e| e.into_inner());
-        if *current != readiness {
-            tracing::debug!(?readiness, "readiness changed");
-            *current = readiness;
+        if *current == readiness {
+            return;
         }
+        tracing::debug!(?readiness, "readiness changed");
+        *current = readiness.clone();
+        let mut changes = self.changes.lock().unwrap_or_else(|e| e.into_inner());
+        if changes.len() == CHANGES_KEPT {
+            changes.pop_front();
+        }
+        let at = Utc::now();
+        changes.push_back(ReadinessChange { at, readiness });
+    }
+
+    /// The last changes of readiness, oldest first.
+    pub fn changes(&self) -> Vec<ReadinessChange> {
+        let changes = self.changes.lock().unwrap_or_else(|e| e.into_inner());
+        changes.iter().cloned().collect()
     }
 
     /// What the loop is doing.
@@ -133,5 +171,29 @@ mod tests {
         health.set(Readiness::Waiting("broker down".into()));
         assert_eq!(health.ready(Role::Single), Err("broker down".to_string()));
         assert_eq!(health.ready(Role::Active), Err("broker down".to_string()));
+    }
+
+    #[test]
+    fn the_last_changes_of_readiness_are_kept() {
+        let health = Health::new(Duration::from_secs(60));
+        health.set(Readiness::Running);
+        health.set(Readiness::Running);
+        health.set(Readiness::Waiting("fenced".into()));
+        health.set(Readiness::Running);
+        let states: Vec<_> = health.changes().into_iter().map(|c| c.readiness).collect();
+        let fenced = Readiness::Waiting("fenced".into());
+        let want = [Readiness::Running, fenced, Readiness::Running];
+        assert_eq!(states, want, "only changes, in order");
+        for i in 0..CHANGES_KEPT {
+            health.set(Readiness::Waiting(format!("fault {i}")));
+        }
+        let changes = health.changes();
+        assert_eq!(changes.len(), CHANGES_KEPT);
+        let first = Readiness::Waiting("fault 0".into());
+        assert_eq!(changes[0].readiness, first, "the oldest dropped");
+        let json = serde_json::to_value(&changes[0]).unwrap();
+        assert_eq!(json["state"], "waiting");
+        assert_eq!(json["reason"], "fault 0");
+        assert!(json["at"].as_str().unwrap().ends_with('Z'), "{json}");
     }
 }

@@ -8,7 +8,7 @@
 //! | `GET /` or `/console` | the web console: the pipeline's graph, charts of the last batches, partitions, plugin and commit history, dead letters, and the token-guarded actions (one HTML page embedded in the binary, no library, no network) |
 //! | `GET /dead-letters` | the last dead letters with their values ([`dead`]), with the token only |
 //! | `GET /topology` | the pipeline's graph as JSON ([`topology`]) |
-//! | `GET /status` | the process's role (single, member, active, standby) and the last batches' progress, as JSON |
+//! | `GET /status` | the process's role (single, member, active, standby), its readiness and last changes of it, and the last batches' progress, as JSON |
 //! | `GET /metrics` | counters, gauges and a histogram in the OpenMetrics text format |
 //! | `GET /stages` | each stage, its active version, and checked uploads waiting |
 //! | `POST /stages/{name}/modules` | upload a module (the body); it is checked at once |

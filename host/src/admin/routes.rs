@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tower_http::limit::RequestBodyLimitLayer;
 
-use super::health::Readiness;
+use super::health::{Readiness, ReadinessChange};
 use super::metrics::Format;
 use super::persist::Activation;
 use super::{AUDIT_TARGET, Shared, Upload, lock};
@@ -235,6 +235,7 @@ async fn status(State(shared): State<Arc<Shared>>) -> Response {
         pipeline: &'a str,
         role: Role,
         readiness: Readiness,
+        readiness_changes: Vec<ReadinessChange>,
         partitions: &'a [String],
         recent: &'a VecDeque<Progress>,
     }
@@ -251,6 +252,7 @@ async fn status(State(shared): State<Arc<Shared>>) -> Response {
             pipeline: &shared.pipeline,
             role,
             readiness,
+            readiness_changes: shared.health.changes(),
             partitions,
             recent: &recent,
         },

@@ -340,7 +340,7 @@ fn the_calls_answer_as_they_did() {
     assert_eq!(status.status, 200);
     assert_eq!(
         status.json(),
-        serde_json::json!({"pipeline": "clicks", "role": "single", "readiness": {"state": "starting"}, "partitions": [], "recent": []})
+        serde_json::json!({"pipeline": "clicks", "role": "single", "readiness": {"state": "starting"}, "readiness_changes": [], "partitions": [], "recent": []})
     );
     admin.set_role(Role::Standby);
     let status = call(&admin, "GET", "/status", "", "").json();

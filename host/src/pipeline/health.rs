@@ -3,7 +3,9 @@
 //! it changes: running once the brokers answer a trigger's look at the end offsets,
 //! waiting while a fault is retried or positions are reloaded after a fenced batch, or
 //! while the catalog does not answer an idle pipeline's look at it (every
-//! [`CATALOG_LOOK`]; batches look at it anyway).
+//! [`CATALOG_LOOK`]; batches look at it anyway). A catalog outage ends only when the
+//! catalog answers that look again or a batch commits: the brokers' answer does not end
+//! it, so `/readyz` does not flap between triggers.
 
 use std::time::{Duration, Instant};
 
@@ -12,6 +14,9 @@ use crate::admin::health::Readiness;
 
 /// How often an idle pipeline with an admin API looks at its catalog.
 const CATALOG_LOOK: Duration = Duration::from_secs(10);
+
+/// How often it looks again while the catalog does not answer, to say soon when it is back.
+const CATALOG_RELOOK: Duration = Duration::from_secs(1);
 
 /// How readiness names a catalog that does not answer.
 const CATALOG_AWAY: &str = "the catalog does not answer";
@@ -31,20 +36,36 @@ impl Pipeline {
         }
     }
 
-    /// Between triggers, every [`CATALOG_LOOK`]: reads the table's metadata again, so that
-    /// a catalog outage shows on `/readyz` before a batch meets it, and its end too.
+    /// The brokers answered a trigger's look: ready, unless the catalog is away (its own
+    /// look, or a committed batch, says when it is back).
+    pub(super) fn brokers_answered(&self) {
+        let Some(admin) = &self.admin else {
+            return;
+        };
+        let health = admin.health();
+        if catalog_away(&health.readiness()) {
+            health.beat();
+        } else {
+            health.set(Readiness::Running);
+        }
+    }
+
+    /// Between triggers, every [`CATALOG_LOOK`] ([`CATALOG_RELOOK`] while it is away):
+    /// reads the table's metadata again, so that a catalog outage shows on `/readyz` before
+    /// a batch meets it, and its end too.
     pub(super) fn look_at_catalog(&mut self) {
         let Some(admin) = &self.admin else {
             return;
         };
-        if self.catalog_looked.elapsed() < CATALOG_LOOK {
+        let health = admin.health().clone();
+        let away = catalog_away(&health.readiness());
+        let every = if away { CATALOG_RELOOK } else { CATALOG_LOOK };
+        if self.catalog_looked.elapsed() < every {
             return;
         }
         self.catalog_looked = Instant::now();
-        let health = admin.health().clone();
         match self.outputs.refresh() {
             Ok(()) => {
-                let away = matches!(health.readiness(), Readiness::Waiting(r) if r.starts_with(CATALOG_AWAY));
                 if away {
                     tracing::info!("the catalog answers again");
                     health.set(Readiness::Running);
@@ -56,4 +77,9 @@ impl Pipeline {
             }
         }
     }
+}
+
+/// Whether `readiness` says the catalog is away.
+fn catalog_away(readiness: &Readiness) -> bool {
+    matches!(readiness, Readiness::Waiting(r) if r.starts_with(CATALOG_AWAY))
 }

@@ -525,7 +525,7 @@ impl Batches for Pipeline {
                 Err(SourceError::Rebalanced) => self.rebalanced()?,
                 ends => {
                     let ends = ends?;
-                    self.set_readiness(Readiness::Running);
+                    self.brokers_answered();
                     return Ok(ends);
                 }
             }

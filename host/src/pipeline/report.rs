@@ -10,6 +10,7 @@ use super::cpu;
 use super::process::ProcessStats;
 use super::read::Input;
 use super::route::Prepared;
+use crate::admin::health::Readiness;
 use crate::progress::{CpuTimes, Durations, EventTimeProgress, LookupProgress, Progress};
 
 impl Pipeline {
@@ -24,6 +25,8 @@ impl Pipeline {
         let progress = self.progress(input, stats, prepared, committed);
         self.summary.add(&progress);
         progress.log();
+        // Committed: the brokers and the catalog answered.
+        self.set_readiness(Readiness::Running);
         if let Some(admin) = &self.admin {
             admin.record(&progress);
             admin.record_dead_letters(progress.batch_id, &prepared.results.dead);

@@ -15,6 +15,8 @@ use crate::hot_swap::http;
 struct Outage {
     /// `/readyz`'s answer while the service was away, once it was 503.
     away: Option<String>,
+    /// Whether `/readyz` kept answering 503 after that.
+    steady: bool,
     /// `/healthz`'s answer then.
     live: (u16, String),
     /// Whether `/readyz` answered 200 again once the service was back.
@@ -32,10 +34,21 @@ impl Outage {
             let (status, body) = probe("/readyz");
             (status == 503).then_some(body)
         });
+        // Not ready stays not ready while the service is away: no flapping back to ready
+        // between looks (a probe every ~0.25 s for 3 s, beyond a trigger and a half).
+        let steady = (0..12).all(|_| {
+            std::thread::sleep(Duration::from_millis(250));
+            probe("/readyz").0 == 503
+        });
         let live = probe("/healthz");
         restart();
         let back = wait_until(limit, || (probe("/readyz").0 == 200).then_some(())).is_some();
-        Outage { away, live, back }
+        Outage {
+            away,
+            steady,
+            live,
+            back,
+        }
     }
 
     /// Asserts that readiness said `reason` while `what` was away, that liveness held, and
@@ -45,6 +58,10 @@ impl Outage {
         let away =
             away.unwrap_or_else(|| panic!("never not ready while the {what} was away: {log}"));
         assert!(away.starts_with(reason), "{away}");
+        assert!(
+            self.steady,
+            "/readyz went back to 200 while the {what} was away: {log}"
+        );
         assert_eq!(
             self.live,
             (200, "ok\n".to_string()),

@@ -13,6 +13,7 @@ use sluice::pipeline::config::PipelineConfig;
 use sluice::pipeline::crash::{Crash, CrashPoint};
 
 use super::{Engine, PLAIN, plain};
+use crate::hot_swap::http;
 
 /// A hook that holds a pipeline at `point` of batch `batch`: it says so on the first
 /// channel and waits for a word on the second.
@@ -30,6 +31,14 @@ pub(crate) fn hold_at(
         }
     });
     (Crash::Hook(hook), at, go)
+}
+
+/// A second process commits batch 1 (the records it read) and dies before anything else.
+fn commit_batch_one_and_die(engine: &Engine) {
+    let mut second = engine
+        .open(Crash::Fail(CrashPoint::AfterCommit, 1))
+        .unwrap();
+    assert!(second.run(&AtomicBool::new(false)).is_err());
 }
 
 #[test]
@@ -63,11 +72,7 @@ fn a_fenced_process_goes_on_from_what_the_table_holds() {
     std::thread::scope(|s| {
         let held = s.spawn(move || first.run(&AtomicBool::new(false)));
         reached.recv().unwrap();
-        // A second process commits batch 1 (four records) and dies.
-        let mut second = engine
-            .open(Crash::Fail(CrashPoint::AfterCommit, 1))
-            .unwrap();
-        assert!(second.run(&AtomicBool::new(false)).is_err());
+        commit_batch_one_and_die(&engine);
         go.send(()).unwrap();
         let first = held.join().unwrap().unwrap();
         // Its own batch 1 is fenced; it goes on from the table with the last two records.
@@ -112,4 +117,45 @@ fn a_commit_of_another_pipeline_on_the_table_leaves_the_fence_standing() {
     });
     assert_eq!(engine.rows(None).len(), 5);
     assert_eq!(engine.table_batch(None), Some(1));
+}
+
+/// Readiness says a fenced process reloads its positions, too briefly for a probe: the
+/// admin API's `/status` keeps the change, and the return to ready after it.
+#[test]
+fn a_fenced_process_says_so_in_its_readiness_changes() {
+    let toml = format!("{PLAIN}\n[admin]\nlisten = \"127.0.0.1:0\"\n");
+    let engine = Engine::new("fence-readiness", &toml);
+    engine.append(&(0..6).map(plain).collect::<Vec<_>>());
+    let (crash, reached, go) = hold_at(CrashPoint::AfterDeadLetter, 1);
+    let mut first = engine.open(crash).unwrap();
+    let admin = first.admin().expect("an admin API").addr().to_string();
+    let status = std::thread::scope(|s| {
+        let held = s.spawn(move || {
+            let summary = first.run(&AtomicBool::new(false)).unwrap();
+            let status = http(&admin, "GET", "/status", None, b"", None);
+            (summary, status)
+        });
+        reached.recv().unwrap();
+        commit_batch_one_and_die(&engine);
+        go.send(()).unwrap();
+        let (first, status) = held.join().unwrap();
+        assert_eq!(first.batches_fenced, 1, "{first:?}");
+        status
+    });
+    assert_eq!(status.0, 200, "{}", status.1);
+    let status: serde_json::Value = serde_json::from_str(&status.1).unwrap();
+    let changes: Vec<String> = status["readiness_changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| format!("{} {}", c["state"], c["reason"]))
+        .collect();
+    let fenced = r#""waiting" "batch 1 was fenced: reloading positions from the table""#;
+    let at = changes.iter().position(|c| c == fenced);
+    let at = at.unwrap_or_else(|| panic!("no fence among {changes:?}"));
+    assert_eq!(
+        changes.get(at + 1).map(String::as_str),
+        Some(r#""running" null"#),
+        "ready again after the fence: {changes:?}"
+    );
 }
