@@ -6,6 +6,7 @@
 mod admin_state;
 mod adversarial;
 mod avro;
+mod bars;
 mod catalog_tls;
 mod chaos;
 mod cli;
