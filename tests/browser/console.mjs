@@ -42,6 +42,8 @@ try {
   expect(later > first, `the last batch moved on (${first} → ${later})`);
   const points = await page.locator("#chart-throughput polyline").first().getAttribute("points");
   expect(points.split(" ").length >= 2, "the throughput chart has points");
+  const scale = await page.locator("#legend-throughput .scale").textContent();
+  expect(/^scale 0 – [\d.]+, \d\d:\d\d:\d\dZ – \d\d:\d\d:\d\dZ$/.test(scale), `the chart's scale and times (${scale})`);
   expect((await page.locator("#partitions tr").count()) >= 2, "a row per partition");
   expect((await page.locator("#commits tr").count()) >= 3, "commit history");
   const changes = await page.locator("#readiness-changes td").allTextContents();
