@@ -15,6 +15,7 @@ mod compile_cache;
 mod config_check;
 mod config_secrets;
 mod console;
+mod deploy;
 mod docs;
 mod engine;
 mod enricher;
