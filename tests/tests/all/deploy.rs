@@ -1,8 +1,10 @@
 //! `deploy/kubernetes` as Kubernetes applies it: rendered by `kubectl kustomize` (Debian's
-//! kubectl, unpacked by `scripts/install-kubectl`), it is the manifests the unit test
+//! kubectl, unpacked by `scripts/install-kube-tools`), it is the manifests the unit test
 //! `pipeline::deploy_tests` checks against the binary (their probes, ports, volumes and
 //! pipeline files), with the kustomization's image, and the ConfigMap the analytics
-//! StatefulSet mounts is generated from `analytics.toml`.
+//! StatefulSet mounts is generated from `analytics.toml`; and every resource rendered
+//! passes Kubernetes' own schemas, strictly (no unknown field), through PyPI's
+//! `kubernetes-validate`.
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -54,19 +56,31 @@ fn containers(doc: &mut Value) -> impl Iterator<Item = &mut Value> {
 
 #[test]
 fn kustomize_renders_the_manifests_the_binary_was_checked_against() {
-    let install = repo_root().join("scripts/install-kubectl");
+    let install = repo_root().join("scripts/install-kube-tools");
     let out = Command::new(install).output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
-    let kubectl = String::from_utf8(out.stdout).unwrap();
-    let kubectl = kubectl.lines().last().unwrap().to_string();
+    let tools = String::from_utf8(out.stdout).unwrap();
+    let [validate, kubectl] = tools.lines().rev().take(2).collect::<Vec<_>>()[..] else {
+        panic!("{tools}");
+    };
     let dir = repo_root().join("deploy/kubernetes");
-    let out = Command::new(&kubectl)
+    let out = Command::new(kubectl)
         .arg("kustomize")
         .arg(&dir)
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
-    let rendered = by_name(&String::from_utf8(out.stdout).unwrap());
+    let rendered = String::from_utf8(out.stdout).unwrap();
+    let file = std::env::temp_dir().join(format!("sluice-rendered-{}.yaml", std::process::id()));
+    std::fs::write(&file, &rendered).unwrap();
+    let checked = Command::new(validate)
+        .args(["--strict", "--quiet"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&file);
+    assert!(checked.status.success(), "{}", text(&checked));
+    let rendered = by_name(&rendered);
 
     let read = |file: &str| std::fs::read_to_string(dir.join(file)).unwrap();
     let kustomization = by_name(&read("kustomization.yaml"));
