@@ -134,6 +134,10 @@ pub struct Progress {
     pub rows_dead_lettered: u64,
     /// Dead letters by code.
     pub dead_lettered_by_code: BTreeMap<String, u64>,
+    /// The same by what refused them (a plugin stage's name, `encode` or `event-time`),
+    /// then by code: `{"rules": {"missing_field": 3}, "encode": {"malformed_json": 1}}`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub dead_lettered_by_stage: BTreeMap<String, BTreeMap<String, u64>>,
     /// Fields dropped from the rows because the table has no column for them
     /// (`[sink] unknown-fields = "drop"`), counted per row and by field name: the first
     /// 100 names the process saw, later ones together under `_other`.

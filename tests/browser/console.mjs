@@ -46,6 +46,10 @@ try {
   expect(/^scale 0 – [\d.]+, \d\d:\d\d:\d\dZ – \d\d:\d\d:\d\dZ$/.test(scale), `the chart's scale and times (${scale})`);
   expect((await page.locator("#partitions tr").count()) >= 2, "a row per partition");
   expect((await page.locator("#commits tr").count()) >= 3, "commit history");
+  const deadRows = await page.locator("#dead-letters tr").evaluateAll(rows =>
+    rows.map(r => [...r.querySelectorAll("td")].map(td => td.textContent)));
+  expect(deadRows.some(([, stage, code]) => stage === "encode" && code === "malformed_json"),
+    `the encoder's refusal by stage and code (${JSON.stringify(deadRows)})`);
   const changes = await page.locator("#readiness-changes td").allTextContents();
   expect(changes.includes("running"), `readiness changes shown (${changes.join(" | ")})`);
   await page.screenshot({ path: `${shots}/2-moving.png`, fullPage: true });

@@ -36,6 +36,7 @@ pub(super) fn progress(batch_id: u64) -> Progress {
         rows_written: 8,
         rows_dead_lettered: 2,
         dead_lettered_by_code: BTreeMap::from([("bad \"x\"\\ and\nmore".to_string(), 2)]),
+        dead_lettered_by_stage: BTreeMap::new(),
         dropped_fields: BTreeMap::from([("utm_source".to_string(), 3)]),
         input_rows_per_second: 1.0,
         processed_rows_per_second: 10.0,

@@ -46,8 +46,11 @@ impl Pipeline {
         self.last_end = Instant::now();
         let input_rows = input.rows;
         let mut by_code: BTreeMap<String, u64> = BTreeMap::new();
+        let mut by_stage: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
         for (_, reason) in &prepared.results.dead {
             *by_code.entry(reason.code.clone()).or_default() += 1;
+            let stage = by_stage.entry(reason.stage.clone()).or_default();
+            *stage.entry(reason.code.clone()).or_default() += 1;
         }
         let ms = |d: std::time::Duration| d.as_millis() as u64;
         Progress {
@@ -63,6 +66,7 @@ impl Pipeline {
             rows_written: committed.table.records,
             rows_dead_lettered: prepared.results.dead.len() as u64,
             dead_lettered_by_code: by_code,
+            dead_lettered_by_stage: by_stage,
             dropped_fields: self.dropped_fields.label(dropped_fields),
             input_rows_per_second: input_rows as f64 / since_last.as_secs_f64().max(1e-9),
             processed_rows_per_second: input_rows as f64 / total.as_secs_f64().max(1e-9),

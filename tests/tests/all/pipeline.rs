@@ -70,6 +70,12 @@ fn seed_events_land_and_invalid_ones_are_dead_lettered() {
     assert_eq!(progress.len(), 1, "{}", text(&out));
     assert_eq!(progress[0]["input_rows"], 10);
     assert_eq!(progress[0]["dead_lettered_by_code"]["invalid_quantity"], 1);
+    let by_stage = &progress[0]["dead_lettered_by_stage"];
+    assert_eq!(by_stage["validate"]["invalid_quantity"], 1, "{by_stage}");
+    let stages = by_stage.as_object().unwrap().values();
+    let counts = stages.flat_map(|codes| codes.as_object().unwrap().values());
+    let counted: u64 = counts.map(|n| n.as_u64().unwrap()).sum();
+    assert_eq!(counted, 5, "every dead letter by its stage: {by_stage}");
     // Each lookup table with the version the batch read, as its commit records it.
     let lookups = progress[0]["lookups"].as_object().unwrap();
     assert!(!lookups.is_empty(), "{}", progress[0]);
