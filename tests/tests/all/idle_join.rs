@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::event_time::{analytics, join_table_rows};
+use crate::event_time::analytics;
+use crate::event_time::join::join_table_rows;
 
 /// Events 6 s apart over two hours of event time, twelve users.
 const EVENTS: usize = 1_200;
