@@ -15,7 +15,7 @@ use super::chunks::Chunks;
 use super::fetch::{Fetched, Message as FetchedMessage};
 use super::{KafkaSource, POLL};
 use crate::batch::Caps;
-use crate::record::Record;
+use crate::record::{Header, Record};
 use crate::source::{Offsets, SourceError, TopicPartition};
 
 /// The most records room is made for before a batch is read (more grow the batch as usual).
@@ -152,21 +152,17 @@ impl KafkaSource {
         Ok(())
     }
 
-    /// `message` as a record, its key and value copied into `chunks`.
-    pub(super) fn record(
-        message: &rdkafka::message::BorrowedMessage<'_>,
-        topic: &Arc<str>,
-        chunks: &mut Chunks,
-    ) -> Record {
-        let headers = crate::kafka::headers::headers_of(message);
+    /// `message` (polled, or read in an array) as a record, its key and value copied into
+    /// `chunks`.
+    pub(super) fn record(message: &impl Incoming, topic: &Arc<str>, chunks: &mut Chunks) -> Record {
         Record {
             topic: topic.clone(),
             partition: message.partition(),
             offset: message.offset(),
-            timestamp_ms: message.timestamp().to_millis(),
+            timestamp_ms: message.timestamp_ms(),
             key: message.key().map(|k| chunks.copy(k)),
             value: message.payload().map(|v| chunks.copy(v)),
-            headers,
+            headers: message.headers(),
         }
     }
 
@@ -221,28 +217,11 @@ impl KafkaSource {
                 if let Some(topic) = topics.iter().find(|t| t.as_bytes() == topic) {
                     batch
                         .fetched
-                        .push_back(Self::fetched_record(&message, topic, chunks));
+                        .push_back(Self::record(&message, topic, chunks));
                 }
             }
             Fetched::Error(error) => errors.push(error),
         })
-    }
-
-    /// A record read through the [`Fetch`].
-    fn fetched_record(
-        message: &FetchedMessage<'_>,
-        topic: &Arc<str>,
-        chunks: &mut Chunks,
-    ) -> Record {
-        Record {
-            topic: topic.clone(),
-            partition: message.partition(),
-            offset: message.offset(),
-            timestamp_ms: message.timestamp_ms(),
-            key: message.key().map(|k| chunks.copy(k)),
-            value: message.payload().map(|v| chunks.copy(v)),
-            headers: message.headers(),
-        }
     }
 
     /// Serves the consumer's own queue without waiting.
@@ -397,4 +376,58 @@ fn out_of_range(error: &rdkafka::error::KafkaError) -> bool {
         error.rdkafka_error_code(),
         Some(AutoOffsetReset | OffsetOutOfRange)
     )
+}
+
+/// A message as librdkafka hands it over, whichever way it was read: polled through
+/// rdkafka, or read in an array ([`FetchedMessage`]).
+pub(super) trait Incoming {
+    fn partition(&self) -> i32;
+    fn offset(&self) -> i64;
+    /// Its timestamp in milliseconds since the Unix epoch, if it has one.
+    fn timestamp_ms(&self) -> Option<i64>;
+    fn key(&self) -> Option<&[u8]>;
+    fn payload(&self) -> Option<&[u8]>;
+    fn headers(&self) -> Vec<Header>;
+}
+
+impl Incoming for rdkafka::message::BorrowedMessage<'_> {
+    fn partition(&self) -> i32 {
+        Message::partition(self)
+    }
+    fn offset(&self) -> i64 {
+        Message::offset(self)
+    }
+    fn timestamp_ms(&self) -> Option<i64> {
+        Message::timestamp(self).to_millis()
+    }
+    fn key(&self) -> Option<&[u8]> {
+        Message::key(self)
+    }
+    fn payload(&self) -> Option<&[u8]> {
+        Message::payload(self)
+    }
+    fn headers(&self) -> Vec<Header> {
+        crate::kafka::headers::headers_of(self)
+    }
+}
+
+impl Incoming for FetchedMessage<'_> {
+    fn partition(&self) -> i32 {
+        FetchedMessage::partition(self)
+    }
+    fn offset(&self) -> i64 {
+        FetchedMessage::offset(self)
+    }
+    fn timestamp_ms(&self) -> Option<i64> {
+        FetchedMessage::timestamp_ms(self)
+    }
+    fn key(&self) -> Option<&[u8]> {
+        FetchedMessage::key(self)
+    }
+    fn payload(&self) -> Option<&[u8]> {
+        FetchedMessage::payload(self)
+    }
+    fn headers(&self) -> Vec<Header> {
+        FetchedMessage::headers(self)
+    }
 }
