@@ -151,6 +151,7 @@ fn build_js_plugins(root: &Path) -> String {
         "build",
         "componentize.mjs",
         "sluice.js",
+        "sluice-judge.js",
         "package.json",
         "package-lock.json",
     ] {

@@ -8,12 +8,12 @@
 // optionally `init(params)`. The plugin folder (without `node_modules`, dot files and
 // components) is copied into a work folder next to a generated entry module that exports
 // the WIT `processor` interface. The helper (HELPER, by default the `sluice.js` beside this
-// file) is put where the plugin imports it from, relative to the plugin's folder
+// file, with its modules `sluice-*.js` beside it) is put where the plugin imports it from, relative to the plugin's folder
 // (`../sluice.js` in udfs/js, `sluice/sluice.js` in a generated project), and the entry
 // imports that same module: the plugin's `log` and `Rejection` are the entry's.
 
 import { componentize } from "@bytecodealliance/componentize-js";
-import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { cp, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -42,7 +42,12 @@ try {
   const skipped = (path) =>
     path !== pluginDir && (/^(node_modules$|\.)/.test(basename(path)) || path.endsWith(".wasm"));
   await cp(pluginDir, copy, { recursive: true, filter: (path) => !skipped(path) });
-  await cp(helper, helperAt);
+  // The helper's own modules beside it (`sluice-*.js`) go with it.
+  const helperDir = dirname(helper);
+  const modules = (await readdir(helperDir)).filter((f) => /^sluice-[\w-]+\.js$/.test(f));
+  for (const file of [basename(helper), ...modules]) {
+    await cp(join(helperDir, file), join(dirname(helperAt), file));
+  }
   const helperImport = `./${relative(work, helperAt).split(sep).join("/")}`;
   const main = `./${name}/${manifest.main ?? "index.js"}`;
   const entry = join(work, "entry.js");

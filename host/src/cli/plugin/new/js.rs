@@ -11,6 +11,8 @@ use serde_json::{Value, json};
 use super::{Kind, NewArgs, Project};
 
 const HELPER: &str = include_str!("../../../../../udfs/js/sluice.js");
+/// The helper's module of `judge`, which `sluice.js` exports.
+const JUDGE: &str = include_str!("../../../../../udfs/js/sluice-judge.js");
 const COMPONENTIZE: &str = include_str!("../../../../../udfs/js/componentize.mjs");
 /// The contract `sluice.js` speaks: the current one.
 const WIT: &str = include_str!("../../../../../wit/plugin.wit");
@@ -48,6 +50,7 @@ pub(super) fn project(args: &NewArgs) -> anyhow::Result<Project> {
             ("README.md", fill(README)),
             (".gitignore", GITIGNORE.to_string()),
             ("sluice/sluice.js", HELPER.to_string()),
+            ("sluice/sluice-judge.js", JUDGE.to_string()),
             ("sluice/componentize.mjs", COMPONENTIZE.to_string()),
             ("sluice/wit/plugin.wit", WIT.to_string()),
         ],
