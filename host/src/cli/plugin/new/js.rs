@@ -146,6 +146,8 @@ mod tests {
         assert!(file(words[1]).contains("componentize"));
         assert!(file(&format!("{}/plugin.wit", words[4])).contains("package sluice:plugin@"));
         assert!(file("index.js").contains(r#"from "./sluice/sluice.js""#));
-        assert!(file("sluice/sluice.js").contains("export function judge("));
+        let helper = file("sluice/sluice.js");
+        assert!(helper.contains(r#"export { judge } from "./sluice-judge.js";"#));
+        assert!(file("sluice/sluice-judge.js").contains("export function judge("));
     }
 }
