@@ -214,6 +214,23 @@ impl RestCatalog {
         let _ = self.server.wait();
     }
 
+    /// Freezes the server (SIGSTOP): it still accepts connections (the kernel does) but
+    /// answers nothing until [`RestCatalog::thaw`], as a catalog that hangs.
+    pub fn freeze(&mut self) {
+        self.signal("STOP");
+    }
+
+    /// Lets a frozen server go on (SIGCONT).
+    pub fn thaw(&mut self) {
+        self.signal("CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self.server.id().to_string();
+        let sent = Command::new("kill").args(["-s", signal, &pid]).status();
+        assert!(sent.is_ok_and(|s| s.success()), "kill -s {signal} {pid}");
+    }
+
     /// Starts the server again on the same port, over the same warehouse.
     pub fn restart(&mut self) {
         let port = self.url.rsplit(':').next().unwrap().trim_end_matches('/');

@@ -75,6 +75,15 @@ pub enum IcebergError {
         /// What iceberg-rust said.
         error: Box<iceberg::Error>,
     },
+    /// The catalog did not answer within a bound of sluice's own (a catalog that hangs
+    /// rather than refuses).
+    #[error("{what}: no answer within {}s", limit.as_secs_f64())]
+    NoAnswer {
+        /// What was being done.
+        what: String,
+        /// How long it was given.
+        limit: std::time::Duration,
+    },
     /// A commit mark in the table cannot be read.
     #[error(transparent)]
     Mark(#[from] MarkError),
@@ -265,6 +274,22 @@ impl IcebergTable {
             .catalog
             .block_on(self.catalog.catalog().load_table(&self.ident))
             .map_err(iceberg_err(format!("loading table {}", self.ident)))?;
+        Ok(())
+    }
+
+    /// [`Self::refresh`], given up after `limit` ([`IcebergError::NoAnswer`]).
+    pub fn refresh_within(&mut self, limit: std::time::Duration) -> Result<(), IcebergError> {
+        let load = self.catalog.catalog().load_table(&self.ident);
+        let what = || format!("loading table {}", self.ident);
+        let answer = self
+            .catalog
+            .block_on(async { tokio::time::timeout(limit, load).await });
+        self.table = answer
+            .map_err(|_| IcebergError::NoAnswer {
+                what: what(),
+                limit,
+            })?
+            .map_err(iceberg_err(what()))?;
         Ok(())
     }
 }

@@ -46,7 +46,9 @@ impl PipelineError {
 fn sink_transient(error: &IcebergError) -> bool {
     matches!(
         error,
-        IcebergError::Iceberg { .. } | IcebergError::NotCommitted { .. }
+        IcebergError::Iceberg { .. }
+            | IcebergError::NotCommitted { .. }
+            | IcebergError::NoAnswer { .. }
     )
 }
 

@@ -18,6 +18,10 @@ const CATALOG_LOOK: Duration = Duration::from_secs(10);
 /// How often it looks again while the catalog does not answer, to say soon when it is back.
 const CATALOG_RELOOK: Duration = Duration::from_secs(1);
 
+/// How long a look waits for the catalog's answer: a catalog that hangs, rather than
+/// refuses, is not ready either, and the loop must not hang with it between triggers.
+const CATALOG_ANSWER: Duration = Duration::from_secs(5);
+
 /// How readiness names a catalog that does not answer.
 const CATALOG_AWAY: &str = "the catalog does not answer";
 
@@ -64,7 +68,7 @@ impl Pipeline {
             return;
         }
         self.catalog_looked = Instant::now();
-        match self.outputs.refresh() {
+        match self.outputs.refresh_within(CATALOG_ANSWER) {
             Ok(()) => {
                 if away {
                     tracing::info!("the catalog answers again");

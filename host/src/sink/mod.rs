@@ -231,6 +231,11 @@ impl Outputs {
         self.table.refresh()
     }
 
+    /// Reloads the main table from the catalog, giving up after `limit`.
+    pub fn refresh_within(&mut self, limit: std::time::Duration) -> Result<(), OutputError> {
+        self.table.refresh_within(limit)
+    }
+
     /// The main table.
     pub fn table(&self) -> &TableOutput {
         &self.table

@@ -47,6 +47,11 @@ impl TableOutput {
         self.table.refresh().map_err(|e| self.error(e))
     }
 
+    /// Reloads the table from the catalog, giving up after `limit`.
+    pub fn refresh_within(&mut self, limit: std::time::Duration) -> Result<(), OutputError> {
+        self.table.refresh_within(limit).map_err(|e| self.error(e))
+    }
+
     /// The latest commit mark of `pipeline`.
     pub fn last_mark(&self, pipeline: &str) -> Result<Option<CommitMark>, IcebergError> {
         self.table.last_mark(pipeline)

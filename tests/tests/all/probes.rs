@@ -5,6 +5,8 @@
 
 use std::time::{Duration, Instant};
 
+use sluice::iceberg::{IcebergCatalog, IcebergError, IcebergTable};
+use sluice::pipeline::config::PipelineConfig;
 use sluice_tests::fixture::Setup;
 use sluice_tests::pyiceberg::RestCatalog;
 
@@ -146,4 +148,42 @@ fn a_catalog_that_goes_away_while_idle_is_not_ready_until_it_is_back() {
     let stop = |_: &mut Setup| server.borrow_mut().stop();
     let restart = |_: &mut Setup| server.borrow_mut().restart();
     through_an_outage(&mut s, 10, reason, stop, restart);
+}
+
+/// A REST catalog that hangs (frozen: connections accepted, nothing answered): the idle
+/// pipeline's look at the table (`refresh_within`) gives up after its bound with
+/// `NoAnswer`, which readiness reports as "the catalog does not answer", instead of
+/// hanging with the catalog; once the catalog is thawed, a look answers again.
+#[test]
+fn a_look_at_a_catalog_that_hangs_gives_up_within_its_bound() {
+    let mut s = Setup::new("catalog-hangs");
+    let mut server = RestCatalog::start(&s.warehouse);
+    s.edit_example_config(|c| c);
+    s.use_rest_catalog(&server.url);
+    produce_valid(&s, 5, 33);
+    let out = s.run(&[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        sluice_tests::fixture::text(&out)
+    );
+    let text = std::fs::read_to_string(&s.config).unwrap();
+    let text = text.replace("${SLUICE_WAREHOUSE}", s.warehouse.to_str().unwrap());
+    let parsed = PipelineConfig::parse(&text, &s.config).unwrap();
+    let catalog = IcebergCatalog::open(&parsed.sink, &s.warehouse).unwrap();
+    let mut table = IcebergTable::open_existing(&catalog, parsed.sink.clone()).unwrap();
+
+    server.freeze();
+    let asked = Instant::now();
+    let answer = table.refresh_within(Duration::from_secs(1));
+    let waited = asked.elapsed();
+    server.thaw();
+    let error = answer.expect_err("a frozen catalog answers nothing");
+    assert!(matches!(error, IcebergError::NoAnswer { .. }), "{error}");
+    assert!(error.to_string().contains("no answer within 1s"), "{error}");
+    assert!(waited < Duration::from_secs(10), "gave up after {waited:?}");
+    let back = wait_until(Duration::from_secs(30), || {
+        table.refresh_within(Duration::from_secs(5)).ok()
+    });
+    assert!(back.is_some(), "the thawed catalog answers again");
 }
