@@ -27,8 +27,9 @@ pub trait Batches {
     /// is idle, closes a window; or, with `flush`, any window is open.
     fn tick(&mut self, flush: bool) -> Result<(), Self::Error>;
 
-    /// Called while waiting for the next interval (every 100 ms at most): time for the
-    /// source's housekeeping, such as answering its consumer group.
+    /// Called while waiting for the next interval (every 100 ms at most), and once per
+    /// trigger when the batches leave no time to wait: time for the source's
+    /// housekeeping, such as answering its consumer group, and for looks at the catalog.
     fn idle(&mut self) {}
 
     /// Commits what was processed and held back (the commit cadence): called when the
@@ -81,12 +82,19 @@ fn interval<B: Batches>(
     let stopped = || stop.load(Ordering::Relaxed);
     let mut next_tick = Instant::now();
     loop {
+        let mut waited = false;
         while let Some(wait) = next_tick.checked_duration_since(Instant::now()) {
             if stopped() {
                 return Ok(true);
             }
             batches.idle();
+            waited = true;
             std::thread::sleep(wait.min(Duration::from_millis(100)));
+        }
+        if !waited {
+            // Behind the interval (the brokers' answer alone can take longer): the idle
+            // work still runs once per trigger.
+            batches.idle();
         }
         if stopped() {
             return Ok(true);
@@ -117,12 +125,16 @@ mod tests {
         at: i64,
         log: Vec<String>,
         stop_after: Option<usize>,
+        /// How long the brokers take to give their end offsets.
+        slow: Duration,
+        idles: usize,
     }
 
     impl Batches for Fake {
         type Error = ();
 
         fn end_offsets(&mut self) -> Result<Offsets, ()> {
+            std::thread::sleep(self.slow);
             let mut o = Offsets::default();
             let tp = TopicPartition {
                 topic: "t".into(),
@@ -147,6 +159,10 @@ mod tests {
             self.log.push(format!("tick flush={flush}"));
             Ok(())
         }
+
+        fn idle(&mut self) {
+            self.idles += 1;
+        }
     }
 
     fn fake(end: i64, cap: i64) -> Fake {
@@ -156,6 +172,8 @@ mod tests {
             at: 0,
             log: Vec::new(),
             stop_after: None,
+            slow: Duration::ZERO,
+            idles: 0,
         }
     }
 
@@ -201,5 +219,31 @@ mod tests {
             f.log
         );
         assert!(f.log.len() > 3, "ticks follow while idle: {:?}", f.log);
+    }
+
+    #[test]
+    fn idle_work_runs_once_per_trigger_when_the_batches_leave_no_wait() {
+        let trigger = TriggerConfig {
+            mode: TriggerMode::Interval,
+            interval: Duration::from_millis(5),
+            ..TriggerConfig::default()
+        };
+        let mut f = fake(0, 1);
+        f.slow = Duration::from_millis(10);
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(100));
+                stop.store(true, Ordering::Relaxed);
+            });
+            assert_eq!(drive(&trigger, false, &mut f, &stop), Ok(true));
+        });
+        let triggers = f.log.len();
+        assert!(triggers >= 3, "{:?}", f.log);
+        assert!(
+            f.idles >= triggers,
+            "{} idles for {triggers} triggers",
+            f.idles
+        );
     }
 }

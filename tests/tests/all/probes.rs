@@ -187,3 +187,19 @@ fn a_look_at_a_catalog_that_hangs_gives_up_within_its_bound() {
     });
     assert!(back.is_some(), "the thawed catalog answers again");
 }
+
+/// The same with a REST catalog that hangs (frozen: connections accepted, nothing
+/// answered) under the running pipeline: not ready while it hangs, ready again once it
+/// answers. (Between triggers of 1 s, tansu takes up to a second to give its end offsets:
+/// the idle look still runs once per trigger.)
+#[test]
+fn a_catalog_that_hangs_while_idle_is_not_ready_until_it_answers() {
+    let mut s = Setup::new("catalog-hangs-idle");
+    let server = std::cell::RefCell::new(RestCatalog::start(&s.warehouse));
+    s.edit_example_config(|c| c);
+    s.use_rest_catalog(&server.borrow().url);
+    let reason = ("catalog", "not ready: the catalog does not answer");
+    let freeze = |_: &mut Setup| server.borrow_mut().freeze();
+    let thaw = |_: &mut Setup| server.borrow_mut().thaw();
+    through_an_outage(&mut s, 10, reason, freeze, thaw);
+}
