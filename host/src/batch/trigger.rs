@@ -177,6 +177,23 @@ mod tests {
         }
     }
 
+    /// Drives `f` on an interval trigger of `every` until it is stopped after `run`.
+    fn every_for(every: Duration, run: Duration, f: &mut Fake) {
+        let trigger = TriggerConfig {
+            mode: TriggerMode::Interval,
+            interval: every,
+            ..TriggerConfig::default()
+        };
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(run);
+                stop.store(true, Ordering::Relaxed);
+            });
+            assert_eq!(drive(&trigger, false, f, &stop), Ok(true));
+        });
+    }
+
     #[test]
     fn available_now_reads_in_capped_batches_then_flushes() {
         let trigger = TriggerConfig {
@@ -198,20 +215,8 @@ mod tests {
 
     #[test]
     fn interval_catches_up_then_ticks_until_stopped() {
-        let trigger = TriggerConfig {
-            mode: TriggerMode::Interval,
-            interval: Duration::from_millis(10),
-            ..TriggerConfig::default()
-        };
         let mut f = fake(5, 2);
-        let stop = AtomicBool::new(false);
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                std::thread::sleep(Duration::from_millis(50));
-                stop.store(true, Ordering::Relaxed);
-            });
-            assert_eq!(drive(&trigger, false, &mut f, &stop), Ok(true));
-        });
+        every_for(Duration::from_millis(10), Duration::from_millis(50), &mut f);
         assert_eq!(f.log[..3], ["batch to 2", "batch to 4", "batch to 5"]);
         assert!(
             f.log[3..].iter().all(|l| l == "tick flush=false"),
@@ -223,21 +228,9 @@ mod tests {
 
     #[test]
     fn idle_work_runs_once_per_trigger_when_the_batches_leave_no_wait() {
-        let trigger = TriggerConfig {
-            mode: TriggerMode::Interval,
-            interval: Duration::from_millis(5),
-            ..TriggerConfig::default()
-        };
         let mut f = fake(0, 1);
         f.slow = Duration::from_millis(10);
-        let stop = AtomicBool::new(false);
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                std::thread::sleep(Duration::from_millis(100));
-                stop.store(true, Ordering::Relaxed);
-            });
-            assert_eq!(drive(&trigger, false, &mut f, &stop), Ok(true));
-        });
+        every_for(Duration::from_millis(5), Duration::from_millis(100), &mut f);
         let triggers = f.log.len();
         assert!(triggers >= 3, "{:?}", f.log);
         assert!(

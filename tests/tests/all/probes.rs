@@ -136,18 +136,33 @@ fn a_broker_that_goes_away_mid_run_is_waited_for() {
     );
 }
 
-/// A REST catalog that goes away while the pipeline waits between triggers shows on
-/// `/readyz` (the idle pipeline looks at it) before any batch meets it, and its return too.
-#[test]
-fn a_catalog_that_goes_away_while_idle_is_not_ready_until_it_is_back() {
-    let mut s = Setup::new("catalog-away");
+/// Runs the example through an outage of a REST catalog that `stop` causes and `restart`
+/// ends, under the running pipeline.
+fn through_a_catalog_outage(name: &str, stop: fn(&mut RestCatalog), restart: fn(&mut RestCatalog)) {
+    let mut s = Setup::new(name);
     let server = std::cell::RefCell::new(RestCatalog::start(&s.warehouse));
     s.edit_example_config(|c| c);
     s.use_rest_catalog(&server.borrow().url);
     let reason = ("catalog", "not ready: the catalog does not answer");
-    let stop = |_: &mut Setup| server.borrow_mut().stop();
-    let restart = |_: &mut Setup| server.borrow_mut().restart();
+    let stop = |_: &mut Setup| stop(&mut server.borrow_mut());
+    let restart = |_: &mut Setup| restart(&mut server.borrow_mut());
     through_an_outage(&mut s, 10, reason, stop, restart);
+}
+
+/// A REST catalog that goes away while the pipeline waits between triggers shows on
+/// `/readyz` (the idle pipeline looks at it) before any batch meets it, and its return too.
+#[test]
+fn a_catalog_that_goes_away_while_idle_is_not_ready_until_it_is_back() {
+    through_a_catalog_outage("catalog-away", RestCatalog::stop, RestCatalog::restart);
+}
+
+/// The same with a REST catalog that hangs (frozen: connections accepted, nothing
+/// answered) under the running pipeline: not ready while it hangs, ready again once it
+/// answers. (Between triggers of 1 s, tansu takes up to a second to give its end offsets:
+/// the idle look still runs once per trigger.)
+#[test]
+fn a_catalog_that_hangs_while_idle_is_not_ready_until_it_answers() {
+    through_a_catalog_outage("catalog-hangs-idle", RestCatalog::freeze, RestCatalog::thaw);
 }
 
 /// A REST catalog that hangs (frozen: connections accepted, nothing answered): the idle
@@ -186,20 +201,4 @@ fn a_look_at_a_catalog_that_hangs_gives_up_within_its_bound() {
         table.refresh_within(Duration::from_secs(5)).ok()
     });
     assert!(back.is_some(), "the thawed catalog answers again");
-}
-
-/// The same with a REST catalog that hangs (frozen: connections accepted, nothing
-/// answered) under the running pipeline: not ready while it hangs, ready again once it
-/// answers. (Between triggers of 1 s, tansu takes up to a second to give its end offsets:
-/// the idle look still runs once per trigger.)
-#[test]
-fn a_catalog_that_hangs_while_idle_is_not_ready_until_it_answers() {
-    let mut s = Setup::new("catalog-hangs-idle");
-    let server = std::cell::RefCell::new(RestCatalog::start(&s.warehouse));
-    s.edit_example_config(|c| c);
-    s.use_rest_catalog(&server.borrow().url);
-    let reason = ("catalog", "not ready: the catalog does not answer");
-    let freeze = |_: &mut Setup| server.borrow_mut().freeze();
-    let thaw = |_: &mut Setup| server.borrow_mut().thaw();
-    through_an_outage(&mut s, 10, reason, freeze, thaw);
 }
