@@ -62,8 +62,8 @@ pub struct Health {
     /// Milliseconds from `origin` to the loop's last sign of progress.
     beat: AtomicU64,
     stuck_after: Duration,
-    readiness: Mutex<Readiness>,
-    /// The last changes, oldest first.
+    /// The last changes of readiness, oldest first: the last is the readiness now (none
+    /// yet: [`Readiness::Starting`]).
     changes: Mutex<VecDeque<ReadinessChange>>,
 }
 
@@ -74,7 +74,6 @@ impl Health {
             origin: Instant::now(),
             beat: AtomicU64::new(0),
             stuck_after,
-            readiness: Mutex::new(Readiness::Starting),
             changes: Mutex::new(VecDeque::new()),
         }
     }
@@ -88,13 +87,14 @@ impl Health {
     /// The loop made progress and is now doing what `readiness` says.
     pub fn set(&self, readiness: Readiness) {
         self.beat();
-        let mut current = self.readiness.lock().unwrap_or_else(|e| e.into_inner());
+        let mut changes = self.changes.lock().unwrap_or_else(|e| e.into_inner());
+        let current = changes
+            .back()
+            .map_or(&Readiness::Starting, |c| &c.readiness);
         if *current == readiness {
             return;
         }
         tracing::debug!(?readiness, "readiness changed");
-        *current = readiness.clone();
-        let mut changes = self.changes.lock().unwrap_or_else(|e| e.into_inner());
         if changes.len() == CHANGES_KEPT {
             changes.pop_front();
         }
@@ -110,10 +110,10 @@ impl Health {
 
     /// What the loop is doing.
     pub fn readiness(&self) -> Readiness {
-        self.readiness
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        let changes = self.changes.lock().unwrap_or_else(|e| e.into_inner());
+        changes
+            .back()
+            .map_or(Readiness::Starting, |c| c.readiness.clone())
     }
 
     /// `Ok` while the loop showed progress within the bound, else why not.
