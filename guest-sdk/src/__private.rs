@@ -77,7 +77,7 @@ fn with_events<R>(chunk: &EventChunk, f: impl FnOnce(&[Event<'_>]) -> R) -> Resu
     let headers = group_headers(&chunk.headers, n)?;
     let mut keys = Slicer::new(&chunk.keys, "keys");
     let mut values = Slicer::new(&chunk.values, "values");
-    let all_values = ChunkValues::new(&chunk.values);
+    let all_values = ChunkValues::new(&chunk.values, n);
     let mut events = Vec::with_capacity(n);
     for i in 0..n {
         let topic = chunk
@@ -95,6 +95,7 @@ fn with_events<R>(chunk: &EventChunk, f: impl FnOnce(&[Event<'_>]) -> R) -> Resu
                 values: &all_values,
                 start: value_start,
                 end: values.at,
+                event: i,
             }),
             topic,
             partition: chunk.partitions[i],

@@ -32,18 +32,70 @@ pub struct Event<'a> {
 /// The values of a chunk, concatenated, with their UTF-8 check: done once for all of
 /// them (one long SIMD scan costs less than a short one per event), and only when an event
 /// first asks for its value as text (a plugin that never does pays nothing).
+///
+/// With them, the host's reading of each event's fields (the `scan` import), asked for once
+/// per chunk, when an event is first parsed.
 #[derive(Debug)]
 pub(crate) struct ChunkValues<'a> {
     bytes: &'a [u8],
+    /// The number of events of the chunk.
+    events: usize,
     text: OnceLock<Option<&'a str>>,
+    fields: OnceLock<Option<Scanned>>,
+}
+
+/// The host's reading of a chunk's events: for each event, its fields' first number in
+/// `spans` and their count (`None`: not read by the host).
+#[derive(Debug, Default)]
+pub(crate) struct Scanned {
+    events: Vec<Option<(u32, u32)>>,
+    spans: Vec<u32>,
+}
+
+impl Scanned {
+    /// The host's answer, in the WIT layout; `None` when its lists do not match `events`
+    /// events (the host breaking the contract: the plugin reads the values itself).
+    // Natively only the tests make one: the host's answer comes through the Wasm import.
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+    pub(crate) fn new(counts: &[i32], spans: Vec<u32>, events: usize) -> Option<Self> {
+        if counts.len() != events {
+            return None;
+        }
+        let mut at = 0u32;
+        let events = counts
+            .iter()
+            .map(|&n| {
+                let n = u32::try_from(n).ok()?;
+                let first = at;
+                at = at.checked_add(n.checked_mul(4)?)?;
+                Some((first, n))
+            })
+            .collect();
+        (at as usize == spans.len()).then_some(Scanned { events, spans })
+    }
+
+    fn of(&self, event: usize) -> Option<&[u32]> {
+        let (first, count) = (*self.events.get(event)?)?;
+        self.spans.get(first as usize..(first + count * 4) as usize)
+    }
 }
 
 impl<'a> ChunkValues<'a> {
-    pub(crate) fn new(bytes: &'a [u8]) -> Self {
+    pub(crate) fn new(bytes: &'a [u8], events: usize) -> Self {
         ChunkValues {
             bytes,
+            events,
             text: OnceLock::new(),
+            fields: OnceLock::new(),
         }
+    }
+
+    /// The values with the host's reading of their fields already at hand (for tests).
+    #[cfg(test)]
+    pub(crate) fn scanned(bytes: &'a [u8], scanned: Scanned) -> Self {
+        let values = ChunkValues::new(bytes, scanned.events.len());
+        let _ = values.fields.set(Some(scanned));
+        values
     }
 
     #[inline(always)]
@@ -52,14 +104,24 @@ impl<'a> ChunkValues<'a> {
             .text
             .get_or_init(|| simdutf8::basic::from_utf8(self.bytes).ok())
     }
+
+    /// Where the fields of event `event` lie in its value, if the host read them.
+    #[inline(always)]
+    fn fields(&self, event: usize) -> Option<&[u32]> {
+        self.fields
+            .get_or_init(|| crate::scan::fields(self.events))
+            .as_ref()?
+            .of(event)
+    }
 }
 
-/// Where an event's value lies in its chunk's values.
+/// Where an event's value lies in its chunk's values, and which event of the chunk it is.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct InChunk<'a> {
     pub(crate) values: &'a ChunkValues<'a>,
     pub(crate) start: usize,
     pub(crate) end: usize,
+    pub(crate) event: usize,
 }
 
 impl<'a> Event<'a> {
@@ -177,14 +239,26 @@ impl<'a> Event<'a> {
     #[inline(always)]
     pub fn json<T: Deserialize<'a>>(&self) -> Result<T, Rejection> {
         let text = self.json_text()?;
-        // The fast path (see `json.rs`) decides most values; whatever it leaves goes to
-        // serde_json, without path tracking (which allocates for every field name); only
-        // a value that fails is parsed a third time to find the offending field.
+        // The fast path (see `json.rs`) decides most values, from the host's reading of
+        // the fields where there is one; whatever it leaves goes to serde_json, without
+        // path tracking (which allocates for every field name); only a value that fails
+        // is parsed a third time to find the offending field.
         let mut complete = false;
-        match crate::json::from_str(text, &mut complete) {
+        let fast = match self.scanned() {
+            Some(spans) => crate::json::from_spans(text, spans, &mut complete),
+            None => crate::json::from_str(text, &mut complete),
+        };
+        match fast {
             Ok(value) if complete => Ok(value),
             _ => slow_json(text),
         }
+    }
+
+    /// Where the value's fields lie, if the host read them.
+    #[inline(always)]
+    fn scanned(&self) -> Option<&'a [u32]> {
+        let at = self.in_chunk?;
+        at.values.fields(at.event)
     }
 
     /// The value as text for the JSON parsers. UTF-8 is checked once for the whole value

@@ -25,6 +25,7 @@ use serde::Deserialize;
 use serde::de::{self, MapAccess, SeqAccess, Visitor};
 
 use deserializer::{Elements, Entries};
+pub(crate) use indexed::from_spans;
 use scan::{between_quotes, find_special, unescape};
 #[cfg(test)]
 use scan::{is_special, simd};
@@ -48,14 +49,7 @@ pub(crate) fn from_str<'de, T: Deserialize<'de>>(
     text: &'de str,
     complete: &mut bool,
 ) -> Result<T, Bail> {
-    let mut de = Fast {
-        text,
-        bytes: text.as_bytes(),
-        pos: 0,
-        depth: 0,
-        unclosed: false,
-        scratch: String::new(),
-    };
+    let mut de = Fast::new(text);
     let result = T::deserialize(&mut de);
     de.skip_ws();
     *complete = !de.unclosed && de.pos == de.bytes.len();
@@ -112,6 +106,17 @@ fn is_ws(b: u8) -> bool {
 }
 
 impl<'de> Fast<'de> {
+    fn new(text: &'de str) -> Self {
+        Fast {
+            text,
+            bytes: text.as_bytes(),
+            pos: 0,
+            depth: 0,
+            unclosed: false,
+            scratch: String::new(),
+        }
+    }
+
     #[inline(always)]
     fn peek(&self) -> Option<u8> {
         self.bytes.get(self.pos).copied()
@@ -355,6 +360,7 @@ fn keeps_number_text() -> bool {
 }
 
 mod deserializer;
+mod indexed;
 #[cfg(test)]
 mod props;
 mod scan;

@@ -61,6 +61,7 @@ mod lookup;
 mod params;
 mod patch;
 mod same;
+mod scan;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod testing;
 mod verdict;
@@ -109,7 +110,7 @@ pub mod bindings {
 /// plugins too); a host that speaks only `0.1` refuses it at load with a message naming
 /// both versions.
 #[cfg(not(feature = "wit-0-1"))]
-pub const WIT_VERSION: &str = "0.2.1";
+pub const WIT_VERSION: &str = "0.2.2";
 /// The version of the `sluice:plugin` WIT package this SDK speaks: with the `wit-0-1`
 /// feature, the `0.1` contract, which every host loads; patches are applied in the plugin.
 #[cfg(feature = "wit-0-1")]

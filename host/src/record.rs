@@ -39,7 +39,62 @@ pub struct Record {
     pub value: Option<Bytes>,
     /// Headers in producer order.
     pub headers: Vec<Header>,
+    /// Where the fields of `value` lie, when the host has read them (once per record, for
+    /// the plugins and the encoder alike); see [`Record::field_spans`].
+    pub spans: Option<FieldSpans>,
 }
+
+/// Where the top-level fields of one value lie, four numbers per field (key offset and
+/// length, raw value offset and length), as the host's one reading of the value found
+/// them: a slice of a buffer shared by the records read together. Tied to the value it
+/// was made for: a record whose value is replaced no longer uses them.
+///
+/// A cache of what the value says, not part of the record: two records are equal
+/// whatever their spans.
+#[derive(Clone)]
+pub struct FieldSpans {
+    all: Arc<Vec<u32>>,
+    first: u32,
+    count: u32,
+    /// The address and length of the value they were made for.
+    value: (usize, usize),
+}
+
+impl FieldSpans {
+    /// `count` fields from `first` (a field index) in `all`, made for `value`.
+    pub fn new(all: Arc<Vec<u32>>, first: u32, count: u32, value: &[u8]) -> Self {
+        FieldSpans {
+            all,
+            first,
+            count,
+            value: (value.as_ptr() as usize, value.len()),
+        }
+    }
+}
+
+impl FieldSpans {
+    /// The four numbers of each field.
+    pub fn get(&self) -> &[u32] {
+        let first = self.first as usize * 4;
+        self.all
+            .get(first..first + self.count as usize * 4)
+            .unwrap_or_default()
+    }
+}
+
+impl fmt::Debug for FieldSpans {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "FieldSpans({} fields)", self.count)
+    }
+}
+
+impl PartialEq for FieldSpans {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for FieldSpans {}
 
 impl Record {
     /// A record with only a value, at `offset` of partition 0 of `topic`.
@@ -52,7 +107,21 @@ impl Record {
             key: None,
             value: Some(Bytes::from(value.into())),
             headers: Vec::new(),
+            spans: None,
         }
+    }
+
+    /// Where the fields of its value lie, if the host read them from this very value
+    /// (four numbers per field; see [`FieldSpans`]).
+    pub fn field_spans(&self) -> Option<&[u32]> {
+        self.valid_spans().map(FieldSpans::get)
+    }
+
+    /// Its [`FieldSpans`], if they were made for its value as it is.
+    pub fn valid_spans(&self) -> Option<&FieldSpans> {
+        let spans = self.spans.as_ref()?;
+        let value = self.value.as_deref()?;
+        (spans.value == (value.as_ptr() as usize, value.len())).then_some(spans)
     }
 
     /// The bytes of its key and value: what a batch's `max-bytes` counts.
@@ -72,6 +141,7 @@ impl Record {
         };
         own(&mut self.key);
         own(&mut self.value);
+        self.spans = None;
     }
 
     /// `topic/partition@offset`, for messages.

@@ -13,7 +13,7 @@
 // imports that same module: the plugin's `log` and `Rejection` are the entry's.
 
 import { componentize } from "@bytecodealliance/componentize-js";
-import { cp, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -60,10 +60,16 @@ try {
       `export const processor = processorOf(plugin, ${JSON.stringify(manifest.name)}, ` +
       `${JSON.stringify(manifest.version)}, host, lookup);\n`,
   );
+  // The world without the `scan` import (0.2.2): componentize-js imports every interface
+  // of its world, and the host reads every event's fields for a plugin that imports it,
+  // which the helper's `JSON.parse` has no use for.
+  const jsWit = join(work, "wit");
+  await mkdir(jsWit);
+  await writeFile(join(jsWit, "plugin.wit"), wit.replace(/^\s*import scan;\s*$/m, ""));
   process.chdir(work);
   const { component } = await componentize({
     sourcePath: entry,
-    witPath: witDir,
+    witPath: jsWit,
     worldName: "event-processor",
     // The sandbox grants no network; clocks are frozen and randomness seeded unless the
     // stage grants them, so a plugin gets neither from the engine: all of it is left out.

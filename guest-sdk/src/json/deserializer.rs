@@ -296,7 +296,7 @@ impl<'de> SeqAccess<'de> for Elements<'_, 'de> {
 /// An object key, read as serde_json reads a key that has no escapes: as a string, except
 /// when the type asks for a number, a boolean, an option, an enum or bytes, which serde_json
 /// reads differently and which are left to it.
-struct Key<'de>(&'de str);
+pub(super) struct Key<'de>(pub(super) &'de str);
 
 impl<'de> de::Deserializer<'de> for Key<'de> {
     type Error = Bail;
@@ -333,8 +333,8 @@ impl<'de> de::Deserializer<'de> for Key<'de> {
 }
 
 /// What serde_json's `RawValue` asks for: a map with one entry, the token and the text.
-struct RawValue<'de> {
-    text: Option<&'de str>,
+pub(super) struct RawValue<'de> {
+    pub(super) text: Option<&'de str>,
 }
 
 impl<'de> MapAccess<'de> for RawValue<'de> {

@@ -12,8 +12,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::tests::Click;
-use super::{find_special, from_str, is_special, simd};
+use super::{find_special, from_spans, from_str, is_special, simd};
 use crate::Event;
+use crate::event::{ChunkValues, InChunk, Scanned};
 
 /// The keys the documents use: `Click`'s fields and others.
 const KEYS: [&str; 11] = [
@@ -123,6 +124,26 @@ fn escape_utf16(ch: char, out: &mut String) {
     }
 }
 
+/// A flat object (the shape the host reads, mostly), written as [`render`] writes it.
+fn flat_document() -> impl Strategy<Value = String> {
+    let leaf = json_value().prop_filter("a scalar", |v| !v.is_array() && !v.is_object());
+    (
+        proptest::collection::btree_map(proptest::sample::select(&KEYS[..]), leaf, 0..8),
+        proptest::collection::vec(any::<u8>(), 1..32),
+    )
+        .prop_map(|(fields, choices)| {
+            let fields = fields.into_iter().map(|(k, v)| (k.to_string(), v));
+            let mut text = String::new();
+            render(
+                &Value::Object(fields.collect()),
+                &choices,
+                &mut 0,
+                &mut text,
+            );
+            text
+        })
+}
+
 fn document() -> impl Strategy<Value = (Value, String)> {
     (json_value(), proptest::collection::vec(any::<u8>(), 1..32)).prop_map(|(value, choices)| {
         let mut text = String::new();
@@ -186,7 +207,96 @@ fn agrees<'a, T: Deserialize<'a> + PartialEq + std::fmt::Debug>(
     Ok(())
 }
 
+/// The host's reading of `text` (the `scan` import), made here with serde_json: where each
+/// field lies, if `text` is an object of the shape the host reads (keys and strings without
+/// escapes or control characters, no nested values).
+pub(super) fn host_spans(text: &str) -> Option<Vec<u32>> {
+    struct Fields<'a>(Vec<(&'a str, &'a serde_json::value::RawValue)>);
+    impl<'de> Deserialize<'de> for Fields<'de> {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> serde::de::Visitor<'de> for V {
+                type Value = Fields<'de>;
+                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str("an object")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(
+                    self,
+                    mut map: A,
+                ) -> Result<Fields<'de>, A::Error> {
+                    let mut all = Vec::new();
+                    while let Some(entry) = map.next_entry()? {
+                        all.push(entry);
+                    }
+                    Ok(Fields(all))
+                }
+            }
+            d.deserialize_map(V)
+        }
+    }
+    let fields: Fields<'_> = serde_json::from_str(text).ok()?;
+    let base = text.as_ptr() as usize;
+    let at = |part: &str| (part.as_ptr() as usize - base) as u32;
+    let mut spans = Vec::new();
+    for (key, raw) in fields.0 {
+        let raw = raw.get();
+        let plain = |s: &str| !s.bytes().any(|b| b == b'\\' || b < 0x20);
+        if !plain(key) || !plain(raw) || raw.starts_with(['{', '[']) {
+            return None;
+        }
+        spans.extend([at(key), key.len() as u32, at(raw), raw.len() as u32]);
+    }
+    Some(spans)
+}
+
+/// [`agrees`], with the host's reading of the fields (where the host would read them):
+/// `Event::json` gives serde_json's answer, and what the indexed path accepts alone is
+/// serde_json's value.
+fn agrees_indexed<'a, T: Deserialize<'a> + PartialEq + std::fmt::Debug>(
+    bytes: &'a [u8],
+) -> Result<(), TestCaseError> {
+    let Some((text, spans)) = std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|text| Some((text, host_spans(text)?)))
+    else {
+        return Ok(());
+    };
+    let expected = serde_json_reads::<T>(bytes);
+    let count = (spans.len() / 4) as i32;
+    // Leaked: the event borrows its chunk for as long as the value it gives (`'a`).
+    let scanned = Scanned::new(&[count], spans.clone(), 1).unwrap();
+    let values: &'a ChunkValues<'a> = Box::leak(Box::new(ChunkValues::scanned(bytes, scanned)));
+    let mut event = Event::new(bytes);
+    event.in_chunk = Some(InChunk {
+        values,
+        start: 0,
+        end: bytes.len(),
+        event: 0,
+    });
+    prop_assert_eq!(
+        event.json::<T>().ok(),
+        serde_json_reads::<T>(bytes),
+        "{:?}",
+        text
+    );
+    let mut complete = false;
+    let fast = from_spans::<T>(text, &spans, &mut complete)
+        .ok()
+        .filter(|_| complete);
+    if fast.is_some() {
+        prop_assert_eq!(fast, expected, "the indexed path accepted {:?}", text);
+    }
+    Ok(())
+}
+
 proptest! {
+    #[test]
+    fn documents_read_from_the_hosts_spans_as_serde_json_reads_them(text in flat_document()) {
+        agrees_indexed::<Value>(text.as_bytes())?;
+        agrees_indexed::<Click<'_>>(text.as_bytes())?;
+        agrees_indexed::<BTreeMap<String, Value>>(text.as_bytes())?;
+    }
+
     #[test]
     fn documents_read_as_serde_json_reads_them((value, text) in document()) {
         // The document is valid, and means the value (floats aside: serde_json's reading

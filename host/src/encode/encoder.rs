@@ -16,7 +16,7 @@ use super::grow;
 use super::infer::{self, Evolving, Inferred, Wanted};
 use super::nested::{self, Shape};
 use super::{EncodeError, SchemaError, UnknownFields, flat};
-use crate::record::Patch;
+use crate::record::{Patch, Record};
 
 /// The code of a row set aside because the table's schema must change first (with
 /// [`UnknownFields::Add`]); such rows are encoded again against the new schema and never
@@ -164,10 +164,14 @@ impl Encoder {
     /// Parses one value, with `patch`'s fields in place of its own of the same names, into
     /// its row of cells; the names of the fields it drops (the table has no column for
     /// them) are put in `dropped`.
+    ///
+    /// `spans`, where the host already read the value's fields ([`super::index_fields`]),
+    /// spare reading it again.
     fn parse<'a>(
         &self,
         value: Option<&'a [u8]>,
         patch: Option<&'a Patch>,
+        spans: Option<&[u32]>,
         extra: &mut RowExtra<'a>,
     ) -> Result<Vec<Cell<'a>>, EncodeError> {
         let value = value.ok_or_else(|| EncodeError {
@@ -180,14 +184,18 @@ impl Encoder {
         let mut failure = None;
         let patched = |key: &str| patch.is_some_and(|p| p.sets(key));
         let mut at = 0;
-        let fast = flat::each_field(text, |key, raw| {
+        let mut each = |key: &'a str, raw: &'a str| {
             at += 1;
             match self.column_of(key, at - 1, &mut extra.order) {
                 _ if patched(key) => {}
                 Some(i) => self.field(i, raw, &mut cells, &mut failure, extra),
                 None => self.unknown(Cow::Borrowed(key), || self.infer(raw), extra, &mut failure),
             }
-        });
+        };
+        let fast = match spans {
+            Some(spans) => flat::each_span(text, spans, &mut each),
+            None => flat::each_field(text, &mut each),
+        };
         if fast.is_some() {
             self.patch(patch, &mut cells, &mut failure, extra);
             return self.complete(cells, failure, extra.unplanned.take());
@@ -415,7 +423,8 @@ impl Encoder {
 
     /// Checks one value without building anything.
     pub fn check(&self, value: Option<&[u8]>) -> Result<(), EncodeError> {
-        self.parse(value, None, &mut RowExtra::default()).map(drop)
+        self.parse(value, None, None, &mut RowExtra::default())
+            .map(drop)
     }
 
     /// Encodes `values`; `ingestion_micros` fills the host's timestamp columns.
@@ -435,7 +444,21 @@ impl Encoder {
         ingestion_micros: i64,
     ) -> Result<Encoded, SchemaError> {
         self.encode_rows(values, ingestion_micros, |(value, patch), extra| {
-            self.parse(value, patch, extra)
+            self.parse(value, patch, None, extra)
+        })
+    }
+
+    /// Encodes `records`, each with the fields of its patch (if any) in place of its own,
+    /// as [`Encoder::encode_patched`]; where the host already read a record's fields
+    /// ([`super::index_fields`]), they are not read again.
+    pub fn encode_records<'a>(
+        &self,
+        records: impl IntoIterator<Item = (&'a Record, Option<&'a Patch>)>,
+        ingestion_micros: i64,
+    ) -> Result<Encoded, SchemaError> {
+        self.encode_rows(records, ingestion_micros, |(record, patch), extra| {
+            let spans = record.field_spans();
+            self.parse(record.value.as_deref(), patch, spans, extra)
         })
     }
 

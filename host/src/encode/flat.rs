@@ -7,6 +7,10 @@
 //! nested values, escapes, control characters, malformed text — which the encoder then
 //! hands to serde_json, so errors and rare shapes are judged by one parser only.
 
+use std::sync::Arc;
+
+use crate::record::{FieldSpans, Record};
+
 /// Calls `field(key, raw_value)` for each field of `text`, in order, if `text` is a flat
 /// object of the common shape; `None` (after some calls, maybe) if it is not.
 pub(crate) fn each_field<'a>(text: &'a str, mut field: impl FnMut(&'a str, &'a str)) -> Option<()> {
@@ -38,6 +42,64 @@ pub(crate) fn each_field<'a>(text: &'a str, mut field: impl FnMut(&'a str, &'a s
     }
     s.ws();
     (s.i == s.b.len()).then_some(())
+}
+
+/// Reads the fields of each record's value once (see [`spans`]) and gives each record
+/// that is a flat object of the common shape its [`FieldSpans`], for the plugins and the
+/// encoder to use instead of reading the value again. One buffer holds the spans of all.
+pub fn index_fields(records: &mut [Record]) {
+    // A retail event has eighteen fields of four numbers.
+    let mut all = Vec::with_capacity(records.len() * 72);
+    let mut found = Vec::with_capacity(records.len());
+    for record in records.iter() {
+        let first = (all.len() / 4) as u32;
+        let count = record.value.as_deref().and_then(|v| spans(v, &mut all));
+        found.push(count.map(|count| (first, count)));
+    }
+    let all = Arc::new(all);
+    for (record, found) in records.iter_mut().zip(found) {
+        record.spans = match (found, record.value.as_deref()) {
+            (Some((first, count)), Some(value)) => {
+                Some(FieldSpans::new(all.clone(), first, count, value))
+            }
+            _ => None,
+        };
+    }
+}
+
+/// Calls `field(key, raw_value)` for each field of `text` that `spans` (made by [`spans`]
+/// for this text) names; `None` if a span does not fit the text.
+pub(crate) fn each_span<'a>(
+    text: &'a str,
+    spans: &[u32],
+    mut field: impl FnMut(&'a str, &'a str),
+) -> Option<()> {
+    for span in spans.chunks_exact(4) {
+        let [key, key_len, raw, raw_len] = [span[0], span[1], span[2], span[3]].map(|n| n as usize);
+        field(text.get(key..key + key_len)?, text.get(raw..raw + raw_len)?);
+    }
+    Some(())
+}
+
+/// Appends to `spans` where the fields of `value` lie, four numbers per field (the key's
+/// offset in `value` and length, the raw value's offset and length), and returns their
+/// number, if `value` is UTF-8 and a flat object of the common shape (see
+/// [`each_field`]); otherwise leaves `spans` as it was and returns `None`.
+pub(crate) fn spans(value: &[u8], spans: &mut Vec<u32>) -> Option<u32> {
+    let text = simdutf8::basic::from_utf8(value).ok()?;
+    let before = spans.len();
+    let base = text.as_ptr() as usize;
+    let mut count = 0u32;
+    let at = |part: &str| (part.as_ptr() as usize - base) as u32;
+    let read = each_field(text, |key, raw| {
+        spans.extend([at(key), key.len() as u32, at(raw), raw.len() as u32]);
+        count += 1;
+    });
+    if read.is_none() || u32::try_from(value.len()).is_err() {
+        spans.truncate(before);
+        return None;
+    }
+    Some(count)
 }
 
 struct Scan<'a> {
@@ -168,6 +230,7 @@ pub(super) fn special(b: &[u8]) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
+    use super::spans as spans_of;
     use super::*;
 
     fn fields(text: &str) -> Option<Vec<(&str, &str)>> {
@@ -210,6 +273,26 @@ mod tests {
             "",
         ] {
             assert_eq!(fields(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn spans_point_at_each_key_and_value() {
+        let value = br#" {"a" : "x y","bc":-1.5}"#;
+        let mut spans = vec![7];
+        assert_eq!(spans_of(value, &mut spans), Some(2));
+        assert_eq!(spans, [7, 3, 1, 8, 5, 15, 2, 19, 4]);
+        let text = std::str::from_utf8(value).unwrap();
+        assert_eq!(&text[3..4], "a");
+        assert_eq!(&text[8..13], "\"x y\"");
+        assert_eq!(&text[19..23], "-1.5");
+        for other in [&br#"{"a":{"b":1}}"#[..], b"{\"a\":\"\xff\"}", b"[1]"] {
+            assert_eq!(spans_of(other, &mut spans), None);
+            assert_eq!(
+                spans.len(),
+                9,
+                "spans of a value that is not indexed are taken back"
+            );
         }
     }
 

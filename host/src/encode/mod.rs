@@ -33,6 +33,8 @@ pub mod dropped;
 mod encoder;
 mod flat;
 mod grow;
+#[cfg(test)]
+mod index_tests;
 mod infer;
 #[cfg(test)]
 mod infer_encoder_tests;
@@ -59,6 +61,8 @@ pub use self::conform::conform;
 pub use self::dropped::{DroppedFields, UnknownFields};
 pub use self::encoder::{Encoded, Encoder, SCHEMA_CHANGE};
 pub(crate) use self::flat::each_field as flat_fields;
+pub use self::flat::index_fields;
+pub(crate) use self::flat::spans as flat_spans;
 pub use self::infer::{Evolving, Wanted, grow as grow_type, with_type};
 
 /// Why one event could not be encoded.

@@ -157,7 +157,14 @@ impl Step<'_> {
             None => records,
         };
         let t = Instant::now();
-        let ((judged, runs, shadows), plugins_cpu) = cpu::on_thread(|| self.run_stages(records));
+        let ((judged, runs, shadows), plugins_cpu) = cpu::on_thread(|| {
+            // The one reading of each JSON value's fields, for the stages and the encoder.
+            let mut records = records;
+            if self.avro.is_none() && self.stages.iter().any(Plugin::scans) {
+                crate::encode::index_fields(&mut records);
+            }
+            self.run_stages(records)
+        });
         slice.plugins += t.elapsed();
         slice.plugins_cpu += plugins_cpu;
         let t = Instant::now();
@@ -291,8 +298,8 @@ impl Step<'_> {
                 self.encoder.encode_framed(values, ingestion)?
             }
             None => {
-                let values = kept.iter().map(|(r, p)| (r.value.as_deref(), p.as_ref()));
-                self.encoder.encode_patched(values, ingestion)?
+                let records = kept.iter().map(|(r, p)| (r, p.as_ref()));
+                self.encoder.encode_records(records, ingestion)?
             }
         };
         if !encoded.wanted.is_empty() {
@@ -359,7 +366,10 @@ pub(super) fn own_bytes(dead: &mut [(Record, Reason)]) {
 }
 
 /// `record` with `patch` applied to its value, when it applies.
+/// The host's reading of its fields is dropped: past the encoder nothing needs it, and it
+/// would keep its piece's buffer of spans.
 fn applied(mut record: Record, patch: Option<Patch>) -> Record {
+    record.spans = None;
     if let Some(Ok(value)) = patch.map(|p| p.apply(record.value.as_deref())) {
         record.value = Some(value.into());
     }

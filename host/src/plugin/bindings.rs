@@ -17,7 +17,7 @@ wasmtime::component::bindgen!({
 /// the same minor version load too (wasmtime matches imports and exports across
 /// compatible versions, `0.2.x`), and so do plugins of the `0.1` minor version, through
 /// [`v0_1`].
-pub const WIT_VERSION: &str = "0.2.1";
+pub const WIT_VERSION: &str = "0.2.2";
 
 /// The `0.1` contract (`0.1.0` and `0.1.1` plugins), and its conversions to the current one.
 pub mod v0_1 {

@@ -7,11 +7,12 @@
 
 use std::sync::Arc;
 
+use super::bindings::sluice::plugin::scan::ChunkFields;
 use super::bindings::sluice::plugin::types::{
     Action, EventChunk, Header as WireHeader, Patches as WirePatches, Verdicts,
 };
 use super::error::{EventSpan, Failure};
-use crate::record::{Patch, PatchFields, Record};
+use crate::record::{FieldSpans, Patch, PatchFields, Record};
 use crate::units::ByteSize;
 
 /// What a plugin decided for one event.
@@ -42,13 +43,20 @@ pub struct Rejection {
 #[derive(Debug, Clone)]
 pub struct Chunk {
     pub(crate) wire: EventChunk,
+    /// The host's reading of each event's fields, where the record had one.
+    spans: Vec<Option<FieldSpans>>,
 }
 
 impl Chunk {
-    /// Lays out records as a chunk.
+    /// Lays out records as a chunk, with the host's reading of their fields where they
+    /// have one ([`crate::encode::index_fields`]).
     pub fn from_records<'a>(records: impl IntoIterator<Item = &'a Record> + Clone) -> Self {
         Chunk {
-            wire: encode(records),
+            wire: encode(records.clone()),
+            spans: records
+                .into_iter()
+                .map(|r| r.valid_spans().cloned())
+                .collect(),
         }
     }
 
@@ -67,6 +75,40 @@ impl Chunk {
         let w = &self.wire;
         let topic = w.topics.get(usize::from(*w.topic_index.get(i)?))?;
         Some(format!("{topic}/{}@{}", w.partitions[i], w.offsets[i]))
+    }
+
+    /// Where the fields of each event's value lie, for the `scan` import: a flat JSON
+    /// object is read once here, so that a plugin need not read it again.
+    /// Events whose record came with the host's reading (see [`Chunk::from_records`]) are
+    /// not read again.
+    pub(crate) fn fields(&self) -> ChunkFields {
+        let w = &self.wire;
+        let known = |i: usize| self.spans.get(i).and_then(Option::as_ref);
+        let mut fields = ChunkFields {
+            counts: Vec::with_capacity(w.value_lengths.len()),
+            // A retail event has eighteen fields of four numbers.
+            spans: Vec::with_capacity(w.value_lengths.len() * 72),
+        };
+        let mut at = 0;
+        for (i, &len) in w.value_lengths.iter().enumerate() {
+            let Ok(len) = usize::try_from(len) else {
+                fields.counts.push(-1);
+                continue;
+            };
+            let value = &w.values[at..at + len];
+            at += len;
+            let count = match known(i) {
+                Some(spans) => {
+                    fields.spans.extend_from_slice(spans.get());
+                    Some(spans.get().len() as u32 / 4)
+                }
+                None => crate::encode::flat_spans(value, &mut fields.spans),
+            };
+            fields
+                .counts
+                .push(count.and_then(|n| i32::try_from(n).ok()).unwrap_or(-1));
+        }
+        fields
     }
 
     /// The span of the chunk's events, for error messages.

@@ -10,8 +10,8 @@ use super::sandbox::StoreState;
 
 /// A component checked against one of the contracts, ready to instantiate.
 pub(crate) enum Pre {
-    /// It speaks the current contract.
-    Current(EventProcessorPre<StoreState>),
+    /// It speaks the current contract; `bool`: it imports `scan` (`0.2.2` on).
+    Current(EventProcessorPre<StoreState>, bool),
     /// It speaks `0.1`.
     V0_1(v0_1::EventProcessorPre<StoreState>),
 }
@@ -20,24 +20,34 @@ impl Pre {
     /// Checks `pre`'s exports against the current contract, then against `0.1`; the error
     /// is the current contract's.
     pub(crate) fn new(pre: InstancePre<StoreState>) -> wasmtime::Result<Self> {
+        let scans = pre
+            .component()
+            .component_type()
+            .imports(pre.component().engine())
+            .any(|(name, _)| name.starts_with("sluice:plugin/scan@"));
         match EventProcessorPre::new(pre.clone()) {
-            Ok(current) => Ok(Pre::Current(current)),
+            Ok(current) => Ok(Pre::Current(current, scans)),
             Err(error) => v0_1::EventProcessorPre::new(pre)
                 .map(Pre::V0_1)
                 .map_err(|_| error),
         }
     }
 
+    /// Whether the plugin reads the host's `scan` of its events (so the host makes one).
+    pub(crate) fn scans(&self) -> bool {
+        matches!(self, Pre::Current(_, true))
+    }
+
     pub(crate) fn engine(&self) -> &Engine {
         match self {
-            Pre::Current(pre) => pre.engine(),
+            Pre::Current(pre, _) => pre.engine(),
             Pre::V0_1(pre) => pre.engine(),
         }
     }
 
     pub(crate) fn instantiate(&self, store: &mut Store<StoreState>) -> wasmtime::Result<Processor> {
         Ok(match self {
-            Pre::Current(pre) => Processor::Current(pre.instantiate(store)?),
+            Pre::Current(pre, _) => Processor::Current(pre.instantiate(store)?),
             Pre::V0_1(pre) => Processor::V0_1(pre.instantiate(store)?),
         })
     }

@@ -301,6 +301,13 @@ impl Plugin {
         self.shared.info.get().cloned().unwrap_or_default()
     }
 
+    /// Whether the plugin reads the host's reading of its events' fields (the `scan`
+    /// import, contract `0.2.2`): then the host reads them once for all stages and the
+    /// encoder ([`crate::encode::index_fields`]).
+    pub fn scans(&self) -> bool {
+        self.shared.pre.scans()
+    }
+
     /// The plugin's limits.
     pub fn limits(&self) -> &Limits {
         &self.shared.limits
@@ -328,7 +335,12 @@ impl Plugin {
         instance.store.data_mut().lookups.begin(lookups);
         // A refusal counts for the call it happened in, not for later ones.
         instance.store.data_mut().limiter.hit = false;
+        // The host reads the events' fields for the plugins that ask for them.
+        let fields = self.scans().then(|| chunk.fields());
+        let state = instance.store.data_mut();
+        (state.fields, state.events) = (fields, chunk.len());
         let result = instance.bindings.process(&mut instance.store, &chunk.wire);
+        instance.store.data_mut().fields = None;
         instance.store.data_mut().lookups.end();
         let failure = match result {
             Ok(Ok(verdicts)) => match chunk::decode(verdicts, chunk.len(), limits.max_output) {

@@ -13,6 +13,7 @@ use wasmtime_wasi::{FsPerms, HostMonotonicClock, HostWallClock, WasiCtx, WasiCtx
 
 use super::bindings::sluice::plugin::host::{Host, Level};
 use super::bindings::sluice::plugin::lookup;
+use super::bindings::sluice::plugin::scan::{self, ChunkFields};
 use super::config::Grants;
 use super::lookup::Reader;
 use crate::units::ByteSize;
@@ -40,6 +41,10 @@ pub struct StoreState {
     pub(crate) sleep_cap: Option<Duration>,
     /// The lookup tables this instance may read, and the batch's.
     pub(crate) lookups: Reader,
+    /// The fields of the chunk being judged, for the `scan` import (taken by its first
+    /// call), and the chunk's number of events.
+    pub(crate) fields: Option<ChunkFields>,
+    pub(crate) events: usize,
     log: LogBudget,
 }
 
@@ -98,6 +103,8 @@ impl StoreState {
             lookups: Reader::new(plugin.clone(), grants.lookups.clone().into()),
             plugin,
             sleep_cap: grants.clocks.then_some(call_timeout),
+            fields: None,
+            events: 0,
         })
     }
 }
@@ -138,6 +145,17 @@ impl lookup::Host for StoreState {
         keys: Vec<Vec<u8>>,
     ) -> Result<lookup::Fields, lookup::LookupError> {
         self.lookups.get_fields(&table, &names, &keys)
+    }
+}
+
+/// The `scan` import: the chunk's fields, once per `process`; later calls, and calls
+/// outside `process`, find no event indexed.
+impl scan::Host for StoreState {
+    fn fields(&mut self) -> ChunkFields {
+        self.fields.take().unwrap_or_else(|| ChunkFields {
+            counts: vec![-1; self.events],
+            spans: Vec::new(),
+        })
     }
 }
 

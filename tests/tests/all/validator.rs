@@ -424,3 +424,45 @@ fn plugin_and_native_rules_agree_on_damaged_events() {
         "{kept} kept, {rejected} rejected"
     );
 }
+
+/// The plugin (contract `0.2.2`) reads the host's one reading of the event's fields, not
+/// the text again: its verdict follows spans that point `event_type` at another field's
+/// value, and the true spans give the true verdict.
+#[test]
+fn the_validator_reads_the_hosts_reading_of_the_fields() {
+    let plugin = load(plugins::CLICKSTREAM_VALIDATOR, &[]).expect("validator loads");
+    assert!(plugin.scans(), "the validator asks for the host's reading");
+    let mut records = records(&[event(&[])]);
+    sluice::encode::index_fields(&mut records);
+    let judge = |records: &[sluice::record::Record]| {
+        plugin
+            .process_records(&records.iter().collect::<Vec<_>>())
+            .expect("validator runs")
+    };
+    assert_eq!(judge(&records), [Verdict::Keep]);
+    let record = &mut records[0];
+    let value = record.value.clone().expect("a value");
+    let text = std::str::from_utf8(&value).unwrap();
+    let mut spans = record.field_spans().expect("the host read it").to_vec();
+    let field = |spans: &[u32], name: &str| {
+        spans
+            .chunks(4)
+            .position(|s| &text[s[0] as usize..(s[0] + s[1]) as usize] == name)
+            .expect("the field is there")
+            * 4
+    };
+    let (event_type, device_type) = (field(&spans, "event_type"), field(&spans, "device_type"));
+    spans[event_type + 2] = spans[device_type + 2];
+    spans[event_type + 3] = spans[device_type + 3];
+    let count = spans.len() as u32 / 4;
+    record.spans = Some(sluice::record::FieldSpans::new(
+        std::sync::Arc::new(spans),
+        0,
+        count,
+        &value,
+    ));
+    match &judge(&records)[..] {
+        [Verdict::Reject(r)] => assert_eq!(r.code, "invalid_event_type", "{r:?}"),
+        other => panic!("expected a rejection, got {other:?}"),
+    }
+}

@@ -33,6 +33,7 @@ fn record() -> impl Strategy<Value = Record> {
                 key: key.map(Into::into),
                 value: value.map(Into::into),
                 headers,
+                spans: None,
             },
         )
 }

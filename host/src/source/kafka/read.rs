@@ -163,6 +163,7 @@ impl KafkaSource {
             key: message.key().map(|k| chunks.copy(k)),
             value: message.payload().map(|v| chunks.copy(v)),
             headers: message.headers(),
+            spans: None,
         }
     }
 
