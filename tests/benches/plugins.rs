@@ -26,7 +26,7 @@ use sluice::generate::{Generator, GeneratorConfig};
 use sluice::plugin::config::{Grants, Limits, RuntimeConfig};
 use sluice::plugin::{Chunk, Plugin, Runtime, Verdict};
 use sluice::record::Record;
-use sluice_tests::{load, plugins, records};
+use sluice_tests::{chunks, load, plugins, records};
 
 const WARM_UP_ROUNDS: usize = 5;
 /// Target: the Wasm validator costs at most this many times the native one per event.
@@ -48,14 +48,10 @@ fn main() {
         .collect();
     // As in a pipeline: the host reads each event's fields once (for every stage and the
     // encoder), then lays the records out as chunks.
-    let mut records = records(&values);
-    index_fields(&mut records);
+    let chunks = chunks(&values, chunk);
+    let records = records(&values);
     let refs: Vec<&Record> = records.iter().collect();
-    let chunks: Vec<Chunk> = refs
-        .chunks(chunk)
-        .map(|c| Chunk::from_records(c.iter().copied()))
-        .collect();
-    let mut plain = sluice_tests::records(&values);
+    let mut plain = records.clone();
     // The host's one reading of the fields, chunk by chunk, as a pipeline's piece.
     let mut read_fields = || -> usize {
         let mut read = 0;

@@ -114,9 +114,11 @@ pub fn records<S: AsRef<[u8]>>(values: &[S]) -> Vec<Record> {
 }
 
 /// [`records`] with these values laid out as chunks of at most `size` events, as a
-/// pipeline's batch crosses into a plugin.
+/// pipeline's batch crosses into a plugin. As in a pipeline whose stages read the host's reading of the fields (contract `0.2.2`),
+/// each value's fields are read once first ([`sluice::encode::index_fields`]).
 pub fn chunks<S: AsRef<[u8]>>(values: &[S], size: usize) -> Vec<Chunk> {
-    let records = records(values);
+    let mut records = records(values);
+    sluice::encode::index_fields(&mut records);
     let refs: Vec<&Record> = records.iter().collect();
     refs.chunks(size.max(1))
         .map(|c| Chunk::from_records(c.iter().copied()))
