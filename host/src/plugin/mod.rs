@@ -26,6 +26,7 @@ mod contract;
 mod error;
 pub mod lookup;
 mod sandbox;
+mod scan;
 pub mod shadow;
 pub mod swap;
 
@@ -340,7 +341,8 @@ impl Plugin {
         let state = instance.store.data_mut();
         (state.fields, state.events) = (fields, chunk.len());
         let result = instance.bindings.process(&mut instance.store, &chunk.wire);
-        instance.store.data_mut().fields = None;
+        let state = instance.store.data_mut();
+        (state.fields, state.events) = (None, 0);
         instance.store.data_mut().lookups.end();
         let failure = match result {
             Ok(Ok(verdicts)) => match chunk::decode(verdicts, chunk.len(), limits.max_output) {

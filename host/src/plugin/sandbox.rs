@@ -13,7 +13,7 @@ use wasmtime_wasi::{FsPerms, HostMonotonicClock, HostWallClock, WasiCtx, WasiCtx
 
 use super::bindings::sluice::plugin::host::{Host, Level};
 use super::bindings::sluice::plugin::lookup;
-use super::bindings::sluice::plugin::scan::{self, ChunkFields};
+use super::bindings::sluice::plugin::scan::ChunkFields;
 use super::config::Grants;
 use super::lookup::Reader;
 use crate::units::ByteSize;
@@ -145,17 +145,6 @@ impl lookup::Host for StoreState {
         keys: Vec<Vec<u8>>,
     ) -> Result<lookup::Fields, lookup::LookupError> {
         self.lookups.get_fields(&table, &names, &keys)
-    }
-}
-
-/// The `scan` import: the chunk's fields, once per `process`; later calls, and calls
-/// outside `process`, find no event indexed.
-impl scan::Host for StoreState {
-    fn fields(&mut self) -> ChunkFields {
-        self.fields.take().unwrap_or_else(|| ChunkFields {
-            counts: vec![-1; self.events],
-            spans: Vec::new(),
-        })
     }
 }
 
