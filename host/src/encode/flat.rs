@@ -343,6 +343,14 @@ mod tests {
                 chars[at] = c.chars().next().unwrap();
             }
             let text: String = chars.into_iter().collect();
+            // The spans name the same fields, for the same texts.
+            let mut spans = Vec::new();
+            let read = spans_of(text.as_bytes(), &mut spans).map(|_| {
+                let mut named = Vec::new();
+                each_span(&text, &spans, |k, v| named.push((k, v))).expect("spans fit");
+                named
+            });
+            proptest::prop_assert_eq!(&read, &fields(&text), "{:?}", text);
             if let Some(got) = fields(&text) {
                 let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
                     proptest::test_runner::TestCaseError::fail(format!("{text:?}: {e}"))
