@@ -340,10 +340,11 @@ macro_rules! delegate {
     )*};
 }
 
-/// Deserializer methods that leave the value to serde_json.
+/// Deserializer methods that leave the value to serde_json (with the types of their
+/// arguments, if any, between parentheses: `deserialize_tuple(usize)`).
 macro_rules! bail {
-    ($($name:ident)*) => {$(
-        fn $name<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Bail> {
+    ($($name:ident $(($($ty:ty),*))?)*) => {$(
+        fn $name<V: Visitor<'de>>(self, $($(_: $ty,)*)? _: V) -> Result<V::Value, Bail> {
             Err(Bail)
         }
     )*};

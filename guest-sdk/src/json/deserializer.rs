@@ -308,7 +308,8 @@ impl<'de> de::Deserializer<'de> for Key<'de> {
     }
     bail!(deserialize_bool deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64
         deserialize_u8 deserialize_u16 deserialize_u32 deserialize_u64 deserialize_f32
-        deserialize_f64 deserialize_bytes deserialize_byte_buf deserialize_option);
+        deserialize_f64 deserialize_bytes deserialize_byte_buf deserialize_option
+        deserialize_enum(&'static str, &'static [&'static str]));
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Bail> {
         visitor.visit_borrowed_str(self.0)
@@ -320,15 +321,6 @@ impl<'de> de::Deserializer<'de> for Key<'de> {
         visitor: V,
     ) -> Result<V::Value, Bail> {
         visitor.visit_newtype_struct(self)
-    }
-
-    fn deserialize_enum<V: Visitor<'de>>(
-        self,
-        _: &'static str,
-        _: &'static [&'static str],
-        _: V,
-    ) -> Result<V::Value, Bail> {
-        Err(Bail)
     }
 }
 

@@ -63,7 +63,10 @@ impl<'de> de::Deserializer<'de> for &mut Indexed<'_, 'de> {
         deserialize_u8 deserialize_u16 deserialize_u32 deserialize_u64 deserialize_f32
         deserialize_f64 deserialize_char deserialize_str deserialize_string deserialize_bytes
         deserialize_byte_buf deserialize_unit deserialize_seq deserialize_identifier
-        deserialize_ignored_any deserialize_i128 deserialize_u128);
+        deserialize_ignored_any deserialize_i128 deserialize_u128
+        deserialize_unit_struct(&'static str) deserialize_tuple(usize)
+        deserialize_tuple_struct(&'static str, usize)
+        deserialize_enum(&'static str, &'static [&'static str]));
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Bail> {
         visitor.visit_map(self)
@@ -95,36 +98,6 @@ impl<'de> de::Deserializer<'de> for &mut Indexed<'_, 'de> {
             return Err(Bail);
         }
         visitor.visit_newtype_struct(self)
-    }
-
-    fn deserialize_unit_struct<V: Visitor<'de>>(
-        self,
-        _: &'static str,
-        _: V,
-    ) -> Result<V::Value, Bail> {
-        Err(Bail)
-    }
-
-    fn deserialize_tuple<V: Visitor<'de>>(self, _: usize, _: V) -> Result<V::Value, Bail> {
-        Err(Bail)
-    }
-
-    fn deserialize_tuple_struct<V: Visitor<'de>>(
-        self,
-        _: &'static str,
-        _: usize,
-        _: V,
-    ) -> Result<V::Value, Bail> {
-        Err(Bail)
-    }
-
-    fn deserialize_enum<V: Visitor<'de>>(
-        self,
-        _: &'static str,
-        _: &'static [&'static str],
-        _: V,
-    ) -> Result<V::Value, Bail> {
-        Err(Bail)
     }
 }
 
