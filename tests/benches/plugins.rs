@@ -64,7 +64,7 @@ fn main() {
     // Lays out the batch chunk by chunk, each dropped after use, as a pipeline does.
     let layout = || -> usize {
         refs.chunks(chunk)
-            .map(|c| Chunk::from_records(c.iter().copied()).len())
+            .map(|c| Chunk::laid_out(c.iter().copied(), false).0.len())
             .sum()
     };
 

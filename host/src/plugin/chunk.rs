@@ -43,21 +43,35 @@ pub struct Rejection {
 #[derive(Debug, Clone)]
 pub struct Chunk {
     pub(crate) wire: EventChunk,
-    /// The host's reading of each event's fields, where the record had one.
-    spans: Vec<Option<FieldSpans>>,
+    /// The host's reading of the events' fields, laid out for the `scan` import, when the
+    /// chunk was laid out with it ([`Chunk::from_records`]).
+    fields: Option<ChunkFields>,
 }
 
 impl Chunk {
-    /// Lays out records as a chunk, with the host's reading of their fields where they
-    /// have one ([`crate::encode::index_fields`]).
+    /// Lays out records as a chunk, with the host's reading of their fields laid out for
+    /// plugins that read it: taken from the records that have one
+    /// ([`crate::encode::index_fields`]), read here for the others. For a chunk judged by
+    /// many plugins (a benchmark's); [`super::Plugin::process_records`] lays out only what
+    /// its plugin reads.
     pub fn from_records<'a>(records: impl IntoIterator<Item = &'a Record> + Clone) -> Self {
+        let wire = encode(records.clone());
+        let fields = fields_of(&wire, records.into_iter().map(Record::valid_spans));
         Chunk {
-            wire: encode(records.clone()),
-            spans: records
-                .into_iter()
-                .map(|r| r.valid_spans().cloned())
-                .collect(),
+            wire,
+            fields: Some(fields),
         }
+    }
+
+    /// Lays out records as a chunk without the reading of their fields, and that reading
+    /// apart when `read` (made from the records' own where they have one).
+    pub fn laid_out<'a>(
+        records: impl IntoIterator<Item = &'a Record> + Clone,
+        read: bool,
+    ) -> (Self, Option<ChunkFields>) {
+        let wire = encode(records.clone());
+        let fields = read.then(|| fields_of(&wire, records.into_iter().map(Record::valid_spans)));
+        (Chunk { wire, fields: None }, fields)
     }
 
     /// Number of events.
@@ -78,37 +92,13 @@ impl Chunk {
     }
 
     /// Where the fields of each event's value lie, for the `scan` import: a flat JSON
-    /// object is read once here, so that a plugin need not read it again.
-    /// Events whose record came with the host's reading (see [`Chunk::from_records`]) are
-    /// not read again.
+    /// object is read once, so that a plugin need not read it again. A copy of the reading
+    /// the chunk was laid out with, if any; else read here.
     pub(crate) fn fields(&self) -> ChunkFields {
-        let w = &self.wire;
-        let known = |i: usize| self.spans.get(i).and_then(Option::as_ref);
-        let mut fields = ChunkFields {
-            counts: Vec::with_capacity(w.value_lengths.len()),
-            // A retail event has eighteen fields of four numbers.
-            spans: Vec::with_capacity(w.value_lengths.len() * 72),
-        };
-        let mut at = 0;
-        for (i, &len) in w.value_lengths.iter().enumerate() {
-            let Ok(len) = usize::try_from(len) else {
-                fields.counts.push(-1);
-                continue;
-            };
-            let value = &w.values[at..at + len];
-            at += len;
-            let count = match known(i) {
-                Some(spans) => {
-                    fields.spans.extend_from_slice(spans.get());
-                    Some(spans.get().len() as u32 / 4)
-                }
-                None => crate::encode::flat_spans(value, &mut fields.spans),
-            };
-            fields
-                .counts
-                .push(count.and_then(|n| i32::try_from(n).ok()).unwrap_or(-1));
+        match &self.fields {
+            Some(fields) => fields.clone(),
+            None => fields_of(&self.wire, std::iter::repeat(None)),
         }
-        fields
     }
 
     /// The span of the chunk's events, for error messages.
@@ -120,6 +110,39 @@ impl Chunk {
             last: n.checked_sub(1).and_then(|i| self.position(i)),
         }
     }
+}
+
+/// The fields of `wire`'s events for the `scan` import: for each event, `known`'s spans
+/// when it has them, else the host's reading of its value.
+fn fields_of<'a>(
+    wire: &EventChunk,
+    known: impl Iterator<Item = Option<&'a FieldSpans>>,
+) -> ChunkFields {
+    let mut fields = ChunkFields {
+        counts: Vec::with_capacity(wire.value_lengths.len()),
+        // A retail event has eighteen fields of four numbers.
+        spans: Vec::with_capacity(wire.value_lengths.len() * 72),
+    };
+    let mut at = 0;
+    for (&len, known) in wire.value_lengths.iter().zip(known) {
+        let Ok(len) = usize::try_from(len) else {
+            fields.counts.push(-1);
+            continue;
+        };
+        let value = &wire.values[at..at + len];
+        at += len;
+        let count = match known {
+            Some(spans) => {
+                fields.spans.extend_from_slice(spans.get());
+                Some(spans.get().len() as u32 / 4)
+            }
+            None => crate::encode::flat_spans(value, &mut fields.spans),
+        };
+        fields
+            .counts
+            .push(count.and_then(|n| i32::try_from(n).ok()).unwrap_or(-1));
+    }
+    fields
 }
 
 fn encode<'a>(records: impl IntoIterator<Item = &'a Record> + Clone) -> EventChunk {

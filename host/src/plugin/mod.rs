@@ -40,6 +40,7 @@ use wasmtime::component::Linker;
 use wasmtime::{Config, Engine, Store, Trap};
 
 pub use self::bindings::WIT_VERSION;
+use self::bindings::sluice::plugin::scan::ChunkFields;
 pub use self::cache::{CompileCache, Origin};
 pub use self::chunk::{Chunk, Rejection, Verdict};
 use self::config::{Grants, Limits, RuntimeConfig};
@@ -316,13 +317,24 @@ impl Plugin {
 
     /// Judges records: one verdict per record, in order. Lays them out as a [`Chunk`] first;
     /// see [`Plugin::process`].
+    /// The host's reading of their fields is laid out only for a plugin that reads it.
     pub fn process_records(&self, records: &[&Record]) -> Result<Vec<Verdict>, PluginError> {
-        self.process(&Chunk::from_records(records.iter().copied()))
+        let (chunk, fields) = Chunk::laid_out(records.iter().copied(), self.scans());
+        self.call(&chunk, fields)
     }
 
     /// Judges a chunk: one verdict per event, in order. On failure nothing is judged and the
     /// error says why and for which events.
     pub fn process(&self, chunk: &Chunk) -> Result<Vec<Verdict>, PluginError> {
+        self.call(chunk, self.scans().then(|| chunk.fields()))
+    }
+
+    /// Judges a chunk, with the reading of its fields the `scan` import hands over.
+    fn call(
+        &self,
+        chunk: &Chunk,
+        fields: Option<ChunkFields>,
+    ) -> Result<Vec<Verdict>, PluginError> {
         if chunk.is_empty() {
             return Ok(Vec::new());
         }
@@ -336,8 +348,6 @@ impl Plugin {
         instance.store.data_mut().lookups.begin(lookups);
         // A refusal counts for the call it happened in, not for later ones.
         instance.store.data_mut().limiter.hit = false;
-        // The host reads the events' fields for the plugins that ask for them.
-        let fields = self.scans().then(|| chunk.fields());
         let state = instance.store.data_mut();
         (state.fields, state.events) = (fields, chunk.len());
         let result = instance.bindings.process(&mut instance.store, &chunk.wire);
