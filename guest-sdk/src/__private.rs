@@ -145,6 +145,9 @@ fn answer(events: &[Event<'_>], verdicts: impl IntoIterator<Item = Verdict>) -> 
             #[cfg(not(feature = "wit-0-1"))]
             Verdict::Patch(patch) => {
                 actions.push(Action::Patch);
+                if patches.events.is_empty() {
+                    patch.reserve_like(events.len() - i, &mut patches);
+                }
                 patch.append_to(index, &mut patches);
             }
             #[cfg(feature = "wit-0-1")]

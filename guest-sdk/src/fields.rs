@@ -7,6 +7,7 @@ use std::ops::Range;
 
 use serde::Deserialize;
 
+use crate::keys::KeySet;
 use crate::lookup::{LookupError, codes};
 use crate::same::same_str;
 
@@ -26,8 +27,10 @@ pub(crate) struct Answer {
 #[derive(Debug, Default)]
 pub(crate) struct Answers {
     names: Vec<String>,
-    /// Each key's first entry in `spans`, or `None` for a key the table lacks.
-    keys: rustc_hash::FxHashMap<Vec<u8>, Option<usize>>,
+    keys: KeySet,
+    /// For each key (in the order of `keys`), its first entry in `spans`, or `None` when
+    /// the table lacks it.
+    first: Vec<Option<usize>>,
     /// Where each entry's text lies in `text`.
     spans: Vec<Option<Range<u32>>>,
     text: String,
@@ -39,7 +42,7 @@ impl Answers {
     pub(crate) fn new(
         table: &str,
         names: Vec<String>,
-        keys: Vec<Vec<u8>>,
+        keys: KeySet,
         answer: Answer,
     ) -> Result<Self, LookupError> {
         let broken = |what: &str| {
@@ -49,7 +52,8 @@ impl Answers {
                 format!("the host's answer to lookup-fields of table `{table}` is broken: {what}"),
             )
         };
-        if answer.found.len() != keys.len() || answer.lengths.len() != keys.len() * names.len() {
+        let n = keys.keys().len();
+        if answer.found.len() != n || answer.lengths.len() != n * names.len() {
             return Err(broken("its lists do not match the keys and names"));
         }
         let text = String::from_utf8(answer.values).map_err(|_| broken("not UTF-8"))?;
@@ -66,15 +70,16 @@ impl Answers {
             return Err(broken("its lengths do not add up to its values"));
         }
         let width = names.len();
-        let keys = keys
-            .into_iter()
-            .zip(answer.found)
+        let first = answer
+            .found
+            .iter()
             .enumerate()
-            .map(|(k, (key, found))| (key, found.then_some(k * width)))
+            .map(|(k, &found)| found.then_some(k * width))
             .collect();
         Ok(Answers {
             names,
             keys,
+            first,
             spans,
             text,
         })
@@ -90,7 +95,7 @@ impl Answers {
     /// The fields of `key`'s value: `None` if the key was not asked, `Some(None)` if the
     /// table lacks it.
     pub(crate) fn get(&self, key: &[u8]) -> Option<Option<Fields<'_>>> {
-        let first = *self.keys.get(key)?;
+        let first = self.first[self.keys.find(key)?];
         Some(first.map(|first| Fields {
             answers: self,
             spans: &self.spans[first..first + self.names.len()],
@@ -186,8 +191,10 @@ pub fn lookup_fields<R>(
         return answer.map(|r| r.expect("read once"));
     }
     let owned: Vec<String> = names.iter().map(|n| n.to_string()).collect();
-    let answer = crate::lookup::imp::lookup_fields(table, &owned, &[key.to_vec()])?;
-    let answers = Answers::new(table, owned, vec![key.to_vec()], answer)?;
+    let mut keys = KeySet::with_room(1);
+    keys.announce(key);
+    let answer = crate::lookup::imp::lookup_fields(table, &owned, keys.keys())?;
+    let answers = Answers::new(table, owned, keys, answer)?;
     let fields = answers.get(key).expect("the key was asked");
     Ok(once(fields).expect("read once"))
 }
@@ -350,7 +357,11 @@ mod tests {
 
     #[test]
     fn an_answer_of_the_wrong_shape_is_an_error() {
-        let keys = || vec![b"k".to_vec()];
+        let keys = || {
+            let mut keys = KeySet::with_room(1);
+            keys.announce(b"k");
+            keys
+        };
         let names = || vec!["a".to_string()];
         let answer = |found: Vec<bool>, lengths: Vec<i32>, values: &[u8]| Answer {
             found,

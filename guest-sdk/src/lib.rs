@@ -57,6 +57,7 @@
 mod event;
 mod fields;
 mod json;
+mod keys;
 mod lookup;
 mod params;
 mod patch;

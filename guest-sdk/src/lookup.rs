@@ -16,6 +16,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use serde::de::DeserializeOwned;
 
 use crate::fields::{Answers as FieldAnswers, Fields};
+use crate::keys::KeySet;
 use crate::same::same_str;
 use crate::verdict::Rejection;
 
@@ -186,7 +187,7 @@ fn lookup_raw_uncached(table: &str, key: &[u8]) -> Result<Option<Vec<u8>>, Looku
 pub struct Lookups {
     tables: Vec<(String, FxHashSet<Vec<u8>>)>,
     /// The tables whose fields are wanted: the names (all asked for, in order) and keys.
-    fields: Vec<(String, Vec<String>, FxHashSet<Vec<u8>>)>,
+    fields: Vec<(String, Vec<String>, KeySet)>,
     /// Keys a table's set makes room for at once: the chunk's events (growing the sets
     /// from nothing took ~1% of the retail enricher's run).
     room: usize,
@@ -258,7 +259,7 @@ impl Lookups {
         let i = match self.fields.iter().position(|(t, ..)| same_str(t, table)) {
             Some(i) => i,
             None => {
-                let set = self.new_set();
+                let set = KeySet::with_room(self.room);
                 self.fields.push((table.to_string(), Vec::new(), set));
                 self.fields.len() - 1
             }
@@ -269,9 +270,7 @@ impl Lookups {
                 wanted.push(name.to_string());
             }
         }
-        if !keys.contains(key) {
-            keys.insert(key.to_vec());
-        }
+        keys.announce(key);
     }
 
     /// Asks the host for every announced key (one call per table) and makes the answers
@@ -281,8 +280,7 @@ impl Lookups {
             .fields
             .into_iter()
             .map(|(table, names, keys)| {
-                let keys: Vec<Vec<u8>> = keys.into_iter().collect();
-                let answers = imp::lookup_fields(&table, &names, &keys)
+                let answers = imp::lookup_fields(&table, &names, keys.keys())
                     .and_then(|answer| FieldAnswers::new(&table, names, keys, answer));
                 (table, answers)
             })

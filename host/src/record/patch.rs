@@ -56,10 +56,55 @@ impl PatchFields {
     /// Why field `i` cannot be applied: its value is not JSON text.
     pub fn check(&self, i: usize) -> Result<(), String> {
         let (name, value) = self.get(i);
+        if plainly_json(value) {
+            return Ok(());
+        }
         serde_json::from_slice::<&RawValue>(value)
             .map(drop)
             .map_err(|e| format!("the value of patched field `{name}` is not JSON: {e}"))
     }
+}
+
+/// Whether `value` is JSON text of the shapes enrichments copy most (an ASCII string
+/// without escapes, a number, `true`, `false`, `null`), seen without serde_json: checking
+/// patched values with it took ~5% of the retail enricher's time. `false` says nothing: the
+/// value is then checked by serde_json.
+fn plainly_json(value: &[u8]) -> bool {
+    match value {
+        [b'"', inner @ .., b'"'] => inner
+            .iter()
+            .all(|&b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\'),
+        b"true" | b"false" | b"null" => true,
+        _ => plain_number(value),
+    }
+}
+
+/// Whether `value` is a JSON number: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
+fn plain_number(value: &[u8]) -> bool {
+    let digits = |s: &[u8]| s.iter().take_while(|b| b.is_ascii_digit()).count();
+    let mut rest = value.strip_prefix(b"-").unwrap_or(value);
+    match digits(rest) {
+        0 => return false,
+        n if n > 1 && rest[0] == b'0' => return false,
+        n => rest = &rest[n..],
+    }
+    if let Some(fraction) = rest.strip_prefix(b".") {
+        match digits(fraction) {
+            0 => return false,
+            n => rest = &fraction[n..],
+        }
+    }
+    if let Some(exponent) = rest.strip_prefix(b"e").or_else(|| rest.strip_prefix(b"E")) {
+        let exponent = exponent
+            .strip_prefix(b"+")
+            .or_else(|| exponent.strip_prefix(b"-"))
+            .unwrap_or(exponent);
+        match digits(exponent) {
+            0 => return false,
+            n => rest = &exponent[n..],
+        }
+    }
+    rest.is_empty()
 }
 
 /// Fields to add to or replace in one record's value: a range of a chunk's [`PatchFields`].
@@ -202,6 +247,56 @@ mod tests {
         patch
             .apply(Some(value.as_bytes()))
             .map(|v| serde_json::from_slice(&v).unwrap())
+    }
+
+    #[test]
+    fn the_shapes_enrichments_copy_are_seen_as_json_at_once() {
+        for plain in [
+            r#""gold""#,
+            r#""""#,
+            "18.5",
+            "-0",
+            "0.25e-3",
+            "7E+2",
+            "true",
+            "null",
+        ] {
+            assert!(plainly_json(plain.as_bytes()), "{plain}");
+        }
+        for other in [
+            r#""a\"b""#,
+            "\"é\"",
+            "01",
+            "1.",
+            "-",
+            "1e",
+            ".5",
+            "[1]",
+            "nul",
+            "\"",
+            "",
+        ] {
+            assert!(!plainly_json(other.as_bytes()), "{other}");
+        }
+    }
+
+    proptest::proptest! {
+        /// What the quick look calls JSON, serde_json does too (it may leave some JSON to
+        /// serde_json; it never lets through what is not).
+        #[test]
+        fn what_is_plainly_json_is_json(value in proptest::prop_oneof![
+            "\"[a-z \"\\\\\u{1}\u{7f}é]{0,6}\"",
+            "-?[0-9]{0,3}(\\.[0-9]{0,2})?([eE][+-]?[0-9]{0,2})?",
+            "-?[0-9.eE+-]{1,8}",
+            "[-+0-9.eE\"a-z\\\\ \u{1}é]{0,10}",
+        ]) {
+            if plainly_json(value.as_bytes()) {
+                proptest::prop_assert!(
+                    serde_json::from_slice::<&RawValue>(value.as_bytes()).is_ok(),
+                    "{value:?}"
+                );
+            }
+        }
     }
 
     #[test]
