@@ -7,6 +7,7 @@
 pub mod check;
 pub mod headers;
 pub mod names;
+pub mod partitioner;
 pub mod reach;
 pub mod target;
 

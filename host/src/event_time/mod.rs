@@ -18,8 +18,9 @@
 //! once for the triggers held into one commit), and [`apply`] runs the operators over a
 //! processed batch.
 //!
-//! The rooms, lowest first: [`config`], [`extract`], [`watermark`], [`shard`] and
-//! [`outcome`] (what became of an event, the size of a state); the operators' state
+//! The rooms, lowest first: [`config`], [`extract`], [`watermark`], [`shard`], [`keyed`]
+//! (whether a source topic is keyed by a state key) and [`outcome`] (what became of an
+//! event, the size of a state); the operators' state
 //! machines [`window`] (with its sessions), [`dedup`] and [`join`]; [`plan`] (what a
 //! batch read); [`delta`] and [`state`] (the saved state: deltas below the state files
 //! that chain them); then [`operator`], the one trait every operator implements (one
@@ -35,6 +36,7 @@ pub mod dedup;
 pub mod delta;
 pub mod extract;
 pub mod join;
+pub mod keyed;
 pub mod operator;
 pub mod outcome;
 pub mod plan;

@@ -29,6 +29,7 @@ mod hardening;
 mod hot_swap;
 mod idle_join;
 mod js;
+mod keyed;
 mod lookup_sources;
 mod lookups;
 mod nested;
