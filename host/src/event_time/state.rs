@@ -20,11 +20,13 @@
 
 //!
 //! The rooms: [`store`] (where files are kept, and errors), [`saved`] (the saved forms and
-//! reading them), [`files`] (paths, plan pointers, chains and cleanup); here, saving and
+//! reading them), [`split`] (one partition's share of a saved state, and shares put
+//! together), [`files`] (paths, plan pointers, chains and cleanup); here, saving and
 //! recovering the operators.
 
 pub mod files;
 pub mod saved;
+pub mod split;
 pub mod store;
 
 pub use self::files::{

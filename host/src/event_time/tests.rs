@@ -196,3 +196,4 @@ fn bad_event_times_are_reported() {
 }
 
 mod paths;
+mod split;
