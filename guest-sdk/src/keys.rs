@@ -12,6 +12,9 @@ use rustc_hash::FxBuildHasher;
 /// The most spare key buffers kept: a few chunks' worth of distinct keys.
 const MOST_SPARE: usize = 8192;
 
+/// The largest key buffer kept, in bytes: large keys do not hold on to the plugin's memory.
+const LARGEST_SPARE: usize = 256;
+
 thread_local! {
     /// Emptied buffers of the keys of chunks already answered, for the next chunks' keys:
     /// a key copied into a buffer of its own, freed after its chunk, took ~3% of the retail
@@ -95,6 +98,9 @@ impl Drop for KeySet {
                 if spare.len() >= MOST_SPARE {
                     break;
                 }
+                if key.capacity() > LARGEST_SPARE {
+                    continue;
+                }
                 key.clear();
                 spare.push(key);
             }
@@ -158,6 +164,15 @@ mod tests {
         assert_eq!(set.find(b"c"), Some(2), "b skipped");
         assert_eq!(set.next.get(), 3);
         assert_eq!(set.find(b"d"), Some(3));
+    }
+
+    #[test]
+    fn large_keys_are_not_kept() {
+        let before = spare();
+        let mut set = KeySet::with_room(1);
+        set.announce(&[b'k'; LARGEST_SPARE + 1]);
+        drop(set);
+        assert_eq!(spare(), before);
     }
 
     #[test]

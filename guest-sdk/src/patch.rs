@@ -46,6 +46,10 @@ type Buffers = (String, Vec<u8>, Vec<(u32, u32)>);
 /// verdicts until it answers).
 const MOST_SPARE: usize = 4096;
 
+/// The largest buffers kept (names and values together, in bytes): a plugin that patches
+/// a few large values keeps no more of the plugin's memory than small patches would.
+const LARGEST_SPARE: usize = 4096;
+
 thread_local! {
     /// Buffers of patches that were dropped (after the SDK copied them into its answer),
     /// emptied, for the next patches: making three buffers for each patch and freeing them
@@ -55,7 +59,9 @@ thread_local! {
 
 impl Drop for Patch {
     fn drop(&mut self) {
-        if self.ends.capacity() == 0 {
+        if self.ends.capacity() == 0
+            || self.names.capacity() + self.values.capacity() > LARGEST_SPARE
+        {
             return;
         }
         let (mut names, mut values, mut ends) = (
@@ -344,6 +350,10 @@ mod tests {
             before,
             "a patch without fields has no buffers to lend"
         );
+        let mut large = Patch::new();
+        large.set("blob", &"x".repeat(LARGEST_SPARE)).unwrap();
+        drop(large);
+        assert_eq!(spare(), before, "nor does a large one keep them");
     }
 
     #[test]
