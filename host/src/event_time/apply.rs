@@ -6,7 +6,7 @@
 use arrow_array::RecordBatch;
 
 use super::extract::format_micros;
-use super::join::RightFields;
+use super::join::{RightFields, row_id};
 use super::{Arrival, EventTime, EventTimeOutcome, Fields};
 use crate::encode::{SchemaError, keep_rows};
 use crate::record::TopicPartition;
@@ -204,7 +204,8 @@ impl EventTime {
                 continue;
             };
             match self.right_fields(j, record.value.as_deref()) {
-                Ok(fields) => {
+                Ok(mut fields) => {
+                    fields.id = row_id(&record.topic, record.partition, record.offset);
                     let partition = format!("{}/{}", record.topic, record.partition);
                     per_join[j].push((partition, record, fields));
                 }

@@ -54,11 +54,26 @@ pub struct JoinInput {
     pub values: PackedKey,
 }
 
+/// The id of a join row, from its record's position: the same in every run and every
+/// process (a replay, or a group whose members each join their own partitions, gives each
+/// row the id one process gives it), and the key of the rows it joins into on Kafka.
+/// xxHash64 of the topic, partition and offset; never 0 (0 is "no id").
+pub fn row_id(topic: &str, partition: i32, offset: i64) -> u64 {
+    let mut bytes = Vec::with_capacity(topic.len() + 12);
+    bytes.extend_from_slice(topic.as_bytes());
+    bytes.extend_from_slice(&partition.to_le_bytes());
+    bytes.extend_from_slice(&offset.to_le_bytes());
+    twox_hash::XxHash64::oneshot(0, &bytes).max(1)
+}
+
 /// What a join reads from a right record.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RightFields {
     /// Its event time.
     pub time: Micros,
+    /// Its id from its position ([`row_id`]); 0 when read without one (the join then
+    /// numbers its rows itself).
+    pub id: u64,
     /// The key values.
     pub key: PackedKey,
     /// The JSON text of each right field, in order.
@@ -205,6 +220,7 @@ impl JoinOperator {
             .map(|&i| values[i].as_ref().map(json_text))
             .collect();
         Ok(RightFields {
+            id: 0,
             time,
             key,
             values: PackedKey::pack(texts.iter().map(Option::as_deref)),
@@ -263,21 +279,27 @@ impl JoinOperator {
     /// Matches a batch's on-time right records, then its on-time left events (with their
     /// times), in order, and holds them; returns the pairs (and, in a left-outer join, the
     /// left events without a key, which match nothing).
-    pub fn join(&mut self, left: &[(&JoinInput, Micros)], right: &[&RightFields]) -> Vec<JoinRow> {
+    /// Each left event comes with its time and id.
+    pub fn join(
+        &mut self,
+        left: &[(&JoinInput, Micros, u64)],
+        right: &[&RightFields],
+    ) -> Vec<JoinRow> {
         let mut out = Vec::new();
         for r in right {
             self.join_right(r, &mut out);
         }
-        for &(l, time) in left {
-            self.join_left(l, time, &mut out);
+        for &(l, time, id) in left {
+            self.join_left(l, time, id, &mut out);
         }
         out
     }
 
     /// The time bounds (`before`, `after`), whether the join is left-outer, and the id of
-    /// the next row held.
-    fn next_match(&mut self) -> (Micros, Micros, bool, u64) {
-        let id = self.next_id;
+    /// the next row held: `given` (its record's, see [`row_id`]), or the next number when
+    /// the record came without one.
+    fn next_match(&mut self, given: u64) -> (Micros, Micros, bool, u64) {
+        let id = if given != 0 { given } else { self.next_id };
         self.next_id += 1;
         (
             Micros(self.config.before_micros()),
@@ -290,7 +312,7 @@ impl JoinOperator {
     /// Matches one right record against the left rows held (marking a left-outer row
     /// that first matches as changed), then holds it.
     fn join_right(&mut self, r: &RightFields, out: &mut Vec<JoinRow>) {
-        let (before, after, outer, id) = self.next_match();
+        let (before, after, outer, id) = self.next_match(r.id);
         // A left row at `tl` matches when tl - after <= tr <= tl + before.
         let (from, to) = (r.time.saturating_sub(after), r.time.saturating_add(before));
         let save = self.left.save;
@@ -325,8 +347,8 @@ impl JoinOperator {
 
     /// Matches one left event at `time` against the right rows held (those of this batch
     /// included), then holds it; a left-outer event without a key is emitted at once.
-    fn join_left(&mut self, l: &JoinInput, time: Micros, out: &mut Vec<JoinRow>) {
-        let (before, after, outer, id) = self.next_match();
+    fn join_left(&mut self, l: &JoinInput, time: Micros, given: u64, out: &mut Vec<JoinRow>) {
+        let (before, after, outer, id) = self.next_match(given);
         let Some(key) = &l.key else {
             if outer {
                 out.push(JoinRow {

@@ -190,6 +190,7 @@ impl EventTime {
         let time = event_time(&self.config.field, values[self.time_slot].as_ref())?;
         let mut fields = Fields {
             time,
+            id: 0,
             dedup_key: None,
             dedup_hash: 0,
             windows: Vec::with_capacity(self.inputs.0),

@@ -41,6 +41,9 @@ use crate::units::{Micros, Millis};
 pub struct Fields {
     /// Event time.
     pub time: Micros,
+    /// The event's id from its position ([`super::join::row_id`]), for join rows; 0 when
+    /// the event was read without one (a join then numbers its rows itself).
+    pub id: u64,
     /// The dedup key, when deduplicating.
     pub dedup_key: Option<Box<str>>,
     /// Its hash (see [`super::shard`]); 0 without a key.

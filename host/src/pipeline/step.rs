@@ -15,6 +15,7 @@ use super::stages::StageCounts;
 use crate::encode::{Encoder, Wanted, keep_rows};
 use crate::event_time::EventTime;
 use crate::event_time::apply::Timed;
+use crate::event_time::join::row_id;
 use crate::format::Known;
 use crate::plugin::chain::{self, Fate, Judged, StageRun};
 use crate::plugin::shadow::{self, ShadowReport};
@@ -333,7 +334,10 @@ impl Step<'_> {
                 continue;
             };
             match et.fields(record.value.as_deref()) {
-                Ok(fields) => timed.push((record, fields)),
+                Ok(mut fields) => {
+                    fields.id = row_id(&record.topic, record.partition, record.offset);
+                    timed.push((record, fields));
+                }
                 Err(e) => {
                     on_time.push(false);
                     dead.push((record, refusal("event-time", e.code, e.message, e.field)));

@@ -488,3 +488,46 @@ fn max_rows_evicts_the_oldest_rows_and_counts_them() {
     ids.sort();
     assert_eq!(ids, (0..30).collect::<Vec<_>>());
 }
+
+#[test]
+fn a_rows_id_is_its_records_position_and_the_same_in_every_run() {
+    let id = row_id("clicks", 3, 1_234);
+    assert_eq!(
+        id,
+        row_id("clicks", 3, 1_234),
+        "the same position, the same id"
+    );
+    let others = [
+        row_id("clicks", 3, 1_235),
+        row_id("clicks", 4, 1_234),
+        row_id("views", 3, 1_234),
+    ];
+    assert!(others.iter().all(|&o| o != id && o != 0), "{id} {others:?}");
+    // Fixed by the hash's specification (xxHash64), so a row keeps its key across
+    // versions of sluice.
+    assert_eq!(
+        id,
+        twox_hash::XxHash64::oneshot(0, b"clicks\x03\0\0\0\xd2\x04\0\0\0\0\0\0")
+    );
+    // Events read with ids join under those ids; without, the join numbers them.
+    let join = join_config(JoinKind::Inner, 60, 0, 5);
+    let mut et = operators(&join);
+    let mut l = left(&et, 1, 10, Some(1));
+    l.id = row_id("clicks", 0, 7);
+    let mut r = right(&et, 1, 5, 1);
+    r.id = row_id("profiles", 0, 9);
+    let out = et.process_joined(
+        [("clicks/0", &l)],
+        &[vec![("profiles/0", &r)]],
+        Millis(0),
+        false,
+    );
+    let ids: Vec<(u64, Option<u64>)> = out.joined[0]
+        .iter()
+        .map(|j| (j.left_id, j.right_id))
+        .collect();
+    assert_eq!(
+        ids,
+        [(row_id("clicks", 0, 7), Some(row_id("profiles", 0, 9)))]
+    );
+}

@@ -55,12 +55,12 @@ impl Operator for JoinStage {
         let index = self.index;
         let records = batch.right.get(index).map_or(&[][..], Vec::as_slice);
         let (verdicts, right_before) = self.op.judge(records, batch.now, outcome.watermark_before);
-        let left: Vec<(&JoinInput, Micros)> = batch
+        let left: Vec<(&JoinInput, Micros, u64)> = batch
             .fields
             .iter()
             .zip(&outcome.verdicts)
             .filter(|(_, v)| **v == Arrival::OnTime)
-            .map(|(f, _)| (&f.joins[index], f.time))
+            .map(|(f, _)| (&f.joins[index], f.time, f.id))
             .collect();
         let on_time: Vec<&RightFields> = records
             .iter()

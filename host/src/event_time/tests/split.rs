@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use super::*;
-use crate::event_time::join::RightFields;
 use crate::event_time::join::config::{JoinField, JoinKind};
+use crate::event_time::join::{RightFields, row_id};
 use crate::event_time::state::split::partition_key;
 use crate::kafka::partitioner::Partitioner;
 
@@ -76,8 +76,10 @@ fn events(et: &EventTime, from: i64, to: i64) -> Vec<(String, Fields)> {
                 r#"{{"id":"{user}-{secs}","ts":{},"user":"{user}"}}"#,
                 secs * 1000
             );
-            let fields = et.fields(Some(json.as_bytes())).unwrap();
-            out.push((format!("clicks/{}", home(user.as_bytes())), fields));
+            let mut fields = et.fields(Some(json.as_bytes())).unwrap();
+            let p = home(user.as_bytes());
+            fields.id = row_id("clicks", p, secs * 100 + u);
+            out.push((format!("clicks/{p}"), fields));
         }
     }
     out
@@ -89,13 +91,16 @@ fn profiles(et: &EventTime, secs: i64) -> Vec<(String, RightFields)> {
         .map(|u| {
             let user = format!("u{u}");
             let json = format!(r#"{{"ts":{},"user":"{user}","tier":"t{u}"}}"#, secs * 1000);
-            let fields = et.right_fields(0, Some(json.as_bytes())).unwrap();
-            (format!("profiles/{}", home(user.as_bytes())), fields)
+            let mut fields = et.right_fields(0, Some(json.as_bytes())).unwrap();
+            let p = home(user.as_bytes());
+            fields.id = row_id("profiles", p, secs * 100 + u);
+            (format!("profiles/{p}"), fields)
         })
         .collect()
 }
 
-/// The rows a batch emitted, without join ids (numbered per process), sorted.
+/// The rows a batch emitted (join rows with their ids, from the records' positions),
+/// sorted.
 fn rows(out: &EventTimeOutcome) -> Vec<String> {
     let mut rows: Vec<String> = out
         .emitted
@@ -106,11 +111,7 @@ fn rows(out: &EventTimeOutcome) -> Vec<String> {
                 .map(move |r| format!("{w} {:?} {:?} {:?}", r.start, r.key, r.values))
         })
         .collect();
-    rows.extend(
-        out.joined[0]
-            .iter()
-            .map(|r| format!("j {:?} {:?}", r.left, r.right)),
-    );
+    rows.extend(out.joined[0].iter().map(|r| format!("j {r:?}")));
     rows.sort();
     rows
 }
