@@ -150,6 +150,7 @@ pub struct JoinOperator {
     value_slots: Vec<usize>,
     clock: Clock,
     watermark: Watermark,
+    /// The next number for a row whose record came without a position ([`row_id`]).
     next_id: u64,
     left: Side,
     right: Side,

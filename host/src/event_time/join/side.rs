@@ -217,7 +217,7 @@ pub struct SavedJoinRowRef<'a> {
 pub struct SavedJoin {
     /// The right side's watermark and its partitions.
     pub right_watermark: Watermark,
-    /// The next row id.
+    /// The next number for a row whose record came without a position ([`super::row_id`]).
     pub next_id: u64,
     /// Left rows, in no order.
     pub left: Vec<SavedJoinRow>,
@@ -239,7 +239,7 @@ impl SavedJoin {
 pub struct SavedJoinRef<'a> {
     /// The right side's watermark.
     pub right_watermark: &'a Watermark,
-    /// The next row id.
+    /// The next number for a row whose record came without a position ([`super::row_id`]).
     pub next_id: u64,
     /// Left rows.
     pub left: Vec<SavedJoinRowRef<'a>>,
