@@ -59,11 +59,12 @@ pub struct JoinInput {
 /// row the id one process gives it), and the key of the rows it joins into on Kafka.
 /// xxHash64 of the topic, partition and offset; never 0 (0 is "no id").
 pub fn row_id(topic: &str, partition: i32, offset: i64) -> u64 {
-    let mut bytes = Vec::with_capacity(topic.len() + 12);
-    bytes.extend_from_slice(topic.as_bytes());
-    bytes.extend_from_slice(&partition.to_le_bytes());
-    bytes.extend_from_slice(&offset.to_le_bytes());
-    twox_hash::XxHash64::oneshot(0, &bytes).max(1)
+    use std::hash::Hasher;
+    let mut hash = twox_hash::XxHash64::with_seed(0);
+    hash.write(topic.as_bytes());
+    hash.write(&partition.to_le_bytes());
+    hash.write(&offset.to_le_bytes());
+    hash.finish().max(1)
 }
 
 /// What a join reads from a right record.

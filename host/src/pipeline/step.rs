@@ -335,7 +335,9 @@ impl Step<'_> {
             };
             match et.fields(record.value.as_deref()) {
                 Ok(mut fields) => {
-                    fields.id = row_id(&record.topic, record.partition, record.offset);
+                    if et.joins().next().is_some() {
+                        fields.id = row_id(&record.topic, record.partition, record.offset);
+                    }
                     timed.push((record, fields));
                 }
                 Err(e) => {
