@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use sluice::event_time::config::{AtEnd, EventTimeConfig, LateData, WindowKafkaConfig};
 use sluice::event_time::delta::DELTA_SUFFIX;
-use sluice::event_time::join::RightFields;
 use sluice::event_time::join::config::{JoinConfig, JoinField, JoinKind};
+use sluice::event_time::join::{RightFields, row_id};
 use sluice::event_time::state::{Plan, StateError, StateStore};
 use sluice::event_time::{EventTime, Fields};
 use sluice::units::Millis;
@@ -38,13 +38,24 @@ fn main() {
 
     let (lefts, rights) = generate(events, users);
     let t = Instant::now();
+    // Each record's row id from its position, as a pipeline reads it.
     let left: Vec<Fields> = lefts
         .iter()
-        .map(|v| op.fields(Some(v.as_bytes())).unwrap())
+        .enumerate()
+        .map(|(i, v)| {
+            let mut f = op.fields(Some(v.as_bytes())).unwrap();
+            f.id = row_id("events", 0, i as i64);
+            f
+        })
         .collect();
     let right: Vec<RightFields> = rights
         .iter()
-        .map(|v| op.right_fields(0, Some(v.as_bytes())).unwrap())
+        .enumerate()
+        .map(|(i, v)| {
+            let mut f = op.right_fields(0, Some(v.as_bytes())).unwrap();
+            f.id = row_id("profiles", 0, i as i64);
+            f
+        })
         .collect();
     let extract = t.elapsed();
     drop((lefts, rights));
