@@ -60,6 +60,7 @@ pub use self::operator::{EventTimeOutcome, Fields};
 pub use self::outcome::{Arrival, StateSize};
 use self::state::{SavedState, SavedStateRef};
 use self::watermark::{Clock, Watermark};
+use crate::record::Record;
 use crate::units::{Micros, Millis};
 
 /// The event-time operators of a pipeline and their state.
@@ -198,6 +199,16 @@ impl EventTime {
         };
         for op in &self.operators {
             op.read(&values, &mut fields);
+        }
+        Ok(fields)
+    }
+
+    /// Reads what the operators need from a record: [`EventTime::fields`] of its value,
+    /// with the record's id from its position ([`join::row_id`]) when a join holds rows.
+    pub fn record_fields(&self, record: &Record) -> Result<Fields, ExtractError> {
+        let mut fields = self.fields(record.value.as_deref())?;
+        if self.inputs.1 > 0 {
+            fields.id = join::row_id(&record.topic, record.partition, record.offset);
         }
         Ok(fields)
     }

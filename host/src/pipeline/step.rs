@@ -15,7 +15,6 @@ use super::stages::StageCounts;
 use crate::encode::{Encoder, Wanted, keep_rows};
 use crate::event_time::EventTime;
 use crate::event_time::apply::Timed;
-use crate::event_time::join::row_id;
 use crate::format::Known;
 use crate::plugin::chain::{self, Fate, Judged, StageRun};
 use crate::plugin::shadow::{self, ShadowReport};
@@ -333,13 +332,8 @@ impl Step<'_> {
             let Some(et) = self.event_time else {
                 continue;
             };
-            match et.fields(record.value.as_deref()) {
-                Ok(mut fields) => {
-                    if et.joins().next().is_some() {
-                        fields.id = row_id(&record.topic, record.partition, record.offset);
-                    }
-                    timed.push((record, fields));
-                }
+            match et.record_fields(&record) {
+                Ok(fields) => timed.push((record, fields)),
                 Err(e) => {
                     on_time.push(false);
                     dead.push((record, refusal("event-time", e.code, e.message, e.field)));

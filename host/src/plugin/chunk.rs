@@ -55,12 +55,8 @@ impl Chunk {
     /// many plugins (a benchmark's); [`super::Plugin::process_records`] lays out only what
     /// its plugin reads.
     pub fn from_records<'a>(records: impl IntoIterator<Item = &'a Record> + Clone) -> Self {
-        let wire = encode(records.clone());
-        let fields = fields_of(&wire, records.into_iter().map(Record::valid_spans));
-        Chunk {
-            wire,
-            fields: Some(fields),
-        }
+        let (chunk, fields) = Chunk::laid_out(records, true);
+        Chunk { fields, ..chunk }
     }
 
     /// Lays out records as a chunk without the reading of their fields, and that reading

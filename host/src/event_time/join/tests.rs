@@ -531,3 +531,21 @@ fn a_rows_id_is_its_records_position_and_the_same_in_every_run() {
         [(row_id("clicks", 0, 7), Some(row_id("profiles", 0, 9)))]
     );
 }
+
+#[test]
+fn a_record_read_for_a_join_carries_its_positions_id() {
+    let record = crate::record::Record::with_value(
+        "clicks".into(),
+        41,
+        br#"{"id":"e1","ts":1000,"user":"u1"}"#.to_vec(),
+    );
+    let join = join_config(JoinKind::Inner, 60, 0, 5);
+    let fields = operators(&join).record_fields(&record).unwrap();
+    assert_eq!(fields.id, row_id("clicks", record.partition, 41));
+    let without = EventTime::new(&config(), None, &[]);
+    assert_eq!(
+        without.record_fields(&record).unwrap().id,
+        0,
+        "no join, no id"
+    );
+}
