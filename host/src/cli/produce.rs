@@ -11,6 +11,7 @@ use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 
 use super::produce_format::{Target, ValueEncoder, encoder, format_name};
 use crate::bar::Bar;
+use crate::event_time::extract::Extractor;
 use crate::format::Format;
 use crate::generate::{EventKind, GeneratedEvent, Generator, GeneratorConfig, Shape};
 use crate::kafka::{self, Deliveries};
@@ -77,6 +78,11 @@ pub struct ProduceArgs {
     /// Send every event to this partition (default: the producer's partitioner).
     #[arg(long, value_name = "N")]
     pub partition: Option<i32>,
+    /// Key each event by the value of this field (a path, like `user.id`): its text, as
+    /// `[source] keyed-by` reads it; no key when it is missing. Default: the generator's
+    /// key (the session), no key for `--input` lines.
+    #[arg(long, value_name = "FIELD")]
+    pub key_by: Option<String>,
     /// Number the generated events from this one (`evt_000000000` by default), so that
     /// several runs or producers make distinct event ids.
     #[arg(long, default_value_t = 0, value_name = "N")]
@@ -132,6 +138,7 @@ pub fn run(args: &ProduceArgs, stop: &dyn Fn() -> bool) -> anyhow::Result<Produc
     let encoder = value_encoder(args)?;
     let producer = producer(args)?;
     let mut events = Events::open(args)?;
+    let key_by = args.key_by.as_deref().map(|field| Extractor::new([field]));
     let mut summary = ProduceSummary::default();
     let start = Instant::now();
     let mut sent = 0u64;
@@ -147,16 +154,20 @@ pub fn run(args: &ProduceArgs, stop: &dyn Fn() -> bool) -> anyhow::Result<Produc
         if !events.reads_file() {
             summary.count(event.kind);
         }
+        let key = match &key_by {
+            Some(extractor) => key_of(extractor, &event.value),
+            None => event.key.clone(),
+        };
         match &encoder {
             Some(encoder) => {
                 let encoded = encoder.encode(&event.value);
                 if let Some(reason) = &encoded.broken {
-                    tracing::debug!(%reason, key = %event.key, "Sending an undecodable value.");
+                    tracing::debug!(%reason, %key, "Sending an undecodable value.");
                     summary.truncated += 1;
                 }
-                send(&producer, args, &event.key, &encoded.value)?;
+                send(&producer, args, &key, &encoded.value)?;
             }
-            None => send(&producer, args, &event.key, event.value.as_bytes())?,
+            None => send(&producer, args, &key, event.value.as_bytes())?,
         }
         sent += 1;
         bar.inc(1);
@@ -166,6 +177,19 @@ pub fn run(args: &ProduceArgs, stop: &dyn Fn() -> bool) -> anyhow::Result<Produc
     drop(bar);
     log_summary(args, &summary, start);
     Ok(summary)
+}
+
+/// The text of the one field `extractor` reads from `value` (empty: no key).
+fn key_of(extractor: &Extractor, value: &str) -> String {
+    match extractor.read(Some(value.as_bytes())) {
+        Ok(values) => values
+            .into_iter()
+            .next()
+            .flatten()
+            .map(|v| v.text().to_string())
+            .unwrap_or_default(),
+        Err(_) => String::new(),
+    }
 }
 
 fn check_shares(args: &ProduceArgs) -> anyhow::Result<()> {
@@ -480,6 +504,20 @@ mod tests {
             assert_eq!(args.rate, rate.parse::<f64>().unwrap());
         }
         assert_eq!(parsed(&["--partitions", "1"]).unwrap().partitions, 1);
+    }
+
+    #[test]
+    fn events_are_keyed_by_a_fields_text() {
+        let args = parsed(&["--key-by", "user.id"]).unwrap();
+        let extractor = Extractor::new([args.key_by.as_deref().unwrap()]);
+        for (value, key) in [
+            (r#"{"user":{"id":"u1"},"n":1}"#, "u1"),
+            (r#"{"user":{"id":42}}"#, "42"),
+            (r#"{"user":{}}"#, ""),
+            ("not json", ""),
+        ] {
+            assert_eq!(key_of(&extractor, value), key, "{value}");
+        }
     }
 
     #[test]

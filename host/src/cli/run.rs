@@ -21,7 +21,7 @@ relative paths are relative to the file's folder). Sections and their keys:
 [pipeline]              name, on-invalid, threads, fault-budget
 [source]                bootstrap-servers, topics, group-id, mode, starting-offsets,
                         on-data-loss, fetch-timeout, properties, format,
-                        schema-file, message
+                        schema-file, message, keyed-by, partitioner
 [source.schema-registry] url, username, password, token, ca-cert, timeout,
                         cache-capacity
 [trigger]               mode, interval, max-records, max-bytes

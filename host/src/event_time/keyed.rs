@@ -9,9 +9,53 @@
 //! enough to say the topic is not keyed by it (a producer keyed by something else, or
 //! chose partitions itself), and [`Keyed`] names the first such record.
 
+use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
+use super::extract::Scalar;
 use crate::kafka::partitioner::Partitioner;
+
+/// A source declared keyed by a field (`[source] keyed-by`): where its value sits among
+/// the values an event's reading gives, and how many partitions each topic has.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyedBy {
+    /// The field, as configured.
+    pub field: String,
+    /// Its slot among the values read from an event.
+    pub(super) slot: usize,
+    /// Partitions per topic, as the source last said.
+    counts: BTreeMap<Arc<str>, i32>,
+}
+
+impl KeyedBy {
+    /// `field`, read at `slot`; no partition counts yet.
+    pub(super) fn new(field: &str, slot: usize) -> Self {
+        KeyedBy {
+            field: field.to_string(),
+            slot,
+            counts: BTreeMap::new(),
+        }
+    }
+
+    /// The topics' partition counts, as the source says now.
+    pub fn set_counts(&mut self, counts: BTreeMap<Arc<str>, i32>) {
+        self.counts = counts;
+    }
+
+    /// The partitions of `topic`, if known.
+    pub fn count(&self, topic: &str) -> Option<i32> {
+        self.counts.get(topic).copied()
+    }
+
+    /// Where each partitioner ([`Partitioner::ALL`]) puts `value`'s text in `topic`:
+    /// `None` without a value or a known partition count.
+    pub(super) fn place(&self, topic: &str, value: Option<&Scalar>) -> Option<[i32; 2]> {
+        let key = value?.text().as_bytes();
+        let count = self.count(topic)?;
+        Some(Partitioner::ALL.map(|p| p.partition(key, count).unwrap_or(-1)))
+    }
+}
 
 /// A record no partitioner puts where it is, for the message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,17 +106,57 @@ impl KeyCheck {
     /// of `partitions` partitions.
     pub fn observe(&mut self, key: &[u8], partition: i32, partitions: i32) {
         let expected = Partitioner::ALL.map(|p| p.partition(key, partitions).unwrap_or(-1));
+        self.observe_placed(expected, partition, || {
+            String::from_utf8_lossy(key).into_owned()
+        });
+    }
+
+    /// Looks at one record in `partition` whose key each partitioner puts in `expected`
+    /// ([`Partitioner::ALL`] order); `key` gives its text, asked only when it is the first
+    /// one misplaced.
+    pub fn observe_placed(
+        &mut self,
+        expected: [i32; 2],
+        partition: i32,
+        key: impl FnOnce() -> String,
+    ) {
         self.checked += 1;
+        let mut key = Some(key);
+        let mut text = None;
         for (i, &at) in expected.iter().enumerate() {
             if at == partition {
                 self.fits[i] += 1;
             } else if self.first_misplaced[i].is_none() {
+                let text = text
+                    .get_or_insert_with(|| key.take().map(|k| k()).unwrap_or_default())
+                    .clone();
                 self.first_misplaced[i] = Some(Misplaced {
-                    key: String::from_utf8_lossy(key).into_owned(),
+                    key: text,
                     partition,
                     expected,
                 });
             }
+        }
+    }
+
+    /// What the records seen say of `partitioner` alone (a partitioner the configuration
+    /// names): [`Keyed::By`] it if it placed every one.
+    pub fn verdict_of(&self, partitioner: Partitioner) -> Keyed {
+        if self.checked == 0 {
+            return Keyed::Unseen;
+        }
+        let i = Partitioner::ALL
+            .iter()
+            .position(|&p| p == partitioner)
+            .unwrap_or(0);
+        match &self.first_misplaced[i] {
+            None => Keyed::By(partitioner),
+            Some(first) => Keyed::Not {
+                nearest: partitioner,
+                misplaced: self.checked - self.fits[i],
+                checked: self.checked,
+                first: first.clone(),
+            },
         }
     }
 
@@ -176,6 +260,54 @@ mod tests {
             text.contains("1 of 201 records") && text.contains("\"user_3\""),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_named_partitioner_is_held_to_every_record() {
+        let users = users();
+        let keys: Vec<&str> = users.iter().map(String::as_str).collect();
+        let check = checked(Some(Partitioner::Crc32), &keys);
+        assert_eq!(
+            check.verdict_of(Partitioner::Crc32),
+            Keyed::By(Partitioner::Crc32)
+        );
+        let Keyed::Not {
+            nearest, checked, ..
+        } = check.verdict_of(Partitioner::Murmur2)
+        else {
+            panic!("crc32's placement is not murmur2's")
+        };
+        assert_eq!((nearest, checked), (Partitioner::Murmur2, 200));
+        assert_eq!(
+            KeyCheck::default().verdict_of(Partitioner::Crc32),
+            Keyed::Unseen
+        );
+    }
+
+    #[test]
+    fn a_placed_records_key_is_read_only_when_it_is_the_first_misplaced() {
+        let mut check = KeyCheck::default();
+        let mut asked = 0;
+        for _ in 0..3 {
+            check.observe_placed([1, 2], 1, || {
+                asked += 1;
+                "k".into()
+            });
+        }
+        assert_eq!(asked, 1, "the first record crc32 misplaces");
+        check.observe_placed([3, 3], 0, || {
+            asked += 1;
+            "j".into()
+        });
+        assert_eq!(asked, 2, "the first murmur2 misplaces");
+        assert!(matches!(
+            check.verdict(),
+            Keyed::Not {
+                misplaced: 1,
+                checked: 4,
+                ..
+            }
+        ));
     }
 
     #[test]

@@ -84,6 +84,8 @@ pub struct EventTime {
     /// The saved files the next delta extends (see [`delta`]); `None`: the next save is a
     /// snapshot.
     chain: Option<delta::Chain>,
+    /// The field the source is keyed by, when declared (see [`keyed`]).
+    keyed: Option<keyed::KeyedBy>,
 }
 
 impl EventTime {
@@ -117,7 +119,34 @@ impl EventTime {
             shards: 1,
             parallel_from: shard::PARALLEL_MIN_EVENTS,
             chain: None,
+            keyed: None,
         }
+    }
+
+    /// The same operators, reading also where each record's value of `field` (the field
+    /// the source is keyed by) belongs ([`Fields::placed`]), once the topics' partition
+    /// counts are set ([`EventTime::keyed_mut`]).
+    pub fn with_keyed_by(mut self, field: &str) -> Self {
+        let slot = self.extractor.position(field);
+        self.keyed = Some(keyed::KeyedBy::new(field, slot));
+        self
+    }
+
+    /// The source's declared key, if any.
+    pub fn keyed(&self) -> Option<&keyed::KeyedBy> {
+        self.keyed.as_ref()
+    }
+
+    /// The same, to set the topics' partition counts.
+    pub fn keyed_mut(&mut self) -> Option<&mut keyed::KeyedBy> {
+        self.keyed.as_mut()
+    }
+
+    /// `record`'s value of the source's key as text (for messages), if it has one.
+    pub fn key_text(&self, record: &Record) -> Option<String> {
+        let keyed = self.keyed.as_ref()?;
+        let values = self.extractor.read(record.value.as_deref()).ok()?;
+        Some(values.get(keyed.slot)?.as_ref()?.text().to_string())
     }
 
     /// The same operators, empty, with their keyed state in a shard per thread of
@@ -187,6 +216,12 @@ impl EventTime {
 
     /// Reads what the operators need from an event. Safe to call from many threads.
     pub fn fields(&self, value: Option<&[u8]>) -> Result<Fields, ExtractError> {
+        self.fields_in(value, None)
+    }
+
+    /// [`EventTime::fields`], with where the value of the source's key belongs in
+    /// `topic` when it is given.
+    fn fields_in(&self, value: Option<&[u8]>, topic: Option<&str>) -> Result<Fields, ExtractError> {
         let values = self.extractor.read(value)?;
         let time = event_time(&self.config.field, values[self.time_slot].as_ref())?;
         let mut fields = Fields {
@@ -196,7 +231,11 @@ impl EventTime {
             dedup_hash: 0,
             windows: Vec::with_capacity(self.inputs.0),
             joins: Vec::with_capacity(self.inputs.1),
+            placed: None,
         };
+        if let (Some(keyed), Some(topic)) = (&self.keyed, topic) {
+            fields.placed = keyed.place(topic, values[keyed.slot].as_ref());
+        }
         for op in &self.operators {
             op.read(&values, &mut fields);
         }
@@ -204,9 +243,10 @@ impl EventTime {
     }
 
     /// Reads what the operators need from a record: [`EventTime::fields`] of its value,
-    /// with the record's id from its position ([`join::row_id`]) when a join holds rows.
+    /// with the record's id from its position ([`join::row_id`]) when a join holds rows,
+    /// and where its key belongs when the source is keyed ([`Fields::placed`]).
     pub fn record_fields(&self, record: &Record) -> Result<Fields, ExtractError> {
-        let mut fields = self.fields(record.value.as_deref())?;
+        let mut fields = self.fields_in(record.value.as_deref(), Some(&record.topic))?;
         if self.inputs.1 > 0 {
             fields.id = join::row_id(&record.topic, record.partition, record.offset);
         }

@@ -52,6 +52,10 @@ pub struct Fields {
     pub windows: Vec<WindowInput>,
     /// One input per join.
     pub joins: Vec<JoinInput>,
+    /// Where each producer partitioner ([`crate::kafka::partitioner::Partitioner::ALL`])
+    /// puts the event's value of the source's key (`[source] keyed-by`), read with its
+    /// record's topic when the source declares one and the event has a value.
+    pub placed: Option<[i32; 2]>,
 }
 
 /// What a batch did to the operators.

@@ -16,8 +16,22 @@ use std::fmt;
 
 use rdkafka::bindings as rd;
 
-/// How a producer chose a keyed record's partition.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// How a producer chose a keyed record's partition (in configuration: `"murmur2"` or
+/// `"crc32"`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Deserialize,
+    serde::Serialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum Partitioner {
     /// Kafka's Java client's default; librdkafka's `murmur2` and `murmur2_random`.
     Murmur2,

@@ -33,9 +33,11 @@ pub mod crash;
 #[cfg(test)]
 mod deploy_tests;
 pub mod env;
+mod error;
 mod evolve;
 pub mod faults;
 mod health;
+mod keyed;
 pub mod open;
 mod process;
 
@@ -52,118 +54,33 @@ use std::time::Instant;
 
 use self::cadence::When;
 use self::config::PipelineConfig;
-use self::crash::{Crash, CrashPoint};
+use self::crash::Crash;
+pub use self::error::PipelineError;
 use self::faults::Faults;
 pub use self::open::Parts;
 use self::process::Processed;
 use self::read::Input;
 pub use self::report::RunSummary;
 use self::route::Prepared;
-use self::stages::{StageError, Stages};
+use self::stages::Stages;
+use crate::admin::Admin;
 use crate::admin::health::Readiness;
-use crate::admin::{Admin, AdminError};
 use crate::batch::trigger::{self, Batches};
-use crate::checkpoint::MarkError;
 use crate::election::Election;
-use crate::encode::{DroppedFields, Encoder, SchemaError};
+use crate::encode::{DroppedFields, Encoder};
 use crate::event_time::EventTime;
 use crate::event_time::config::AtEnd;
-use crate::event_time::state::{Plan, StateError, StateStore};
-use crate::format::{Decoder, Known, RegistryError};
-use crate::iceberg::IcebergError;
+use crate::event_time::state::{Plan, StateStore};
+use crate::format::{Decoder, Known};
 use crate::lookup::Current;
-use crate::lookup::load::LookupError;
 use crate::lookup::refresh::LookupTables;
-use crate::plugin::PluginError;
 use crate::progress::Role;
 use crate::record::Record;
-use crate::sink::{OutputError, Outputs};
+use crate::sink::Outputs;
 use crate::source::identity::Fingerprints;
 use crate::source::kafka::SourceMode;
 use crate::source::{Loss, Offsets, Source, SourceError};
 use crate::units::Millis;
-
-/// The pipeline failed.
-#[derive(Debug, thiserror::Error)]
-pub enum PipelineError {
-    /// A plugin could not be loaded.
-    #[error("stage: {0}")]
-    Udf(#[from] PluginError),
-    /// A stage's plugin failed a check at start.
-    #[error("{0}")]
-    Stage(#[from] StageError),
-    /// The admin API could not start.
-    #[error("{0}")]
-    Admin(#[from] AdminError),
-    /// The source failed.
-    #[error("source: {0}")]
-    Source(#[from] SourceError),
-    /// The table failed.
-    #[error("sink: {0}")]
-    Sink(#[from] IcebergError),
-    /// An output failed.
-    #[error("{0}")]
-    Output(#[from] OutputError),
-    /// The table's schema cannot be encoded.
-    #[error("table schema: {0}")]
-    Schema(#[from] SchemaError),
-    /// The saved event-time state cannot be used.
-    #[error("event-time state: {0}")]
-    State(String),
-    /// The table cannot say where the pipeline stands (its history was cut and it holds
-    /// no mark of the pipeline), or what it records cannot be read.
-    #[error("{0}")]
-    Checkpoint(String),
-    /// The saved event-time state cannot be read or written.
-    #[error("event-time state: {0}")]
-    StateFile(#[from] StateError),
-    /// A commit mark in the table cannot be read.
-    #[error(transparent)]
-    Mark(#[from] MarkError),
-    /// A lookup table cannot be loaded.
-    #[error("{0}")]
-    Lookup(#[from] LookupError),
-    /// The source's format cannot be set up (`format`, `schema-registry`, `schema-file`).
-    #[error("source format: {0}")]
-    Format(String),
-    /// The Schema Registry gave no schema.
-    #[error("source: {0}")]
-    Registry(#[from] RegistryError),
-    /// An event was refused and `on-invalid = "fail"`.
-    #[error(
-        "event {position} refused by {stage} ({code}): {message}; nothing of this batch was committed (on-invalid = \"fail\")"
-    )]
-    Invalid {
-        /// `topic/partition@offset`.
-        position: String,
-        /// The stage, or `encode`.
-        stage: String,
-        /// The code.
-        code: String,
-        /// The reason.
-        message: String,
-    },
-    /// A crash was injected on purpose ([`crash::Crash::Fail`]).
-    #[error("crash injected at {} of batch {batch_id}", .point.name())]
-    Crashed {
-        /// Where.
-        point: CrashPoint,
-        /// The batch.
-        batch_id: u64,
-    },
-}
-
-impl PipelineError {
-    /// `on-invalid = "fail"` met `record`, refused for `reason`.
-    pub(crate) fn invalid(record: &crate::record::Record, reason: &crate::record::Reason) -> Self {
-        PipelineError::Invalid {
-            position: record.position(),
-            stage: reason.stage.clone(),
-            code: reason.code.clone(),
-            message: reason.message.to_string(),
-        }
-    }
-}
 
 /// A running pipeline.
 pub struct Pipeline {
@@ -226,6 +143,8 @@ pub struct Pipeline {
     current: Current,
     /// The compaction thread (`[sink.compact]`).
     compactor: Option<compactor::Compactor>,
+    /// What the records say of the source's declared key (`[source] keyed-by`).
+    key_checks: keyed::KeyChecks,
 }
 
 impl std::fmt::Debug for Pipeline {
@@ -489,29 +408,6 @@ impl Pipeline {
         let rebuilt = rebuilt.inspect_err(|_| self.summary.lookup_refresh_failures += 1)?;
         self.current.set(rebuilt);
         Ok(())
-    }
-}
-
-impl PipelineError {
-    /// Whether the batch was fenced off the table: another commit took its partitions.
-    /// Whether the batch's schema change was planned against a schema that is no longer
-    /// the table's.
-    pub fn is_schema_moved(&self) -> bool {
-        matches!(
-            self,
-            PipelineError::Output(OutputError::Table { error, .. })
-                if matches!(**error, IcebergError::SchemaMoved { .. })
-        )
-    }
-
-    /// A batch whose schema change was planned against a schema that moved since is
-    /// fenced off too: it is read and encoded again.
-    pub fn is_fenced(&self) -> bool {
-        matches!(
-            self,
-            PipelineError::Output(OutputError::Table { error, .. })
-                if matches!(**error, IcebergError::Fenced { .. } | IcebergError::SchemaMoved { .. })
-        )
     }
 }
 

@@ -244,6 +244,7 @@ impl Pipeline {
             decoder,
             known: None,
             compactor,
+            key_checks: Default::default(),
         };
         if let Some(admin) = &pipeline.admin {
             admin.set_role(pipeline.role);
@@ -283,6 +284,7 @@ impl Pipeline {
         self.last_batch = mark.as_ref().map_or(0, |m| m.batch_id);
         self.committed = mark.as_ref().map(|m| m.offsets.clone()).unwrap_or_default();
         self.replay = self.recover_state(self.last_batch > 0)?;
+        self.count_partitions()?;
         self.check_outputs()
     }
 
@@ -460,9 +462,13 @@ fn topic_error(topic: &str) -> impl FnOnce(crate::sink::topic::TopicError) -> Ou
 
 /// Fresh event-time operators for `config`, sharded over its threads.
 fn operators(event_time: &EventTimeConfig, config: &PipelineConfig) -> EventTime {
-    EventTime::new(event_time, config.dedup.as_ref(), &config.windows)
+    let operators = EventTime::new(event_time, config.dedup.as_ref(), &config.windows)
         .with_threads(config.threads())
-        .with_joins(&config.joins)
+        .with_joins(&config.joins);
+    match &config.source.keyed_by {
+        Some(field) => operators.with_keyed_by(field),
+        None => operators,
+    }
 }
 
 /// The compaction thread, with `[sink.compact]` and `enabled`; a process alone compacts

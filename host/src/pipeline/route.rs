@@ -78,6 +78,7 @@ impl Pipeline {
             ..Results::default()
         };
         let mut counts = None;
+        self.check_keys(&slices)?;
         match &mut self.event_time {
             None => {
                 results.rows = slices.into_iter().filter_map(|s| s.batch).collect();

@@ -115,6 +115,12 @@ impl MemorySource {
 }
 
 impl Source for MemorySource {
+    fn partition_counts(
+        &mut self,
+    ) -> Result<std::collections::BTreeMap<std::sync::Arc<str>, i32>, SourceError> {
+        Ok(super::partition_counts(&self.partitions()?))
+    }
+
     fn start(&mut self, resume: Option<&Offsets>) -> Result<Offsets, SourceError> {
         let mut positions = Offsets::default();
         for tp in self.partitions()? {

@@ -9,7 +9,9 @@ pub mod identity;
 pub mod kafka;
 pub mod memory;
 
+use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use self::identity::{Fingerprints, Mismatch};
@@ -152,6 +154,22 @@ pub trait Source: Send {
     fn take_losses(&mut self) -> Vec<Loss> {
         Vec::new()
     }
+
+    /// How many partitions each topic of the source has now, every member's included: a
+    /// producer's partitioner places a keyed record by it. Empty when not known.
+    fn partition_counts(&mut self) -> Result<BTreeMap<Arc<str>, i32>, SourceError> {
+        Ok(BTreeMap::new())
+    }
+}
+
+/// How many partitions each topic of `partitions` has (one past its highest).
+pub fn partition_counts(partitions: &[TopicPartition]) -> BTreeMap<Arc<str>, i32> {
+    let mut counts = BTreeMap::new();
+    for tp in partitions {
+        let count = counts.entry(tp.topic.clone()).or_insert(0);
+        *count = (*count).max(tp.partition + 1);
+    }
+    counts
 }
 
 /// Records skipped for good: deleted before they were read, or in a partition replaced by

@@ -1,6 +1,8 @@
 //! Whether a topic is keyed by a field (issue 35: co-partitioned input), asked of records a
 //! real producer placed on tansu: librdkafka's default partitioner (crc32), its Java-
-//! compatible one (murmur2), and a topic keyed by another field.
+//! compatible one (murmur2), and a topic keyed by another field; and the analytics example
+//! declared keyed by `user_id` (`[source] keyed-by`), run on a topic so keyed and on one
+//! keyed by event.
 
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -14,6 +16,9 @@ use sluice::kafka::partitioner::Partitioner;
 use sluice::source::Source;
 use sluice::source::kafka::{KafkaSource, KafkaSourceConfig};
 use sluice_tests::broker::Broker;
+use sluice_tests::fixture::text;
+
+use crate::event_time::analytics;
 
 const PARTITIONS: i32 = 4;
 
@@ -105,4 +110,58 @@ fn a_topic_is_keyed_by_the_field_its_producer_keyed_it_by() {
     assert_eq!(*checked, 200);
     assert!(*misplaced > 0, "{not}");
     assert!(not.to_string().starts_with("not keyed by it: "), "{not}");
+}
+
+#[test]
+fn the_analytics_example_declared_keyed_by_user_runs_only_on_a_topic_so_keyed() {
+    let keyed_by_user = |name: &str| {
+        let mut s = analytics(name);
+        s.edit_config(|t| {
+            t.replace(
+                "starting-offsets = \"earliest\"",
+                "starting-offsets = \"earliest\"\nkeyed-by = \"user_id\"",
+            )
+        });
+        s
+    };
+    let s = keyed_by_user("keyed-user");
+    let produce = |s: &sluice_tests::fixture::Setup, key: &[&str]| {
+        let mut args = vec![
+            "--shape",
+            "analytics",
+            "--count",
+            "300",
+            "--partitions",
+            "4",
+        ];
+        args.extend_from_slice(key);
+        s.produce(&args)
+    };
+    let env = [
+        ("SLUICE_MAX_RECORDS", "100"),
+        ("SLUICE_TRIGGER", "available-now"),
+    ];
+    produce(&s, &["--key-by", "user_id"]);
+    let out = s.run(&env);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        log.contains("source topic keyed by the declared field") && log.contains("crc32"),
+        "{log}"
+    );
+    assert!(!s.show()["rows"].as_array().unwrap().is_empty());
+
+    let s = keyed_by_user("keyed-event");
+    produce(&s, &["--key-by", "event_id"]);
+    let out = s.run(&env);
+    assert!(!out.status.success(), "{}", text(&out));
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        log.contains(&format!(
+            "source topic `{}` is not keyed by `user_id` (source.keyed-by): not keyed by it: ",
+            s.topic
+        )) && log.contains("nothing of this batch was committed"),
+        "{log}"
+    );
+    assert_eq!(s.show()["snapshot_summary"], json!({}), "nothing committed");
 }

@@ -106,6 +106,7 @@ impl PipelineConfig {
     }
 
     fn check_event_time(&self) -> Result<(), String> {
+        self.check_keyed_by()?;
         let Some(et) = &self.event_time else {
             if self.dedup.is_some() || !self.windows.is_empty() || !self.joins.is_empty() {
                 return Err(
@@ -131,6 +132,21 @@ impl PipelineConfig {
         let mut tables = HashSet::from([(self.sink.namespace.clone(), self.sink.table.clone())]);
         self.check_windows(&mut tables)?;
         self.check_joins(&mut tables)
+    }
+
+    /// The source's declared key: a field path, for the keyed state of event time.
+    fn check_keyed_by(&self) -> Result<(), String> {
+        let source = &self.source;
+        match &source.keyed_by {
+            None if source.partitioner.is_some() => {
+                Err("source.partitioner names how records were placed by source.keyed-by: declare that field too".into())
+            }
+            None => Ok(()),
+            Some(_) if self.event_time.is_none() => Err(
+                "source.keyed-by declares the key of event-time state: this pipeline has no [event-time] section".into(),
+            ),
+            Some(field) => check_path(field).map_err(|e| format!("source.keyed-by: {e}")),
+        }
     }
 
     /// Where late events go: the keys of `late` are consistent with it.

@@ -437,3 +437,35 @@ fn a_format_needs_its_schemas_and_only_its_own_keys() {
     let error = with(&format!("\n{lookup}")).unwrap_err();
     assert!(error.contains("lookup `l`"), "{error}");
 }
+
+#[test]
+fn a_declared_key_parses_and_needs_event_time_and_a_path() {
+    use crate::kafka::partitioner::Partitioner;
+    let keyed =
+        |lines: &str| MINIMAL.replace("topics = [\"t\"]", &format!("topics = [\"t\"]\n{lines}"));
+    let text = format!(
+        "{}{WINDOWS}",
+        keyed("keyed-by = \"user.id\"\npartitioner = \"murmur2\"")
+    );
+    let c = PipelineConfig::parse(&text, Path::new("p.toml")).unwrap();
+    assert_eq!(c.source.keyed_by.as_deref(), Some("user.id"));
+    assert_eq!(c.source.partitioner, Some(Partitioner::Murmur2));
+    let c = PipelineConfig::parse(&format!("{MINIMAL}{WINDOWS}"), Path::new("p.toml")).unwrap();
+    assert_eq!((c.source.keyed_by, c.source.partitioner), (None, None));
+    let parse = |text: String| {
+        PipelineConfig::parse(&text, Path::new("p.toml"))
+            .unwrap_err()
+            .to_string()
+    };
+    let err = parse(keyed("keyed-by = \"user\""));
+    assert!(err.contains("no [event-time] section"), "{err}");
+    let err = parse(format!("{}{WINDOWS}", keyed("partitioner = \"crc32\"")));
+    assert!(err.contains("declare that field too"), "{err}");
+    let err = parse(format!("{}{WINDOWS}", keyed("keyed-by = \"a..b\"")));
+    assert!(err.contains("source.keyed-by"), "{err}");
+    let err = parse(format!(
+        "{}{WINDOWS}",
+        keyed("keyed-by = \"u\"\npartitioner = \"fnv\"")
+    ));
+    assert!(err.contains("partitioner"), "{err}");
+}

@@ -126,6 +126,19 @@ pub struct KafkaSourceConfig {
     /// (records name their own). Default: the file's first message.
     #[serde(default)]
     pub message: Option<String>,
+    /// The field of the event (a path, like the event-time fields) that the topics'
+    /// producers keyed their records by: every record of one value of it sits in one
+    /// partition, where the producer's partitioner puts the value's text. Event-time
+    /// state keyed by this field can then be split by partition. Every record is checked
+    /// against it, and a record in another partition stops the pipeline before its batch
+    /// commits, naming the record (see the docs' "Scale-out").
+    #[serde(default)]
+    pub keyed_by: Option<String>,
+    /// The producers' partitioner with `keyed-by`: `"murmur2"` (Kafka's Java client,
+    /// librdkafka's `murmur2_random`) or `"crc32"` (librdkafka's default, and clients built
+    /// on it). Default: whichever places every record read so far.
+    #[serde(default)]
+    pub partitioner: Option<crate::kafka::partitioner::Partitioner>,
 }
 
 impl KafkaSourceConfig {

@@ -404,6 +404,12 @@ impl Source for KafkaSource {
         std::mem::take(&mut self.losses)
     }
 
+    fn partition_counts(
+        &mut self,
+    ) -> Result<std::collections::BTreeMap<Arc<str>, i32>, SourceError> {
+        Ok(crate::source::partition_counts(&self.partitions()?))
+    }
+
     fn release(&mut self) {
         if let Err(error) = self.renew_consumer() {
             tracing::warn!(%error, "releasing the source's partitions failed");

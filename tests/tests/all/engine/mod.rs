@@ -9,6 +9,7 @@ mod crash;
 mod event_time;
 mod fence;
 mod join;
+mod keyed;
 mod lookups;
 mod poison;
 mod probation;
