@@ -28,6 +28,29 @@ pub const OFFSETS: &str = "sluice.offsets";
 pub const RUN: &str = "sluice.run";
 /// Snapshot summary key: the path of the state file after this commit.
 pub const STATE: &str = "sluice.state";
+/// Snapshot summary key: in a group whose members own the event-time state of their
+/// partitions, the state file that holds each partition's share, as a JSON object
+/// (`topic/partition` → path), merged at commit time ([`MERGED_BY_PARTITION`]).
+pub const STATE_SHARES: &str = "sluice.state-shares";
+/// Snapshot summary keys whose JSON object, keyed by partition, a member's commit puts on
+/// top of the last commit's (as its offsets are, see `iceberg::fence`): each member says
+/// only what it knows of its own partitions.
+pub const MERGED_BY_PARTITION: &[&str] = &[STATE_SHARES];
+
+/// `ours` (a JSON object of texts, keyed by partition) on top of `last` (the same, from the
+/// last commit); an unreadable `last` counts as empty, an unreadable `ours` is kept as is.
+pub fn merged_by_partition(last: Option<&str>, ours: &str) -> String {
+    type Map = std::collections::BTreeMap<String, String>;
+    let Ok(ours_map) = serde_json::from_str::<Map>(ours) else {
+        return ours.to_string();
+    };
+    let mut merged: Map = last
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or_default();
+    merged.extend(ours_map);
+    serde_json::to_string(&merged).unwrap_or_else(|_| ours.to_string())
+}
+
 /// Snapshot summary key: the watermark after this commit, RFC 3339.
 pub const WATERMARK: &str = "sluice.watermark";
 /// Snapshot summary key: the last record read of every partition, as JSON (see

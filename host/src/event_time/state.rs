@@ -26,6 +26,7 @@
 
 pub mod files;
 pub mod saved;
+pub mod shares;
 pub mod split;
 pub mod store;
 

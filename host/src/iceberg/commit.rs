@@ -12,7 +12,7 @@ use super::evolve::{self, Evolution};
 use super::fence::{Fence, Fenced, PinnedCatalog};
 use super::marks::{mark_property, mark_property_value};
 use super::{IcebergError, IcebergTable};
-use crate::checkpoint::{CommitMark, PIPELINE, RUN};
+use crate::checkpoint::{CommitMark, MERGED_BY_PARTITION, PIPELINE, RUN, merged_by_partition};
 use crate::retry::Backoff;
 
 /// Conflicts with commits that leave the fence standing (another pipeline, maintenance)
@@ -114,6 +114,9 @@ impl IcebergTable {
             let mark = fence.mark(planned, last.as_ref());
             let mut properties = mark.to_properties();
             properties.extend(extra.clone());
+            if matches!(fence, Fence::Owns(_)) {
+                self.merge_by_partition(&planned.pipeline, &mut properties)?;
+            }
             match self.try_commit(files.clone(), properties, evolution) {
                 Ok(()) => break,
                 Err(error) if error.kind() == ErrorKind::CatalogCommitConflicts => {
@@ -132,6 +135,28 @@ impl IcebergTable {
             Some(mark) => Ok(Landed::Committed { retries, mark }),
             None => Err(self.not_committed(planned, None)),
         }
+    }
+
+    /// A group member's commit: its properties keyed by partition
+    /// ([`MERGED_BY_PARTITION`]) put on top of the pipeline's last commit's.
+    fn merge_by_partition(
+        &self,
+        pipeline: &str,
+        properties: &mut HashMap<String, String>,
+    ) -> Result<(), IcebergError> {
+        if !MERGED_BY_PARTITION
+            .iter()
+            .any(|k| properties.contains_key(*k))
+        {
+            return Ok(());
+        }
+        let last = self.last_mark_properties(pipeline)?.unwrap_or_default();
+        for key in MERGED_BY_PARTITION {
+            if let Some(ours) = properties.get_mut(*key) {
+                *ours = merged_by_partition(last.get(*key).map(String::as_str), ours);
+            }
+        }
+        Ok(())
     }
 
     /// The table's current schema is still the one `evolution` was planned against.
@@ -363,6 +388,62 @@ mod tests {
         assert_eq!(again.unwrap(), committed(mark("p")));
         let snapshots = other.table().metadata().snapshots().count();
         assert_eq!(snapshots, 2);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn members_commits_put_their_partitions_state_shares_on_top_of_the_last() {
+        use crate::checkpoint::STATE_SHARES;
+        let dir = warehouse("shares");
+        let config: IcebergSinkConfig = toml::from_str(&format!(
+            "warehouse = {:?}\nnamespace = \"n\"\ntable = \"t\"\ncolumns = [{{ name = \"a\", type = \"string\" }}]",
+            dir.display()
+        ))
+        .unwrap();
+        let catalog = IcebergCatalog::open(&config, &dir).unwrap();
+        let mut a = IcebergTable::open(&catalog, config.clone()).unwrap();
+        let mut b = IcebergTable::open(&catalog, config).unwrap();
+        let member = |table: &mut IcebergTable, run: &str, partitions: &[(i32, i64, i64)]| {
+            let (mut start, mut end) = (Offsets::default(), Offsets::default());
+            let mut shares = std::collections::BTreeMap::new();
+            for &(p, from, to) in partitions {
+                let tp = crate::record::TopicPartition {
+                    topic: "t".into(),
+                    partition: p,
+                };
+                shares.insert(tp.to_string(), format!("{run}-{to}.state"));
+                start.set(tp.clone(), from);
+                end.set(tp, to);
+            }
+            let planned = CommitMark {
+                pipeline: "p".into(),
+                batch_id: 1,
+                offsets: end,
+            };
+            let extra = HashMap::from([
+                (RUN.to_string(), run.to_string()),
+                (
+                    STATE_SHARES.to_string(),
+                    serde_json::to_string(&shares).unwrap(),
+                ),
+            ]);
+            table
+                .commit(vec![], &planned, extra, &Fence::Owns(start))
+                .unwrap();
+        };
+        member(&mut a, "a", &[(0, 0, 5), (1, 0, 7)]);
+        member(&mut b, "b", &[(2, 0, 3)]);
+        member(&mut a, "a", &[(1, 7, 9)]); // a was left partition 1 alone
+        let last = a.last_mark_properties("p").unwrap().unwrap();
+        let shares: std::collections::BTreeMap<String, String> =
+            serde_json::from_str(&last[STATE_SHARES]).unwrap();
+        let expected = [
+            ("t/0", "a-5.state"),
+            ("t/1", "a-9.state"),
+            ("t/2", "b-3.state"),
+        ];
+        let expected = expected.map(|(p, f)| (p.to_string(), f.to_string()));
+        assert_eq!(shares, expected.into_iter().collect());
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

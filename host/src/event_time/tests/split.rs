@@ -216,3 +216,75 @@ fn partition_keys_are_a_fields_text_or_the_fields_joined() {
         b"a\x1f\x1fb"
     );
 }
+
+/// A plan for batch `batch_id` (what the save writes beside the state).
+fn plan(batch_id: u64) -> crate::event_time::state::Plan {
+    crate::event_time::state::Plan {
+        batch_id,
+        start: "{}".into(),
+        end: "{}".into(),
+        now_ms: Millis(0),
+        session_start_ms: Millis(0),
+        flush: false,
+        held: Vec::new(),
+        lookups: Default::default(),
+    }
+}
+
+/// The share of `state` that the partitions `owned` hold.
+fn share_of(state: &SavedState, owned: &[i32]) -> SavedState {
+    let mut share = state.clone();
+    let owns = |tp: &str| owned.iter().any(|p| tp.ends_with(&format!("/{p}")));
+    share.retain(&|key| owned.contains(&home(key)), &owns);
+    share
+}
+
+#[test]
+fn a_member_given_partitions_restores_their_shares_from_the_files_that_hold_them() {
+    use crate::event_time::delta::DELTA_SUFFIX;
+    use crate::event_time::state::MemoryStore;
+    use crate::event_time::state::shares::Shares;
+
+    let mut one = operators();
+    let (first, second) = (events(&one, 0, 120), events(&one, 120, 200));
+    let early = profiles(&one, 100);
+    run(&mut one, &first, &early, None, 0, false);
+    let state = saved(&one);
+    let store = MemoryStore::default();
+
+    // member a holds partitions 0 and 1 and saves twice (a snapshot, then a delta)
+    let mut a = operators();
+    a.restore(share_of(&state, &[0, 1]));
+    a.save(&store, "loc", "p", "a", &plan(1)).unwrap();
+    let mine: Vec<(String, Fields)> = second
+        .iter()
+        .filter(|(p, _)| !p.ends_with("/2"))
+        .cloned()
+        .collect();
+    run(&mut a, &mine, &[], None, 500, false);
+    let (a_file, _) = a.save(&store, "loc", "p", "a", &plan(2)).unwrap();
+    assert!(a_file.ends_with(DELTA_SUFFIX), "{a_file}");
+    // member b holds partition 2
+    let mut b = operators();
+    b.restore(share_of(&state, &[2]));
+    let (b_file, _) = b.save(&store, "loc", "p", "b", &plan(1)).unwrap();
+    let mut shares = Shares::new();
+    for (p, file) in [(0, &a_file), (1, &a_file), (2, &b_file)] {
+        shares.insert(format!("clicks/{p}"), file.clone());
+        shares.insert(format!("profiles/{p}"), file.clone());
+    }
+
+    // member c is given partitions 1 and 2
+    let mut c = operators();
+    let owned = [1, 2];
+    let owns = |tp: &str| owned.iter().any(|p| tp.ends_with(&format!("/{p}")));
+    let keep = |key: &[u8]| owned.contains(&home(key));
+    let files = c.recover_shares(&store, &shares, &keep, &owns).unwrap();
+    assert_eq!(files, 2);
+    let mut expected = share_of(&saved(&a), &[1]);
+    expected.absorb(share_of(&saved(&b), &[2]));
+    let restored = saved(&c);
+    assert!(!restored.windows["minutes"].is_empty());
+    assert_eq!(restored.sorted(), expected.sorted());
+    assert!(c.chain().is_none(), "its next save is a snapshot");
+}
