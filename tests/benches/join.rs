@@ -166,6 +166,7 @@ fn operators() -> EventTime {
         late_topic: None,
         late_topic_properties: Default::default(),
         at_end: AtEnd::Keep,
+        scale_out: Default::default(),
     };
     let name = |n: &str| JoinField::Name(n.into());
     let join = JoinConfig {

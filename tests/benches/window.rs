@@ -390,6 +390,7 @@ fn operators(threads: usize) -> EventTime {
         late_topic: None,
         late_topic_properties: Default::default(),
         at_end: AtEnd::Keep,
+        scale_out: Default::default(),
     };
     let aggregate = |name: &str, function, field: Option<&str>| AggregateConfig {
         name: name.into(),

@@ -35,7 +35,12 @@ pub const STATE_SHARES: &str = "sluice.state-shares";
 /// Snapshot summary keys whose JSON object, keyed by partition, a member's commit puts on
 /// top of the last commit's (as its offsets are, see `iceberg::fence`): each member says
 /// only what it knows of its own partitions.
-pub const MERGED_BY_PARTITION: &[&str] = &[STATE_SHARES];
+pub const MERGED_BY_PARTITION: &[&str] = &[STATE_SHARES, BATCH_KEYS];
+/// Snapshot summary key of a derived table (windows) written by the members of a group:
+/// the key of the last batch whose rows it holds for each partition, as a JSON object
+/// (`topic/partition` → key), merged at commit time: a batch replayed after a crash finds
+/// its key there and lands once (see `iceberg::fence`).
+pub const BATCH_KEYS: &str = "sluice.batch-keys";
 
 /// `ours` (a JSON object of texts, keyed by partition) on top of `last` (the same, from the
 /// last commit); an unreadable `last` counts as empty, an unreadable `ours` is kept as is.

@@ -44,7 +44,7 @@ relative paths are relative to the file's folder). Sections and their keys:
                         max-bytes-per-run, sort-by
 [dead-letter]           topic, bootstrap-servers, ack-timeout, properties
 [event-time]            field, max-delay, idle-timeout, max-future, late, late-topic,
-                        late-topic-properties, at-end
+                        late-topic-properties, at-end, scale-out
 [dedup]                 keys
 [[windows]]             name, size, slide, gap, group-by, aggregates (count, sum, min,
                         max, avg, distinct-count), emit (on-window-close, update), kafka,

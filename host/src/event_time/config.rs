@@ -88,6 +88,26 @@ pub struct EventTimeConfig {
     /// them.
     #[serde(default = "default_at_end")]
     pub at_end: AtEnd,
+    /// With `[source] mode = "group"`: `standby` (default: one process runs the pipeline,
+    /// the others stand by) or `partitions` (every process runs it on the partitions the
+    /// group gives it, each partition's state kept apart and moved with it; the source
+    /// must be declared keyed by the state's key, see the docs' "Scale-out").
+    #[serde(default)]
+    pub scale_out: ScaleOut,
+}
+
+/// How an event-time pipeline runs in a consumer group.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum ScaleOut {
+    /// One active process reads every partition; the others stand by (default).
+    #[default]
+    Standby,
+    /// Every process runs the partitions it is given; each partition's state (its
+    /// watermark, dedup keys and windows) is its own, saved and moved with it.
+    Partitions,
 }
 
 const fn default_idle_timeout() -> Duration {

@@ -43,6 +43,7 @@ pub mod plan;
 mod process;
 pub mod shard;
 pub mod state;
+pub mod tasks;
 pub mod watermark;
 pub mod window;
 

@@ -55,6 +55,21 @@ impl EventTime {
         run: &str,
         plan: &Plan,
     ) -> Result<(String, u64), StateError> {
+        let (state_file, size) = self.save_file(store, location, pipeline, run, plan)?;
+        write_plan(store, location, pipeline, plan, Some(state_file.clone()))?;
+        Ok((state_file, size))
+    }
+
+    /// [`EventTime::save`] without the plan's pointer (state kept by partition writes one
+    /// per partition, see [`super::tasks`]).
+    pub fn save_file(
+        &mut self,
+        store: &dyn StateStore,
+        location: &str,
+        pipeline: &str,
+        run: &str,
+        plan: &Plan,
+    ) -> Result<(String, u64), StateError> {
         let delta_file = delta_path(location, pipeline, plan.batch_id, run);
         let (state_file, bytes, chain) = match self.encode_delta(pipeline, plan, &delta_file)? {
             Some((bytes, chain)) => (delta_file, bytes, chain),
@@ -66,7 +81,6 @@ impl EventTime {
         };
         let size = bytes.len() as u64;
         store.put(&state_file, bytes)?;
-        write_plan(store, location, pipeline, plan, Some(state_file.clone()))?;
         self.track(chain);
         Ok((state_file, size))
     }
@@ -154,7 +168,7 @@ impl EventTime {
 
     /// Restores the state saved at `path` (a snapshot, or a delta and its chain); returns
     /// the chain that ends there.
-    fn load(&mut self, store: &dyn StateStore, path: &str) -> Result<Chain, StateError> {
+    pub(crate) fn load(&mut self, store: &dyn StateStore, path: &str) -> Result<Chain, StateError> {
         let missing = || StateError::Missing(path.into());
         if !path.ends_with(DELTA_SUFFIX) {
             let (file, bytes) = read_snapshot(store, path)?.ok_or_else(missing)?;

@@ -19,6 +19,7 @@ pub(super) fn config() -> EventTimeConfig {
         late_topic: None,
         late_topic_properties: Default::default(),
         at_end: AtEnd::Keep,
+        scale_out: Default::default(),
     }
 }
 

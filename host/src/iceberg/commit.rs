@@ -1,7 +1,7 @@
 //! Committing a batch's files with the pipeline's commit mark, behind a [`Fence`], and
 //! finding the last mark.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use iceberg::ErrorKind;
@@ -12,7 +12,9 @@ use super::evolve::{self, Evolution};
 use super::fence::{Fence, Fenced, PinnedCatalog};
 use super::marks::{mark_property, mark_property_value};
 use super::{IcebergError, IcebergTable};
-use crate::checkpoint::{CommitMark, MERGED_BY_PARTITION, PIPELINE, RUN, merged_by_partition};
+use crate::checkpoint::{
+    BATCH_KEYS, CommitMark, MERGED_BY_PARTITION, PIPELINE, RUN, merged_by_partition,
+};
 use crate::retry::Backoff;
 
 /// Conflicts with commits that leave the fence standing (another pipeline, maintenance)
@@ -97,6 +99,9 @@ impl IcebergTable {
             if let Some(mark) = self.holds(planned, fence, run.as_deref())? {
                 return Ok(Landed::Committed { retries, mark });
             }
+            if self.holds_key(&planned.pipeline, fence)? {
+                return Ok(Landed::AlreadyHeld);
+            }
             match fence.check(planned, last.as_ref()) {
                 Ok(()) => {}
                 Err(Fenced::Held) => return Ok(Landed::AlreadyHeld),
@@ -114,7 +119,15 @@ impl IcebergTable {
             let mark = fence.mark(planned, last.as_ref());
             let mut properties = mark.to_properties();
             properties.extend(extra.clone());
-            if matches!(fence, Fence::Owns(_)) {
+            if let Fence::Keyed { key, partitions } = fence {
+                let keys: BTreeMap<&str, &str> = partitions
+                    .iter()
+                    .map(|p| (p.as_str(), key.as_str()))
+                    .collect();
+                let keys = serde_json::to_string(&keys).unwrap_or_default();
+                properties.insert(BATCH_KEYS.to_string(), keys);
+            }
+            if matches!(fence, Fence::Owns(_) | Fence::Keyed { .. }) {
                 self.merge_by_partition(&planned.pipeline, &mut properties)?;
             }
             match self.try_commit(files.clone(), properties, evolution) {
@@ -135,6 +148,20 @@ impl IcebergTable {
             Some(mark) => Ok(Landed::Committed { retries, mark }),
             None => Err(self.not_committed(planned, None)),
         }
+    }
+
+    /// For [`Fence::Keyed`]: whether the pipeline's last commit records the batch's key
+    /// for one of its partitions (the batch landed, committed by whoever ran it first).
+    fn holds_key(&self, pipeline: &str, fence: &Fence) -> Result<bool, IcebergError> {
+        let Fence::Keyed { key, partitions } = fence else {
+            return Ok(false);
+        };
+        let last = self.last_mark_properties(pipeline)?.unwrap_or_default();
+        let recorded: BTreeMap<String, String> = last
+            .get(BATCH_KEYS)
+            .and_then(|k| serde_json::from_str(k).ok())
+            .unwrap_or_default();
+        Ok(partitions.iter().any(|p| recorded.get(p) == Some(key)))
     }
 
     /// A group member's commit: its properties keyed by partition
@@ -304,6 +331,13 @@ impl IcebergTable {
             {
                 let mark = mark?;
                 let same = match fence {
+                    Fence::Keyed { key, partitions } => {
+                        let recorded: BTreeMap<String, String> = props
+                            .get(BATCH_KEYS)
+                            .and_then(|k| serde_json::from_str(k).ok())
+                            .unwrap_or_default();
+                        partitions.iter().all(|p| recorded.get(p) == Some(key))
+                    }
                     Fence::Owns(_) => planned
                         .offsets
                         .0

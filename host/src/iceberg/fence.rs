@@ -35,6 +35,17 @@ pub enum Fence {
     /// The table does not hold the mark's batch yet: each batch's results land once (window
     /// tables).
     NotHeld,
+    /// For a derived table (windows) written by the members of a group, each of its own
+    /// partitions: the table's last commit of the pipeline does not record `key` (the
+    /// batch's plan) for these partitions (`sluice.batch-keys`, merged by partition): a
+    /// batch replayed after a crash lands once, whoever replays it. The mark is built at
+    /// commit time, as for [`Fence::Owns`].
+    Keyed {
+        /// The batch's key: its plan's, the same when it is replayed.
+        key: String,
+        /// The partitions (`topic/partition`) whose rows the batch holds.
+        partitions: Vec<String>,
+    },
 }
 
 /// Why a fence does not hold.
@@ -61,7 +72,7 @@ impl Fence {
         let found_batch = last.map(|m| m.batch_id);
         match self {
             Fence::NotHeld if found_batch.is_some_and(|b| b >= mark.batch_id) => Err(Fenced::Held),
-            Fence::NotHeld => Ok(()),
+            Fence::NotHeld | Fence::Keyed { .. } => Ok(()),
             Fence::Owns(start) => match moved_partition(start, last) {
                 Some((partition, expected, found)) => Err(Fenced::Moved {
                     found_batch,
@@ -97,10 +108,11 @@ impl Fence {
 impl Fence {
     /// The mark to commit for `planned` after `last`: `planned` itself, except for
     /// [`Fence::Owns`], where it is the next batch after `last` with `last`'s offsets and
-    /// `planned`'s on top (so each commit records the whole pipeline's offsets).
+    /// `planned`'s on top (so each commit records the whole pipeline's offsets); the same
+    /// for [`Fence::Keyed`].
     pub fn mark(&self, planned: &CommitMark, last: Option<&CommitMark>) -> CommitMark {
         match self {
-            Fence::Owns(_) => {
+            Fence::Owns(_) | Fence::Keyed { .. } => {
                 let mut offsets = last.map(|m| m.offsets.clone()).unwrap_or_default();
                 for (tp, &next) in &planned.offsets.0 {
                     offsets.set(tp.clone(), next);

@@ -11,13 +11,22 @@ use super::route::Prepared;
 use super::{Pipeline, PipelineError};
 use crate::checkpoint::lookups::LOOKUPS;
 use crate::checkpoint::{
-    CommitMark, DATA_LOSS, DEAD_LETTERED, LAST_RECORDS, RECORDS_LOST, RUN, STATE, WATERMARK,
+    CommitMark, DATA_LOSS, DEAD_LETTERED, LAST_RECORDS, RECORDS_LOST, RUN, STATE, STATE_SHARES,
+    WATERMARK,
 };
 use crate::event_time::delta::Chain;
 use crate::event_time::extract::format_micros;
 use crate::event_time::state;
+use crate::event_time::state::shares::{Shares, shares_to_json};
 use crate::iceberg::maintain::cutoff_ms;
 use crate::sink::{Commit, Delivered, Expired};
+
+/// What saving the state wrote: one file (and its size), or with state by partition a
+/// file per partition.
+enum Saved {
+    File(Option<(String, u64)>),
+    Shares((Shares, u64)),
+}
 
 /// One step of a batch's commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +67,9 @@ pub(super) struct Committed {
     pub(super) table: Delivered,
     /// The state file's path and size, with event time.
     pub(super) state_file: Option<(String, u64)>,
+    /// With state by partition: the file that holds each partition's state, and the bytes
+    /// written.
+    pub(super) shares: Option<(Shares, u64)>,
     /// Whether the batch's plan was written (with event time or lookup tables): from then
     /// on a crash replays it exactly.
     pub(super) planned: bool,
@@ -135,9 +147,10 @@ impl Pipeline {
             CommitStep::Send => self.outputs.send(results)?,
             CommitStep::CommitOutputs => {
                 let none = HashMap::new();
+                let fence = self.outputs_fence(&prepared.plan, &prepared.fence);
                 let commit = Commit {
                     mark: &prepared.mark,
-                    fence: &prepared.fence,
+                    fence: &fence,
                     properties: &none,
                 };
                 self.outputs.commit_others(results, commit)?;
@@ -156,7 +169,7 @@ impl Pipeline {
             CommitStep::AfterCommit => {
                 self.source.acknowledge(&prepared.mark.offsets);
                 self.outputs.after_commit(&prepared.mark);
-                if committed.planned {
+                if committed.planned && self.tasks.is_none() {
                     let location = self.outputs.table().table().location();
                     let name = &prepared.mark.pipeline;
                     let chain_start = match &self.event_time {
@@ -210,15 +223,20 @@ impl Pipeline {
             committed.planned = true;
         }
         let (store, event_time, run) = (self.state.as_ref(), self.event_time.as_mut(), &self.run);
+        let tasks = self.tasks.as_mut();
         let outputs = &mut self.outputs;
         let (saved, staged) = std::thread::scope(|scope| {
             let saving = scope.spawn(|| {
                 let t = Instant::now();
                 let name = &prepared.mark.pipeline;
+                if let Some(tasks) = tasks {
+                    let shares = tasks.save(store, &location, name, run, &prepared.plan);
+                    return shares.map(|s| (Saved::Shares(s), t.elapsed()));
+                }
                 let saved = event_time
                     .map(|et| et.save(store, &location, name, run, &prepared.plan))
                     .transpose();
-                saved.map(|file| (file, t.elapsed()))
+                saved.map(|file| (Saved::File(file), t.elapsed()))
             });
             let staged = outputs.stage(&prepared.results);
             let saved = saving
@@ -226,10 +244,18 @@ impl Pipeline {
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
             (saved, staged)
         });
-        let (state_file, state_time) = saved?;
+        let (saved, state_time) = saved?;
         committed.table = staged?;
-        committed.planned |= state_file.is_some();
-        committed.state_file = state_file;
+        match saved {
+            Saved::File(file) => {
+                committed.planned |= file.is_some();
+                committed.state_file = file;
+            }
+            Saved::Shares(shares) => {
+                committed.planned = true;
+                committed.shares = Some(shares);
+            }
+        }
         committed.state += state_time;
         Ok(())
     }
@@ -251,6 +277,9 @@ impl Pipeline {
         properties.extend(self.stages.summary_properties());
         if let Some((path, _)) = &committed.state_file {
             properties.insert(STATE.to_string(), path.clone());
+        }
+        if let Some((shares, _)) = &committed.shares {
+            properties.insert(STATE_SHARES.to_string(), shares_to_json(shares));
         }
         if !prepared.plan.lookups.is_empty()
             && let Ok(versions) = serde_json::to_string(&prepared.plan.lookups)

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use super::env::{SubstError, substitute_env};
 use crate::admin::AdminConfig;
 use crate::batch::TriggerConfig;
-use crate::event_time::config::{DedupConfig, EventTimeConfig, WindowConfig};
+use crate::event_time::config::{DedupConfig, EventTimeConfig, ScaleOut, WindowConfig};
 use crate::event_time::join::config::JoinConfig;
 use crate::iceberg::IcebergSinkConfig;
 use crate::lookup::config::LookupConfig;
@@ -266,9 +266,21 @@ impl PipelineConfig {
 
     /// Whether processes share this pipeline as one active and standbys: an event-time
     /// pipeline (its windows and dedup need every partition in one place) in `mode =
-    /// "group"`.
+    /// "group"`, unless its state is split by partition (`scale-out = "partitions"`).
     pub fn active_standby(&self) -> bool {
-        self.event_time.is_some() && self.source.mode == SourceMode::Group
+        self.event_time
+            .as_ref()
+            .is_some_and(|et| et.scale_out == ScaleOut::Standby)
+            && self.source.mode == SourceMode::Group
+    }
+
+    /// Whether every process of a group runs the event-time pipeline on its partitions,
+    /// each partition's state its own (`scale-out = "partitions"`).
+    pub fn partitioned_state(&self) -> bool {
+        self.event_time
+            .as_ref()
+            .is_some_and(|et| et.scale_out == ScaleOut::Partitions)
+            && self.source.mode == SourceMode::Group
     }
 
     /// Threads for plugins and encoding.

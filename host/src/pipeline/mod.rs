@@ -39,6 +39,7 @@ pub mod faults;
 mod health;
 mod keyed;
 pub mod open;
+mod partitioned;
 mod process;
 
 mod read;
@@ -71,6 +72,7 @@ use crate::encode::{DroppedFields, Encoder};
 use crate::event_time::EventTime;
 use crate::event_time::config::AtEnd;
 use crate::event_time::state::{Plan, StateStore};
+use crate::event_time::tasks::{Tasks, Unfinished};
 use crate::format::{Decoder, Known};
 use crate::lookup::Current;
 use crate::lookup::refresh::LookupTables;
@@ -145,6 +147,14 @@ pub struct Pipeline {
     compactor: Option<compactor::Compactor>,
     /// What the records say of the source's declared key (`[source] keyed-by`).
     key_checks: keyed::KeyChecks,
+    /// With state by partition (`scale-out = "partitions"`): each owned partition's
+    /// event-time task ([`partitioned`]).
+    tasks: Option<Tasks>,
+    /// Batches planned but not committed that read owned partitions, to replay after the
+    /// current one, last first.
+    unfinished: Vec<Unfinished>,
+    /// The replay under way, with state by partition.
+    replaying: Option<partitioned::Replaying>,
 }
 
 impl std::fmt::Debug for Pipeline {
@@ -231,10 +241,13 @@ impl Pipeline {
     /// Replays a planned batch if there is one, then runs batches as the trigger says.
     /// Returns whether a stop ended the run.
     fn run_active(&mut self, stop: &AtomicBool) -> Result<bool, PipelineError> {
-        if let Some(plan) = self.replay.take()
-            && !self.replay(&plan, stop)?
-        {
-            return Ok(true);
+        while let Some(plan) = self.replay.take() {
+            let replayed = self.replay(&plan, stop);
+            self.replaying = None;
+            if !replayed? {
+                return Ok(true);
+            }
+            self.replay = self.next_replay();
         }
         let flush = self
             .event_time
@@ -254,6 +267,9 @@ impl Pipeline {
             et.set_session_start(plan.session_start_ms);
             this_run
         });
+        if let Some(tasks) = &mut self.tasks {
+            tasks.set_session_start(plan.session_start_ms);
+        }
         self.lookups_at(plan)?;
         let triggers = plan.triggers();
         let last = triggers.len() - 1;
@@ -269,6 +285,9 @@ impl Pipeline {
         }
         if let (Some(et), Some(this_run)) = (self.event_time.as_mut(), session) {
             et.set_session_start(this_run);
+            if let Some(tasks) = &mut self.tasks {
+                tasks.set_session_start(this_run);
+            }
         }
         Ok(replayed)
     }
@@ -468,11 +487,14 @@ impl Batches for Pipeline {
     fn tick(&mut self, flush: bool) -> Result<(), PipelineError> {
         self.beat();
         let now = Millis::now();
-        if self
-            .event_time
-            .as_ref()
-            .is_some_and(|et| et.due(now, flush))
-        {
+        let due = match &self.tasks {
+            Some(tasks) => tasks.due(now, flush),
+            None => self
+                .event_time
+                .as_ref()
+                .is_some_and(|et| et.due(now, flush)),
+        };
+        if due {
             let input = self.no_records(now, flush);
             self.run_batch(input, When::Cadence)?;
         }

@@ -245,6 +245,9 @@ impl Pipeline {
             known: None,
             compactor,
             key_checks: Default::default(),
+            tasks: None,
+            unfinished: Vec::new(),
+            replaying: None,
         };
         if let Some(admin) = &pipeline.admin {
             admin.set_role(pipeline.role);
@@ -387,6 +390,9 @@ impl Pipeline {
         let config = &self.config;
         *et = operators(et.config(), config);
         et.set_session_start(Millis::now());
+        if config.partitioned_state() {
+            return self.recover_tasks();
+        }
         let name = &self.config.pipeline.name;
         let table = self.outputs.table().table();
         let saved = table
@@ -401,6 +407,9 @@ impl Pipeline {
     /// Refuses to start when an output holds a batch the table does not and no plan can
     /// replay it.
     fn check_outputs(&self) -> Result<(), PipelineError> {
+        if self.tasks.is_some() {
+            return Ok(()); // members number batches each their own way: see `partitioned`
+        }
         let name = &self.config.pipeline.name;
         for output in self.outputs.others() {
             if let Some(held) = output.held_batch(name)?

@@ -66,7 +66,12 @@ impl Pipeline {
             records: usize::MAX,
             bytes: u64::MAX,
         };
-        let input = self.read_up_to(&ends, unlimited, stop, trigger.now_ms, trigger.flush)?;
+        let mut input = self.read_up_to(&ends, unlimited, stop, trigger.now_ms, trigger.flush)?;
+        if let Some(input) = &mut input {
+            // As planned: a group's members number batches each their own way, and a
+            // replay by another member sends what the planned batch would have.
+            input.batch_id = batch_id;
+        }
         if let Some(input) = &input
             && input.next != ends
         {

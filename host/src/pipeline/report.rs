@@ -138,6 +138,14 @@ impl Pipeline {
         committed: &Committed,
     ) -> Option<EventTimeProgress> {
         let (et, counts) = (self.event_time.as_ref()?, prepared.event_time?);
+        let (state, partition_watermarks) = match &self.tasks {
+            Some(tasks) => (tasks.state_sizes(), tasks.partition_watermarks()),
+            None => (et.state_sizes(), et.partition_watermarks()),
+        };
+        let state_file_bytes = match (&committed.state_file, &committed.shares) {
+            (Some((_, size)), _) | (None, Some((_, size))) => *size,
+            (None, None) => 0,
+        };
         let windows = self.config.windows.iter().zip(&prepared.results.windows);
         Some(EventTimeProgress {
             watermark: counts.watermark,
@@ -146,11 +154,10 @@ impl Pipeline {
             windows_emitted: windows
                 .map(|(w, rows)| (w.name.clone(), rows.len() as u64))
                 .collect(),
-            state: et.state_sizes(),
+            state,
             join_rows_evicted: et.join_rows_evicted(),
-            state_file_bytes: committed.state_file.as_ref().map_or(0, |(_, size)| *size),
-            partition_watermarks: et
-                .partition_watermarks()
+            state_file_bytes,
+            partition_watermarks: partition_watermarks
                 .into_iter()
                 .map(|(p, w)| (p, crate::event_time::extract::format_micros(w)))
                 .collect(),

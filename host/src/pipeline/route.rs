@@ -79,13 +79,18 @@ impl Pipeline {
         };
         let mut counts = None;
         self.check_keys(&slices)?;
+        let assigned = self.task_partitions(input);
         match &mut self.event_time {
             None => {
                 results.rows = slices.into_iter().filter_map(|s| s.batch).collect();
             }
             Some(et) => {
-                let applied =
-                    et.apply(slices, right, input.start.0.keys(), input.now, input.flush)?;
+                let applied = match &mut self.tasks {
+                    Some(tasks) => tasks.apply(slices, &assigned, input.now, input.flush)?,
+                    None => {
+                        et.apply(slices, right, input.start.0.keys(), input.now, input.flush)?
+                    }
+                };
                 results.rows = applied.batches;
                 results.windows = applied.outcome.emitted;
                 results.joins = applied.outcome.joined;

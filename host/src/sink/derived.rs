@@ -191,12 +191,16 @@ impl<R: DerivedRow> Output for Derived<R> {
         }
         let mark = commit.mark;
         let table = self.table.as_ref().map(|t| &t.0);
-        if let Some(held) = holds(table, R::KIND, R::name(&self.config), mark)? {
+        // A group's members number their batches each their own way: a keyed fence
+        // finds a replayed batch by its key instead.
+        let keyed = matches!(commit.fence, Fence::Keyed { .. });
+        if !keyed && let Some(held) = holds(table, R::KIND, R::name(&self.config), mark)? {
             return Ok(held);
         }
         let batch = self.encode(rows, mark.batch_id)?;
         let table = self.derived_table().expect("checked above");
-        table.commit(batch, mark)
+        let fence = if keyed { commit.fence } else { &Fence::NotHeld };
+        table.commit(batch, mark, fence)
     }
 
     fn expire_snapshots(&mut self, cutoff_ms: i64, retain_last: usize) -> Result<u64, OutputError> {
@@ -252,9 +256,14 @@ struct DerivedTable<'a> {
 }
 
 impl DerivedTable<'_> {
-    /// Appends `batch` in one commit carrying `mark` (a table that turns out to hold the
-    /// batch already, committed by another attempt, is left as it is).
-    fn commit(self, batch: RecordBatch, mark: &CommitMark) -> Result<Delivered, OutputError> {
+    /// Appends `batch` in one commit carrying `mark` behind `fence` (a table that turns out
+    /// to hold the batch already, committed by another attempt, is left as it is).
+    fn commit(
+        self,
+        batch: RecordBatch,
+        mark: &CommitMark,
+        fence: &Fence,
+    ) -> Result<Delivered, OutputError> {
         let error = |e| table_error(self.kind, self.name, e);
         let written = self
             .table
@@ -268,7 +277,7 @@ impl DerivedTable<'_> {
         };
         let landed = self
             .table
-            .commit(written.files, mark, HashMap::new(), &Fence::NotHeld)
+            .commit(written.files, mark, HashMap::new(), fence)
             .map_err(error)?;
         Ok(match landed {
             Landed::Committed { retries, .. } => Delivered {

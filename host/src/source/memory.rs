@@ -2,7 +2,7 @@
 //! read with the same contract as [`super::kafka::KafkaSource`] (positions from the table,
 //! caps, partitions added while running, a stale position refused).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -82,6 +82,35 @@ pub struct MemorySource {
     positions: Offsets,
     /// What the pipeline acknowledged last (as Kafka's group offsets).
     acknowledged: Arc<Mutex<Offsets>>,
+    /// As a member of a group: the partitions it owns, and the assignment's generation
+    /// when it last started.
+    member: Option<(Assignment, u64)>,
+}
+
+/// A consumer group's assignment of one member, the twin of Kafka's: the partition
+/// numbers it owns, changed by the test ([`Assignment::set`]); the member's source then
+/// reports a rebalance ([`SourceError::Rebalanced`]) once, as Kafka's does. Clones share it.
+#[derive(Debug, Clone, Default)]
+pub struct Assignment(Arc<Mutex<(BTreeSet<i32>, u64)>>);
+
+impl Assignment {
+    /// Owning `partitions`.
+    pub fn new(partitions: &[i32]) -> Self {
+        let assignment = Assignment::default();
+        assignment.set(partitions);
+        assignment
+    }
+
+    /// Now owning `partitions` (a rebalance).
+    pub fn set(&self, partitions: &[i32]) {
+        let mut now = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        now.0 = partitions.iter().copied().collect();
+        now.1 += 1;
+    }
+
+    fn get(&self) -> (BTreeSet<i32>, u64) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
 }
 
 impl MemorySource {
@@ -93,7 +122,14 @@ impl MemorySource {
             starting,
             positions: Offsets::default(),
             acknowledged: Arc::default(),
+            member: None,
         }
+    }
+
+    /// The same, as a member of a group owning what `assignment` says.
+    pub fn member(mut self, assignment: &Assignment) -> Self {
+        self.member = Some((assignment.clone(), 0));
+        self
     }
 
     /// What the pipeline acknowledged last; the handle stays valid after the source moves.
@@ -101,7 +137,8 @@ impl MemorySource {
         self.acknowledged.clone()
     }
 
-    fn partitions(&self) -> Result<Vec<TopicPartition>, SourceError> {
+    /// Every partition of the topics.
+    fn all_partitions(&self) -> Result<Vec<TopicPartition>, SourceError> {
         let all = self.log.partitions(&self.topics);
         match self
             .topics
@@ -112,16 +149,36 @@ impl MemorySource {
             None => Ok(all),
         }
     }
+
+    /// The partitions this source reads: every one, or a member's.
+    fn partitions(&self) -> Result<Vec<TopicPartition>, SourceError> {
+        let mut all = self.all_partitions()?;
+        if let Some((assignment, _)) = &self.member {
+            let (owned, _) = assignment.get();
+            all.retain(|tp| owned.contains(&tp.partition));
+        }
+        Ok(all)
+    }
+
+    /// Whether the member's assignment changed since it last started.
+    fn rebalanced(&self) -> bool {
+        self.member
+            .as_ref()
+            .is_some_and(|(assignment, seen)| assignment.get().1 != *seen)
+    }
 }
 
 impl Source for MemorySource {
     fn partition_counts(
         &mut self,
     ) -> Result<std::collections::BTreeMap<std::sync::Arc<str>, i32>, SourceError> {
-        Ok(super::partition_counts(&self.partitions()?))
+        Ok(super::partition_counts(&self.all_partitions()?))
     }
 
     fn start(&mut self, resume: Option<&Offsets>) -> Result<Offsets, SourceError> {
+        if let Some((assignment, seen)) = &mut self.member {
+            *seen = assignment.get().1;
+        }
         let mut positions = Offsets::default();
         for tp in self.partitions()? {
             let end = self.log.end(&tp);
@@ -144,6 +201,9 @@ impl Source for MemorySource {
     }
 
     fn end_offsets(&mut self) -> Result<Offsets, SourceError> {
+        if self.rebalanced() {
+            return Err(SourceError::Rebalanced);
+        }
         let mut ends = Offsets::default();
         for tp in self.partitions()? {
             if self.positions.get(&tp).is_none() {

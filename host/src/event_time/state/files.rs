@@ -30,6 +30,21 @@ pub fn write_plan(
     plan: &Plan,
     state_file: Option<String>,
 ) -> Result<(), StateError> {
+    write_plan_at(
+        store,
+        &path(location, pipeline, plan.batch_id),
+        plan,
+        state_file,
+    )
+}
+
+/// Writes the pointer to a batch's plan (and its state file, if any) at `at`.
+pub fn write_plan_at(
+    store: &dyn StateStore,
+    at: &str,
+    plan: &Plan,
+    state_file: Option<String>,
+) -> Result<(), StateError> {
     let pointer = PlanFile {
         plan: plan.clone(),
         state_file,
@@ -37,18 +52,14 @@ pub fn write_plan(
         lookups: plan.lookups.clone(),
     };
     let pointer = serde_json::to_vec(&pointer).map_err(StateError::Serialise)?;
-    store.put(&path(location, pipeline, plan.batch_id), pointer)
+    store.put(at, pointer)
 }
 
 /// The plan of the next batch (its pointer at `next`) if it was planned from `positions`
 /// but not committed: that batch is to be replayed first, exactly.
 pub fn planned(store: &dyn StateStore, next: &str, positions: &str) -> Option<Plan> {
     match read::<PlanFile>(store, next) {
-        Ok(Some(file)) if file.plan.start == positions => Some(Plan {
-            held: file.held,
-            lookups: file.lookups,
-            ..file.plan
-        }),
+        Ok(Some(file)) if file.plan.start == positions => Some(file.into_plan()),
         Ok(Some(_)) => {
             tracing::warn!(state = %next, "ignoring a state file planned from other offsets");
             None
@@ -143,6 +154,24 @@ pub fn run_path(table_location: &str, pipeline: &str, batch_id: u64, run: &str) 
 pub fn delta_path(table_location: &str, pipeline: &str, batch_id: u64, run: &str) -> String {
     format!(
         "{}/{pipeline}/{batch_id:020}-{run}{DELTA_SUFFIX}",
+        state_root(table_location)
+    )
+}
+
+/// With state kept by partition: the path of the pointer to the plan of the batch that
+/// read `partition` (`topic/partition`) from `start`, whatever process planned it.
+pub fn partition_plan_path(
+    table_location: &str,
+    pipeline: &str,
+    partition: &str,
+    start: i64,
+) -> String {
+    let name: String = partition
+        .chars()
+        .map(|c| if c == '/' { '@' } else { c })
+        .collect();
+    format!(
+        "{}/{pipeline}/plans/{name}-{start:020}.json",
         state_root(table_location)
     )
 }

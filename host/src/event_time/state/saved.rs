@@ -89,7 +89,7 @@ pub struct StateFile {
 }
 
 /// Reads a JSON file; `None` if it does not exist.
-pub(super) fn read<T: serde::de::DeserializeOwned>(
+pub(crate) fn read<T: serde::de::DeserializeOwned>(
     store: &dyn StateStore,
     path: &str,
 ) -> Result<Option<T>, StateError> {
@@ -176,7 +176,7 @@ pub(super) fn read_sized<T: serde::de::DeserializeOwned>(
 /// an older version reads as one with no `state_file`.)
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlanFile {
-    /// The batch's plan.
+    /// The batch's plan (without its held triggers and lookups: see [`PlanFile::into_plan`]).
     pub plan: Plan,
     /// The state file written with it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -188,4 +188,15 @@ pub struct PlanFile {
     /// versions and of batches without lookups.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub lookups: BTreeMap<String, Version>,
+}
+
+impl PlanFile {
+    /// The whole plan: its held triggers and lookup versions put back.
+    pub fn into_plan(self) -> Plan {
+        Plan {
+            held: self.held,
+            lookups: self.lookups,
+            ..self.plan
+        }
+    }
 }

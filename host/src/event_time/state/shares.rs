@@ -63,14 +63,14 @@ impl EventTime {
     }
 
     /// The same operators, empty.
-    fn emptied(&self) -> EventTime {
+    pub(crate) fn emptied(&self) -> EventTime {
         let mut empty = self.clone();
         empty.restore(SavedState::default());
         empty
     }
 
     /// The state as saved, owned.
-    fn saved(&self) -> Result<SavedState, StateError> {
+    pub(crate) fn saved(&self) -> Result<SavedState, StateError> {
         let bytes = postcard::to_allocvec(&self.save_ref()).map_err(StateError::Encode)?;
         postcard::from_bytes(&bytes).map_err(StateError::Encode)
     }

@@ -44,6 +44,9 @@ pub enum StateError {
         /// The delta that names it.
         named_by: String,
     },
+    /// A batch's plan names offsets that cannot be read.
+    #[error("a plan's offsets cannot be read: {0}")]
+    Plan(String),
 }
 
 impl StateError {

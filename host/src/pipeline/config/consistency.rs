@@ -5,8 +5,9 @@
 use std::collections::HashSet;
 
 use super::{OnInvalid, PipelineConfig, names};
-use crate::event_time::config::{EventTimeConfig, LateData};
+use crate::event_time::config::{EventTimeConfig, LateData, ScaleOut};
 use crate::event_time::extract::check_path;
+use crate::source::kafka::SourceMode;
 
 impl PipelineConfig {
     pub(super) fn check(&self) -> Result<(), String> {
@@ -121,6 +122,7 @@ impl PipelineConfig {
         }
         check_path(&et.field).map_err(|e| format!("event-time.field: {e}"))?;
         self.check_late(et)?;
+        self.check_scale_out(et)?;
         if let Some(dedup) = &self.dedup
             && dedup.keys.is_empty()
         {
@@ -147,6 +149,44 @@ impl PipelineConfig {
             ),
             Some(field) => check_path(field).map_err(|e| format!("source.keyed-by: {e}")),
         }
+    }
+
+    /// `scale-out = "partitions"`: a group, one source topic keyed by a field that every
+    /// keyed operator's key holds (each partition's state is then its own), no joins yet.
+    fn check_scale_out(&self, et: &EventTimeConfig) -> Result<(), String> {
+        if et.scale_out == ScaleOut::Standby {
+            return Ok(());
+        }
+        let need = |what: String| Err(format!("event-time.scale-out = \"partitions\" {what}"));
+        if self.source.mode != SourceMode::Group {
+            return need("needs source.mode = \"group\"".into());
+        }
+        let Some(key) = &self.source.keyed_by else {
+            return need("needs source.keyed-by: the field the source topic is keyed by, which every keyed operator's key must hold".into());
+        };
+        if self.source.topics.len() != 1 {
+            return need("reads one source topic (the group does not give one member the same partition of several topics)".into());
+        }
+        if !self.joins.is_empty() {
+            return need("does not take [[joins]] yet (the group does not give the member of a left partition the same right partition)".into());
+        }
+        let elsewhere = " holds no source.keyed-by field: its state cannot be split by the source's partitions (a repartition topic is not built yet)";
+        if let Some(dedup) = &self.dedup
+            && !dedup.keys.contains(key)
+        {
+            return need(format!(
+                "needs dedup.keys to hold `{key}`: [dedup]{elsewhere}"
+            ));
+        }
+        for w in &self.windows {
+            if !w.group_by.contains(key) {
+                return need(format!(
+                    "needs the group-by of window `{}` to hold `{key}`: it{elsewhere}",
+                    w.name
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Where late events go: the keys of `late` are consistent with it.

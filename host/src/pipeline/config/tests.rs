@@ -469,3 +469,56 @@ fn a_declared_key_parses_and_needs_event_time_and_a_path() {
     ));
     assert!(err.contains("partitioner"), "{err}");
 }
+
+#[test]
+fn state_by_partition_needs_a_group_a_keyed_source_and_keys_that_hold_it() {
+    let source =
+        |lines: &str| MINIMAL.replace("topics = [\"t\"]", &format!("topics = [\"t\"]\n{lines}"));
+    let partitions = WINDOWS
+        .replace(
+            "late = \"drop\"",
+            "late = \"drop\"\nscale-out = \"partitions\"",
+        )
+        .replace("keys = [\"id\"]", "keys = [\"id\", \"user\"]")
+        .replace("group-by = [\"type\"]", "group-by = [\"type\", \"user\"]");
+    let group = "mode = \"group\"\nkeyed-by = \"user\"";
+    let c = PipelineConfig::parse(
+        &format!("{}{partitions}", source(group)),
+        Path::new("p.toml"),
+    )
+    .unwrap();
+    assert!(c.partitioned_state() && !c.active_standby());
+    let c =
+        PipelineConfig::parse(&format!("{}{WINDOWS}", source(group)), Path::new("p.toml")).unwrap();
+    assert!(
+        !c.partitioned_state() && c.active_standby(),
+        "standby by default"
+    );
+    for (lines, text, says) in [
+        (
+            "keyed-by = \"user\"",
+            partitions.clone(),
+            "needs source.mode = \"group\"",
+        ),
+        (
+            "mode = \"group\"",
+            partitions.clone(),
+            "needs source.keyed-by",
+        ),
+        (
+            group,
+            partitions.replace("[\"id\", \"user\"]", "[\"id\"]"),
+            "dedup.keys to hold `user`",
+        ),
+        (
+            group,
+            partitions.replace("[\"type\", \"user\"]", "[\"type\"]"),
+            "group-by of window `w` to hold `user`",
+        ),
+    ] {
+        let err = PipelineConfig::parse(&format!("{}{text}", source(lines)), Path::new("p.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(says), "{says}: {err}");
+    }
+}

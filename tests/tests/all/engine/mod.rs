@@ -11,6 +11,7 @@ mod fence;
 mod join;
 mod keyed;
 mod lookups;
+mod partitions;
 mod poison;
 mod probation;
 mod session;
@@ -31,7 +32,7 @@ use sluice::pipeline::{Parts, Pipeline, PipelineError, RunSummary};
 use sluice::sink::memory::MemoryTopics;
 use sluice::sink::topic::TopicRecord;
 use sluice::sink::window::table_config;
-use sluice::source::memory::{MemoryLog, MemorySource};
+use sluice::source::memory::{Assignment, MemoryLog, MemorySource};
 
 /// The source topic of every engine test.
 pub(crate) const TOPIC: &str = "clicks";
@@ -184,6 +185,27 @@ impl Engine {
             crash,
             election,
             lookups,
+        };
+        Pipeline::build(config.clone(), &self.dir, parts)
+    }
+
+    /// Opens a member of the pipeline's group over the same warehouse, log and topics,
+    /// owning the partitions `assignment` says (changed by the test: a rebalance).
+    pub(crate) fn open_member(
+        &self,
+        assignment: &Assignment,
+        crash: Crash,
+    ) -> Result<Pipeline, PipelineError> {
+        let config = &self.config;
+        let source = MemorySource::new(&self.log, &[TOPIC], config.source.starting_offsets);
+        let parts = Parts {
+            source: Box::new(source.member(assignment)),
+            topics: Box::new(self.topics.clone()),
+            state: None,
+            runtime: Some(sluice_tests::runtime().clone()),
+            crash,
+            election: None,
+            lookups: None,
         };
         Pipeline::build(config.clone(), &self.dir, parts)
     }

@@ -1,0 +1,140 @@
+//! The pipeline's side of event time by partition (`scale-out = "partitions"`, see
+//! [`crate::event_time::tasks`]): every member of the group runs the pipeline on the
+//! partitions it is given, each partition's task restored from the file the table's last
+//! commit names for it; a batch another process planned and did not commit is replayed
+//! on the partitions of it this process owns now, with its plan's processing time; window
+//! tables take each batch once, by its plan's key ([`Fence::Keyed`]).
+
+use std::collections::BTreeSet;
+use std::hash::Hasher;
+
+use super::read::Input;
+use super::{Pipeline, PipelineError};
+use crate::checkpoint::STATE_SHARES;
+use crate::event_time::state::shares::{Shares, shares_from_json};
+use crate::event_time::state::{Plan, TriggerPlan};
+use crate::event_time::tasks::{Tasks, Unfinished};
+use crate::iceberg::Fence;
+use crate::record::Offsets;
+
+/// A replay of a batch planned by this or another process, on some of its partitions.
+#[derive(Debug, Clone)]
+pub(super) struct Replaying {
+    /// The key of the batch as planned ([`plan_key`]).
+    key: String,
+    /// The partitions replayed: those of the plan this process owns.
+    partitions: BTreeSet<String>,
+}
+
+impl Pipeline {
+    /// After a restart or a rebalance: each owned partition's task from the table's last
+    /// commit; returns the first batch to replay, if any (the others wait their turn,
+    /// [`Pipeline::next_replay`]).
+    pub(super) fn recover_tasks(&mut self) -> Result<Option<Plan>, PipelineError> {
+        self.replaying = None;
+        let Some(et) = &self.event_time else {
+            return Ok(None);
+        };
+        let name = &self.config.pipeline.name;
+        let table = self.outputs.table().table();
+        let shares: Shares = table
+            .last_mark_properties(name)?
+            .and_then(|p| p.get(STATE_SHARES).and_then(|s| shares_from_json(s)))
+            .unwrap_or_default();
+        let mut tasks = Tasks::new(et);
+        let location = table.location().to_string();
+        let store = self.state.as_ref();
+        let mut unfinished = tasks.recover(store, &location, name, &shares, &self.positions)?;
+        unfinished.sort_by_key(|u| u.plan.batch_id);
+        unfinished.reverse();
+        self.unfinished = unfinished;
+        self.tasks = Some(tasks);
+        Ok(self.next_replay())
+    }
+
+    /// The next batch to replay, on the owned partitions it read (the others stay where
+    /// they are), if any.
+    pub(super) fn next_replay(&mut self) -> Option<Plan> {
+        let Unfinished { plan, partitions } = self.unfinished.pop()?;
+        let restricted = restrict(&plan, &partitions, &self.positions)?;
+        tracing::warn!(batch_id = plan.batch_id, partitions = ?partitions, "a batch was planned on partitions owned here but not committed: replaying it on them");
+        self.replaying = Some(Replaying {
+            key: plan_key(&plan),
+            partitions,
+        });
+        Some(restricted)
+    }
+
+    /// The partitions whose tasks run in a batch: those of a replay, or every one read.
+    pub(super) fn task_partitions(&self, input: &Input) -> BTreeSet<String> {
+        match &self.replaying {
+            Some(replaying) => replaying.partitions.clone(),
+            None => input.start.0.keys().map(ToString::to_string).collect(),
+        }
+    }
+
+    /// What the derived tables (windows) must not hold yet for a batch to land there: its
+    /// key for its partitions, with state by partition; else the main table's fence.
+    pub(super) fn outputs_fence(&self, plan: &Plan, main: &Fence) -> Fence {
+        if self.tasks.is_none() {
+            return main.clone();
+        }
+        let (key, partitions) = match &self.replaying {
+            Some(r) => (r.key.clone(), r.partitions.iter().cloned().collect()),
+            None => {
+                let start = Offsets::from_json(&plan.start).unwrap_or_default();
+                let partitions = start.0.keys().map(ToString::to_string).collect();
+                (plan_key(plan), partitions)
+            }
+        };
+        Fence::Keyed { key, partitions }
+    }
+}
+
+/// A batch's key: a hash of its plan (id, offsets, processing times, flush), the same
+/// when it is replayed by any process.
+pub(super) fn plan_key(plan: &Plan) -> String {
+    let mut hash = twox_hash::XxHash64::with_seed(0);
+    hash.write_u64(plan.batch_id);
+    hash.write(plan.start.as_bytes());
+    hash.write(plan.end.as_bytes());
+    hash.write_i64(plan.now_ms.0);
+    hash.write_i64(plan.session_start_ms.0);
+    hash.write_u8(u8::from(plan.flush));
+    for trigger in &plan.held {
+        hash.write(trigger.end.as_bytes());
+        hash.write_i64(trigger.now_ms.0);
+    }
+    format!("{:016x}", hash.finish())
+}
+
+/// `plan` on `partitions` alone: the other partitions of `positions` start and end where
+/// they are (nothing of them is read). `None` if its offsets cannot be read.
+fn restrict(plan: &Plan, partitions: &BTreeSet<String>, positions: &Offsets) -> Option<Plan> {
+    let on = |json: &str| -> Option<String> {
+        let planned = Offsets::from_json(json).ok()?;
+        let mut offsets = positions.clone();
+        for (tp, next) in planned.0 {
+            if partitions.contains(&tp.to_string()) {
+                offsets.set(tp, next);
+            }
+        }
+        Some(offsets.to_json())
+    };
+    let held = plan
+        .held
+        .iter()
+        .map(|t| {
+            Some(TriggerPlan {
+                end: on(&t.end)?,
+                ..t.clone()
+            })
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(Plan {
+        start: on(&plan.start)?,
+        end: on(&plan.end)?,
+        held,
+        ..plan.clone()
+    })
+}
