@@ -147,6 +147,10 @@ impl Pipeline {
             CommitStep::Send => self.outputs.send(results)?,
             CommitStep::CommitOutputs => {
                 let none = HashMap::new();
+                if self.tasks.is_some() {
+                    let table = self.outputs.table_mut();
+                    table.check_fence(&prepared.mark, &prepared.fence)?;
+                }
                 let fence = self.outputs_fence(&prepared.plan, &prepared.fence);
                 let commit = Commit {
                     mark: &prepared.mark,

@@ -241,6 +241,11 @@ impl Outputs {
         &self.table
     }
 
+    /// The main table, to check a fence on it ([`TableOutput::check_fence`]).
+    pub fn table_mut(&mut self) -> &mut TableOutput {
+        &mut self.table
+    }
+
     /// Commits an empty snapshot to the main table that records `mark` unless the table
     /// holds a mark of the pipeline already (see [`TableOutput::anchor`]).
     pub fn anchor(&mut self, mark: &CommitMark, run: &str) -> Result<(), OutputError> {

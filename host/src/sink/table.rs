@@ -9,6 +9,7 @@ use iceberg::spec::DataFile;
 use super::{Commit, Delivered, Output, OutputError, Results};
 use crate::checkpoint::{CommitMark, RUN};
 use crate::encode::conform;
+use crate::iceberg::fence::Fenced;
 use crate::iceberg::{Fence, IcebergError, IcebergTable, Landed, iceberg_err};
 
 /// The main table.
@@ -77,6 +78,26 @@ impl TableOutput {
             if let Err(error) = files.delete(file.file_path()) {
                 tracing::debug!(%error, file = file.file_path(), "cannot delete an abandoned data file");
             }
+        }
+    }
+
+    /// Whether `fence` holds on the table as it is now (it is checked again at the
+    /// commit): a group member with state by partition asks before its window tables take
+    /// a batch, so that a member frozen past its session does not add rows for
+    /// partitions that moved on meanwhile.
+    pub fn check_fence(&mut self, mark: &CommitMark, fence: &Fence) -> Result<(), OutputError> {
+        self.refresh()?;
+        let last = self
+            .table
+            .last_mark(&mark.pipeline)
+            .map_err(|e| self.error(e))?;
+        match fence.check(mark, last.as_ref()) {
+            Ok(()) | Err(Fenced::Held) => Ok(()),
+            Err(why) => Err(self.error(IcebergError::Fenced {
+                table: self.table.name(),
+                commit_id: mark.commit_id(),
+                why: why.to_string(),
+            })),
         }
     }
 

@@ -34,6 +34,7 @@ mod lookup_sources;
 mod lookups;
 mod nested;
 mod nested_paths;
+mod partitions;
 mod pipeline;
 mod plugin_author;
 mod probes;
