@@ -8,12 +8,14 @@ use std::time::SystemTime;
 use serde::Deserialize;
 
 use super::saved::{PlanFile, read};
+use super::shares::shares_from_json;
 use super::store::{StateError, StateStore};
-use crate::checkpoint::{BATCH_ID, STATE};
+use crate::checkpoint::{BATCH_ID, OFFSETS, STATE, STATE_SHARES};
 use crate::event_time::delta::{ChainPaths, DELTA_SUFFIX, SNAPSHOT_SUFFIX};
 use crate::event_time::plan::Plan;
 use crate::iceberg::IcebergTable;
 use crate::iceberg::listing::normalize;
+use crate::record::{Offsets, TopicPartition};
 
 /// How many batches' state files are kept behind the current one (and, further back, the
 /// files of the chain the current one builds on: see [`forget_old`]).
@@ -184,10 +186,36 @@ pub fn path(table_location: &str, pipeline: &str, batch_id: u64) -> String {
     )
 }
 
+/// With state by partition, whether the plan pointer at `location`
+/// ([`partition_plan_path`]) is of a batch that started before the partition's committed
+/// offset: nothing looks it up any more.
+fn plan_passed(location: &str, committed: &Offsets) -> bool {
+    let Some(name) = location
+        .rsplit_once("/plans/")
+        .and_then(|(_, n)| n.strip_suffix(".json"))
+    else {
+        return false;
+    };
+    let Some((partition, start)) = name.rsplit_once('-') else {
+        return false;
+    };
+    let (Some((topic, number)), Ok(start)) = (partition.rsplit_once('@'), start.parse::<i64>())
+    else {
+        return false;
+    };
+    let tp = TopicPartition {
+        topic: topic.into(),
+        partition: number.parse().unwrap_or(-1),
+    };
+    committed.get(&tp).is_some_and(|next| start < next)
+}
+
 /// The state files of each pipeline that left a mark in `table`, below its latest mark's
 /// batch by more than sluice keeps ([`KEEP_STATE_FILES`]), that the mark does not name,
 /// that the state it names does not build on (the snapshot and deltas of its chain) and
-/// that were last modified before `cutoff`; their locations.
+/// that were last modified before `cutoff`; with state by partition, the same of every
+/// partition's state, and the pointers to plans of batches that started before the
+/// partition's committed offset; their locations.
 pub fn old_state_files(
     table: &IcebergTable,
     cutoff: SystemTime,
@@ -199,14 +227,23 @@ pub fn old_state_files(
             .last_mark_properties(pipeline)
             .map_err(StateError::store)?
             .unwrap_or_default();
-        // The named file and, for a delta, the snapshot and deltas it builds on.
-        let live: HashSet<String> = match props.get(STATE) {
-            Some(named) => chain_files(&table.files(), named)?
-                .iter()
-                .map(|f| normalize(f))
-                .collect(),
-            None => HashSet::new(),
-        };
+        // The named files (with state by partition, each partition's) and, for a delta,
+        // the snapshot and deltas it builds on.
+        let mut named: Vec<String> = props.get(STATE).cloned().into_iter().collect();
+        let shares = props.get(STATE_SHARES).and_then(|s| shares_from_json(s));
+        named.extend(shares.unwrap_or_default().into_values());
+        let mut live = HashSet::new();
+        for file in &named {
+            live.extend(
+                chain_files(&table.files(), file)?
+                    .iter()
+                    .map(|f| normalize(f)),
+            );
+        }
+        let committed = props
+            .get(OFFSETS)
+            .and_then(|o| Offsets::from_json(o).ok())
+            .unwrap_or_default();
         let batch = props
             .get(BATCH_ID)
             .and_then(|b| b.parse::<u64>().ok())
@@ -222,13 +259,43 @@ pub fn old_state_files(
                 .next()
                 .and_then(|n| n.get(..20))
                 .and_then(|b| b.parse::<u64>().ok());
-            if file_batch.is_some_and(|b| b < keep_from)
-                && !live.contains(&file.location)
-                && file.older_than(cutoff)
-            {
+            let passed = file_batch.map_or_else(
+                || plan_passed(&file.location, &committed),
+                |b| b < keep_from,
+            );
+            if passed && !live.contains(&file.location) && file.older_than(cutoff) {
                 old.push(file.location);
             }
         }
     }
     Ok(old)
+}
+
+#[cfg(test)]
+mod plan_tests {
+    use super::*;
+
+    #[test]
+    fn a_partitions_plan_pointer_is_passed_once_its_partition_committed_beyond_it() {
+        let mut committed = Offsets::default();
+        let tp = |topic: &str, partition| TopicPartition {
+            topic: topic.into(),
+            partition,
+        };
+        committed.set(tp("my-topic.v1", 2), 40);
+        let at = |partition: &str, start| partition_plan_path("s3://b/wh/t", "p", partition, start);
+        assert!(plan_passed(&at("my-topic.v1/2", 39), &committed));
+        assert!(
+            !plan_passed(&at("my-topic.v1/2", 40), &committed),
+            "may be unfinished"
+        );
+        assert!(
+            !plan_passed(&at("my-topic.v1/3", 1), &committed),
+            "not committed yet"
+        );
+        assert!(!plan_passed(
+            "s3://b/_sluice-state/t/p/00000000000000000001.json",
+            &committed
+        ));
+    }
 }

@@ -4,6 +4,7 @@
 //! batches, and a member crashed between its window commit and its table commit whose
 //! batch two others replay, all give the outputs of one member.
 
+use sluice::event_time::state::files::old_state_files;
 use sluice::kafka::partitioner::Partitioner;
 use sluice::pipeline::crash::{Crash, CrashPoint};
 use sluice::pipeline::{PipelineError, RunSummary};
@@ -185,4 +186,20 @@ fn a_batch_crashed_after_its_window_commit_is_replayed_once_by_its_partitions_ne
         windows_held > 0,
         "no crash fell between a window commit and the table's"
     );
+}
+
+#[test]
+fn maintain_keeps_every_partitions_state_and_drops_passed_plans() {
+    let expected = alone("partitions-maintain");
+    let engine = engine("partitions-maintain");
+    member(&engine, &[0, 1], Crash::Never).unwrap();
+    member(&engine, &[2], Crash::Never).unwrap();
+    let table = engine.table(None);
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(3600);
+    let old = old_state_files(&table, later).unwrap();
+    assert!(old.iter().any(|f| f.contains("/plans/")), "{old:?}");
+    table.delete_files(&old).unwrap();
+    // A member given every partition restores each one's state from what is left.
+    member(&engine, &[0, 1, 2], Crash::Never).unwrap();
+    assert_eq!(outputs(&engine), expected);
 }
