@@ -1,7 +1,7 @@
 //! Committing a batch's files with the pipeline's commit mark, behind a [`Fence`], and
 //! finding the last mark.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::time::Duration;
 
 use iceberg::ErrorKind;
@@ -99,7 +99,7 @@ impl IcebergTable {
             if let Some(mark) = self.holds(planned, fence, run.as_deref())? {
                 return Ok(Landed::Committed { retries, mark });
             }
-            if self.holds_key(&planned.pipeline, fence)? {
+            if self.holds_key(planned, fence)? {
                 return Ok(Landed::AlreadyHeld);
             }
             match fence.check(planned, last.as_ref()) {
@@ -119,12 +119,7 @@ impl IcebergTable {
             let mark = fence.mark(planned, last.as_ref());
             let mut properties = mark.to_properties();
             properties.extend(extra.clone());
-            if let Fence::Keyed { key, partitions } = fence {
-                let keys: BTreeMap<&str, &str> = partitions
-                    .iter()
-                    .map(|p| (p.as_str(), key.as_str()))
-                    .collect();
-                let keys = serde_json::to_string(&keys).unwrap_or_default();
+            if let Some(keys) = fence.batch_keys() {
                 properties.insert(BATCH_KEYS.to_string(), keys);
             }
             if matches!(fence, Fence::Owns(_) | Fence::Keyed { .. }) {
@@ -151,17 +146,21 @@ impl IcebergTable {
     }
 
     /// For [`Fence::Keyed`]: whether the pipeline's last commit records the batch's key
-    /// for one of its partitions (the batch landed, committed by whoever ran it first).
-    fn holds_key(&self, pipeline: &str, fence: &Fence) -> Result<bool, IcebergError> {
-        let Fence::Keyed { key, partitions } = fence else {
+    /// for one of its partitions (the batch landed, committed by whoever ran it first); a
+    /// partition it records a later batch of is [`IcebergError::Fenced`].
+    fn holds_key(&self, planned: &CommitMark, fence: &Fence) -> Result<bool, IcebergError> {
+        if !matches!(fence, Fence::Keyed { .. }) {
             return Ok(false);
-        };
-        let last = self.last_mark_properties(pipeline)?.unwrap_or_default();
-        let recorded: BTreeMap<String, String> = last
-            .get(BATCH_KEYS)
-            .and_then(|k| serde_json::from_str(k).ok())
-            .unwrap_or_default();
-        Ok(partitions.iter().any(|p| recorded.get(p) == Some(key)))
+        }
+        let last = self.last_mark_properties(&planned.pipeline)?;
+        let recorded = last.as_ref().and_then(|p| p.get(BATCH_KEYS));
+        fence
+            .keyed(recorded.map(String::as_str))
+            .map_err(|why| IcebergError::Fenced {
+                table: self.name(),
+                commit_id: planned.commit_id(),
+                why: why.to_string(),
+            })
     }
 
     /// A group member's commit: its properties keyed by partition
@@ -331,12 +330,8 @@ impl IcebergTable {
             {
                 let mark = mark?;
                 let same = match fence {
-                    Fence::Keyed { key, partitions } => {
-                        let recorded: BTreeMap<String, String> = props
-                            .get(BATCH_KEYS)
-                            .and_then(|k| serde_json::from_str(k).ok())
-                            .unwrap_or_default();
-                        partitions.iter().all(|p| recorded.get(p) == Some(key))
+                    Fence::Keyed { .. } => {
+                        fence.keyed_landed(props.get(BATCH_KEYS).map(String::as_str))
                     }
                     Fence::Owns(_) => planned
                         .offsets

@@ -9,7 +9,7 @@
 //! instead of being retried on a newer base. The caller then reloads, checks the fence
 //! again, and retries or gives up (see [`super::IcebergTable::commit`]).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use async_trait::async_trait;
 use iceberg::table::Table;
@@ -43,8 +43,10 @@ pub enum Fence {
     Keyed {
         /// The batch's key: its plan's, the same when it is replayed.
         key: String,
-        /// The partitions (`topic/partition`) whose rows the batch holds.
-        partitions: Vec<String>,
+        /// The partitions (`topic/partition`) whose rows the batch holds, with the
+        /// offsets the batch read each from and to. A partition the table records a later
+        /// batch of (one that read past this one's start) moved on to another member.
+        partitions: BTreeMap<String, (i64, i64)>,
     },
 }
 
@@ -126,6 +128,74 @@ impl Fence {
             Fence::Follows(_) | Fence::NotHeld => planned.clone(),
         }
     }
+}
+
+impl Fence {
+    /// For [`Fence::Keyed`]: the batch's key and where it ended on each of its partitions,
+    /// as the commit records them (`sluice.batch-keys`: `topic/partition` → `key@end`).
+    pub fn batch_keys(&self) -> Option<String> {
+        let Fence::Keyed { key, partitions } = self else {
+            return None;
+        };
+        let keys: BTreeMap<&str, String> = partitions
+            .iter()
+            .map(|(p, (_, end))| (p.as_str(), format!("{key}@{end}")))
+            .collect();
+        serde_json::to_string(&keys).ok()
+    }
+
+    /// For [`Fence::Keyed`], against the batch keys the table's last commit records
+    /// (`recorded`, see [`Fence::batch_keys`]): `Ok(true)` if it records this batch for one
+    /// of its partitions (it landed), `Ok(false)` if it records none past where the batch
+    /// started on each, else the first partition that moved on. Other fences: `Ok(false)`.
+    pub fn keyed(&self, recorded: Option<&str>) -> Result<bool, Fenced> {
+        let Fence::Keyed { key, partitions } = self else {
+            return Ok(false);
+        };
+        let recorded = recorded_keys(recorded);
+        let of = |p: &String| recorded.get(p).map(|(k, end)| (k.as_str(), *end));
+        if partitions
+            .keys()
+            .any(|p| of(p).is_some_and(|(k, _)| k == key))
+        {
+            return Ok(true);
+        }
+        for (p, &(start, _)) in partitions {
+            if let Some((_, end)) = of(p).filter(|&(_, end)| end > start) {
+                return Err(Fenced::Moved {
+                    found_batch: None,
+                    partition: Some(p.clone()),
+                    expected: Some(start),
+                    found: Some(end),
+                });
+            }
+        }
+        Ok(false)
+    }
+
+    /// For [`Fence::Keyed`]: whether `recorded` holds this batch on all its partitions.
+    pub fn keyed_landed(&self, recorded: Option<&str>) -> bool {
+        let Fence::Keyed { key, partitions } = self else {
+            return false;
+        };
+        let recorded = recorded_keys(recorded);
+        partitions
+            .keys()
+            .all(|p| recorded.get(p).is_some_and(|(k, _)| k == key))
+    }
+}
+
+/// `sluice.batch-keys` read back: partition → (key, end); unreadable entries are left out.
+fn recorded_keys(recorded: Option<&str>) -> BTreeMap<String, (String, i64)> {
+    let map: BTreeMap<String, String> = recorded
+        .and_then(|r| serde_json::from_str(r).ok())
+        .unwrap_or_default();
+    map.into_iter()
+        .filter_map(|(p, v)| {
+            let (key, end) = v.rsplit_once('@')?;
+            Some((p, (key.to_string(), end.parse().ok()?)))
+        })
+        .collect()
 }
 
 /// The first partition of `start` whose offset in `last` is another one.
@@ -371,5 +441,34 @@ mod tests {
             Fence::NotHeld.check(&mark(3, &[]), Some(&mark(3, &[]))),
             Err(Fenced::Held)
         );
+    }
+
+    #[test]
+    fn a_keyed_batch_lands_once_and_not_over_a_partition_that_moved_on() {
+        let keyed = |key: &str, partitions: &[(&str, i64, i64)]| Fence::Keyed {
+            key: key.into(),
+            partitions: partitions
+                .iter()
+                .map(|&(p, from, to)| (p.to_string(), (from, to)))
+                .collect(),
+        };
+        let first = keyed("k1", &[("t/0", 0, 5), ("t/1", 0, 3)]);
+        let recorded = first.batch_keys().unwrap();
+        assert!(first.keyed_landed(Some(&recorded)));
+        assert_eq!(first.keyed(Some(&recorded)), Ok(true), "held: replayed");
+        assert_eq!(first.keyed(None), Ok(false));
+        // The next batch of partition 0, and a batch of partition 1 from where it stood.
+        assert_eq!(
+            keyed("k2", &[("t/0", 5, 9)]).keyed(Some(&recorded)),
+            Ok(false)
+        );
+        assert!(!keyed("k2", &[("t/0", 5, 9)]).keyed_landed(Some(&recorded)));
+        // A member that read partition 1 from 0 while another went past it: moved on.
+        let zombie = keyed("k3", &[("t/1", 0, 2)]);
+        assert!(matches!(
+            zombie.keyed(Some(&recorded)),
+            Err(Fenced::Moved { partition: Some(p), expected: Some(0), found: Some(3), .. }) if p == "t/1"
+        ));
+        assert_eq!(Fence::NotHeld.keyed(Some(&recorded)), Ok(false));
     }
 }

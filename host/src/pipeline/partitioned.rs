@@ -79,14 +79,18 @@ impl Pipeline {
         if self.tasks.is_none() {
             return main.clone();
         }
-        let (key, partitions) = match &self.replaying {
-            Some(r) => (r.key.clone(), r.partitions.iter().cloned().collect()),
-            None => {
-                let start = Offsets::from_json(&plan.start).unwrap_or_default();
-                let partitions = start.0.keys().map(ToString::to_string).collect();
-                (plan_key(plan), partitions)
-            }
+        let start = Offsets::from_json(&plan.start).unwrap_or_default();
+        let end = Offsets::from_json(&plan.end).unwrap_or_default();
+        let (key, replayed) = match &self.replaying {
+            Some(r) => (r.key.clone(), Some(&r.partitions)),
+            None => (plan_key(plan), None),
         };
+        let partitions = start
+            .0
+            .iter()
+            .map(|(tp, &from)| (tp.to_string(), (from, end.get(tp).unwrap_or(from))))
+            .filter(|(p, _)| replayed.is_none_or(|r| r.contains(p)))
+            .collect();
         Fence::Keyed { key, partitions }
     }
 }
