@@ -36,6 +36,17 @@ pub struct Tasks {
     tasks: BTreeMap<String, EventTime>,
 }
 
+/// What [`Tasks::save`] wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Saved {
+    /// The file that holds each partition's state.
+    pub shares: Shares,
+    /// Bytes written.
+    pub bytes: u64,
+    /// Files to delete once the batch is committed.
+    pub obsolete: Vec<String>,
+}
+
 /// A batch planned but not committed that read partitions this process owns now: it is
 /// replayed, on those partitions alone. (A pointer at a partition's committed offset is
 /// that of a batch that committed without moving it, when it names the state file the
@@ -155,7 +166,9 @@ impl Tasks {
 
     /// Saves every task's state after a batch (each in files of its own, named after
     /// `run` and its partition) and, for each partition the batch read, a pointer to the
-    /// batch's plan. Returns which file holds each task's state, and the bytes written.
+    /// batch's plan. Returns which file holds each task's state, the bytes written, and
+    /// the files nothing needs once the batch is committed: the chains that a task's new
+    /// snapshot replaces, and the pointers to this batch's plan on partitions it moved.
     pub fn save(
         &mut self,
         store: &dyn StateStore,
@@ -163,22 +176,31 @@ impl Tasks {
         pipeline: &str,
         run: &str,
         plan: &Plan,
-    ) -> Result<(Shares, u64), StateError> {
-        let mut shares = Shares::new();
-        let mut bytes = 0;
+    ) -> Result<Saved, StateError> {
+        let mut saved = Saved::default();
         for (partition, task) in &mut self.tasks {
+            let before = task.chain().map(|c| c.paths.clone());
             let run = format!("{run}.{}", partition.replace('/', "@"));
             let (file, size) = task.save_file(store, location, pipeline, &run, plan)?;
-            shares.insert(partition.clone(), file);
-            bytes += size;
+            let after = task.chain().map(|c| &c.paths.base);
+            if let Some(old) = before.filter(|old| Some(&old.base) != after) {
+                saved.obsolete.push(old.base);
+                saved.obsolete.extend(old.deltas);
+            }
+            saved.shares.insert(partition.clone(), file);
+            saved.bytes += size;
         }
         let start = Offsets::from_json(&plan.start).map_err(StateError::Plan)?;
-        for (tp, from) in &start.0 {
+        let end = Offsets::from_json(&plan.end).map_err(StateError::Plan)?;
+        for (tp, &from) in &start.0 {
             let partition = tp.to_string();
-            let at = partition_plan_path(location, pipeline, &partition, *from);
-            write_plan_at(store, &at, plan, shares.get(&partition).cloned())?;
+            let at = partition_plan_path(location, pipeline, &partition, from);
+            write_plan_at(store, &at, plan, saved.shares.get(&partition).cloned())?;
+            if end.get(tp).is_some_and(|to| to > from) {
+                saved.obsolete.push(at);
+            }
         }
-        Ok((shares, bytes))
+        Ok(saved)
     }
 
     /// After a restart or a rebalance: the tasks of the partitions of `positions` (this

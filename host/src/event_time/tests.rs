@@ -198,3 +198,4 @@ fn bad_event_times_are_reported() {
 
 mod paths;
 mod split;
+mod tasks;

@@ -17,7 +17,8 @@ use crate::checkpoint::{
 use crate::event_time::delta::Chain;
 use crate::event_time::extract::format_micros;
 use crate::event_time::state;
-use crate::event_time::state::shares::{Shares, shares_to_json};
+use crate::event_time::state::shares::shares_to_json;
+use crate::event_time::tasks;
 use crate::iceberg::maintain::cutoff_ms;
 use crate::sink::{Commit, Delivered, Expired};
 
@@ -25,7 +26,7 @@ use crate::sink::{Commit, Delivered, Expired};
 /// file per partition.
 enum Saved {
     File(Option<(String, u64)>),
-    Shares((Shares, u64)),
+    Shares(tasks::Saved),
 }
 
 /// One step of a batch's commit.
@@ -67,9 +68,9 @@ pub(super) struct Committed {
     pub(super) table: Delivered,
     /// The state file's path and size, with event time.
     pub(super) state_file: Option<(String, u64)>,
-    /// With state by partition: the file that holds each partition's state, and the bytes
-    /// written.
-    pub(super) shares: Option<(Shares, u64)>,
+    /// With state by partition: the file that holds each partition's state, the bytes
+    /// written, and the files to delete once committed.
+    pub(super) shares: Option<tasks::Saved>,
     /// Whether the batch's plan was written (with event time or lookup tables): from then
     /// on a crash replays it exactly.
     pub(super) planned: bool,
@@ -173,6 +174,9 @@ impl Pipeline {
             CommitStep::AfterCommit => {
                 self.source.acknowledge(&prepared.mark.offsets);
                 self.outputs.after_commit(&prepared.mark);
+                if let Some(saved) = &committed.shares {
+                    self.forget(&saved.obsolete);
+                }
                 if committed.planned && self.tasks.is_none() {
                     let location = self.outputs.table().table().location();
                     let name = &prepared.mark.pipeline;
@@ -187,6 +191,16 @@ impl Pipeline {
             }
         }
         Ok(())
+    }
+
+    /// With state by partition, after a commit: deletes the files it made obsolete (a
+    /// failure is logged: `sluice maintain` deletes what is left).
+    fn forget(&self, files: &[String]) {
+        for file in files {
+            if let Err(error) = self.state.delete(file) {
+                tracing::debug!(%error, file, "cannot delete an old state file");
+            }
+        }
     }
 
     /// Expires old snapshots of the tables every `every-commits` commits, with
@@ -282,8 +296,8 @@ impl Pipeline {
         if let Some((path, _)) = &committed.state_file {
             properties.insert(STATE.to_string(), path.clone());
         }
-        if let Some((shares, _)) = &committed.shares {
-            properties.insert(STATE_SHARES.to_string(), shares_to_json(shares));
+        if let Some(saved) = &committed.shares {
+            properties.insert(STATE_SHARES.to_string(), shares_to_json(&saved.shares));
         }
         if !prepared.plan.lookups.is_empty()
             && let Ok(versions) = serde_json::to_string(&prepared.plan.lookups)

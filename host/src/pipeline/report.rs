@@ -143,7 +143,8 @@ impl Pipeline {
             None => (et.state_sizes(), et.partition_watermarks()),
         };
         let state_file_bytes = match (&committed.state_file, &committed.shares) {
-            (Some((_, size)), _) | (None, Some((_, size))) => *size,
+            (Some((_, size)), _) => *size,
+            (None, Some(saved)) => saved.bytes,
             (None, None) => 0,
         };
         let windows = self.config.windows.iter().zip(&prepared.results.windows);

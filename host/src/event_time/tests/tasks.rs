@@ -1,0 +1,80 @@
+//! Tasks' files (issue 35): a task's chain replaced by a new snapshot, and the pointers to
+//! a batch's plan on the partitions it moved, are what a commit makes obsolete; what is
+//! left restores every task.
+
+use std::collections::BTreeSet;
+
+use super::*;
+use crate::event_time::delta::SNAPSHOT_EVERY;
+use crate::event_time::state::{MemoryStore, Plan, StateStore};
+use crate::event_time::tasks::Tasks;
+
+fn plan(batch_id: u64, start: i64, end: i64) -> Plan {
+    Plan {
+        batch_id,
+        start: format!(r#"{{"clicks":{{"0":{start},"1":{start}}}}}"#),
+        end: format!(r#"{{"clicks":{{"0":{end},"1":{start}}}}}"#),
+        now_ms: Millis(batch_id as i64 * 1000),
+        session_start_ms: Millis(0),
+        flush: false,
+        held: Vec::new(),
+        lookups: Default::default(),
+    }
+}
+
+#[test]
+fn a_commit_makes_replaced_chains_and_passed_plans_obsolete_and_the_rest_restores() {
+    let et = EventTime::new(&config(), None, &[]);
+    let mut tasks = Tasks::new(&et);
+    let assigned: BTreeSet<String> = ["clicks/0".to_string(), "clicks/1".to_string()].into();
+    let store = MemoryStore::default();
+    let mut obsolete = Vec::new();
+    let mut last = None;
+    for batch in 1..=(SNAPSHOT_EVERY as u64 + 2) {
+        tasks
+            .apply(Vec::new(), &assigned, Millis(batch as i64 * 1000), false)
+            .unwrap();
+        let (from, to) = (batch as i64 * 10, batch as i64 * 10 + 10);
+        let saved = tasks
+            .save(&store, "loc", "p", "r", &plan(batch, from, to))
+            .unwrap();
+        for file in &saved.obsolete {
+            store.delete(file).unwrap(); // as the commit's after-step does
+        }
+        obsolete.extend(saved.obsolete.iter().cloned());
+        last = Some(saved);
+    }
+    let last = last.unwrap();
+    let plans = obsolete
+        .iter()
+        .filter(|f| f.contains("/plans/clicks@0-"))
+        .count();
+    assert_eq!(
+        plans,
+        SNAPSHOT_EVERY + 2,
+        "partition 0 moved on every batch"
+    );
+    assert!(
+        !obsolete.iter().any(|f| f.contains("/plans/clicks@1-")),
+        "1 never moved"
+    );
+    let chains = obsolete.iter().filter(|f| !f.contains("/plans/")).count();
+    assert_eq!(chains, 2 * SNAPSHOT_EVERY, "each task's first chain, whole");
+    for file in last.shares.values() {
+        assert!(!obsolete.contains(file));
+    }
+    // A process given both partitions restores them from what is left.
+    let mut again = Tasks::new(&et);
+    let mut positions = crate::record::Offsets::default();
+    for p in 0..2 {
+        let tp = crate::record::TopicPartition {
+            topic: "clicks".into(),
+            partition: p,
+        };
+        positions.set(tp, 1000);
+    }
+    again
+        .recover(&store, "loc", "p", &last.shares, &positions)
+        .unwrap();
+    assert_eq!(again.partitions().count(), 2);
+}
