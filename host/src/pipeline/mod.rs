@@ -241,13 +241,8 @@ impl Pipeline {
     /// Replays a planned batch if there is one, then runs batches as the trigger says.
     /// Returns whether a stop ended the run.
     fn run_active(&mut self, stop: &AtomicBool) -> Result<bool, PipelineError> {
-        while let Some(plan) = self.replay.take() {
-            let replayed = self.replay(&plan, stop);
-            self.replaying = None;
-            if !replayed? {
-                return Ok(true);
-            }
-            self.replay = self.next_replay();
+        if !self.replay_planned(stop)? {
+            return Ok(true);
         }
         let flush = self
             .event_time
@@ -255,6 +250,21 @@ impl Pipeline {
             .is_some_and(|et| et.config().at_end == AtEnd::Flush);
         let trigger = self.config.trigger.clone();
         trigger::drive(&trigger, flush, self, stop)
+    }
+
+    /// Replays the batches planned and not committed that a restart (or a resume after a
+    /// fenced batch or a rebalance) found, before any other batch. Returns `false` when
+    /// stopped.
+    fn replay_planned(&mut self, stop: &AtomicBool) -> Result<bool, PipelineError> {
+        while let Some(plan) = self.replay.take() {
+            let replayed = self.replay(&plan, stop);
+            self.replaying = None;
+            if !replayed? {
+                return Ok(false);
+            }
+            self.replay = self.next_replay();
+        }
+        Ok(true)
     }
 
     /// Replays a batch that was planned before a crash: the same records, the same processing
@@ -459,6 +469,9 @@ impl Batches for Pipeline {
 
     fn batch(&mut self, ends: &Offsets, stop: &AtomicBool) -> Result<bool, PipelineError> {
         self.beat();
+        if !self.replay_planned(stop)? {
+            return Ok(false);
+        }
         let input = match self.read(ends, stop) {
             Err(PipelineError::Source(SourceError::Rebalanced)) => {
                 self.rebalanced()?;
@@ -486,6 +499,9 @@ impl Batches for Pipeline {
 
     fn tick(&mut self, flush: bool) -> Result<(), PipelineError> {
         self.beat();
+        if !self.replay_planned(&AtomicBool::new(false))? {
+            return Ok(());
+        }
         let now = Millis::now();
         let due = match &self.tasks {
             Some(tasks) => tasks.due(now, flush),

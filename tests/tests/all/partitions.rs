@@ -231,7 +231,11 @@ fn members_killed_and_frozen_while_events_flow_write_what_one_process_writes() {
     ];
     let out = s.run(&last);
     assert!(out.status.success(), "{}", text(&out));
+    let logs_at =
+        std::env::temp_dir().join(format!("sluice-partitions-{}.log", std::process::id()));
+    let _ = std::fs::write(&logs_at, logs.join("\n----\n") + &text(&out));
     assert_same(&left(&s), &expected);
+    let _ = std::fs::remove_file(&logs_at);
 }
 
 /// `got` is `expected`, or the rows each lacks of the other are named.
