@@ -25,7 +25,8 @@
 //! batch read); [`delta`] and [`state`] (the saved state: deltas below the state files
 //! that chain them); then [`operator`], the one trait every operator implements (one
 //! file per kind in its folder), with what an operator reads and emits, and which
-//! `EventTime` holds a list of. Imports run that way only. The one exception is
+//! `EventTime` holds a list of; on top, [`tasks`]: an `EventTime` per source partition,
+//! for state kept by partition over a group's members. Imports run that way only. The one exception is
 //! `EventTime` itself: its `impl` is split over the files of its seams ([`delta`],
 //! [`state`], the batch run, [`apply`]), each of which names it from here, as a child
 //! names its parent.
