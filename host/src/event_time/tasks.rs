@@ -256,11 +256,6 @@ impl Tasks {
         );
         Ok(unfinished)
     }
-
-    /// The state of `partition`'s task, for tests and checks.
-    pub fn saved(&self, partition: &str) -> Option<SavedState> {
-        self.tasks.get(partition).and_then(|t| t.saved().ok())
-    }
 }
 
 /// `topic/partition` read back (a topic never holds `/`).
@@ -344,6 +339,13 @@ impl EventTimeOutcome {
 }
 
 impl EventTime {
+    /// The same operators, empty.
+    fn emptied(&self) -> EventTime {
+        let mut empty = self.clone();
+        empty.restore(SavedState::default());
+        empty
+    }
+
     /// What a batch without tasks did: nothing.
     fn empty_outcome(&self) -> EventTimeOutcome {
         EventTimeOutcome::nothing(self.inputs.0)

@@ -24,7 +24,7 @@ use crate::sink::{Commit, Delivered, Expired};
 
 /// What saving the state wrote: one file (and its size), or with state by partition a
 /// file per partition.
-enum Saved {
+enum Written {
     File(Option<(String, u64)>),
     Shares(tasks::Saved),
 }
@@ -249,12 +249,12 @@ impl Pipeline {
                 let name = &prepared.mark.pipeline;
                 if let Some(tasks) = tasks {
                     let shares = tasks.save(store, &location, name, run, &prepared.plan);
-                    return shares.map(|s| (Saved::Shares(s), t.elapsed()));
+                    return shares.map(|s| (Written::Shares(s), t.elapsed()));
                 }
                 let saved = event_time
                     .map(|et| et.save(store, &location, name, run, &prepared.plan))
                     .transpose();
-                saved.map(|file| (Saved::File(file), t.elapsed()))
+                saved.map(|file| (Written::File(file), t.elapsed()))
             });
             let staged = outputs.stage(&prepared.results);
             let saved = saving
@@ -265,11 +265,11 @@ impl Pipeline {
         let (saved, state_time) = saved?;
         committed.table = staged?;
         match saved {
-            Saved::File(file) => {
+            Written::File(file) => {
                 committed.planned |= file.is_some();
                 committed.state_file = file;
             }
-            Saved::Shares(shares) => {
+            Written::Shares(shares) => {
                 committed.planned = true;
                 committed.shares = Some(shares);
             }

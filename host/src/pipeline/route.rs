@@ -79,7 +79,10 @@ impl Pipeline {
         };
         let mut counts = None;
         self.check_keys(&slices)?;
-        let assigned = self.task_partitions(input);
+        let assigned = match self.tasks {
+            Some(_) => self.task_partitions(input),
+            None => Default::default(),
+        };
         match &mut self.event_time {
             None => {
                 results.rows = slices.into_iter().filter_map(|s| s.batch).collect();
