@@ -10,8 +10,15 @@
 //! CPU-second of the sluice processes (their user + system time over the same span), the
 //! commit retries per minute and the fenced batches.
 //!
+//! With `--windows` the pipeline has event-time state split by partition (`scale-out =
+//! "partitions"`, the events keyed by `user_id`): the window benchmark's operators, dedup
+//! (5% of the events repeat a recent one) and 1-minute counts per user, each member owning
+//! its partitions' state; it also prints the duplicates dropped and the window rows emitted,
+//! which must not depend on the number of processes.
+//!
 //! Run with `cargo bench -p sluice-tests --bench scale` (optionally `-- EVENTS`, default
-//! 200 000: the mock broker keeps 5 MiB per partition). The target: events per CPU-second with 2 and 3 processes at least 80% of one
+//! 200 000: the mock broker keeps 5 MiB per partition; `-- --windows` for the event-time
+//! workload). The target: events per CPU-second with 2 and 3 processes at least 80% of one
 //! process's (sharing costs little per event); total events/s is bounded by the cores.
 
 use std::io::BufRead;
@@ -31,6 +38,28 @@ const TOPIC: &str = "scale-events";
 /// under the mock broker's retention (5 MiB per partition, older records deleted).
 const PARTITIONS: i32 = 24;
 const DEAD_LETTER: &str = "scale-dead-letter";
+/// The topics of the retail example's lookup tables (`SLUICE_CUSTOMERS_TOPIC`,
+/// `SLUICE_PRODUCTS_TOPIC`).
+const LOOKUPS: [&str; 2] = ["scale-customers", "scale-products"];
+
+/// The event-time part of the `--windows` workload, appended to the retail example.
+const WINDOWS: &str = r#"
+[event-time]
+field = "event_time"
+max-delay = "2m"
+late = "dead-letter"
+scale-out = "partitions"
+
+[dedup]
+keys = ["user_id", "event_id"]
+
+[[windows]]
+name = "user-minutes"
+size = "1m"
+group-by = ["user_id"]
+aggregates = [{ name = "events", fn = "count" }, { name = "types", fn = "distinct-count", field = "event_type" }]
+iceberg = { table = "user_minutes" }
+"#;
 
 fn main() {
     let events: u64 = std::env::args()
@@ -38,15 +67,23 @@ fn main() {
         .find(|a| !a.starts_with("--"))
         .and_then(|a| a.parse().ok())
         .unwrap_or(200_000);
+    let windows = std::env::args().any(|a| a == "--windows");
     assert!(
         events * 450 / PARTITIONS as u64 <= 4 << 20,
         "more than the mock broker keeps (5 MiB per partition)"
     );
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    println!("{events} events, {PARTITIONS} partitions, {cores} cores");
+    println!(
+        "{events} events, {PARTITIONS} partitions, {cores} cores, {}",
+        if windows {
+            "dedup and 1-minute windows per user, state by partition"
+        } else {
+            "stateless"
+        }
+    );
     let mut results = Vec::new();
     for n in 1..=3 {
-        let r = measure(n, events, cores);
+        let r = measure(n, events, cores, windows);
         println!(
             "{n} process(es){}: {:>8.0} events/s total, {:>8.0} events per CPU-second, {:.1} CPU-seconds, {} batches, {:.1} commit retries/min, {} fenced",
             if n <= cores {
@@ -61,7 +98,21 @@ fn main() {
             r.retries as f64 / (r.seconds / 60.0),
             r.fenced,
         );
+        if windows {
+            println!(
+                "  {} duplicates dropped, {} window rows emitted",
+                r.deduplicated, r.emitted
+            );
+        }
         results.push(r);
+    }
+    // Members split where the state is kept, never what it gives.
+    for r in &results[1..] {
+        assert_eq!(
+            (r.deduplicated, r.emitted),
+            (results[0].deduplicated, results[0].emitted),
+            "more processes gave other results than one"
+        );
     }
     let one = results[0].per_cpu_second;
     for (i, r) in results.iter().enumerate().skip(1) {
@@ -83,6 +134,8 @@ struct Measured {
     batches: u64,
     retries: u64,
     fenced: u64,
+    deduplicated: u64,
+    emitted: u64,
 }
 
 /// What the processes' logs said so far.
@@ -92,21 +145,29 @@ struct Seen {
     batches: u64,
     retries: u64,
     fenced: u64,
+    deduplicated: u64,
+    emitted: u64,
+    /// A process's last words, if one failed.
+    failed: Option<String>,
     last_commit: Option<Instant>,
     /// Each process's partitions, from its last "reading these partitions" line.
     owned: Vec<usize>,
     tails: Vec<Vec<String>>,
 }
 
-fn measure(n: usize, events: u64, cores: usize) -> Measured {
+fn measure(n: usize, events: u64, cores: usize, windows: bool) -> Measured {
     let mock = MockCluster::<DefaultProducerContext>::new(1).unwrap();
     mock.create_topic(TOPIC, PARTITIONS, 1).unwrap();
     // The mock cluster does not answer CreateTopics; sluice finds these in the metadata.
     mock.create_topic(DEAD_LETTER, 1, 1).unwrap();
+    // The enrich stage's lookup tables, empty (their topics must exist).
+    for lookup in LOOKUPS {
+        mock.create_topic(lookup, 1, 1).unwrap();
+    }
     let bootstrap = mock.bootstrap_servers();
     let warehouse = std::env::temp_dir().join(format!("sluice-scale-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&warehouse);
-    let config = group_config(&warehouse);
+    let config = group_config(&warehouse, windows);
     let seen = Arc::new(Mutex::new(Seen {
         owned: vec![0; n],
         tails: vec![Vec::new(); n],
@@ -125,18 +186,19 @@ fn measure(n: usize, events: u64, cores: usize) -> Measured {
     // Held while the events are produced, so the clock measures the processes alone (the
     // producer shares the cores); a few seconds, far from the session timeout.
     signal(&pids, "STOP");
-    let produced = produce(
-        &bootstrap,
-        TOPIC,
-        &[
-            "--count",
-            &events.to_string(),
-            "--invalid-share",
-            "0.05",
-            "--property",
-            "linger.ms=20",
-        ],
-    );
+    let count = events.to_string();
+    let mut args = vec![
+        "--count",
+        &count,
+        "--invalid-share",
+        "0.05",
+        "--property",
+        "linger.ms=20",
+    ];
+    if windows {
+        args.extend(["--key-by", "user_id", "--duplicate-share", "0.05"]);
+    }
+    let produced = produce(&bootstrap, TOPIC, &args);
     assert_eq!(produced.delivered, events);
     let cpu_before: f64 = pids.iter().map(|&p| cpu_of(p).as_secs_f64()).sum();
     let start = Instant::now();
@@ -165,19 +227,27 @@ fn measure(n: usize, events: u64, cores: usize) -> Measured {
         batches: s.batches,
         retries: s.retries,
         fenced: s.fenced,
+        deduplicated: s.deduplicated,
+        emitted: s.emitted,
     }
 }
 
-/// The retail example as a consumer-group pipeline, written beside the warehouse.
-fn group_config(warehouse: &Path) -> PathBuf {
+/// The retail example as a consumer-group pipeline (with `windows`, keyed by user and
+/// with event-time state by partition), written beside the warehouse.
+fn group_config(warehouse: &Path, windows: bool) -> PathBuf {
     let example =
         std::fs::read_to_string(repo_root().join("examples/retail-clickstream/pipeline.toml"))
             .unwrap();
-    let text = example.replace(
-        "starting-offsets = \"earliest\"",
-        "starting-offsets = \"earliest\"\nmode = \"group\"",
-    );
+    let group = if windows {
+        "starting-offsets = \"earliest\"\nmode = \"group\"\nkeyed-by = \"user_id\""
+    } else {
+        "starting-offsets = \"earliest\"\nmode = \"group\""
+    };
+    let mut text = example.replace("starting-offsets = \"earliest\"", group);
     assert_ne!(text, example);
+    if windows {
+        text.push_str(WINDOWS);
+    }
     std::fs::create_dir_all(warehouse).unwrap();
     let path = warehouse.join("pipeline.toml");
     std::fs::write(&path, text).unwrap();
@@ -210,6 +280,8 @@ fn start(
         .env("SLUICE_WAREHOUSE", warehouse)
         .env("SLUICE_PLUGINS", plugins_dir)
         .env("SLUICE_DEAD_LETTER_TOPIC", DEAD_LETTER)
+        .env("SLUICE_CUSTOMERS_TOPIC", LOOKUPS[0])
+        .env("SLUICE_PRODUCTS_TOPIC", LOOKUPS[1])
         .env("SLUICE_TRIGGER", "interval")
         .env("SLUICE_MAX_RECORDS", "20000")
         .env("SLUICE_INTERVAL", "200ms")
@@ -236,7 +308,13 @@ fn follow(s: &mut Seen, i: usize, line: String) {
         s.rows += p["input_rows"].as_u64().unwrap();
         s.retries += p["commit_retries"].as_u64().unwrap_or(0);
         s.batches += 1;
+        if let Some(e) = p.get("event_time") {
+            s.deduplicated += e["rows_deduplicated"].as_u64().unwrap_or(0);
+            s.emitted += e["windows_emitted"]["user-minutes"].as_u64().unwrap_or(0);
+        }
         s.last_commit = Some(Instant::now());
+    } else if line.starts_with("error: ") {
+        s.failed = Some(line.clone());
     } else if line.contains("batch fenced") {
         s.fenced += 1;
     } else if line.contains("reading these partitions")
@@ -265,7 +343,7 @@ fn wait_until(seen: &Mutex<Seen>, timeout: Duration, what: &str, done: impl Fn(&
             if done(&s) {
                 return;
             }
-            if Instant::now() > deadline {
+            if Instant::now() > deadline || s.failed.is_some() {
                 panic!(
                     "no {what} within {timeout:?} ({} rows); the logs end:\n{}",
                     s.rows,
