@@ -106,7 +106,7 @@ pub enum ScaleOut {
     #[default]
     Standby,
     /// Every process runs the partitions it is given; each partition's state (its
-    /// watermark, dedup keys and windows) is its own, saved and moved with it.
+    /// watermark, dedup keys, windows and join sides) is its own, saved and moved with it.
     Partitions,
 }
 

@@ -229,6 +229,14 @@ impl JoinOperator {
         })
     }
 
+    /// The text of a right record's key field that `left_field` of `on` matches, if the
+    /// record has one (for the source's key check).
+    pub fn key_text(&self, value: Option<&[u8]>, left_field: &str) -> Option<String> {
+        let i = self.config.on.iter().position(|f| f == left_field)?;
+        let values = self.extractor.read(value).ok()?;
+        Some(values.get(self.key_slots[i])?.as_ref()?.text().to_string())
+    }
+
     /// Sets when this run started (see [`Clock::session_start`]).
     pub fn set_session_start(&mut self, start: Millis) {
         self.clock.session_start = start;

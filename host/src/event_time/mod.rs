@@ -151,6 +151,15 @@ impl EventTime {
         Some(values.get(keyed.slot)?.as_ref()?.text().to_string())
     }
 
+    /// A join's right record's value of the join key field that the source's key
+    /// (`[source] keyed-by`) matches, as text; `None` without a declared key, a join
+    /// reading the record's topic, or a value.
+    pub fn right_key_text(&self, record: &Record) -> Option<String> {
+        let keyed = self.keyed.as_ref()?;
+        let join = self.joins().nth(self.join_of_topic(&record.topic)?)?;
+        join.key_text(record.value.as_deref(), &keyed.field)
+    }
+
     /// The same operators, empty, with their keyed state in a shard per thread of
     /// `threads` (results do not depend on it; see [`shard`]).
     pub fn with_threads(mut self, threads: usize) -> Self {

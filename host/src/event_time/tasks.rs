@@ -13,6 +13,11 @@
 //! partition ([`partition_plan_path`]), so that whichever process owns a partition after a
 //! crash finds the batch that read it and was not committed.
 //!
+//! A join's right topic is partitioned as the source topic (the same count, keyed by the
+//! join's key, which holds the source's): its partition `p` belongs to the task of the
+//! source's partition `p`, whose join state it feeds, and the group gives both to one
+//! member (see [`crate::pipeline::config::PipelineConfig::source_client`]).
+//!
 //! [`partition_plan_path`]: super::state::files::partition_plan_path
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -24,7 +29,7 @@ use super::state::shares::Shares;
 use super::state::{Plan, SavedState, StateError, StateStore};
 use super::{EventTime, EventTimeOutcome, StateSize};
 use crate::encode::SchemaError;
-use crate::record::{Offsets, TopicPartition};
+use crate::record::{Offsets, Record, TopicPartition};
 use crate::units::{Micros, Millis};
 
 /// The tasks of the partitions this process owns.
@@ -32,7 +37,11 @@ use crate::units::{Micros, Millis};
 pub struct Tasks {
     /// Empty operators, the pattern of a new partition's task.
     template: EventTime,
-    /// `topic/partition` → its task.
+    /// The source topic: tasks are named after its partitions.
+    home: String,
+    /// The joins' right topics, whose partition `p` is read by the task of `p`.
+    right: Vec<String>,
+    /// `topic/partition` of the source topic → its task.
     tasks: BTreeMap<String, EventTime>,
 }
 
@@ -60,12 +69,38 @@ pub struct Unfinished {
 }
 
 impl Tasks {
-    /// No tasks yet; new ones are made like `template` (whose state is not used).
-    pub fn new(template: &EventTime) -> Self {
+    /// No tasks yet for the partitions of `home`, the source topic; new ones are made like
+    /// `template` (whose state is not used).
+    pub fn new(template: &EventTime, home: &str) -> Self {
         Tasks {
             template: template.emptied(),
+            home: home.to_string(),
+            right: template
+                .joins()
+                .map(|j| j.config().right_topic.clone())
+                .collect(),
             tasks: BTreeMap::new(),
         }
+    }
+
+    /// The task that reads `tp`: that of the source topic's partition of its number.
+    pub fn task_of(&self, tp: &TopicPartition) -> String {
+        format!("{}/{}", self.home, tp.partition)
+    }
+
+    /// The partitions a task reads: its source partition and the joins' right ones of the
+    /// same number.
+    fn read_by(&self, task: &str) -> Vec<TopicPartition> {
+        let Some(home) = topic_partition(task) else {
+            return Vec::new();
+        };
+        let right = self.right.iter().map(|topic| TopicPartition {
+            topic: topic.as_str().into(),
+            partition: home.partition,
+        });
+        let mut all = vec![home.clone()];
+        all.extend(right);
+        all
     }
 
     /// The task of `partition`, made empty if new.
@@ -76,29 +111,38 @@ impl Tasks {
             .or_insert_with(|| template.emptied())
     }
 
-    /// Runs each task over its partition's records of `slices`, the tasks of `assigned`
-    /// partitions without records too (time moves on for them), and puts together what
-    /// they leave: the table's rows in partition order, the windows' rows, late events.
+    /// Runs each task over its partition's records of `slices` (and of `right`, the joins'
+    /// right records), the tasks of `assigned` (task names, [`Tasks::task_of`]) without
+    /// records too (time moves on for them), and puts together what they leave: the
+    /// table's rows in partition order, the windows' and joins' rows, late events.
     pub fn apply(
         &mut self,
         slices: Vec<Timed>,
+        right: Vec<Record>,
         assigned: &BTreeSet<String>,
         now: Millis,
         flush: bool,
     ) -> Result<Applied, SchemaError> {
-        let mut by_partition: BTreeMap<String, Vec<Timed>> =
-            assigned.iter().map(|p| (p.clone(), Vec::new())).collect();
+        type Inputs = (Vec<Timed>, Vec<Record>);
+        let mut by_task: BTreeMap<String, Inputs> = assigned
+            .iter()
+            .map(|p| (p.clone(), Inputs::default()))
+            .collect();
         for slice in slices {
             for (partition, part) in split_by_partition(slice) {
-                by_partition.entry(partition).or_default().push(part);
+                by_task.entry(partition).or_default().0.push(part);
             }
         }
+        for record in right {
+            let task = format!("{}/{}", self.home, record.partition);
+            by_task.entry(task).or_default().1.push(record);
+        }
         let mut all: Option<Applied> = None;
-        for (partition, timed) in by_partition {
-            let tp = topic_partition(&partition);
+        for (task, (timed, right)) in by_task {
+            let read = self.read_by(&task);
             let applied = self
-                .task(&partition)
-                .apply(timed, Vec::new(), tp.iter(), now, flush)?;
+                .task(&task)
+                .apply(timed, right, read.iter(), now, flush)?;
             all = Some(match all {
                 None => applied,
                 Some(mut all) => {
@@ -192,7 +236,10 @@ impl Tasks {
         }
         let start = Offsets::from_json(&plan.start).map_err(StateError::Plan)?;
         let end = Offsets::from_json(&plan.end).map_err(StateError::Plan)?;
-        for (tp, &from) in &start.0 {
+        // A pointer per task, at its source partition's start: a batch that moved only a
+        // right partition of it overwrites the pointer of the committed batch there, with
+        // its own state file (uncommitted, it is told apart by the file).
+        for (tp, &from) in start.0.iter().filter(|(tp, _)| *tp.topic == *self.home) {
             let partition = tp.to_string();
             let at = partition_plan_path(location, pipeline, &partition, from);
             write_plan_at(store, &at, plan, saved.shares.get(&partition).cloned())?;
@@ -217,7 +264,8 @@ impl Tasks {
     ) -> Result<Vec<Unfinished>, StateError> {
         self.tasks.clear();
         let mut unfinished: Vec<Unfinished> = Vec::new();
-        for (tp, start) in &positions.0 {
+        let home = positions.0.iter().filter(|(tp, _)| *tp.topic == *self.home);
+        for (tp, start) in home {
             let partition = tp.to_string();
             let mut task = self.template.emptied();
             if let Some(file) = shares.get(&partition) {
@@ -307,6 +355,16 @@ fn merge(all: &mut Applied, more: Applied) {
     for (rows, more) in a.emitted.iter_mut().zip(b.emitted) {
         rows.extend(more);
     }
+    for (rows, more) in a.joined.iter_mut().zip(b.joined) {
+        rows.extend(more);
+    }
+    for (verdicts, more) in a.right_verdicts.iter_mut().zip(b.right_verdicts) {
+        verdicts.extend(more);
+    }
+    let right = a.right_watermarks_before.iter_mut();
+    for (before, more) in right.zip(b.right_watermarks_before) {
+        *before = lower(*before, more);
+    }
     a.late += b.late;
     a.duplicates += b.duplicates;
     a.future += b.future;
@@ -322,7 +380,7 @@ fn lower(a: Option<Micros>, b: Option<Micros>) -> Option<Micros> {
 
 impl EventTimeOutcome {
     /// Nothing happened (no task ran).
-    fn nothing(windows: usize) -> Self {
+    fn nothing(windows: usize, joins: usize) -> Self {
         EventTimeOutcome {
             verdicts: Vec::new(),
             watermark_before: None,
@@ -331,9 +389,9 @@ impl EventTimeOutcome {
             late: 0,
             duplicates: 0,
             future: 0,
-            joined: Vec::new(),
-            right_verdicts: Vec::new(),
-            right_watermarks_before: Vec::new(),
+            joined: vec![Vec::new(); joins],
+            right_verdicts: vec![Vec::new(); joins],
+            right_watermarks_before: vec![None; joins],
         }
     }
 }
@@ -348,6 +406,6 @@ impl EventTime {
 
     /// What a batch without tasks did: nothing.
     fn empty_outcome(&self) -> EventTimeOutcome {
-        EventTimeOutcome::nothing(self.inputs.0)
+        EventTimeOutcome::nothing(self.inputs.0, self.inputs.1)
     }
 }

@@ -11,7 +11,7 @@ use crate::election::KafkaElection;
 use crate::event_time::config::LateData;
 use crate::kafka::check::{ClientKind, PlannedClient, check_clients};
 use crate::sink::topic::{TopicTarget, producer_config};
-use crate::source::kafka::{KafkaSource, SourceMode};
+use crate::source::kafka::KafkaSource;
 
 /// The pipeline's consumer group: `[source] group-id`, else `sluice-<name>`.
 pub fn group(config: &PipelineConfig) -> String {
@@ -63,16 +63,13 @@ pub fn output_targets(config: &PipelineConfig) -> Vec<(String, String, TopicTarg
 /// Every Kafka client `sluice run` makes for the pipeline, with its whole configuration.
 pub fn planned(config: &PipelineConfig) -> Vec<PlannedClient> {
     let group = group(config);
-    let mut source = config.source.clone();
-    let election = config.active_standby().then(|| {
-        source.mode = SourceMode::Assign; // the active process reads every partition
-        PlannedClient {
-            role: "election consumer".into(),
-            kind: ClientKind::Consumer,
-            section: "[source] properties".into(),
-            connection: source.connection(),
-            config: KafkaElection::client_config(&source, &group),
-        }
+    let source = config.source_client();
+    let election = config.active_standby().then(|| PlannedClient {
+        role: "election consumer".into(),
+        kind: ClientKind::Consumer,
+        section: "[source] properties".into(),
+        connection: config.source.connection(),
+        config: KafkaElection::client_config(&config.source, &group),
     });
     let mut clients = vec![PlannedClient {
         role: "source consumer".into(),

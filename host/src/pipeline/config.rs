@@ -22,6 +22,9 @@ use crate::plugin::config::{RuntimeConfig, StageConfig};
 use crate::sink::deadletter::DeadLetterConfig;
 use crate::source::kafka::{KafkaSourceConfig, SourceMode};
 
+/// The librdkafka property naming the consumer group's assignor.
+pub const ASSIGNMENT_STRATEGY: &str = "partition.assignment.strategy";
+
 /// What happens to an event that a plugin rejects, that fails in a plugin, or that does
 /// not fit the table.
 #[derive(
@@ -281,6 +284,25 @@ impl PipelineConfig {
             .as_ref()
             .is_some_and(|et| et.scale_out == ScaleOut::Partitions)
             && self.source.mode == SourceMode::Group
+    }
+
+    /// The source's consumer as `sluice run` makes it: with active and standby processes
+    /// the active one assigns itself every partition (`mode = "assign"`); with state by
+    /// partition and joins, the group assigns partitions by range (unless `[source]
+    /// properties` name a strategy), which gives one member partition `p` of every topic
+    /// of equal partition counts: a join's right partition with its left one.
+    pub fn source_client(&self) -> KafkaSourceConfig {
+        let mut source = self.source.clone();
+        if self.active_standby() {
+            source.mode = SourceMode::Assign;
+        }
+        if self.partitioned_state() && !self.joins.is_empty() {
+            source
+                .properties
+                .entry(ASSIGNMENT_STRATEGY.into())
+                .or_insert_with(|| "range".into());
+        }
+        source
     }
 
     /// Threads for plugins and encoding.

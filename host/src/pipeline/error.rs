@@ -77,15 +77,33 @@ pub enum PipelineError {
     /// A source topic is not keyed by the field `[source] keyed-by` declares: a record
     /// sits in another partition than the producer's partitioner gives its key.
     #[error(
-        "source topic `{topic}` is not keyed by `{field}` (source.keyed-by): {verdict}; nothing of this batch was committed"
+        "{what} `{topic}` is not keyed by `{field}` ({declared}): {verdict}; nothing of this batch was committed"
     )]
     NotKeyed {
+        /// What the topic is to the pipeline: `source topic`, `join right topic`.
+        what: &'static str,
         /// The topic.
         topic: String,
+        /// Where its key is declared: `source.keyed-by`, or the join's key that holds it.
+        declared: String,
         /// The declared field.
         field: String,
         /// What its records say ([`crate::event_time::keyed::Keyed`]).
         verdict: String,
+    },
+    /// With state by partition, a join's right topic is not partitioned as the source
+    /// topic: another partition count, or the group gave this process partition `p` of
+    /// one and not of the other.
+    #[error(
+        "join right topic `{right}` is not co-partitioned with source topic `{left}` (scale-out = \"partitions\" needs partition p of both in one process): {why}"
+    )]
+    NotCoPartitioned {
+        /// The source topic.
+        left: String,
+        /// The join's right topic.
+        right: String,
+        /// What differs.
+        why: String,
     },
     /// A crash was injected on purpose ([`crash::Crash::Fail`]).
     #[error("crash injected at {} of batch {batch_id}", .point.name())]

@@ -75,11 +75,10 @@ impl Parts {
         kafka::reach(&connection, ClientKind::Consumer, REACH_TIMEOUT)
             .map_err(SourceError::from)?;
         let group = clients::group(config);
-        let mut source = config.source.clone();
+        let source = config.source_client();
         let mut election: Option<Box<dyn Election>> = None;
         if config.active_standby() {
-            election = Some(Box::new(KafkaElection::join(&source, &group)?));
-            source.mode = SourceMode::Assign;
+            election = Some(Box::new(KafkaElection::join(&config.source, &group)?));
         }
         Ok(Parts {
             source: Box::new(KafkaSource::new(source, &group, config.trigger.caps())?),

@@ -15,7 +15,7 @@ use crate::event_time::state::shares::{Shares, shares_from_json};
 use crate::event_time::state::{Plan, TriggerPlan};
 use crate::event_time::tasks::{Tasks, Unfinished};
 use crate::iceberg::Fence;
-use crate::record::Offsets;
+use crate::record::{Offsets, TopicPartition};
 
 /// A replay of a batch planned by this or another process, on some of its partitions.
 #[derive(Debug, Clone)]
@@ -41,7 +41,8 @@ impl Pipeline {
             .last_mark_properties(name)?
             .and_then(|p| p.get(STATE_SHARES).and_then(|s| shares_from_json(s)))
             .unwrap_or_default();
-        let mut tasks = Tasks::new(et);
+        let home = self.config.source.topics.first().map_or("", String::as_str);
+        let mut tasks = Tasks::new(et, home);
         let location = table.location().to_string();
         let store = self.state.as_ref();
         let mut unfinished = tasks.recover(store, &location, name, &shares, &self.positions)?;
@@ -49,6 +50,7 @@ impl Pipeline {
         unfinished.reverse();
         self.unfinished = unfinished;
         self.tasks = Some(tasks);
+        self.check_co_partitioned(Some(&self.positions))?;
         Ok(self.next_replay())
     }
 
@@ -56,7 +58,9 @@ impl Pipeline {
     /// they are), if any.
     pub(super) fn next_replay(&mut self) -> Option<Plan> {
         let Unfinished { plan, partitions } = self.unfinished.pop()?;
-        let restricted = restrict(&plan, &partitions, &self.positions)?;
+        let tasks = self.tasks.as_ref()?;
+        let owned = |tp: &TopicPartition| partitions.contains(&tasks.task_of(tp));
+        let restricted = restrict(&plan, owned, &self.positions)?;
         tracing::warn!(batch_id = plan.batch_id, partitions = ?partitions, "a batch was planned on partitions owned here but not committed: replaying it on them");
         self.replaying = Some(Replaying {
             key: plan_key(&plan),
@@ -65,20 +69,21 @@ impl Pipeline {
         Some(restricted)
     }
 
-    /// The partitions whose tasks run in a batch: those of a replay, or every one read.
+    /// The tasks that run in a batch: those of a replay, or those of every partition read.
     pub(super) fn task_partitions(&self, input: &Input) -> BTreeSet<String> {
-        match &self.replaying {
-            Some(replaying) => replaying.partitions.clone(),
-            None => input.start.0.keys().map(ToString::to_string).collect(),
+        match (&self.replaying, &self.tasks) {
+            (Some(replaying), _) => replaying.partitions.clone(),
+            (None, Some(tasks)) => input.start.0.keys().map(|tp| tasks.task_of(tp)).collect(),
+            (None, None) => BTreeSet::new(),
         }
     }
 
     /// What the derived tables (windows) must not hold yet for a batch to land there: its
     /// key for its partitions, with state by partition; else the main table's fence.
     pub(super) fn outputs_fence(&self, plan: &Plan, main: &Fence) -> Fence {
-        if self.tasks.is_none() {
+        let Some(tasks) = &self.tasks else {
             return main.clone();
-        }
+        };
         let start = Offsets::from_json(&plan.start).unwrap_or_default();
         let end = Offsets::from_json(&plan.end).unwrap_or_default();
         let (key, replayed) = match &self.replaying {
@@ -88,8 +93,8 @@ impl Pipeline {
         let partitions = start
             .0
             .iter()
+            .filter(|(tp, _)| replayed.is_none_or(|r| r.contains(&tasks.task_of(tp))))
             .map(|(tp, &from)| (tp.to_string(), (from, end.get(tp).unwrap_or(from))))
-            .filter(|(p, _)| replayed.is_none_or(|r| r.contains(p)))
             .collect();
         Fence::Keyed { key, partitions }
     }
@@ -112,14 +117,19 @@ pub(super) fn plan_key(plan: &Plan) -> String {
     format!("{:016x}", hash.finish())
 }
 
-/// `plan` on `partitions` alone: the other partitions of `positions` start and end where
-/// they are (nothing of them is read). `None` if its offsets cannot be read.
-fn restrict(plan: &Plan, partitions: &BTreeSet<String>, positions: &Offsets) -> Option<Plan> {
+/// `plan` on the partitions `owned` says yes to alone: the other partitions of `positions`
+/// start and end where they are (nothing of them is read). `None` if its offsets cannot
+/// be read.
+fn restrict(
+    plan: &Plan,
+    owned: impl Fn(&TopicPartition) -> bool,
+    positions: &Offsets,
+) -> Option<Plan> {
     let on = |json: &str| -> Option<String> {
         let planned = Offsets::from_json(json).ok()?;
         let mut offsets = positions.clone();
         for (tp, next) in planned.0 {
-            if partitions.contains(&tp.to_string()) {
+            if owned(&tp) {
                 offsets.set(tp, next);
             }
         }

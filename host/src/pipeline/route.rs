@@ -78,7 +78,7 @@ impl Pipeline {
             ..Results::default()
         };
         let mut counts = None;
-        self.check_keys(&slices)?;
+        self.check_keys(&slices, &right)?;
         let assigned = match self.tasks {
             Some(_) => self.task_partitions(input),
             None => Default::default(),
@@ -89,7 +89,7 @@ impl Pipeline {
             }
             Some(et) => {
                 let applied = match &mut self.tasks {
-                    Some(tasks) => tasks.apply(slices, &assigned, input.now, input.flush)?,
+                    Some(tasks) => tasks.apply(slices, right, &assigned, input.now, input.flush)?,
                     None => {
                         et.apply(slices, right, input.start.0.keys(), input.now, input.flush)?
                     }

@@ -88,10 +88,14 @@ pub struct MemorySource {
 }
 
 /// A consumer group's assignment of one member, the twin of Kafka's: the partition
-/// numbers it owns, changed by the test ([`Assignment::set`]); the member's source then
+/// numbers it owns (of every topic, as Kafka's range assignor gives topics of equal
+/// partition counts), changed by the test ([`Assignment::set`]); the member's source then
 /// reports a rebalance ([`SourceError::Rebalanced`]) once, as Kafka's does. Clones share it.
 #[derive(Debug, Clone, Default)]
-pub struct Assignment(Arc<Mutex<(BTreeSet<i32>, u64)>>);
+pub struct Assignment(
+    Arc<Mutex<(BTreeSet<i32>, u64)>>,
+    Arc<Mutex<BTreeSet<TopicPartition>>>,
+);
 
 impl Assignment {
     /// Owning `partitions`.
@@ -106,6 +110,18 @@ impl Assignment {
         let mut now = self.0.lock().unwrap_or_else(|e| e.into_inner());
         now.0 = partitions.iter().copied().collect();
         now.1 += 1;
+    }
+
+    /// Not owning `partition` of `topic` though owning its number (an assignor that does
+    /// not keep topics' partitions together).
+    pub fn withhold(&self, topic: &str, partition: i32) {
+        let mut withheld = self.1.lock().unwrap_or_else(|e| e.into_inner());
+        withheld.insert(tp(topic, partition));
+    }
+
+    fn owns(&self, tp: &TopicPartition) -> bool {
+        let withheld = self.1.lock().unwrap_or_else(|e| e.into_inner());
+        self.get().0.contains(&tp.partition) && !withheld.contains(tp)
     }
 
     fn get(&self) -> (BTreeSet<i32>, u64) {
@@ -154,8 +170,7 @@ impl MemorySource {
     fn partitions(&self) -> Result<Vec<TopicPartition>, SourceError> {
         let mut all = self.all_partitions()?;
         if let Some((assignment, _)) = &self.member {
-            let (owned, _) = assignment.get();
-            all.retain(|tp| owned.contains(&tp.partition));
+            all.retain(|tp| assignment.owns(tp));
         }
         Ok(all)
     }

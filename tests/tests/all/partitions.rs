@@ -1,13 +1,17 @@
 //! Event-time state split by partition over the members of a consumer group
 //! (`scale-out = "partitions"`, issue 35), end to end on tansu and the SQL catalog: events
-//! keyed by user, dedup, 1-minute counts and sessions per user; two then three members
-//! while events flow, one killed (SIGKILL) and one frozen past its session (SIGSTOP), give
-//! the table, dead letters and window tables of one process over the same events.
+//! keyed by user, dedup, 1-minute counts and sessions per user, and a join with profile
+//! updates keyed by user (partition `p` of both topics to one member, by range); two then
+//! three members while events flow, one killed (SIGKILL) and one frozen past its session
+//! (SIGSTOP), give the table, dead letters, window tables and join table of one process
+//! over the same events.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use sluice::iceberg::{IcebergCatalog, IcebergTable};
+use sluice::pipeline::config::PipelineConfig;
 use sluice_tests::fixture::{Running, Setup, text};
 
 /// Analytics events by user, every member running the pipeline on its partitions.
@@ -67,6 +71,18 @@ gap = "20s"
 group-by = ["user_id"]
 aggregates = [{ name = "events", fn = "count" }]
 iceberg = { table = "user_sessions" }
+
+[[joins]]
+name = "with-profiles"
+right-topic = "${SLUICE_PROFILES_TOPIC}"
+right-time-field = "updated_at"
+right-max-delay = "10s"
+on = ["user_id"]
+kind = "left-outer"
+before = "1h"
+left-fields = ["event_id", "user_id", "timestamp"]
+right-fields = ["tier", { field = "updated_at", name = "profile_updated_at", type = "timestamptz" }]
+iceberg = { table = "with_profiles" }
 "#;
 
 const INTERVAL: [(&str, &str); 1] = [("SLUICE_TRIGGER", "interval")];
@@ -75,11 +91,17 @@ const TO_THE_END: [(&str, &str); 2] = [
     ("SLUICE_AT_END", "flush"),
 ];
 
+/// A setup of the pipeline, its profiles topic holding 100 updates of the 50 users (on the
+/// events' clock, from the first event's time), keyed by user in 4 partitions as the
+/// events are.
 fn by_user(name: &str) -> Setup {
     let mut s = Setup::new(name);
     s.write_config("pipeline.toml", BY_USER);
     s.extra_env
         .push(("SLUICE_GROUP".into(), format!("{name}-members")));
+    let profiles = ["--shape", "profiles", "--partitions", "4", "--count", "100"];
+    let sent = sluice_tests::produce(&s.broker.bootstrap, &s.profiles_topic(), &profiles);
+    assert_eq!(sent.delivered, 100);
     s
 }
 
@@ -110,6 +132,8 @@ struct Left {
     rows: Vec<String>,
     dead: BTreeSet<String>,
     windows: Vec<Vec<String>>,
+    /// The join table's rows.
+    joined: Vec<String>,
 }
 
 fn left(s: &Setup) -> Left {
@@ -155,11 +179,37 @@ fn left(s: &Setup) -> Left {
             rows
         })
         .collect();
+    let mut joined: Vec<String> = join_rows(s)
+        .into_iter()
+        .map(|r| strip(&Value::Object(r), "batch_id"))
+        .collect();
+    joined.sort();
     Left {
         rows,
         dead,
         windows,
+        joined,
     }
+}
+
+/// The rows of the pipeline's join table.
+fn join_rows(s: &Setup) -> Vec<serde_json::Map<String, Value>> {
+    let mut text = BY_USER.replace("${SLUICE_WAREHOUSE}", s.warehouse.to_str().unwrap());
+    for var in [
+        "KAFKA_BOOTSTRAP",
+        "KAFKA_TOPIC",
+        "SLUICE_DEAD_LETTER_TOPIC",
+        "SLUICE_PROFILES_TOPIC",
+    ] {
+        text = text.replace(&format!("${{{var}}}"), &var.to_lowercase());
+    }
+    let config = PipelineConfig::parse(&text, &s.warehouse.join("pipeline.toml")).unwrap();
+    let catalog = IcebergCatalog::open(&config.sink, &s.warehouse).unwrap();
+    let table = sluice::sink::join::table_config(&config.joins[0], &config.sink).unwrap();
+    IcebergTable::open(&catalog, table)
+        .unwrap()
+        .read_rows()
+        .unwrap()
 }
 
 /// Waits until the members' commits hold `rows` rows in the table.
@@ -195,6 +245,11 @@ fn members_killed_and_frozen_while_events_flow_write_what_one_process_writes() {
         valid > 800 && expected.windows.iter().all(|w| w.len() > 50),
         "{expected:?}"
     );
+    let matched = expected
+        .joined
+        .iter()
+        .filter(|r| !r.contains("\"tier\":null"));
+    assert!(matched.count() > valid / 2, "{:?}", expected.joined);
 
     // Members, while events flow.
     let s = by_user("partitions-members");
@@ -261,5 +316,6 @@ fn assert_same(got: &Left, expected: &Left) {
     for (i, (g, e)) in got.windows.iter().zip(&expected.windows).enumerate() {
         text += &diff(&format!("window {i}"), g, e);
     }
+    text += &diff("join", &got.joined, &expected.joined);
     panic!("{text}");
 }

@@ -25,14 +25,20 @@ fn plan(batch_id: u64, start: i64, end: i64) -> Plan {
 #[test]
 fn a_commit_makes_replaced_chains_and_passed_plans_obsolete_and_the_rest_restores() {
     let et = EventTime::new(&config(), None, &[]);
-    let mut tasks = Tasks::new(&et);
+    let mut tasks = Tasks::new(&et, "clicks");
     let assigned: BTreeSet<String> = ["clicks/0".to_string(), "clicks/1".to_string()].into();
     let store = MemoryStore::default();
     let mut obsolete = Vec::new();
     let mut last = None;
     for batch in 1..=(SNAPSHOT_EVERY as u64 + 2) {
         tasks
-            .apply(Vec::new(), &assigned, Millis(batch as i64 * 1000), false)
+            .apply(
+                Vec::new(),
+                Vec::new(),
+                &assigned,
+                Millis(batch as i64 * 1000),
+                false,
+            )
             .unwrap();
         let (from, to) = (batch as i64 * 10, batch as i64 * 10 + 10);
         let saved = tasks
@@ -64,7 +70,7 @@ fn a_commit_makes_replaced_chains_and_passed_plans_obsolete_and_the_rest_restore
         assert!(!obsolete.contains(file));
     }
     // A process given both partitions restores them from what is left.
-    let mut again = Tasks::new(&et);
+    let mut again = Tasks::new(&et, "clicks");
     let mut positions = crate::record::Offsets::default();
     for p in 0..2 {
         let tp = crate::record::TopicPartition {

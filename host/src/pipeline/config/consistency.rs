@@ -152,7 +152,7 @@ impl PipelineConfig {
     }
 
     /// `scale-out = "partitions"`: a group, one source topic keyed by a field that every
-    /// keyed operator's key holds (each partition's state is then its own), no joins yet.
+    /// keyed operator's key holds, joins on it too (each partition's state is then its own).
     fn check_scale_out(&self, et: &EventTimeConfig) -> Result<(), String> {
         if et.scale_out == ScaleOut::Standby {
             return Ok(());
@@ -167,8 +167,13 @@ impl PipelineConfig {
         if self.source.topics.len() != 1 {
             return need("reads one source topic (the group does not give one member the same partition of several topics)".into());
         }
-        if !self.joins.is_empty() {
-            return need("does not take [[joins]] yet (the group does not give the member of a left partition the same right partition)".into());
+        for join in &self.joins {
+            if !join.on.contains(key) {
+                return need(format!(
+                    "needs the `on` of join `{}` to hold `{key}`: its state cannot be split by the source's partitions otherwise",
+                    join.name
+                ));
+            }
         }
         let elsewhere = " holds no source.keyed-by field: its state cannot be split by the source's partitions (a repartition topic is not built yet)";
         if let Some(dedup) = &self.dedup

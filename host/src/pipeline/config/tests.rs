@@ -522,3 +522,50 @@ fn state_by_partition_needs_a_group_a_keyed_source_and_keys_that_hold_it() {
         assert!(err.contains(says), "{says}: {err}");
     }
 }
+
+#[test]
+fn state_by_partition_takes_joins_on_the_source_key_and_assigns_by_range() {
+    use crate::pipeline::config::ASSIGNMENT_STRATEGY;
+    let source = |lines: &str| {
+        MINIMAL.replace(
+            "topics = [\"t\"]",
+            &format!("topics = [\"t\"]\nmode = \"group\"\nkeyed-by = \"user\"\n{lines}"),
+        )
+    };
+    let joins = JOINS.replace(
+        "late = \"drop\"",
+        "late = \"drop\"\nscale-out = \"partitions\"",
+    );
+    let c = PipelineConfig::parse(&format!("{}{joins}", source("")), Path::new("p.toml")).unwrap();
+    assert!(c.partitioned_state());
+    let client = c.source_client();
+    assert_eq!(
+        client
+            .properties
+            .get(ASSIGNMENT_STRATEGY)
+            .map(String::as_str),
+        Some("range"),
+        "partition p of both topics to one member"
+    );
+    let chosen = source("properties = { \"partition.assignment.strategy\" = \"roundrobin\" }");
+    let c = PipelineConfig::parse(&format!("{chosen}{joins}"), Path::new("p.toml")).unwrap();
+    let client = c.source_client();
+    assert_eq!(
+        client
+            .properties
+            .get(ASSIGNMENT_STRATEGY)
+            .map(String::as_str),
+        Some("roundrobin"),
+        "the user's choice stands (and is checked at each assignment)"
+    );
+    let c = PipelineConfig::parse(&format!("{}{JOINS}", source("")), Path::new("p.toml")).unwrap();
+    assert!(
+        c.source_client().properties.is_empty(),
+        "standby: no strategy"
+    );
+    let off_key = joins.replace("on = [\"user\"]", "on = [\"a\"]");
+    let err = PipelineConfig::parse(&format!("{}{off_key}", source("")), Path::new("p.toml"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("`on` of join `j` to hold `user`"), "{err}");
+}

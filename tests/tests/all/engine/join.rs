@@ -19,7 +19,7 @@ const PROFILES: &str = "profiles";
 /// Clicks (`event_id`, `user_id`, `timestamp`) joined left-outer with profiles
 /// (`user_id`, `tier`, `updated_at`) updated within the hour before the click; 30 minutes
 /// of delay on the clicks, 1 minute on the profiles.
-const JOIN: &str = pipeline_file!(
+pub(super) const JOIN: &str = pipeline_file!(
     "join",
     r#"
 [sink]
@@ -92,7 +92,7 @@ fn appended(engine: &Engine) {
     }
 }
 
-fn join_table(engine: &Engine) -> IcebergTable {
+pub(super) fn join_table(engine: &Engine) -> IcebergTable {
     let sink = &engine.config.sink;
     let catalog = IcebergCatalog::open(sink, &engine.dir).unwrap();
     let config = sluice::sink::join::table_config(&engine.config.joins[0], sink).unwrap();

@@ -41,6 +41,7 @@ fn not_keyed(error: Result<impl std::fmt::Debug, PipelineError>) -> (String, Str
             topic,
             field,
             verdict,
+            ..
         }) => (topic, field, verdict),
         other => panic!("not caught: {other:?}"),
     }

@@ -12,6 +12,7 @@ mod join;
 mod keyed;
 mod lookups;
 mod partitions;
+mod partitions_join;
 mod poison;
 mod probation;
 mod session;
@@ -197,7 +198,8 @@ impl Engine {
         crash: Crash,
     ) -> Result<Pipeline, PipelineError> {
         let config = &self.config;
-        let source = MemorySource::new(&self.log, &[TOPIC], config.source.starting_offsets);
+        let topics: Vec<&str> = config.source.topics.iter().map(String::as_str).collect();
+        let source = MemorySource::new(&self.log, &topics, config.source.starting_offsets);
         let parts = Parts {
             source: Box::new(source.member(assignment)),
             topics: Box::new(self.topics.clone()),
