@@ -19,6 +19,11 @@ use crate::record::Offsets;
 pub const PIPELINE: &str = "sluice.pipeline";
 /// Snapshot summary key: the batch id (1, 2, ...; counted per pipeline).
 pub const BATCH_ID: &str = "sluice.batch-id";
+/// Snapshot summary key of a group member's commit, whose batch id is given at commit time
+/// (the next after the table's last): the batch id it planned (its last commit's plus
+/// one), which tells its commits apart when one moved no offset (a batch of no records
+/// that closed windows) and found the same offsets as the one before.
+pub const PLANNED_BATCH: &str = "sluice.planned-batch";
 /// Snapshot summary key: the deterministic commit id.
 pub const COMMIT_ID: &str = "sluice.commit-id";
 /// Snapshot summary key: the next offset of every owned partition, as JSON.

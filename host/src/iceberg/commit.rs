@@ -13,7 +13,7 @@ use super::fence::{Fence, Fenced, PinnedCatalog};
 use super::marks::{mark_property, mark_property_value};
 use super::{IcebergError, IcebergTable};
 use crate::checkpoint::{
-    BATCH_KEYS, CommitMark, MERGED_BY_PARTITION, PIPELINE, RUN, merged_by_partition,
+    BATCH_KEYS, CommitMark, MERGED_BY_PARTITION, PIPELINE, PLANNED_BATCH, RUN, merged_by_partition,
 };
 use crate::retry::Backoff;
 
@@ -124,6 +124,7 @@ impl IcebergTable {
             }
             if matches!(fence, Fence::Owns(_) | Fence::Keyed { .. }) {
                 self.merge_by_partition(&planned.pipeline, &mut properties)?;
+                properties.insert(PLANNED_BATCH.to_string(), planned.batch_id.to_string());
             }
             match self.try_commit(files.clone(), properties, evolution) {
                 Ok(()) => break,
@@ -333,11 +334,7 @@ impl IcebergTable {
                     Fence::Keyed { .. } => {
                         fence.keyed_landed(props.get(BATCH_KEYS).map(String::as_str))
                     }
-                    Fence::Owns(_) => planned
-                        .offsets
-                        .0
-                        .iter()
-                        .all(|(tp, &n)| mark.offsets.get(tp) == Some(n)),
+                    Fence::Owns(_) => owns_landed(planned, &mark, props),
                     Fence::Follows(_) | Fence::NotHeld => mark.commit_id() == planned.commit_id(),
                 };
                 if same {
@@ -350,6 +347,21 @@ impl IcebergTable {
         }
         Ok(None)
     }
+}
+
+/// For [`Fence::Owns`]: whether `found`, a commit of this process, is that of `planned`:
+/// the batch id it planned (when recorded, see [`PLANNED_BATCH`]) and the offsets of its
+/// partitions are `planned`'s. (Offsets alone do not tell a batch that moved none, a
+/// batch of no records, from the commit before it.)
+fn owns_landed(planned: &CommitMark, found: &CommitMark, props: &HashMap<String, String>) -> bool {
+    let batch = props.get(PLANNED_BATCH).map(String::as_str);
+    let batch_id = planned.batch_id.to_string();
+    batch.is_none_or(|b| b == batch_id)
+        && planned
+            .offsets
+            .0
+            .iter()
+            .all(|(tp, &n)| found.offsets.get(tp) == Some(n))
 }
 
 /// The wait before retry `n` (from 1): 50 ms doubling to 1.6 s, plus jitter of up to as
@@ -473,6 +485,53 @@ mod tests {
         ];
         let expected = expected.map(|(p, f)| (p.to_string(), f.to_string()));
         assert_eq!(shares, expected.into_iter().collect());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_members_commit_that_moved_no_offset_lands_its_state_anew() {
+        use crate::checkpoint::STATE_SHARES;
+        let dir = warehouse("unmoved");
+        let config: IcebergSinkConfig = toml::from_str(&format!(
+            "warehouse = {:?}\nnamespace = \"n\"\ntable = \"t\"\ncolumns = [{{ name = \"a\", type = \"string\" }}]",
+            dir.display()
+        ))
+        .unwrap();
+        let catalog = IcebergCatalog::open(&config, &dir).unwrap();
+        let mut a = IcebergTable::open(&catalog, config).unwrap();
+        let tp = crate::record::TopicPartition {
+            topic: "t".into(),
+            partition: 0,
+        };
+        let at = |n: i64| {
+            let mut offsets = Offsets::default();
+            offsets.set(tp.clone(), n);
+            offsets
+        };
+        let mut commit = |batch_id: u64, from: i64, to: i64, state: &str| {
+            let planned = CommitMark {
+                pipeline: "p".into(),
+                batch_id,
+                offsets: at(to),
+            };
+            let shares = format!("{{\"t/0\":\"{state}\"}}");
+            let extra = HashMap::from([
+                (RUN.to_string(), "a".to_string()),
+                (STATE_SHARES.to_string(), shares),
+            ]);
+            a.commit(vec![], &planned, extra, &Fence::Owns(at(from)))
+                .unwrap()
+        };
+        commit(1, 0, 5, "a-1.state");
+        // A batch of no records (time moved on: windows closed) saves state too: it is a
+        // commit of its own, not the last one found again.
+        let landed = commit(2, 5, 5, "a-2.state");
+        let Landed::Committed { mark, .. } = landed else {
+            panic!("{landed:?}")
+        };
+        assert_eq!(mark.batch_id, 2);
+        let last = a.last_mark_properties("p").unwrap().unwrap();
+        assert_eq!(last[STATE_SHARES], r#"{"t/0":"a-2.state"}"#);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
