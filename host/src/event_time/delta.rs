@@ -96,6 +96,11 @@ impl Chain {
         self.delta_bytes.saturating_add(bytes) <= self.base_bytes.max(MIN_CHAIN_BYTES)
     }
 
+    /// The chain's last file: the state it holds.
+    pub fn tip(&self) -> &str {
+        self.paths.deltas.last().unwrap_or(&self.paths.base)
+    }
+
     /// The batch of the chain's snapshot (from its name), where the files it needs start;
     /// 0 if the name does not say.
     pub fn first_batch(&self) -> u64 {

@@ -203,6 +203,16 @@ impl Tasks {
         }
     }
 
+    /// The state file each task's state holds (`None`: a new task's, none yet), which the
+    /// table's last commit records if no other member took its partition since.
+    pub fn states(&self) -> BTreeMap<String, Option<String>> {
+        let tip = |task: &EventTime| task.chain().map(|c| c.tip().to_string());
+        self.tasks
+            .iter()
+            .map(|(p, t)| (p.clone(), tip(t)))
+            .collect()
+    }
+
     /// The partitions with a task.
     pub fn partitions(&self) -> impl Iterator<Item = &str> {
         self.tasks.keys().map(String::as_str)

@@ -13,7 +13,8 @@ use super::fence::{Fence, Fenced, PinnedCatalog};
 use super::marks::{mark_property, mark_property_value};
 use super::{IcebergError, IcebergTable};
 use crate::checkpoint::{
-    BATCH_KEYS, CommitMark, MERGED_BY_PARTITION, PIPELINE, PLANNED_BATCH, RUN, merged_by_partition,
+    BATCH_KEYS, CommitMark, MERGED_BY_PARTITION, PIPELINE, PLANNED_BATCH, RUN, STATE_SHARES,
+    merged_by_partition,
 };
 use crate::retry::Backoff;
 
@@ -113,6 +114,7 @@ impl IcebergTable {
                     });
                 }
             }
+            self.states_still(planned, fence)?;
             if let Some(evolution) = evolution {
                 self.schema_still(evolution, planned)?;
             }
@@ -122,7 +124,7 @@ impl IcebergTable {
             if let Some(keys) = fence.batch_keys() {
                 properties.insert(BATCH_KEYS.to_string(), keys);
             }
-            if matches!(fence, Fence::Owns(_) | Fence::Keyed { .. }) {
+            if matches!(fence, Fence::Owns { .. } | Fence::Keyed { .. }) {
                 self.merge_by_partition(&planned.pipeline, &mut properties)?;
                 properties.insert(PLANNED_BATCH.to_string(), planned.batch_id.to_string());
             }
@@ -162,6 +164,43 @@ impl IcebergTable {
                 commit_id: planned.commit_id(),
                 why: why.to_string(),
             })
+    }
+
+    /// Whether `fence` holds for `planned` on the table as last refreshed, without
+    /// committing: its offsets (a table that holds the batch passes) and state files.
+    pub fn check_fence(&self, planned: &CommitMark, fence: &Fence) -> Result<(), IcebergError> {
+        let last = self.last_mark(&planned.pipeline)?;
+        match fence.check(planned, last.as_ref()) {
+            Ok(()) | Err(Fenced::Held) => self.states_still(planned, fence),
+            Err(why) => Err(self.fenced(planned, &why)),
+        }
+    }
+
+    /// For [`Fence::Owns`] with state by partition: the table's last commit of the
+    /// pipeline records the state files the batch's state builds on.
+    fn states_still(&self, planned: &CommitMark, fence: &Fence) -> Result<(), IcebergError> {
+        if !matches!(
+            fence,
+            Fence::Owns {
+                states: Some(_),
+                ..
+            }
+        ) {
+            return Ok(());
+        }
+        let last = self.last_mark_properties(&planned.pipeline)?;
+        let recorded = last.as_ref().and_then(|p| p.get(STATE_SHARES));
+        fence
+            .check_states(recorded.map(String::as_str))
+            .map_err(|why| self.fenced(planned, &why))
+    }
+
+    fn fenced(&self, planned: &CommitMark, why: &Fenced) -> IcebergError {
+        IcebergError::Fenced {
+            table: self.name(),
+            commit_id: planned.commit_id(),
+            why: why.to_string(),
+        }
     }
 
     /// A group member's commit: its properties keyed by partition
@@ -334,7 +373,7 @@ impl IcebergTable {
                     Fence::Keyed { .. } => {
                         fence.keyed_landed(props.get(BATCH_KEYS).map(String::as_str))
                     }
-                    Fence::Owns(_) => owns_landed(planned, &mark, props),
+                    Fence::Owns { .. } => owns_landed(planned, &mark, props),
                     Fence::Follows(_) | Fence::NotHeld => mark.commit_id() == planned.commit_id(),
                 };
                 if same {
@@ -469,7 +508,15 @@ mod tests {
                 ),
             ]);
             table
-                .commit(vec![], &planned, extra, &Fence::Owns(start))
+                .commit(
+                    vec![],
+                    &planned,
+                    extra,
+                    &Fence::Owns {
+                        start,
+                        states: None,
+                    },
+                )
                 .unwrap();
         };
         member(&mut a, "a", &[(0, 0, 5), (1, 0, 7)]);
@@ -519,8 +566,16 @@ mod tests {
                 (RUN.to_string(), "a".to_string()),
                 (STATE_SHARES.to_string(), shares),
             ]);
-            a.commit(vec![], &planned, extra, &Fence::Owns(at(from)))
-                .unwrap()
+            a.commit(
+                vec![],
+                &planned,
+                extra,
+                &Fence::Owns {
+                    start: at(from),
+                    states: None,
+                },
+            )
+            .unwrap()
         };
         commit(1, 0, 5, "a-1.state");
         // A batch of no records (time moved on: windows closed) saves state too: it is a

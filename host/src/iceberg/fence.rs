@@ -31,7 +31,16 @@ pub enum Fence {
     /// records these offsets (where the batch started) for them, whatever other members
     /// committed for theirs. The mark is then built at commit time: the last commit's
     /// offsets with this batch's on top, and the next batch id (see [`Fence::mark`]).
-    Owns(Offsets),
+    Owns {
+        /// Where the batch started on each partition.
+        start: Offsets,
+        /// With state by partition: the state file the last commit records for each
+        /// partition whose task this process runs (`None`: none), the one its state builds
+        /// on (`sluice.state-shares`). Another member that committed one of them since, even
+        /// without reading further (a batch of no records), recorded another: a member
+        /// frozen meanwhile is fenced off (see [`Fence::check_states`]).
+        states: Option<BTreeMap<String, Option<String>>>,
+    },
     /// The table does not hold the mark's batch yet: each batch's results land once (window
     /// tables).
     NotHeld,
@@ -66,6 +75,16 @@ pub enum Fenced {
     },
     /// The table holds the batch already.
     Held,
+    /// Another commit recorded another state file for a partition ([`Fence::Owns`]'s
+    /// `states`).
+    StateMoved {
+        /// The partition.
+        partition: String,
+        /// The state file this batch's state builds on.
+        expected: Option<String>,
+        /// The one the table records.
+        found: Option<String>,
+    },
 }
 
 impl Fence {
@@ -75,7 +94,7 @@ impl Fence {
         match self {
             Fence::NotHeld if found_batch.is_some_and(|b| b >= mark.batch_id) => Err(Fenced::Held),
             Fence::NotHeld | Fence::Keyed { .. } => Ok(()),
-            Fence::Owns(start) => match moved_partition(start, last) {
+            Fence::Owns { start, .. } => match moved_partition(start, last) {
                 Some((partition, expected, found)) => Err(Fenced::Moved {
                     found_batch,
                     partition: Some(partition),
@@ -114,7 +133,7 @@ impl Fence {
     /// for [`Fence::Keyed`].
     pub fn mark(&self, planned: &CommitMark, last: Option<&CommitMark>) -> CommitMark {
         match self {
-            Fence::Owns(_) | Fence::Keyed { .. } => {
+            Fence::Owns { .. } | Fence::Keyed { .. } => {
                 let mut offsets = last.map(|m| m.offsets.clone()).unwrap_or_default();
                 for (tp, &next) in &planned.offsets.0 {
                     offsets.set(tp.clone(), next);
@@ -173,6 +192,33 @@ impl Fence {
         Ok(false)
     }
 
+    /// For [`Fence::Owns`] with `states`, against the state files the table's last commit
+    /// of the pipeline records (its `sluice.state-shares` property, `recorded`): the first
+    /// partition whose file is not the one expected. Other fences: `Ok(())`.
+    pub fn check_states(&self, recorded: Option<&str>) -> Result<(), Fenced> {
+        let Fence::Owns {
+            states: Some(states),
+            ..
+        } = self
+        else {
+            return Ok(());
+        };
+        let recorded: BTreeMap<String, String> = recorded
+            .and_then(|r| serde_json::from_str(r).ok())
+            .unwrap_or_default();
+        for (partition, expected) in states {
+            let found = recorded.get(partition);
+            if found != expected.as_ref() {
+                return Err(Fenced::StateMoved {
+                    partition: partition.clone(),
+                    expected: expected.clone(),
+                    found: found.cloned(),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// For [`Fence::Keyed`]: whether `recorded` holds this batch on all its partitions.
     pub fn keyed_landed(&self, recorded: Option<&str>) -> bool {
         let Fence::Keyed { key, partitions } = self else {
@@ -226,6 +272,16 @@ impl std::fmt::Display for Fenced {
                 found_batch.map_or("-".into(), |b| b.to_string()),
                 found.map_or("-".into(), |o| o.to_string()),
                 expected.map_or("-".into(), |o| o.to_string()),
+            ),
+            Fenced::StateMoved {
+                partition,
+                expected,
+                found,
+            } => write!(
+                f,
+                "another commit recorded the state of {partition} in {}, but this batch's state builds on {}",
+                found.as_deref().unwrap_or("no file"),
+                expected.as_deref().unwrap_or("no file"),
             ),
             Fenced::Moved { found_batch, .. } => write!(
                 f,
@@ -406,7 +462,10 @@ mod tests {
     #[test]
     fn a_group_member_owns_its_partitions_and_commits_the_merged_offsets() {
         // This member owns partition 1; another one committed partition 0 meanwhile.
-        let fence = Fence::Owns(offsets(&[(1, 7)]));
+        let fence = Fence::Owns {
+            start: offsets(&[(1, 7)]),
+            states: None,
+        };
         let planned = mark(3, &[(1, 9)]);
         let last = mark(5, &[(0, 40), (1, 7)]);
         assert_eq!(fence.check(&planned, Some(&last)), Ok(()));
@@ -428,6 +487,42 @@ mod tests {
         // The other fences commit the mark as planned.
         let follows = Fence::Follows(offsets(&[(1, 7)]));
         assert_eq!(follows.mark(&planned, Some(&last)), planned);
+    }
+
+    #[test]
+    fn a_member_is_fenced_off_partitions_whose_state_another_committed() {
+        let states = |pairs: &[(&str, Option<&str>)]| {
+            pairs
+                .iter()
+                .map(|&(p, f)| (p.to_string(), f.map(str::to_string)))
+                .collect()
+        };
+        let fence = Fence::Owns {
+            start: offsets(&[(1, 7)]),
+            states: Some(states(&[("t/1", Some("a-3.state")), ("t/2", None)])),
+        };
+        let recorded = r#"{"t/0":"b-4.state","t/1":"a-3.state"}"#;
+        assert_eq!(fence.check_states(Some(recorded)), Ok(()));
+        // Another member committed partition 1 without reading further (its offsets
+        // stand): its state file is another.
+        let taken = r#"{"t/1":"b-5.state"}"#;
+        assert_eq!(
+            fence.check_states(Some(taken)),
+            Err(Fenced::StateMoved {
+                partition: "t/1".into(),
+                expected: Some("a-3.state".into()),
+                found: Some("b-5.state".into()),
+            })
+        );
+        // A partition this member started empty that another member gave state meanwhile.
+        let given = r#"{"t/1":"a-3.state","t/2":"b-5.state"}"#;
+        assert!(fence.check_states(Some(given)).is_err());
+        // No states expected: nothing checked.
+        let plain = Fence::Owns {
+            start: offsets(&[(1, 7)]),
+            states: None,
+        };
+        assert_eq!(plain.check_states(Some(taken)), Ok(()));
     }
 
     #[test]

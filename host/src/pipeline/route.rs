@@ -11,6 +11,7 @@ use crate::event_time::EventTime;
 use crate::event_time::apply::Timed;
 use crate::event_time::config::LateData;
 use crate::event_time::state::Plan;
+use crate::event_time::tasks::Tasks;
 use crate::iceberg::Fence;
 use crate::pipeline::config::OnInvalid;
 use crate::record::Offsets;
@@ -129,7 +130,10 @@ impl Pipeline {
             },
             fence: match self.config.source.mode {
                 SourceMode::Assign => Fence::Follows(self.fence_start(&input.start)),
-                SourceMode::Group => Fence::Owns(self.fence_start(&input.start)),
+                SourceMode::Group => Fence::Owns {
+                    start: self.fence_start(&input.start),
+                    states: self.tasks.as_ref().map(Tasks::states),
+                },
             },
             mark: CommitMark {
                 pipeline: name,

@@ -9,7 +9,6 @@ use iceberg::spec::DataFile;
 use super::{Commit, Delivered, Output, OutputError, Results};
 use crate::checkpoint::{CommitMark, RUN};
 use crate::encode::conform;
-use crate::iceberg::fence::Fenced;
 use crate::iceberg::{Fence, IcebergError, IcebergTable, Landed, iceberg_err};
 
 /// The main table.
@@ -87,18 +86,9 @@ impl TableOutput {
     /// partitions that moved on meanwhile.
     pub fn check_fence(&mut self, mark: &CommitMark, fence: &Fence) -> Result<(), OutputError> {
         self.refresh()?;
-        let last = self
-            .table
-            .last_mark(&mark.pipeline)
-            .map_err(|e| self.error(e))?;
-        match fence.check(mark, last.as_ref()) {
-            Ok(()) | Err(Fenced::Held) => Ok(()),
-            Err(why) => Err(self.error(IcebergError::Fenced {
-                table: self.table.name(),
-                commit_id: mark.commit_id(),
-                why: why.to_string(),
-            })),
-        }
+        self.table
+            .check_fence(mark, fence)
+            .map_err(|e| self.error(e))
     }
 
     fn error(&self, error: IcebergError) -> OutputError {

@@ -253,3 +253,41 @@ fn a_member_whose_batch_is_fenced_off_a_partition_replays_the_rest_of_it() {
     }
     assert_eq!(got, expected);
 }
+
+#[test]
+fn a_member_frozen_while_another_committed_its_partitions_state_is_fenced_off() {
+    use sluice::batch::trigger::Batches;
+    let expected = alone("partitions-frozen");
+    let engine = engine("partitions-frozen");
+    let crashed = member(&engine, &[0, 1, 2], Crash::Fail(CrashPoint::AfterCommit, 3));
+    assert!(
+        matches!(crashed, Err(PipelineError::Crashed { .. })),
+        "{crashed:?}"
+    );
+    // a restores every partition's task and freezes; b takes them all and commits a batch
+    // of no records (open windows flushed), reading nothing further: the offsets stand.
+    let every = Assignment::new(&[0, 1, 2]);
+    let mut a = engine.open_member(&every, Crash::Never).unwrap();
+    let mut b = engine.open_member(&every, Crash::Never).unwrap();
+    let table = engine.table(None);
+    let before = table.last_mark("by-user").unwrap().unwrap();
+    b.tick(true).unwrap();
+    drop(b);
+    let table = engine.table(None);
+    let after = table.last_mark("by-user").unwrap().unwrap();
+    assert!(after.batch_id > before.batch_id, "b committed nothing");
+    assert_eq!(after.offsets, before.offsets);
+    // a wakes: its first batch builds on state another member replaced, so it is fenced
+    // off (its state files would have been recorded over b's), and a goes on from b's.
+    let summary = a.run(&Default::default()).unwrap();
+    assert_eq!(summary.batches_fenced, 1);
+    // Each event once: in the table, or late (b's flush closed every window).
+    let rows = outputs(&engine).rows;
+    assert!(rows.iter().all(|r| expected.rows.contains(r)));
+    assert_eq!(
+        rows.len() as u64 + summary.rows_late,
+        expected.rows.len() as u64
+    );
+    // The state the table names is whole.
+    member(&engine, &[0, 1, 2], Crash::Never).unwrap();
+}
