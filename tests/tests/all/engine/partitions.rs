@@ -99,6 +99,15 @@ fn member(engine: &Engine, owns: &[i32], crash: Crash) -> Result<RunSummary, Pip
         .run(&Default::default())
 }
 
+/// Runs a member owning every partition that crashes at `point` of `batch`.
+fn crash_alone(engine: &Engine, point: CrashPoint, batch: u64) {
+    let crashed = member(engine, &[0, 1, 2], Crash::Fail(point, batch));
+    assert!(
+        matches!(crashed, Err(PipelineError::Crashed { .. })),
+        "{crashed:?}"
+    );
+}
+
 /// The outputs without the batch ids (each member numbers its batches its own way): the
 /// tables' rows, and each window topic's last value by key (a key sent again must carry
 /// the same value, but for the batch id).
@@ -159,11 +168,7 @@ fn two_members_give_the_outputs_of_one() {
 fn partitions_moved_between_batches_take_their_state_along() {
     let expected = alone("partitions-moved");
     let engine = engine("partitions-moved");
-    let stopped = member(&engine, &[0, 1, 2], Crash::Fail(CrashPoint::AfterCommit, 4));
-    assert!(
-        matches!(stopped, Err(PipelineError::Crashed { .. })),
-        "{stopped:?}"
-    );
+    crash_alone(&engine, CrashPoint::AfterCommit, 4);
     member(&engine, &[1], Crash::Never).unwrap();
     member(&engine, &[0, 2], Crash::Never).unwrap();
     assert_eq!(outputs(&engine), expected);
@@ -174,11 +179,7 @@ fn a_batch_crashed_after_its_window_commit_is_replayed_once_by_its_partitions_ne
     let expected = alone("partitions-crashed");
     let crashed = |point, batch| {
         let engine = engine("partitions-crashed");
-        let crashed = member(&engine, &[0, 1, 2], Crash::Fail(point, batch));
-        assert!(
-            matches!(crashed, Err(PipelineError::Crashed { .. })),
-            "{crashed:?}"
-        );
+        crash_alone(&engine, point, batch);
         engine
     };
     let window_rows = |e: &Engine| e.rows(Some("minutes")).len() + e.rows(Some("sessions")).len();
@@ -226,11 +227,7 @@ fn old_plans_are_dropped_and_maintain_keeps_every_partitions_state() {
 fn a_member_whose_batch_is_fenced_off_a_partition_replays_the_rest_of_it() {
     let expected = alone("partitions-overlap");
     let engine = engine("partitions-overlap");
-    let crashed = member(&engine, &[0, 1, 2], Crash::Fail(CrashPoint::AfterCommit, 3));
-    assert!(
-        matches!(crashed, Err(PipelineError::Crashed { .. })),
-        "{crashed:?}"
-    );
+    crash_alone(&engine, CrashPoint::AfterCommit, 3);
     // a opens owning 0 and 2 (positioned where the table says), then b takes 2 to the end
     // first: a's first batch is fenced off 2 and goes on with 0.
     let both = Assignment::new(&[0, 2]);
@@ -259,11 +256,7 @@ fn a_member_frozen_while_another_committed_its_partitions_state_is_fenced_off() 
     use sluice::batch::trigger::Batches;
     let expected = alone("partitions-frozen");
     let engine = engine("partitions-frozen");
-    let crashed = member(&engine, &[0, 1, 2], Crash::Fail(CrashPoint::AfterCommit, 3));
-    assert!(
-        matches!(crashed, Err(PipelineError::Crashed { .. })),
-        "{crashed:?}"
-    );
+    crash_alone(&engine, CrashPoint::AfterCommit, 3);
     // a restores every partition's task and freezes; b takes them all and commits a batch
     // of no records (open windows flushed), reading nothing further: the offsets stand.
     let every = Assignment::new(&[0, 1, 2]);
