@@ -42,6 +42,7 @@ pub mod operator;
 pub mod outcome;
 pub mod plan;
 mod process;
+pub mod repartition;
 pub mod shard;
 pub mod state;
 pub mod tasks;

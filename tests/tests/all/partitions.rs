@@ -216,15 +216,20 @@ fn join_rows(s: &Setup) -> Vec<serde_json::Map<String, Value>> {
 fn wait_for_rows(s: &Setup, rows: usize, members: &mut Vec<Running>) {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let n = s
-            .try_show()
+        let shown = s.try_show();
+        let n = shown
+            .as_ref()
             .map_or(0, |shown| shown["rows"].as_array().map_or(0, Vec::len));
         if n >= rows {
             return;
         }
         if Instant::now() > deadline {
             let logs: Vec<String> = members.drain(..).map(|p| p.terminate().2).collect();
-            panic!("{n} rows of {rows}; the logs:\n{}", logs.join("\n----\n"));
+            let shown = shown.err().unwrap_or_default();
+            panic!(
+                "{n} rows of {rows} (show: {shown}); the logs:\n{}",
+                logs.join("\n----\n")
+            );
         }
         std::thread::sleep(Duration::from_millis(500));
     }

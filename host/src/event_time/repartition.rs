@@ -1,0 +1,251 @@
+//! Repartition topics (issue 35): how state keyed by a field the source topic is not keyed
+//! by scales out. As Kafka Streams does, the records cross an internal topic keyed by the
+//! state's key: *stage one* reads the source's partitions and sends each event to the
+//! topic, to the partition its key gives ([`Outlet::event`]); *stage two* reads the
+//! topic's partitions, each the task of the keys it holds, and runs the keyed operators.
+//!
+//! Two things travel with the events:
+//!
+//! - **Where each event was read** (header [`ORIGIN_HEADER`], `topic/partition@offset`).
+//!   Stage one sends at least once: a batch replayed after a crash, or sent by a member
+//!   frozen while its partitions moved on, sends its events again, the same events in the
+//!   same order. Stage two keeps, per partition of the topic, the last offset it took from
+//!   each source partition ([`Seen`]) and drops what is at or below it ([`Arrival::Again`]):
+//!   each event is applied once, and none is lost (what was sent is read). Kafka
+//!   transactions would do the same on brokers that have them; tansu has none, and this
+//!   needs none.
+//! - **The watermark.** After each batch, stage one sends every partition of the topic a
+//!   *marker* per source partition it read: the newest event time read from it (header
+//!   [`EVENT_TIME_HEADER`], no key, no value). Stage two's watermark is kept per source
+//!   partition from the markers and the events, so a window still closes on the minimum
+//!   over all the source's partitions, as with one process, not on what one partition of
+//!   the repartition topic happened to receive.
+//!
+//! The topic is named after the pipeline and the operator ([`topic_name`]) and created
+//! with the source topic's partition count; keys are placed by murmur2, as Kafka's Java
+//! producers place them, so a repartition topic is co-partitioned with any topic those
+//! produce keyed by the same field.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::kafka::partitioner::Partitioner;
+use crate::record::Header;
+use crate::units::Micros;
+
+/// Header of a record in a repartition topic: where stage one read the event (or, on a
+/// marker, the last record read from the partition), `topic/partition@offset`.
+pub const ORIGIN_HEADER: &str = "sluice-origin";
+
+/// Header of a marker: the newest event time read from its origin partition, in
+/// microseconds since the epoch (empty: none yet).
+pub const EVENT_TIME_HEADER: &str = "sluice-event-time";
+
+/// The repartition topic of `operator` (a window's or a join's name, or `dedup`) in
+/// `pipeline`.
+pub fn topic_name(pipeline: &str, operator: &str) -> String {
+    format!("{pipeline}-{operator}-repartition")
+}
+
+/// A repartition topic cannot be written as asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RepartitionError {
+    /// A topic needs a partition at least.
+    #[error("repartition topic `{topic}`: {partitions} partitions (at least 1)")]
+    Partitions {
+        /// The topic.
+        topic: String,
+        /// The count asked for.
+        partitions: i32,
+    },
+}
+
+/// Where stage one read an event: a source partition (`topic/partition`) and an offset.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Origin {
+    /// The source partition, `topic/partition`.
+    pub partition: String,
+    /// The offset of the record in it.
+    pub offset: i64,
+}
+
+impl Origin {
+    /// As [`ORIGIN_HEADER`] carries it.
+    pub fn header(&self) -> String {
+        format!("{}@{}", self.partition, self.offset)
+    }
+
+    /// Read back from [`Origin::header`]'s text.
+    pub fn parse(text: &str) -> Option<Origin> {
+        let (partition, offset) = text.rsplit_once('@')?;
+        let (_, number) = partition.rsplit_once('/')?;
+        number.parse::<i32>().ok()?;
+        Some(Origin {
+            partition: partition.to_string(),
+            offset: offset.parse().ok()?,
+        })
+    }
+}
+
+/// A record for a repartition topic, with the partition it goes to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repartitioned {
+    /// The partition of the repartition topic.
+    pub partition: i32,
+    /// The key: the event's value of the operator's key (`None` on a marker).
+    pub key: Option<Vec<u8>>,
+    /// The event as stage one leaves it (`None` on a marker).
+    pub value: Option<Vec<u8>>,
+    /// [`ORIGIN_HEADER`], and on a marker [`EVENT_TIME_HEADER`].
+    pub headers: Vec<(&'static str, Vec<u8>)>,
+}
+
+/// Stage one's side of a repartition topic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outlet {
+    topic: String,
+    partitions: i32,
+}
+
+impl Outlet {
+    /// Writes to `topic`, of `partitions` partitions.
+    pub fn new(topic: &str, partitions: i32) -> Result<Self, RepartitionError> {
+        if partitions < 1 {
+            return Err(RepartitionError::Partitions {
+                topic: topic.to_string(),
+                partitions,
+            });
+        }
+        Ok(Outlet {
+            topic: topic.to_string(),
+            partitions,
+        })
+    }
+
+    /// The topic.
+    pub fn topic(&self) -> &str {
+        &self.topic
+    }
+
+    /// Its partition count.
+    pub fn partitions(&self) -> i32 {
+        self.partitions
+    }
+
+    /// The partition of `key`: murmur2, as Kafka's Java producers place keys.
+    pub fn partition_of(&self, key: &[u8]) -> i32 {
+        Partitioner::Murmur2
+            .partition(key, self.partitions)
+            .unwrap_or(0)
+    }
+
+    /// An event whose key is `key`, read at `origin`.
+    pub fn event(&self, key: &str, value: &[u8], origin: &Origin) -> Repartitioned {
+        Repartitioned {
+            partition: self.partition_of(key.as_bytes()),
+            key: Some(key.as_bytes().to_vec()),
+            value: Some(value.to_vec()),
+            headers: vec![(ORIGIN_HEADER, origin.header().into_bytes())],
+        }
+    }
+
+    /// The markers after a batch: for each source partition it read (`read`: the last
+    /// record read from it, and the newest event time read from it so far), one to every
+    /// partition of the topic, in partition order.
+    pub fn markers(&self, read: &BTreeMap<String, (i64, Option<Micros>)>) -> Vec<Repartitioned> {
+        let mut markers = Vec::with_capacity(read.len() * self.partitions as usize);
+        for partition in 0..self.partitions {
+            for (source, &(offset, time)) in read {
+                let origin = Origin {
+                    partition: source.clone(),
+                    offset,
+                };
+                let time = time.map(|t| t.0.to_string()).unwrap_or_default();
+                markers.push(Repartitioned {
+                    partition,
+                    key: None,
+                    value: None,
+                    headers: vec![
+                        (ORIGIN_HEADER, origin.header().into_bytes()),
+                        (EVENT_TIME_HEADER, time.into_bytes()),
+                    ],
+                });
+            }
+        }
+        markers
+    }
+}
+
+/// What a record read from a repartition topic is, to stage two.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Arrival {
+    /// An event taken for the first time, read by stage one at `origin`.
+    Event(Origin),
+    /// A marker: the newest event time read from `origin`'s partition (`None`: none yet).
+    Marker {
+        /// The source partition and the last record read from it.
+        origin: Origin,
+        /// The newest event time read from it.
+        time: Option<Micros>,
+    },
+    /// An event sent again (a replayed batch of stage one, or a member's frozen
+    /// meanwhile): at or below the last offset taken from its source partition.
+    Again(Origin),
+    /// Not stage one's: no origin, or one that cannot be read (what the header said).
+    Foreign(String),
+}
+
+/// Stage two's memory of one partition of a repartition topic: the last offset taken
+/// from each source partition (`topic/partition` → offset). It is committed with the
+/// offsets of the repartition topic it goes with, so that a replayed batch of stage two
+/// starts from the same memory.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Seen(pub BTreeMap<String, i64>);
+
+impl Seen {
+    /// What a record with `headers` is; an event taken moves its source partition's
+    /// offset on.
+    pub fn admit(&mut self, headers: &[Header]) -> Arrival {
+        let header = |name: &str| headers.iter().find(|h| h.name == name);
+        let Some(origin) = header(ORIGIN_HEADER) else {
+            return Arrival::Foreign(format!("no `{ORIGIN_HEADER}` header"));
+        };
+        let text = origin.value.as_deref().unwrap_or_default();
+        let text = String::from_utf8_lossy(text);
+        let Some(origin) = Origin::parse(&text) else {
+            return Arrival::Foreign(format!("`{ORIGIN_HEADER}` is `{text}`"));
+        };
+        if let Some(time) = header(EVENT_TIME_HEADER) {
+            let text = String::from_utf8_lossy(time.value.as_deref().unwrap_or_default());
+            let time = match text.as_ref() {
+                "" => None,
+                t => match t.parse::<i64>() {
+                    Ok(micros) => Some(Micros(micros)),
+                    Err(_) => return Arrival::Foreign(format!("`{EVENT_TIME_HEADER}` is `{t}`")),
+                },
+            };
+            return Arrival::Marker { origin, time };
+        }
+        match self.0.get(&origin.partition) {
+            Some(&last) if origin.offset <= last => Arrival::Again(origin),
+            _ => {
+                self.0.insert(origin.partition.clone(), origin.offset);
+                Arrival::Event(origin)
+            }
+        }
+    }
+
+    /// As the commit summary carries it (JSON).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(&self.0).unwrap_or_default()
+    }
+
+    /// Read back from [`Seen::to_json`]'s text; `None` if it cannot be read.
+    pub fn from_json(text: &str) -> Option<Seen> {
+        serde_json::from_str(text).ok().map(Seen)
+    }
+}
+
+#[cfg(test)]
+mod tests;
