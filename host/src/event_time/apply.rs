@@ -28,6 +28,7 @@ pub struct Timed {
 struct Sorted {
     late: Vec<(Record, Reason)>,
     future: Vec<(Record, Reason)>,
+    kept: Vec<Record>,
 }
 
 /// What the operators leave of a batch.
@@ -44,6 +45,9 @@ pub struct Applied {
     pub unreadable: Vec<(Record, Reason)>,
     /// What the operators did.
     pub outcome: EventTimeOutcome,
+    /// The events on time (not late, not duplicates), in input order, when asked for
+    /// ([`EventTime::keep_on_time`]); else empty.
+    pub kept: Vec<Record>,
 }
 
 impl EventTime {
@@ -82,6 +86,7 @@ impl EventTime {
             future: sorted.future,
             unreadable,
             outcome,
+            kept: sorted.kept,
         })
     }
 
@@ -135,6 +140,7 @@ impl EventTime {
                         let reason = future_reason(field, fields.time, horizon);
                         sorted.future.push((record, reason));
                     }
+                    Arrival::OnTime if self.keep_on_time => sorted.kept.push(record),
                     Arrival::OnTime | Arrival::Duplicate => {}
                 }
             }
@@ -167,6 +173,7 @@ impl EventTime {
                         let reason = future_reason(field, fields.time, horizon);
                         sorted.future.push((record, reason));
                     }
+                    Arrival::OnTime if self.keep_on_time => sorted.kept.push(record),
                     Arrival::OnTime | Arrival::Duplicate => {}
                 }
             }

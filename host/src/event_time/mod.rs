@@ -89,6 +89,9 @@ pub struct EventTime {
     chain: Option<delta::Chain>,
     /// The field the source is keyed by, when declared (see [`keyed`]).
     keyed: Option<keyed::KeyedBy>,
+    /// Whether [`Applied::kept`] lists the events on time (stage one of a repartition
+    /// topic, see [`repartition`]).
+    keep_on_time: bool,
 }
 
 impl EventTime {
@@ -123,6 +126,7 @@ impl EventTime {
             parallel_from: shard::PARALLEL_MIN_EVENTS,
             chain: None,
             keyed: None,
+            keep_on_time: false,
         }
     }
 
@@ -219,6 +223,19 @@ impl EventTime {
     pub(crate) fn always_parallel(mut self) -> Self {
         self.parallel_from = 0;
         self
+    }
+
+    /// Lists the events on time of each batch ([`Applied::kept`]): they go on to a
+    /// repartition topic.
+    pub fn keep_on_time(&mut self) {
+        self.keep_on_time = true;
+    }
+
+    /// The newest event time read from each partition (`topic/partition`), `None` for one
+    /// assigned but not heard from yet.
+    pub fn newest_event_times(&self) -> BTreeMap<String, Option<Micros>> {
+        let clocks = self.watermark.partitions.iter();
+        clocks.map(|(p, c)| (p.clone(), c.max_event)).collect()
     }
 
     /// The configuration.

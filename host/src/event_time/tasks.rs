@@ -157,6 +157,7 @@ impl Tasks {
             future: Vec::new(),
             unreadable: Vec::new(),
             outcome: self.template.empty_outcome(),
+            kept: Vec::new(),
         }))
     }
 
@@ -211,6 +212,21 @@ impl Tasks {
             .iter()
             .map(|(p, t)| (p.clone(), tip(t)))
             .collect()
+    }
+
+    /// Lists the events on time of each batch, in every task (see
+    /// [`EventTime::keep_on_time`]).
+    pub fn keep_on_time(&mut self) {
+        self.template.keep_on_time();
+        for task in self.tasks.values_mut() {
+            task.keep_on_time();
+        }
+    }
+
+    /// The newest event time read from each partition, over the tasks.
+    pub fn newest_event_times(&self) -> BTreeMap<String, Option<Micros>> {
+        let each = self.tasks.values().flat_map(|t| t.newest_event_times());
+        each.collect()
     }
 
     /// The partitions with a task.
@@ -355,6 +371,7 @@ fn split_by_partition(slice: Timed) -> Vec<(String, Timed)> {
 /// watermarks).
 fn merge(all: &mut Applied, more: Applied) {
     all.batches.extend(more.batches);
+    all.kept.extend(more.kept);
     all.late.extend(more.late);
     all.future.extend(more.future);
     all.unreadable.extend(more.unreadable);

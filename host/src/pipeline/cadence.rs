@@ -83,16 +83,17 @@ fn absorb_results(held: &mut Results, later: Results) {
     }
     held.dead.extend(later.dead);
     held.late.extend(later.late);
-    if held.windows.len() < later.windows.len() {
-        held.windows.resize_with(later.windows.len(), Vec::new);
+    append_lists(&mut held.windows, later.windows);
+    append_lists(&mut held.joins, later.joins);
+    append_lists(&mut held.repartition, later.repartition);
+}
+
+/// Each of `later`'s lists after the held list of its place.
+fn append_lists<T>(held: &mut Vec<Vec<T>>, later: Vec<Vec<T>>) {
+    if held.len() < later.len() {
+        held.resize_with(later.len(), Vec::new);
     }
-    for (rows, more) in held.windows.iter_mut().zip(later.windows) {
-        rows.extend(more);
-    }
-    if held.joins.len() < later.joins.len() {
-        held.joins.resize_with(later.joins.len(), Vec::new);
-    }
-    for (rows, more) in held.joins.iter_mut().zip(later.joins) {
+    for (rows, more) in held.iter_mut().zip(later) {
         rows.extend(more);
     }
 }

@@ -105,6 +105,15 @@ pub enum PipelineError {
         /// What differs.
         why: String,
     },
+    /// A repartition topic cannot be set up (stage one, see
+    /// [`crate::event_time::repartition`]).
+    #[error("repartition topic `{topic}`: {why}")]
+    Repartition {
+        /// The topic.
+        topic: String,
+        /// Why.
+        why: String,
+    },
     /// A crash was injected on purpose ([`crash::Crash::Fail`]).
     #[error("crash injected at {} of batch {batch_id}", .point.name())]
     Crashed {

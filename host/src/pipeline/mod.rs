@@ -43,6 +43,7 @@ mod partitioned;
 mod process;
 
 mod read;
+pub mod repartition;
 mod report;
 mod route;
 pub mod stages;
@@ -155,6 +156,8 @@ pub struct Pipeline {
     unfinished: Vec<Unfinished>,
     /// The replay under way, with state by partition.
     replaying: Option<partitioned::Replaying>,
+    /// Repartition topics this process feeds (stage one).
+    outlets: repartition::Outlets,
 }
 
 impl std::fmt::Debug for Pipeline {

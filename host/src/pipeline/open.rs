@@ -247,6 +247,7 @@ impl Pipeline {
             tasks: None,
             unfinished: Vec::new(),
             replaying: None,
+            outlets: Default::default(),
         };
         if let Some(admin) = &pipeline.admin {
             admin.set_role(pipeline.role);

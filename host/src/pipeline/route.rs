@@ -84,6 +84,7 @@ impl Pipeline {
             Some(_) => self.task_partitions(input),
             None => Default::default(),
         };
+        let mut kept = Vec::new();
         match &mut self.event_time {
             None => {
                 results.rows = slices.into_iter().filter_map(|s| s.batch).collect();
@@ -95,6 +96,7 @@ impl Pipeline {
                         et.apply(slices, right, input.start.0.keys(), input.now, input.flush)?
                     }
                 };
+                kept = applied.kept;
                 results.rows = applied.batches;
                 results.windows = applied.outcome.emitted;
                 results.joins = applied.outcome.joined;
@@ -114,6 +116,7 @@ impl Pipeline {
                 results.dead.extend(applied.unreadable);
             }
         }
+        results.repartition = self.repartitioned(&kept, &input.start, &input.next);
         Ok(Prepared {
             plan: Plan {
                 batch_id: input.batch_id,

@@ -242,6 +242,7 @@ fn outgoing<'a>(
         }
     }
     Outgoing {
+        partition: None,
         key: record.key.as_deref(),
         value: record.value.as_deref(),
         headers,
@@ -254,6 +255,7 @@ mod tests {
 
     fn letter<'a>(key: &'a [u8], value: &'a [u8]) -> Outgoing<'a> {
         Outgoing {
+            partition: None,
             key: Some(key),
             value: Some(value),
             headers: vec![

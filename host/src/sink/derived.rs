@@ -234,6 +234,7 @@ fn send_json(
     let outgoing = records
         .iter()
         .map(|(key, value)| Outgoing {
+            partition: None,
             key: Some(key.as_bytes()),
             value: Some(value.as_bytes()),
             headers: headers

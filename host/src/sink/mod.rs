@@ -33,12 +33,13 @@
 //! Modules: [`table`] (the main table as an output, on the Iceberg adapter
 //! [`crate::iceberg`]), [`topic`] (Kafka topics) and its in-memory twin [`memory`],
 //! [`deadletter`] (dead letters and late data), [`window`] (window results), [`join`]
-//! (joined rows).
+//! (joined rows), [`repartition`] (repartition topics, sent after the others).
 
 pub mod deadletter;
 pub mod derived;
 pub mod join;
 pub mod memory;
+pub mod repartition;
 pub mod table;
 pub mod topic;
 pub mod window;
@@ -51,6 +52,7 @@ use self::table::TableOutput;
 use self::topic::TopicError;
 use crate::checkpoint::CommitMark;
 use crate::event_time::join::JoinRow;
+use crate::event_time::repartition::Repartitioned;
 use crate::event_time::window::WindowRow;
 use crate::iceberg::{Evolution, Fence, IcebergError};
 use crate::record::{Reason, Record};
@@ -74,6 +76,9 @@ pub struct Results {
     pub joins: Vec<Vec<JoinRow>>,
     /// The schema change the main table commits with these rows, if they need one.
     pub evolution: Option<Evolution>,
+    /// Records for repartition topics (stage one), one list per topic, in the order the
+    /// pipeline opened them.
+    pub repartition: Vec<Vec<Repartitioned>>,
 }
 
 /// What a hook delivered.
@@ -250,6 +255,11 @@ impl Outputs {
     /// holds a mark of the pipeline already (see [`TableOutput::anchor`]).
     pub fn anchor(&mut self, mark: &CommitMark, run: &str) -> Result<(), OutputError> {
         self.table.anchor(mark, run)
+    }
+
+    /// Adds `output` after the others (its sends come after theirs).
+    pub fn push(&mut self, output: Box<dyn Output>) {
+        self.others.push(output);
     }
 
     /// The outputs other than the table, in order.

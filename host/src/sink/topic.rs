@@ -44,6 +44,8 @@ pub enum TopicError {
 /// One record to send.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outgoing<'a> {
+    /// The partition; `None`: the producer's partitioner places the record by its key.
+    pub partition: Option<i32>,
     /// The key.
     pub key: Option<&'a [u8]>,
     /// The value.
@@ -67,7 +69,17 @@ pub trait Topic: Send {
 /// tests.
 pub trait Topics: Send + Sync {
     /// Opens `target` for sending, creating the topic (one partition) if absent.
-    fn open(&self, target: &TopicTarget) -> Result<Box<dyn Topic>, TopicError>;
+    fn open(&self, target: &TopicTarget) -> Result<Box<dyn Topic>, TopicError> {
+        self.open_partitioned(target, 1)
+    }
+
+    /// Opens `target` for sending, creating the topic with `partitions` partitions if
+    /// absent (a repartition topic, whose records are sent to partitions of their own).
+    fn open_partitioned(
+        &self,
+        target: &TopicTarget,
+        partitions: i32,
+    ) -> Result<Box<dyn Topic>, TopicError>;
 }
 
 /// Opens Kafka topics.
@@ -75,8 +87,12 @@ pub trait Topics: Send + Sync {
 pub struct KafkaTopics;
 
 impl Topics for KafkaTopics {
-    fn open(&self, target: &TopicTarget) -> Result<Box<dyn Topic>, TopicError> {
-        Ok(Box::new(KafkaTopic::new(target)?))
+    fn open_partitioned(
+        &self,
+        target: &TopicTarget,
+        partitions: i32,
+    ) -> Result<Box<dyn Topic>, TopicError> {
+        Ok(Box::new(KafkaTopic::new(target, partitions)?))
     }
 }
 
@@ -96,12 +112,12 @@ impl std::fmt::Debug for KafkaTopic {
 }
 
 impl KafkaTopic {
-    /// Connects to `target`, creating its topic (one partition, the broker's default
-    /// replication factor) if absent.
-    pub fn new(target: &TopicTarget) -> Result<Self, TopicError> {
+    /// Connects to `target`, creating its topic (`partitions` partitions, the broker's
+    /// default replication factor) if absent.
+    pub fn new(target: &TopicTarget, partitions: i32) -> Result<Self, TopicError> {
         reach(&target.connection, ClientKind::Producer, REACH_TIMEOUT)?;
         let client = producer_config(&target.connection);
-        ensure_topic(&client, &target.topic, 1, Duration::from_secs(30))?;
+        ensure_topic(&client, &target.topic, partitions, Duration::from_secs(30))?;
         let producer = client
             .create_with_context(Deliveries::default())
             .map_err(|error| target.connection.client_error(error))?;
@@ -119,6 +135,9 @@ impl KafkaTopic {
             headers = headers.insert(Header { key, value });
         }
         let mut message = BaseRecord::to(&self.topic).headers(headers);
+        if let Some(partition) = record.partition {
+            message = message.partition(partition);
+        }
         if let Some(key) = record.key {
             message = message.key(key);
         }

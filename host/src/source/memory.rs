@@ -12,7 +12,7 @@ use super::identity::{Fingerprint, Fingerprints, Mismatch};
 use super::kafka::StartingOffsets;
 use super::{Offsets, Source, SourceError, TopicPartition};
 use crate::batch::Caps;
-use crate::record::Record;
+use crate::record::{Header, Record};
 
 /// The records of every partition. Clones share them, so a test can append records while a
 /// pipeline runs, or between two runs (as a broker outlives a crash).
@@ -40,6 +40,36 @@ impl MemoryLog {
         record.timestamp_ms = Some(offset);
         records.push(record);
         offset
+    }
+
+    /// Appends a record of `key`, `value` (`None`: a tombstone) and `headers` to a
+    /// partition, creating it if needed; returns its offset.
+    pub fn append_with(
+        &self,
+        topic: &str,
+        partition: i32,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: impl IntoIterator<Item = Header>,
+    ) -> i64 {
+        let offset = self.append(topic, partition, key, value.unwrap_or_default());
+        let mut log = self.log();
+        if let Some(record) = log
+            .get_mut(&tp(topic, partition))
+            .and_then(|r| r.last_mut())
+        {
+            if value.is_none() {
+                record.value = None;
+            }
+            record.headers = headers.into_iter().collect();
+        }
+        offset
+    }
+
+    /// The records of a partition, in order.
+    pub fn records(&self, topic: &str, partition: i32) -> Vec<Record> {
+        let log = self.log();
+        log.get(&tp(topic, partition)).cloned().unwrap_or_default()
     }
 
     /// Drops every record of `topic` and recreates it with `partitions` empty partitions

@@ -62,12 +62,7 @@ fn late_events_duplicates_and_windows() {
     let summary = engine.run().unwrap();
     assert_eq!(summary.rows_written, 6);
     assert_eq!((summary.rows_late, summary.rows_deduplicated), (2, 3));
-    let mut ids: Vec<String> = engine
-        .rows(None)
-        .iter()
-        .map(|r| r["event_id"].as_str().unwrap().to_string())
-        .collect();
-    ids.sort();
+    let ids = engine.sorted_column("event_id");
     assert_eq!(ids, ["e1", "e2", "e3", "e5", "e6", "e7"]);
     let dead: Vec<(String, String)> = engine
         .topic("dead")

@@ -80,12 +80,7 @@ fn a_fenced_process_goes_on_from_what_the_table_holds() {
         assert_eq!(first.input_rows, 2);
     });
     // Batch 1 by the second process, batch 2 by the first.
-    let mut ids: Vec<String> = engine
-        .rows(None)
-        .iter()
-        .map(|r| r["id"].as_str().unwrap().to_string())
-        .collect();
-    ids.sort();
+    let ids = engine.sorted_column("id");
     let mut want: Vec<String> = (0..6).map(|i| format!("e{i}")).collect();
     want.sort();
     assert_eq!(ids, want, "every record exactly once");

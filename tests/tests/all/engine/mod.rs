@@ -15,6 +15,7 @@ mod partitions;
 mod partitions_join;
 mod poison;
 mod probation;
+mod repartition;
 mod session;
 mod standby;
 
@@ -230,6 +231,17 @@ impl Engine {
     /// The rows of the main table, or of a window's table.
     pub(crate) fn rows(&self, window: Option<&str>) -> Vec<Map<String, Value>> {
         self.table(window).read_rows().unwrap()
+    }
+
+    /// The main table's values of the text column `column`, sorted.
+    pub(crate) fn sorted_column(&self, column: &str) -> Vec<String> {
+        let rows = self.rows(None);
+        let mut values: Vec<String> = rows
+            .iter()
+            .map(|r| r[column].as_str().unwrap().to_string())
+            .collect();
+        values.sort();
+        values
     }
 
     /// The latest batch the main table, or a window's table, holds.

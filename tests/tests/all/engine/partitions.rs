@@ -12,7 +12,7 @@ use sluice::source::memory::Assignment;
 
 use super::{Engine, Outputs, TOPIC, pipeline_file, sorted_json};
 
-const PARTITIONS: i32 = 3;
+pub(super) const PARTITIONS: i32 = 3;
 
 /// Users' events keyed by `user_id`: dedup by event and user, 1-minute counts per user and
 /// 2-minute sessions per user, to topics and tables; 4 records per batch, a 30-second
@@ -65,7 +65,7 @@ iceberg = { table = "sessions" }
 /// A new engine over the same events: 8 users, 72 events 10 to 40 seconds apart per user
 /// (in time order in each partition, so none is late however batches fall), now and then
 /// one sent twice in a row; each in the partition murmur2 gives its user.
-fn engine(name: &str) -> Engine {
+pub(super) fn engine(name: &str) -> Engine {
     let toml = BY_USER.replace(
         "topics = [\"clicks\"]",
         "topics = [\"clicks\"]\nmode = \"group\"\nkeyed-by = \"user_id\"",

@@ -1,0 +1,143 @@
+//! Stage one of repartition topics (issue 35, see [`crate::event_time::repartition`]):
+//! after each batch, the events on time go on to each repartition topic, placed by the
+//! value of the topic's key field, with the markers of the source partitions the batch
+//! read. Sent at least once with the batch's other topics, before its commit.
+
+use std::collections::BTreeMap;
+
+use super::{Pipeline, PipelineError};
+use crate::event_time::extract::Extractor;
+use crate::event_time::repartition::{Origin, Outlet, Repartitioned};
+use crate::record::{Offsets, Record};
+use crate::sink::OutputError;
+use crate::sink::repartition::RepartitionOutput;
+use crate::sink::topic::{TopicTarget, Topics};
+
+/// How long a repartition topic's producer waits for acknowledgements.
+const ACK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// A repartition topic to feed: its name and the field whose value keys its records (the
+/// first of the repartitioned operator's key).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repartition {
+    /// The topic (see [`crate::event_time::repartition::topic_name`]).
+    pub topic: String,
+    /// The field that keys it.
+    pub key: String,
+}
+
+/// The repartition topics this process feeds, each with the reader of its key.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Outlets(Vec<(Outlet, Extractor)>);
+
+impl Pipeline {
+    /// Makes this pipeline stage one of `to`: each batch's events on time also go to each
+    /// topic (created, if absent, with the source topic's partition count), opened by
+    /// `topics` on the source's cluster.
+    pub fn repartition(
+        &mut self,
+        topics: &dyn Topics,
+        to: &[Repartition],
+    ) -> Result<(), PipelineError> {
+        let source = self
+            .config
+            .source
+            .topics
+            .first()
+            .cloned()
+            .unwrap_or_default();
+        let counts = self.source.partition_counts()?;
+        for (i, r) in to.iter().enumerate() {
+            let fail = |why: String| PipelineError::Repartition {
+                topic: r.topic.clone(),
+                why,
+            };
+            let partitions = counts
+                .get(source.as_str())
+                .copied()
+                .ok_or_else(|| fail(format!("the source topic `{source}` has no partitions")))?;
+            let outlet = Outlet::new(&r.topic, partitions).map_err(|e| fail(e.to_string()))?;
+            let target = TopicTarget {
+                topic: r.topic.clone(),
+                connection: self.config.source.connection(),
+                ack_timeout: ACK_TIMEOUT,
+            };
+            let topic = topics
+                .open_partitioned(&target, partitions)
+                .map_err(|error| OutputError::Topic {
+                    output: format!("repartition topic \"{}\"", r.topic),
+                    error: Box::new(error),
+                })?;
+            self.outputs.push(Box::new(RepartitionOutput::new(
+                self.outlets.0.len(),
+                topic,
+            )));
+            self.outlets
+                .0
+                .push((outlet, Extractor::new([r.key.as_str()])));
+            tracing::info!(topic = %r.topic, partitions, key = %r.key, index = i, "events on time go on to a repartition topic");
+        }
+        if let Some(et) = &mut self.event_time {
+            et.keep_on_time();
+        }
+        if let Some(tasks) = &mut self.tasks {
+            tasks.keep_on_time();
+        }
+        Ok(())
+    }
+
+    /// The records of a batch for each repartition topic: `kept` (its events on time),
+    /// then the markers of the source partitions it read records of (from `start` to
+    /// `next`).
+    pub(super) fn repartitioned(
+        &self,
+        kept: &[Record],
+        start: &Offsets,
+        next: &Offsets,
+    ) -> Vec<Vec<Repartitioned>> {
+        if self.outlets.0.is_empty() {
+            return Vec::new();
+        }
+        let newest = match (&self.tasks, &self.event_time) {
+            (Some(tasks), _) => tasks.newest_event_times(),
+            (None, Some(et)) => et.newest_event_times(),
+            (None, None) => BTreeMap::new(),
+        };
+        let source = self.config.source.topics.first();
+        let read: BTreeMap<String, (i64, Option<_>)> = next
+            .0
+            .iter()
+            .filter(|(tp, _)| source.is_some_and(|s| **s == *tp.topic))
+            .filter(|&(tp, &to)| start.get(tp).is_some_and(|from| from < to))
+            .map(|(tp, &to)| {
+                let p = tp.to_string();
+                let time = newest.get(&p).copied().flatten();
+                (p, (to - 1, time))
+            })
+            .collect();
+        self.outlets
+            .0
+            .iter()
+            .map(|(outlet, key)| {
+                let mut records: Vec<Repartitioned> = kept
+                    .iter()
+                    .map(|record| {
+                        let value = record.value.as_deref().unwrap_or_default();
+                        let key = key.read(Some(value)).ok();
+                        let key = key
+                            .and_then(|k| k.into_iter().next().flatten())
+                            .map(|k| k.text().to_string())
+                            .unwrap_or_default();
+                        let origin = Origin {
+                            partition: format!("{}/{}", record.topic, record.partition),
+                            offset: record.offset,
+                        };
+                        outlet.event(&key, value, &origin)
+                    })
+                    .collect();
+                records.extend(outlet.markers(&read));
+                records
+            })
+            .collect()
+    }
+}
