@@ -40,7 +40,11 @@ pub const STATE_SHARES: &str = "sluice.state-shares";
 /// Snapshot summary keys whose JSON object, keyed by partition, a member's commit puts on
 /// top of the last commit's (as its offsets are, see `iceberg::fence`): each member says
 /// only what it knows of its own partitions.
-pub const MERGED_BY_PARTITION: &[&str] = &[STATE_SHARES, BATCH_KEYS];
+pub const MERGED_BY_PARTITION: &[&str] = &[STATE_SHARES, BATCH_KEYS, REPARTITION_SEEN];
+/// Snapshot summary key of stage two of a repartition topic: per partition of the topic
+/// (`topic/partition`), the last offset it took from each source partition, as JSON (see
+/// `event_time::repartition::Seen`), merged by partition.
+pub const REPARTITION_SEEN: &str = "sluice.repartition-seen";
 /// Snapshot summary key of a derived table (windows) written by the members of a group:
 /// the key of the last batch whose rows it holds for each partition, as a JSON object
 /// (`topic/partition` → key), merged at commit time: a batch replayed after a crash finds

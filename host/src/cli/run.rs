@@ -1,16 +1,18 @@
 //! `sluice run`: the main job.
 
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Context;
 use clap::Args;
 
 use crate::batch::TriggerMode;
 use crate::pipeline::config::{ConfigError, PipelineConfig};
+use crate::pipeline::repartition::Repartition;
 use crate::pipeline::stages::Stages;
 use crate::pipeline::{Pipeline, RunSummary};
 use crate::plugin::Runtime;
+use crate::sink::topic::KafkaTopics;
 
 /// The summary of a pipeline file printed by `sluice run --help`: its sections and their
 /// keys. What each key means, and its default, is in the book's configuration reference.
@@ -117,11 +119,15 @@ pub fn run(args: &RunArgs, stop: &AtomicBool) -> anyhow::Result<RunSummary> {
     }
     let base = super::base_folder(&args.config);
     let name = config.pipeline.name.clone();
-    let mut pipeline =
-        Pipeline::open(config, &base).with_context(|| format!("cannot start pipeline `{name}`"))?;
-    let summary = pipeline
-        .run(stop)
-        .with_context(|| format!("pipeline `{name}` failed"))?;
+    let summary = if config.repartitioned().is_empty() {
+        let mut pipeline = Pipeline::open(config, &base)
+            .with_context(|| format!("cannot start pipeline `{name}`"))?;
+        pipeline
+            .run(stop)
+            .with_context(|| format!("pipeline `{name}` failed"))?
+    } else {
+        run_staged(&config, &base, stop)?
+    };
     tracing::info!(
         pipeline = %name,
         batches = summary.batches,
@@ -144,6 +150,101 @@ pub fn run(args: &RunArgs, stop: &AtomicBool) -> anyhow::Result<RunSummary> {
         "pipeline finished"
     );
     Ok(summary)
+}
+
+/// A pipeline whose windows cross repartition topics (see
+/// [`crate::pipeline::config::repartition`]): stage one and each window's stage two, each
+/// on a thread of its own; the first to fail stops the others. Returns stage one's
+/// summary, with the window rows of the stages two.
+fn run_staged(
+    config: &PipelineConfig,
+    base: &std::path::Path,
+    stop: &AtomicBool,
+) -> anyhow::Result<RunSummary> {
+    let name = &config.pipeline.name;
+    let moved = config.repartitioned();
+    let to: Vec<Repartition> = moved
+        .iter()
+        .map(|r| Repartition {
+            topic: r.topic.clone(),
+            key: r.key.clone(),
+        })
+        .collect();
+    let mut one = Pipeline::open(config.stage_one(), base)
+        .with_context(|| format!("cannot start pipeline `{name}`"))?;
+    one.repartition(&KafkaTopics, &to)
+        .with_context(|| format!("cannot start pipeline `{name}`"))?;
+    let origin = config.source.topics.first().cloned().unwrap_or_default();
+    let mut twos = Vec::new();
+    for r in &moved {
+        let two_config = config.stage_two(r);
+        let two_name = two_config.pipeline.name.clone();
+        let mut two = Pipeline::open(two_config, base)
+            .with_context(|| format!("cannot start pipeline `{two_name}`"))?;
+        two.read_repartition(&origin)
+            .with_context(|| format!("cannot start pipeline `{two_name}`"))?;
+        twos.push((two_name, two));
+    }
+    if config.trigger.mode == TriggerMode::AvailableNow {
+        // Stage two drains what stage one sent: after it.
+        let mut summary = one
+            .run(stop)
+            .with_context(|| format!("pipeline `{name}` failed"))?;
+        for (two_name, mut two) in twos {
+            let two_summary = two
+                .run(stop)
+                .with_context(|| format!("pipeline `{two_name}` failed"))?;
+            summary.window_rows += two_summary.window_rows;
+        }
+        return Ok(summary);
+    }
+    concurrently(name, one, twos, stop)
+}
+
+/// Runs stage one and the stages two on threads of their own until `stop` is raised or
+/// one fails (which stops the others).
+fn concurrently(
+    name: &str,
+    one: Pipeline,
+    twos: Vec<(String, Pipeline)>,
+    stop: &AtomicBool,
+) -> anyhow::Result<RunSummary> {
+    let halt = AtomicBool::new(false);
+    let done = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !done.load(Ordering::Relaxed) {
+                if stop.load(Ordering::Relaxed) {
+                    halt.store(true, Ordering::Relaxed);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        });
+        let spawn = |name: String, mut pipeline: Pipeline| {
+            let halt = &halt;
+            scope.spawn(move || {
+                let result = pipeline.run(halt);
+                if result.is_err() {
+                    halt.store(true, Ordering::Relaxed);
+                }
+                result.with_context(|| format!("pipeline `{name}` failed"))
+            })
+        };
+        let handles: Vec<_> = twos.into_iter().map(|(n, p)| spawn(n, p)).collect();
+        let first = spawn(name.to_string(), one);
+        let joined = |h: std::thread::ScopedJoinHandle<'_, anyhow::Result<RunSummary>>| {
+            h.join()
+                .map_err(|_| anyhow::anyhow!("a pipeline's thread panicked"))?
+        };
+        let summary = joined(first);
+        let twos: Vec<_> = handles.into_iter().map(joined).collect();
+        done.store(true, Ordering::Relaxed);
+        let mut summary = summary?;
+        for two in twos {
+            summary.window_rows += two?.window_rows;
+        }
+        Ok(summary)
+    })
 }
 
 #[cfg(test)]

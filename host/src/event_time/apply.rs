@@ -68,7 +68,7 @@ impl EventTime {
             .iter()
             .map(|records| records.iter().map(|(p, _, f)| (p.as_str(), f)).collect())
             .collect();
-        let (names, which) = partition_keys(&slices);
+        let (names, which) = partition_keys(&slices, self.origins.is_some());
         let keys = which.iter().map(|&i| names[i].as_str());
         let fields = slices.iter().flat_map(|s| s.records.iter().map(|(_, f)| f));
         let outcome = self.process_joined(keys.zip(fields), &right_refs, now, flush);
@@ -97,7 +97,8 @@ impl EventTime {
         assigned: impl IntoIterator<Item = &'a TopicPartition>,
         now: Millis,
     ) {
-        let mut main = Vec::new();
+        let mut main = self.origins();
+        let origins = !main.is_empty();
         for tp in assigned {
             match self.join_of_topic(&tp.topic) {
                 Some(j) => {
@@ -105,6 +106,7 @@ impl EventTime {
                         join.register(&tp.to_string(), now);
                     }
                 }
+                None if origins => {} // stage two: the origins hold the watermark
                 None => main.push(tp.to_string()),
             }
         }
@@ -236,12 +238,22 @@ impl EventTime {
 
 /// The `topic/partition` key of every record: records come sorted by partition, so one
 /// key is made per run of a partition, not per record. Returns the keys and, per record,
-/// the index of its key.
-fn partition_keys(slices: &[Timed]) -> (Vec<String>, Vec<usize>) {
+/// the index of its key. `by_origin` (stage two of a repartition topic): the partition
+/// each record was read from by stage one (a run is then of one origin).
+fn partition_keys(slices: &[Timed], by_origin: bool) -> (Vec<String>, Vec<usize>) {
     let mut names: Vec<String> = Vec::new();
     let mut which = Vec::new();
     let mut last: Option<(&str, i32)> = None;
     for (record, _) in slices.iter().flat_map(|s| s.records.iter()) {
+        if by_origin {
+            let origin = super::repartition::origin_partition(&record.headers);
+            let origin = origin.unwrap_or_else(|| format!("{}/{}", record.topic, record.partition));
+            if names.last() != Some(&origin) {
+                names.push(origin);
+            }
+            which.push(names.len() - 1);
+            continue;
+        }
         let here = (&*record.topic, record.partition);
         if last != Some(here) {
             names.push(format!("{}/{}", here.0, here.1));

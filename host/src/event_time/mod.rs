@@ -92,6 +92,10 @@ pub struct EventTime {
     /// Whether [`Applied::kept`] lists the events on time (stage one of a repartition
     /// topic, see [`repartition`]).
     keep_on_time: bool,
+    /// Stage two of a repartition topic: the source topic stage one read and its
+    /// partition count. The watermark is then kept per partition of that topic, each
+    /// event's read from its origin, moved on by markers too.
+    origins: Option<(String, i32)>,
 }
 
 impl EventTime {
@@ -127,6 +131,7 @@ impl EventTime {
             chain: None,
             keyed: None,
             keep_on_time: false,
+            origins: None,
         }
     }
 
@@ -229,6 +234,30 @@ impl EventTime {
     /// repartition topic.
     pub fn keep_on_time(&mut self) {
         self.keep_on_time = true;
+    }
+
+    /// Makes this stage two of a repartition topic fed from the `count` partitions of
+    /// `topic` (see [`EventTime::origins`]).
+    pub fn read_origins(&mut self, topic: &str, count: i32) {
+        self.origins = Some((topic.to_string(), count));
+    }
+
+    /// With [`EventTime::read_origins`]: the origin partitions (`topic/partition`), whose
+    /// minimum the watermark follows.
+    pub fn origins(&self) -> Vec<String> {
+        let Some((topic, count)) = &self.origins else {
+            return Vec::new();
+        };
+        (0..*count).map(|p| format!("{topic}/{p}")).collect()
+    }
+
+    /// A marker of a repartition topic: `origin` (`topic/partition`) was read by stage
+    /// one up to event time `time` (`None`: nothing yet) at processing time `now`.
+    pub fn observe_marker(&mut self, origin: &str, time: Option<Micros>, now: Millis) {
+        match time {
+            Some(time) => self.watermark.observe(origin, time, now),
+            None => self.watermark.register(origin, now),
+        }
     }
 
     /// The newest event time read from each partition (`topic/partition`), `None` for one

@@ -196,6 +196,14 @@ pub enum Arrival {
     Foreign(String),
 }
 
+/// The source partition (`topic/partition`) a record of a repartition topic was read
+/// from, if its headers say.
+pub fn origin_partition(headers: &[Header]) -> Option<String> {
+    let header = headers.iter().find(|h| h.name == ORIGIN_HEADER)?;
+    let text = std::str::from_utf8(header.value.as_deref()?).ok()?;
+    Origin::parse(text).map(|o| o.partition)
+}
+
 /// Stage two's memory of one partition of a repartition topic: the last offset taken
 /// from each source partition (`topic/partition` → offset). It is committed with the
 /// offsets of the repartition topic it goes with, so that a replayed batch of stage two

@@ -223,6 +223,28 @@ impl Tasks {
         }
     }
 
+    /// Makes every task stage two of a repartition topic (see
+    /// [`EventTime::read_origins`]).
+    pub fn read_origins(&mut self, topic: &str, count: i32) {
+        self.template.read_origins(topic, count);
+        for task in self.tasks.values_mut() {
+            task.read_origins(topic, count);
+        }
+    }
+
+    /// A marker that reached `partition` (of the repartition topic; its task, made empty
+    /// if new, takes it): see [`EventTime::observe_marker`].
+    pub fn observe_marker(
+        &mut self,
+        partition: &TopicPartition,
+        origin: &str,
+        time: Option<Micros>,
+        now: Millis,
+    ) {
+        let task = self.task_of(partition);
+        self.task(&task).observe_marker(origin, time, now);
+    }
+
     /// The newest event time read from each partition, over the tasks.
     pub fn newest_event_times(&self) -> BTreeMap<String, Option<Micros>> {
         let each = self.tasks.values().flat_map(|t| t.newest_event_times());

@@ -15,11 +15,7 @@ use crate::source::kafka::KafkaSource;
 
 /// The pipeline's consumer group: `[source] group-id`, else `sluice-<name>`.
 pub fn group(config: &PipelineConfig) -> String {
-    config
-        .source
-        .group_id
-        .clone()
-        .unwrap_or_else(|| format!("sluice-{}", config.pipeline.name))
+    config.group()
 }
 
 /// The dead-letter topic, if the pipeline sends anything there: refused events

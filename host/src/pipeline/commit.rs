@@ -299,6 +299,7 @@ impl Pipeline {
         if let Some(saved) = &committed.shares {
             properties.insert(STATE_SHARES.to_string(), shares_to_json(&saved.shares));
         }
+        properties.extend(self.seen_property());
         if !prepared.plan.lookups.is_empty()
             && let Ok(versions) = serde_json::to_string(&prepared.plan.lookups)
         {

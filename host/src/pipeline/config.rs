@@ -4,6 +4,7 @@
 mod consistency;
 mod names;
 pub mod reference;
+pub mod repartition;
 #[cfg(test)]
 mod tests;
 

@@ -37,6 +37,7 @@ mod error;
 mod evolve;
 pub mod faults;
 mod health;
+mod inlet;
 mod keyed;
 pub mod open;
 mod partitioned;
@@ -60,7 +61,6 @@ use self::crash::Crash;
 pub use self::error::PipelineError;
 use self::faults::Faults;
 pub use self::open::Parts;
-use self::process::Processed;
 use self::read::Input;
 pub use self::report::RunSummary;
 use self::route::Prepared;
@@ -158,6 +158,8 @@ pub struct Pipeline {
     replaying: Option<partitioned::Replaying>,
     /// Repartition topics this process feeds (stage one).
     outlets: repartition::Outlets,
+    /// The repartition topic this pipeline reads, as stage two.
+    inlet: inlet::Inlet,
 }
 
 impl std::fmt::Debug for Pipeline {
@@ -360,12 +362,12 @@ impl Pipeline {
         self.losses.extend(self.source.take_losses());
         let (records, right) = self.split_right(records);
         let (right, mut unreadable) = self.right_as_json(right)?;
-        let Processed {
-            slices,
-            mut dead,
-            stats,
-            ..
-        } = self.process(records, input.now)?;
+        let (slices, mut dead, stats) = if self.is_stage_two() {
+            self.admit(records)?
+        } else {
+            let processed = self.process(records, input.now)?;
+            (processed.slices, processed.dead, processed.stats)
+        };
         dead.append(&mut unreadable);
         let prepared = self.route(&input, slices, dead, right)?;
         match self.hold(input, stats, prepared, when) {
@@ -408,6 +410,7 @@ impl Pipeline {
             );
         }
         self.planned = None; // committed: the table's schema now
+        self.seen_committed();
         self.last_batch = committed.mark.batch_id;
         self.last_records = std::mem::take(&mut self.batch_records);
         self.committed = committed.mark.offsets.clone();

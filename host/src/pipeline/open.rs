@@ -248,6 +248,7 @@ impl Pipeline {
             unfinished: Vec::new(),
             replaying: None,
             outlets: Default::default(),
+            inlet: Default::default(),
         };
         if let Some(admin) = &pipeline.admin {
             admin.set_role(pipeline.role);

@@ -51,6 +51,7 @@ impl Pipeline {
         self.unfinished = unfinished;
         self.tasks = Some(tasks);
         self.check_co_partitioned(Some(&self.positions))?;
+        self.load_seen()?;
         Ok(self.next_replay())
     }
 

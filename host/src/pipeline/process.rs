@@ -59,6 +59,20 @@ pub(super) struct ProcessStats {
 }
 
 impl ProcessStats {
+    /// Nothing done: no stage ran (stage two of a repartition topic).
+    pub(super) fn none(stages: usize) -> Self {
+        ProcessStats {
+            stage_counts: vec![StageCounts::default(); stages],
+            stage_verdicts: vec![BTreeMap::new(); stages],
+            shadows: vec![None; stages],
+            dropped_fields: BTreeMap::new(),
+            plugins: Duration::ZERO,
+            encode: Duration::ZERO,
+            plugins_cpu: Duration::ZERO,
+            encode_cpu: Duration::ZERO,
+        }
+    }
+
     /// Adds a later batch's figures (held triggers committed together: see
     /// [`super::cadence`]).
     pub(super) fn absorb(&mut self, later: ProcessStats) {

@@ -39,22 +39,13 @@ impl Pipeline {
         topics: &dyn Topics,
         to: &[Repartition],
     ) -> Result<(), PipelineError> {
-        let source = self
-            .config
-            .source
-            .topics
-            .first()
-            .cloned()
-            .unwrap_or_default();
-        let counts = self.source.partition_counts()?;
+        let (source, count) = self.source_partitions()?;
         for (i, r) in to.iter().enumerate() {
             let fail = |why: String| PipelineError::Repartition {
                 topic: r.topic.clone(),
                 why,
             };
-            let partitions = counts
-                .get(source.as_str())
-                .copied()
+            let partitions = count
                 .ok_or_else(|| fail(format!("the source topic `{source}` has no partitions")))?;
             let outlet = Outlet::new(&r.topic, partitions).map_err(|e| fail(e.to_string()))?;
             let target = TopicTarget {
@@ -84,6 +75,14 @@ impl Pipeline {
             tasks.keep_on_time();
         }
         Ok(())
+    }
+
+    /// The source topic and its partition count, if it has partitions.
+    pub(super) fn source_partitions(&mut self) -> Result<(String, Option<i32>), PipelineError> {
+        let topic = self.config.source.topics.first();
+        let topic = topic.cloned().unwrap_or_default();
+        let count = self.source.partition_counts()?.get(topic.as_str()).copied();
+        Ok((topic, count))
     }
 
     /// The records of a batch for each repartition topic: `kept` (its events on time),

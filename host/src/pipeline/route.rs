@@ -116,6 +116,7 @@ impl Pipeline {
                 results.dead.extend(applied.unreadable);
             }
         }
+        self.observe_markers(input.now);
         results.repartition = self.repartitioned(&kept, &input.start, &input.next);
         Ok(Prepared {
             plan: Plan {

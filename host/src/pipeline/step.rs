@@ -427,7 +427,7 @@ fn count_kept(counts: &mut [StageCounts]) {
     }
 }
 
-fn refusal(stage: &str, code: &str, message: String, field: Option<String>) -> Reason {
+pub(super) fn refusal(stage: &str, code: &str, message: String, field: Option<String>) -> Reason {
     Reason {
         stage: stage.into(),
         digest: None,

@@ -175,7 +175,7 @@ impl PipelineConfig {
                 ));
             }
         }
-        let elsewhere = " holds no source.keyed-by field: its state cannot be split by the source's partitions (a repartition topic is not built yet)";
+        let elsewhere = " holds no source.keyed-by field: its state cannot be split by the source's partitions (a repartition topic is built for windows only, not yet for dedup)";
         if let Some(dedup) = &self.dedup
             && !dedup.keys.contains(key)
         {
@@ -183,13 +183,13 @@ impl PipelineConfig {
                 "needs dedup.keys to hold `{key}`: [dedup]{elsewhere}"
             ));
         }
-        for w in &self.windows {
-            if !w.group_by.contains(key) {
-                return need(format!(
-                    "needs the group-by of window `{}` to hold `{key}`: it{elsewhere}",
-                    w.name
-                ));
-            }
+        // A window grouped otherwise crosses a repartition topic (see `repartition`); one
+        // grouped by nothing has one group, which no split can share.
+        if let Some(w) = self.windows.iter().find(|w| w.group_by.is_empty()) {
+            return need(format!(
+                "cannot run window `{}`, grouped by nothing: its one group cannot be split by partition",
+                w.name
+            ));
         }
         Ok(())
     }

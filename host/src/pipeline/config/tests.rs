@@ -3,7 +3,7 @@
 use super::*;
 use std::time::Duration;
 
-const MINIMAL: &str = r#"
+pub(super) const MINIMAL: &str = r#"
 [pipeline]
 name = "p"
 on-invalid = "fail"
@@ -219,7 +219,7 @@ fn lookups_parse_and_grants_must_name_one() {
     assert!(err.to_string().contains("two lookups"), "{err}");
 }
 
-const WINDOWS: &str = r#"
+pub(super) const WINDOWS: &str = r#"
 [event-time]
 field = "ts"
 max-delay = "2m"
@@ -512,8 +512,8 @@ fn state_by_partition_needs_a_group_a_keyed_source_and_keys_that_hold_it() {
         ),
         (
             group,
-            partitions.replace("[\"type\", \"user\"]", "[\"type\"]"),
-            "group-by of window `w` to hold `user`",
+            partitions.replace("[\"type\", \"user\"]", "[]"),
+            "window `w`, grouped by nothing",
         ),
     ] {
         let err = PipelineConfig::parse(&format!("{}{text}", source(lines)), Path::new("p.toml"))

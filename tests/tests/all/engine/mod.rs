@@ -198,7 +198,17 @@ impl Engine {
         assignment: &Assignment,
         crash: Crash,
     ) -> Result<Pipeline, PipelineError> {
-        let config = &self.config;
+        self.open_member_as(&self.config, assignment, crash)
+    }
+
+    /// Opens a member of `config`'s group over the same warehouse, log and topics, owning
+    /// the partitions `assignment` says.
+    pub(crate) fn open_member_as(
+        &self,
+        config: &PipelineConfig,
+        assignment: &Assignment,
+        crash: Crash,
+    ) -> Result<Pipeline, PipelineError> {
         let topics: Vec<&str> = config.source.topics.iter().map(String::as_str).collect();
         let source = MemorySource::new(&self.log, &topics, config.source.starting_offsets);
         let parts = Parts {

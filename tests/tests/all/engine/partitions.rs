@@ -17,7 +17,7 @@ pub(super) const PARTITIONS: i32 = 3;
 /// Users' events keyed by `user_id`: dedup by event and user, 1-minute counts per user and
 /// 2-minute sessions per user, to topics and tables; 4 records per batch, a 30-second
 /// delay, open windows flushed at the end.
-const BY_USER: &str = pipeline_file!(
+pub(super) const BY_USER: &str = pipeline_file!(
     "by-user",
     r#"
 [sink]
@@ -66,7 +66,12 @@ iceberg = { table = "sessions" }
 /// (in time order in each partition, so none is late however batches fall), now and then
 /// one sent twice in a row; each in the partition murmur2 gives its user.
 pub(super) fn engine(name: &str) -> Engine {
-    let toml = BY_USER.replace(
+    engine_with(name, "")
+}
+
+/// [`engine`], with `more` added to the pipeline file.
+pub(super) fn engine_with(name: &str, more: &str) -> Engine {
+    let toml = (BY_USER.to_string() + more).replace(
         "topics = [\"clicks\"]",
         "topics = [\"clicks\"]\nmode = \"group\"\nkeyed-by = \"user_id\"",
     );

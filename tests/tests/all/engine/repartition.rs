@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use sluice::event_time::extract::{Extractor, event_time};
 use sluice::event_time::repartition::{Arrival, Seen};
 use sluice::kafka::partitioner::Partitioner;
+use sluice::pipeline::config::PipelineConfig;
 use sluice::pipeline::crash::{Crash, CrashPoint};
 use sluice::pipeline::repartition::Repartition;
 use sluice::pipeline::{PipelineError, RunSummary};
@@ -18,7 +19,7 @@ use sluice::sink::topic::TopicRecord;
 use sluice::source::memory::Assignment;
 
 use super::Engine;
-use super::partitions::{PARTITIONS, engine};
+use super::partitions::{BY_USER, PARTITIONS, engine, engine_with};
 
 const TOPIC: &str = "by-user-pages-repartition";
 
@@ -115,4 +116,148 @@ fn newest_per_partition(engine: &Engine) -> BTreeMap<String, i64> {
         newest.insert(format!("clicks/{p}"), times.max().unwrap());
     }
     newest
+}
+
+/// A 1-minute count per page: grouped by a field the source is not keyed by.
+const PAGES: &str = r#"
+[[windows]]
+group-by = ["page"]
+name = "pages"
+iceberg = { table = "pages" }
+size = "1m"
+aggregates = [{ name = "views", fn = "count" }, { name = "users", fn = "distinct-count", field = "user_id" }]
+"#;
+
+/// The window's rows without batch ids, sorted.
+fn pages(engine: &Engine) -> Vec<String> {
+    let mut rows: Vec<String> = engine
+        .rows(Some("pages"))
+        .into_iter()
+        .map(|mut row| {
+            row.remove("batch_id");
+            serde_json::Value::Object(row).to_string()
+        })
+        .collect();
+    rows.sort();
+    rows
+}
+
+/// The counts per page of one process reading every partition.
+fn pages_alone(name: &str) -> Vec<String> {
+    let mut engine = engine_with(name, PAGES);
+    let alone = (BY_USER.to_string() + PAGES).replace("scale-out = \"partitions\"\n", "");
+    engine.config = PipelineConfig::parse(&alone, std::path::Path::new("alone.toml")).unwrap();
+    engine
+        .open(Crash::Never)
+        .unwrap()
+        .run(&Default::default())
+        .unwrap();
+    let rows = pages(&engine);
+    assert!(rows.len() > 20, "{rows:?}");
+    rows
+}
+
+/// Members of stage one and of the window's stage two, each owning `owns`, run in turn to
+/// the end; first, for each of `crashes`, a member of that stage (1 or 2) owning every
+/// partition that crashes at that point of that batch.
+fn staged(engine: &Engine, owns: &[&[i32]], crashes: &[(u8, CrashPoint, u64)]) {
+    let r = engine.config.repartitioned().pop().unwrap();
+    let one = engine.config.stage_one();
+    let two = engine.config.stage_two(&r);
+    let to = [Repartition {
+        topic: r.topic.clone(),
+        key: r.key.clone(),
+    }];
+    let run = |stage: u8, partitions: &[i32], crash: Crash| {
+        let assignment = Assignment::new(partitions);
+        let config = if stage == 1 { &one } else { &two };
+        let mut member = engine.open_member_as(config, &assignment, crash)?;
+        match stage {
+            1 => member.repartition(&engine.topics, &to)?,
+            _ => member.read_repartition("clicks")?,
+        }
+        member.run(&Default::default())
+    };
+    for stage in [1, 2] {
+        for &(_, point, batch) in crashes.iter().filter(|c| c.0 == stage) {
+            let crashed = run(stage, &[0, 1, 2], Crash::Fail(point, batch));
+            assert!(
+                matches!(crashed, Err(PipelineError::Crashed { .. })),
+                "{crashed:?}"
+            );
+        }
+        for partitions in owns {
+            run(stage, partitions, Crash::Never).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_window_grouped_otherwise_counts_across_a_repartition_topic_as_one_process_does() {
+    let expected = pages_alone("repartition-alone");
+    let mut engine = engine_with("repartition-two", PAGES);
+    engine.topics = MemoryTopics::with_log(&engine.log);
+    staged(&engine, &[&[0, 1], &[2]], &[]);
+    same(&pages(&engine), &expected);
+    // Stage two committed its own marks to the table, and no rows.
+    assert_eq!(engine.rows(None).len(), 72, "each event once");
+    // A member of stage one frozen since sends its old events late: the next member of
+    // stage two knows them (by what the table recorded) and drops them, neither counted
+    // nor late.
+    let r = engine.config.repartitioned().pop().unwrap();
+    for p in 0..PARTITIONS {
+        let old = engine.log.records(&r.topic, p);
+        for record in old.iter().filter(|r| r.value.is_some()).take(3) {
+            let (key, value) = (record.key.as_deref(), record.value.as_deref());
+            let headers = record.headers.clone();
+            engine.log.append_with(&r.topic, p, key, value, headers);
+        }
+    }
+    let dead = engine.topic("dead").len();
+    let mut two = engine
+        .open_member_as(
+            &engine.config.stage_two(&r),
+            &Assignment::new(&[0, 1, 2]),
+            Crash::Never,
+        )
+        .unwrap();
+    two.read_repartition("clicks").unwrap();
+    let summary = two.run(&Default::default()).unwrap();
+    assert_eq!(summary.input_rows, 9, "{summary:?}");
+    assert_eq!(engine.topic("dead").len(), dead);
+    same(&pages(&engine), &expected);
+}
+
+#[test]
+fn crashes_in_either_stage_leave_the_counts_of_one_process() {
+    let expected = pages_alone("repartition-crashes-alone");
+    let resent = (1, CrashPoint::AfterDeadLetter, 4);
+    for crashes in [
+        vec![resent],
+        vec![(2, CrashPoint::AfterState, 5)],
+        vec![(2, CrashPoint::AfterWindowCommit, 6)],
+        vec![(2, CrashPoint::AfterCommit, 3)],
+        // Stage two's next members drop what stage one sent again by what the crashed
+        // one committed.
+        vec![resent, (2, CrashPoint::AfterCommit, 8)],
+        vec![resent, (2, CrashPoint::AfterWindowCommit, 12)],
+    ] {
+        let mut engine = engine_with("repartition-crashes", PAGES);
+        engine.topics = MemoryTopics::with_log(&engine.log);
+        staged(&engine, &[&[1], &[0, 2]], &crashes);
+        eprintln!("{crashes:?}");
+        same(&pages(&engine), &expected);
+    }
+}
+
+/// `got` is `expected`, or the rows each lacks of the other are named.
+fn same(got: &[String], expected: &[String]) {
+    let missing: Vec<&String> = expected.iter().filter(|r| !got.contains(r)).collect();
+    let extra: Vec<&String> = got.iter().filter(|r| !expected.contains(r)).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "{} rows of {}; missing {missing:#?}; extra {extra:#?}",
+        got.len(),
+        expected.len()
+    );
 }

@@ -1,0 +1,165 @@
+//! Stage two of a repartition topic (issue 35, see [`crate::event_time::repartition`]):
+//! a pipeline whose source is the topic. Each record read is sorted before anything else:
+//! an event taken for the first time goes on, without the plugin stages (stage one ran
+//! them) and without a row for the table (stage one wrote it); an event sent again is
+//! dropped and counted; a marker moves its origin's clock in the task of the partition it
+//! came to; a record that is not stage one's is a dead letter. What each partition took
+//! from each source partition is committed with the batch ([`REPARTITION_SEEN`]) and read
+//! back with the tasks.
+
+use std::collections::BTreeMap;
+
+use super::process::{Dead, ProcessStats};
+use super::step::refusal;
+use super::{Pipeline, PipelineError};
+use crate::checkpoint::REPARTITION_SEEN;
+use crate::event_time::apply::Timed;
+use crate::event_time::repartition::{Arrival, Seen};
+use crate::record::{Record, TopicPartition};
+use crate::units::{Micros, Millis};
+
+/// What stage two knows of the partitions of its topic.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Inlet {
+    /// Whether this pipeline is stage two.
+    on: bool,
+    /// As the table's last commit records it, by partition (`topic/partition`).
+    committed: BTreeMap<String, Seen>,
+    /// With the batch (or the held triggers) in hand.
+    working: BTreeMap<String, Seen>,
+    /// Events dropped as sent again, since the start.
+    pub(super) again: u64,
+    /// The markers of the batch in hand: the partition each came to, its origin and time.
+    markers: Vec<(TopicPartition, String, Option<Micros>)>,
+}
+
+impl Pipeline {
+    /// Makes this pipeline stage two of its source topic, a repartition topic fed from
+    /// the partitions of `origin` (the source topic of stage one; the repartition topic
+    /// has as many).
+    pub fn read_repartition(&mut self, origin: &str) -> Result<(), PipelineError> {
+        let (topic, count) = self.source_partitions()?;
+        let count = count.ok_or_else(|| PipelineError::Repartition {
+            topic: topic.clone(),
+            why: "it has no partitions (stage one creates it)".into(),
+        })?;
+        self.inlet.on = true;
+        if let Some(et) = &mut self.event_time {
+            et.read_origins(origin, count);
+        }
+        if let Some(tasks) = &mut self.tasks {
+            tasks.read_origins(origin, count);
+        }
+        self.load_seen()
+    }
+
+    /// Whether this pipeline is stage two of a repartition topic.
+    pub(super) fn is_stage_two(&self) -> bool {
+        self.inlet.on
+    }
+
+    /// Reads back what each partition took, as the table's last commit records it.
+    pub(super) fn load_seen(&mut self) -> Result<(), PipelineError> {
+        if !self.inlet.on {
+            return Ok(());
+        }
+        let name = &self.config.pipeline.name;
+        let props = self.outputs.table().table().last_mark_properties(name)?;
+        let recorded = props.as_ref().and_then(|p| p.get(REPARTITION_SEEN));
+        let by_partition: BTreeMap<String, String> = recorded
+            .and_then(|r| serde_json::from_str(r).ok())
+            .unwrap_or_default();
+        self.inlet.committed = by_partition
+            .into_iter()
+            .filter_map(|(p, text)| Seen::from_json(&text).map(|s| (p, s)))
+            .collect();
+        self.inlet.working = self.inlet.committed.clone();
+        Ok(())
+    }
+
+    /// Sorts a batch's records (see the module): the events taken, read for event time
+    /// into one slice (no table rows), and the records refused.
+    pub(super) fn admit(
+        &mut self,
+        records: Vec<Record>,
+    ) -> Result<(Vec<Timed>, Dead, ProcessStats), PipelineError> {
+        let mut taken = Vec::new();
+        let mut dead = Vec::new();
+        for record in records {
+            let partition = TopicPartition {
+                topic: record.topic.clone(),
+                partition: record.partition,
+            };
+            let seen = self.inlet.working.entry(partition.to_string()).or_default();
+            match seen.admit(&record.headers) {
+                Arrival::Event(_) => taken.push(record),
+                Arrival::Again(_) => self.inlet.again += 1,
+                Arrival::Marker { origin, time } => {
+                    self.inlet.markers.push((partition, origin.partition, time));
+                }
+                Arrival::Foreign(why) => {
+                    let why = format!("not a record of a repartition topic: {why}");
+                    dead.push((
+                        record,
+                        refusal("repartition", "not_from_stage_one", why, None),
+                    ));
+                }
+            }
+        }
+        let mut records = Vec::with_capacity(taken.len());
+        if let Some(et) = &self.event_time {
+            for record in taken {
+                match et.record_fields(&record) {
+                    Ok(fields) => records.push((record, fields)),
+                    Err(e) => {
+                        let reason = refusal("event-time", e.code, e.message, e.field);
+                        dead.push((record, reason));
+                    }
+                }
+            }
+        }
+        let slice = Timed {
+            batch: None,
+            records,
+        };
+        Ok((
+            vec![slice],
+            dead,
+            ProcessStats::none(self.stages.active().len()),
+        ))
+    }
+
+    /// After the batch's events: its markers move their origins' clocks in the tasks of
+    /// the partitions they came to. (A marker follows the events of its origin's batch,
+    /// some of which may be in this batch: taken first, it would make them late.)
+    pub(super) fn observe_markers(&mut self, now: Millis) {
+        for (partition, origin, time) in std::mem::take(&mut self.inlet.markers) {
+            if let Some(tasks) = &mut self.tasks {
+                tasks.observe_marker(&partition, &origin, time, now);
+            } else if let Some(et) = &mut self.event_time {
+                et.observe_marker(&origin, time, now);
+            }
+        }
+    }
+
+    /// What each partition of this process took, as the batch's commit records it.
+    pub(super) fn seen_property(&self) -> Option<(String, String)> {
+        if !self.inlet.on {
+            return None;
+        }
+        let owned = self.tasks.as_ref()?;
+        let mine: BTreeMap<&str, String> = owned
+            .partitions()
+            .filter_map(|p| self.inlet.working.get(p).map(|s| (p, s.to_json())))
+            .collect();
+        let json = serde_json::to_string(&mine).ok()?;
+        Some((REPARTITION_SEEN.to_string(), json))
+    }
+
+    /// After a commit: what the batch took is the table's now.
+    pub(super) fn seen_committed(&mut self) {
+        if self.inlet.on {
+            self.inlet.committed = self.inlet.working.clone();
+        }
+    }
+}
