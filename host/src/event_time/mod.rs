@@ -260,6 +260,13 @@ impl EventTime {
         }
     }
 
+    /// Takes the roles `other` plays in a repartition (stage one's events on time, stage
+    /// two's origins), as operators rebuilt from the configuration must.
+    pub fn take_roles(&mut self, other: &EventTime) {
+        self.keep_on_time = other.keep_on_time;
+        self.origins.clone_from(&other.origins);
+    }
+
     /// The newest event time read from each partition (`topic/partition`), `None` for one
     /// assigned but not heard from yet.
     pub fn newest_event_times(&self) -> BTreeMap<String, Option<Micros>> {

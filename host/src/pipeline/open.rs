@@ -389,7 +389,9 @@ impl Pipeline {
             return Ok(state::planned(self.state.as_ref(), &next, &positions));
         };
         let config = &self.config;
-        *et = operators(et.config(), config);
+        let mut fresh = operators(et.config(), config);
+        fresh.take_roles(et);
+        *et = fresh;
         et.set_session_start(Millis::now());
         if config.partitioned_state() {
             return self.recover_tasks();

@@ -41,6 +41,7 @@ mod probes;
 mod produce;
 mod protobuf;
 mod readme;
+mod repartition;
 mod secure_kafka;
 mod source_read;
 mod spark;

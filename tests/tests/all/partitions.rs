@@ -15,7 +15,7 @@ use sluice::pipeline::config::PipelineConfig;
 use sluice_tests::fixture::{Running, Setup, text};
 
 /// Analytics events by user, every member running the pipeline on its partitions.
-const BY_USER: &str = r#"
+pub(crate) const BY_USER: &str = r#"
 [pipeline]
 name = "by-user"
 
@@ -86,7 +86,7 @@ iceberg = { table = "with_profiles" }
 "#;
 
 const INTERVAL: [(&str, &str); 1] = [("SLUICE_TRIGGER", "interval")];
-const TO_THE_END: [(&str, &str); 2] = [
+pub(crate) const TO_THE_END: [(&str, &str); 2] = [
     ("SLUICE_TRIGGER", "available-now"),
     ("SLUICE_AT_END", "flush"),
 ];
@@ -107,7 +107,7 @@ fn by_user(name: &str) -> Setup {
 
 /// Run `k` of the producer: 300 analytics events keyed by user (librdkafka's partitioner),
 /// numbered after the earlier runs', their times after theirs.
-fn produce(s: &Setup, k: u64) -> u64 {
+pub(crate) fn produce(s: &Setup, k: u64) -> u64 {
     let first = (k * 300).to_string();
     let seed = (k + 1).to_string();
     let args = [
@@ -213,7 +213,7 @@ fn join_rows(s: &Setup) -> Vec<serde_json::Map<String, Value>> {
 }
 
 /// Waits until the members' commits hold `rows` rows in the table.
-fn wait_for_rows(s: &Setup, rows: usize, members: &mut Vec<Running>) {
+pub(crate) fn wait_for_rows(s: &Setup, rows: usize, members: &mut Vec<Running>) {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let shown = s.try_show();

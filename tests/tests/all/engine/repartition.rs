@@ -176,6 +176,9 @@ fn staged(engine: &Engine, owns: &[&[i32]], crashes: &[(u8, CrashPoint, u64)]) {
             1 => member.repartition(&engine.topics, &to)?,
             _ => member.read_repartition("clicks")?,
         }
+        // Kafka assigns partitions after the member opened: a rebalance, which its stage
+        // survives.
+        assignment.set(partitions);
         member.run(&Default::default())
     };
     for stage in [1, 2] {

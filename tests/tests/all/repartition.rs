@@ -1,0 +1,112 @@
+//! A window grouped by another field than the source is keyed by, with state by partition
+//! (issue 35): counts per event type over events keyed by user cross a repartition topic,
+//! end to end on tansu and the SQL catalog. Two members running both stages while events
+//! flow, one of them killed (SIGKILL) and replaced, then a last run that drains and flushes,
+//! write the window table that one process writes over the same events.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use sluice_tests::fixture::{Running, Setup, text};
+
+use super::partitions::{BY_USER, TO_THE_END, produce, wait_for_rows};
+
+/// The partitions test's pipeline (analytics events by user) without its windows and
+/// join; 5-second counts per event type instead.
+fn by_type_config() -> String {
+    let head = &BY_USER[..BY_USER.find("[[windows]]").unwrap()];
+    let head = head
+        .replace("name = \"by-user\"", "name = \"by-type\"")
+        .replace(
+            "scale-out = \"partitions\"",
+            "scale-out = \"${SLUICE_SCALE_OUT:-partitions}\"",
+        );
+    head + r#"[[windows]]
+name = "type-minutes"
+group-by = ["event_type"]
+size = "5s"
+iceberg = { table = "type_minutes" }
+aggregates = [{ name = "events", fn = "count" }, { name = "users", fn = "distinct-count", field = "user_id" }]
+"#
+}
+
+/// A setup of the pipeline with 600 analytics events keyed by user in 4 partitions.
+fn by_type(name: &str) -> Setup {
+    let mut s = Setup::new(name);
+    s.write_config("pipeline.toml", &by_type_config());
+    s.extra_env
+        .push(("SLUICE_GROUP".into(), format!("{name}-members")));
+    for k in 0..2 {
+        assert_eq!(produce(&s, k), 300);
+    }
+    s
+}
+
+/// The window table's rows without their batch ids, sorted.
+fn counts(s: &Setup) -> Vec<String> {
+    let shown = s.show_window("type-minutes");
+    let mut rows: Vec<String> = shown["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let mut row = r.as_object().unwrap().clone();
+            row.remove("batch_id");
+            Value::Object(row).to_string()
+        })
+        .collect();
+    rows.sort();
+    rows
+}
+
+#[test]
+fn members_count_by_a_field_the_source_is_not_keyed_by_as_one_process_does() {
+    // One process over every event, the window in it.
+    let one = by_type("repartition-one");
+    let out = one.run(&[
+        TO_THE_END[0],
+        TO_THE_END[1],
+        ("SLUICE_SCALE_OUT", "standby"),
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let expected = counts(&one);
+    let events = one.show()["rows"].as_array().unwrap().len();
+    assert!(
+        expected.len() > 20 && events > 500,
+        "{events}: {expected:?}"
+    );
+
+    // Two members, one killed and replaced while they work; then a last run, alone in a
+    // group of its own, drains both stages and flushes the windows still open.
+    let s = by_type("repartition-members");
+    let mut members: Vec<Running> = (0..2).map(|_| s.start(&["run"], &[])).collect();
+    wait_for_rows(&s, events / 3, &mut members);
+    let _ = members.remove(0).kill();
+    members.push(s.start(&["run"], &[]));
+    wait_for_rows(&s, events, &mut members);
+    std::thread::sleep(Duration::from_secs(3));
+    let logs: Vec<String> = members.into_iter().map(|p| p.terminate().2).collect();
+    assert!(
+        logs.iter()
+            .any(|l| l.contains("events on time go on to a repartition topic")),
+        "{}",
+        logs.join("\n----\n")
+    );
+    let last = [
+        TO_THE_END[0],
+        TO_THE_END[1],
+        ("SLUICE_GROUP", "repartition-last"),
+    ];
+    let out = s.run(&last);
+    assert!(out.status.success(), "{}", text(&out));
+    let got = counts(&s);
+    let missing: Vec<&String> = expected.iter().filter(|r| !got.contains(r)).collect();
+    let extra: Vec<&String> = got.iter().filter(|r| !expected.contains(r)).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "{} rows of {}; missing {missing:#?}; extra {extra:#?}\n{}",
+        got.len(),
+        expected.len(),
+        logs.join("\n----\n")
+    );
+}
