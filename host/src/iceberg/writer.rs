@@ -20,6 +20,13 @@ use super::{IcebergError, IcebergTable, iceberg_err};
 /// A column chunk's dictionary page limit, past which its values are written plain.
 const DICTIONARY_PAGE_LIMIT: usize = 256 * 1024;
 
+/// Writes of data files so far in this process: each write's files are named after its
+/// number too. A batch id and a run are not enough: one process replays a batch planned by
+/// another on some partitions, then again on others (a rebalance gave it more), both with
+/// the plan's batch id; the second write would replace the first one's files, committed
+/// by then, and the table would name a file of another size (a corrupt footer).
+static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// What a batch wrote.
 #[derive(Debug, Clone, Default)]
 pub struct Written {
@@ -77,8 +84,9 @@ impl IcebergTable {
         let properties = self.writer_properties()?;
         let location =
             DefaultLocationGenerator::new(metadata).map_err(iceberg_err("locating data files"))?;
+        let write = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let names = DefaultFileNameGenerator::new(
-            format!("{batch_id:010}-{}", self.run_id),
+            format!("{batch_id:010}-{}-{write}", self.run_id),
             None,
             DataFileFormat::Parquet,
         );
@@ -150,4 +158,38 @@ async fn write_partitioned(
         .close()
         .await
         .map_err(iceberg_err("closing data files"))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::{RecordBatch, StringArray};
+
+    use crate::iceberg::{IcebergCatalog, IcebergSinkConfig, IcebergTable};
+
+    #[test]
+    fn two_writes_of_one_batch_id_never_share_a_file() {
+        let dir = std::env::temp_dir().join(format!("sluice-writes-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let config: IcebergSinkConfig = toml::from_str(&format!(
+            "warehouse = {:?}\nnamespace = \"n\"\ntable = \"t\"\ncolumns = [{{ name = \"a\", type = \"string\" }}]",
+            dir.display()
+        ))
+        .unwrap();
+        let catalog = IcebergCatalog::open(&config, &dir).unwrap();
+        let table = IcebergTable::open(&catalog, config).unwrap();
+        let schema = table.table().metadata().current_schema().clone();
+        let arrow = Arc::new(iceberg::arrow::schema_to_arrow_schema(&schema).unwrap());
+        let rows = |value: &str| {
+            let column = Arc::new(StringArray::from(vec![value]));
+            RecordBatch::try_new(arrow.clone(), vec![column]).unwrap()
+        };
+        // Batch 5 replayed on some partitions, then on others, by one process.
+        let first = table.write(vec![rows("x")], 5).unwrap();
+        let second = table.write(vec![rows("yy")], 5).unwrap();
+        let path = |w: &super::Written| w.files[0].file_path().to_string();
+        assert_ne!(path(&first), path(&second));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
