@@ -184,13 +184,7 @@ pub fn ensure_topic(
     partitions: i32,
     timeout: Duration,
 ) -> Result<TopicState, KafkaError> {
-    let bootstrap = config
-        .get("bootstrap.servers")
-        .unwrap_or_default()
-        .to_string();
-    let admin: AdminClient<DefaultClientContext> = config
-        .create()
-        .map_err(|error| KafkaError::Client { bootstrap, error })?;
+    let admin = admin_client(config)?;
     if listed(&admin, topic, timeout) {
         tracing::debug!(topic, "Topic exists already.");
         return Ok(TopicState::Existed);
@@ -206,6 +200,30 @@ pub fn ensure_topic(
         ),
     }
     Ok(state)
+}
+
+/// An admin client of `config`.
+fn admin_client(config: &ClientConfig) -> Result<AdminClient<DefaultClientContext>, KafkaError> {
+    let bootstrap = config.get("bootstrap.servers").unwrap_or_default();
+    let bootstrap = bootstrap.to_string();
+    config
+        .create()
+        .map_err(|error| KafkaError::Client { bootstrap, error })
+}
+
+/// How many partitions the broker's metadata lists for `topic` (`None`: it lists none).
+pub fn partition_count(
+    config: &ClientConfig,
+    topic: &str,
+    timeout: Duration,
+) -> Result<Option<i32>, KafkaError> {
+    let admin = admin_client(config)?;
+    let metadata = admin.inner().fetch_metadata(Some(topic), timeout).ok();
+    let count = metadata.and_then(|m| {
+        let listed = m.topics().iter().find(|t| t.name() == topic)?;
+        i32::try_from(listed.partitions().len()).ok()
+    });
+    Ok(count.filter(|&n| n > 0))
 }
 
 /// Whether the broker's metadata lists `topic`, with partitions.

@@ -16,9 +16,15 @@
 //! its partitions' state; it also prints the duplicates dropped and the window rows emitted,
 //! which must not depend on the number of processes.
 //!
+//! With `--repartition`, the `--windows` workload plus 1-minute counts per session: a
+//! window grouped by a field the source is not keyed by, which crosses a repartition topic
+//! (stage one sends each event on, stage two counts; both run in every process). It first
+//! runs one process without that window, and prints the repartition hop's CPU cost per
+//! event: the difference in CPU per event between the two.
+//!
 //! Run with `cargo bench -p sluice-tests --bench scale` (optionally `-- EVENTS`, default
 //! 200 000: the mock broker keeps 5 MiB per partition; `-- --windows` for the event-time
-//! workload). The target: events per CPU-second with 2 and 3 processes at least 80% of one
+//! workload, `-- --repartition` for the repartition topic's). The target: events per CPU-second with 2 and 3 processes at least 80% of one
 //! process's (sharing costs little per event); total events/s is bounded by the cores.
 
 use std::io::BufRead;
@@ -61,13 +67,42 @@ aggregates = [{ name = "events", fn = "count" }, { name = "types", fn = "distinc
 iceberg = { table = "user_minutes" }
 "#;
 
+/// The `--repartition` workload's window, grouped by a field the source is not keyed by
+/// (sessions, many: the repartition topic's partitions take even shares, each within the
+/// mock broker's retention).
+const BY_SESSION: &str = r#"
+[[windows]]
+name = "session-minutes"
+group-by = ["session_id"]
+size = "1m"
+iceberg = { table = "session_minutes" }
+aggregates = [{ name = "events", fn = "count" }]
+"#;
+
+/// The pipeline of stage two of [`BY_SESSION`] (the example's name, then the window's).
+const STAGE_TWO: &str = "retail-clickstream-session-minutes";
+
+/// What runs: the stateless pipeline, the event-time one, or that with a repartition topic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Workload {
+    Stateless,
+    Windows,
+    Repartition,
+}
+
 fn main() {
     let events: u64 = std::env::args()
         .skip(1)
         .find(|a| !a.starts_with("--"))
         .and_then(|a| a.parse().ok())
         .unwrap_or(200_000);
-    let windows = std::env::args().any(|a| a == "--windows");
+    let flag = |f: &str| std::env::args().any(|a| a == f);
+    let workload = match (flag("--repartition"), flag("--windows")) {
+        (true, _) => Workload::Repartition,
+        (false, true) => Workload::Windows,
+        (false, false) => Workload::Stateless,
+    };
+    let windows = workload != Workload::Stateless;
     assert!(
         events * 450 / PARTITIONS as u64 <= 4 << 20,
         "more than the mock broker keeps (5 MiB per partition)"
@@ -75,15 +110,24 @@ fn main() {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
         "{events} events, {PARTITIONS} partitions, {cores} cores, {}",
-        if windows {
-            "dedup and 1-minute windows per user, state by partition"
-        } else {
-            "stateless"
+        match workload {
+            Workload::Repartition =>
+                "dedup and 1-minute windows per user, state by partition, and 1-minute counts per session across a repartition topic",
+            Workload::Windows => "dedup and 1-minute windows per user, state by partition",
+            Workload::Stateless => "stateless",
         }
     );
+    let without = (workload == Workload::Repartition).then(|| {
+        let r = measure(1, events, cores, Workload::Windows);
+        println!(
+            "1 process without the repartitioned window: {:>8.0} events/s, {:>8.0} events per CPU-second",
+            r.rate, r.per_cpu_second
+        );
+        r
+    });
     let mut results = Vec::new();
     for n in 1..=3 {
-        let r = measure(n, events, cores, windows);
+        let r = measure(n, events, cores, workload);
         println!(
             "{n} process(es){}: {:>8.0} events/s total, {:>8.0} events per CPU-second, {:.1} CPU-seconds, {} batches, {:.1} commit retries/min, {} fenced",
             if n <= cores {
@@ -104,13 +148,32 @@ fn main() {
                 r.deduplicated, r.emitted
             );
         }
+        if workload == Workload::Repartition {
+            println!(
+                "  stage two: {} records read (events and markers), {} window rows emitted",
+                r.stage_two_read, r.stage_two_emitted
+            );
+        }
         results.push(r);
+    }
+    if let (Some(without), Some(with)) = (&without, results.first()) {
+        let micros = |r: &Measured| 1e6 / r.per_cpu_second;
+        println!(
+            "repartition hop: {:.1} µs of CPU per event ({:.1} with it, {:.1} without, one process)",
+            micros(with) - micros(without),
+            micros(with),
+            micros(without)
+        );
     }
     // Members split where the state is kept, never what it gives.
     for r in &results[1..] {
         assert_eq!(
-            (r.deduplicated, r.emitted),
-            (results[0].deduplicated, results[0].emitted),
+            (r.deduplicated, r.emitted, r.stage_two_emitted),
+            (
+                results[0].deduplicated,
+                results[0].emitted,
+                results[0].stage_two_emitted
+            ),
             "more processes gave other results than one"
         );
     }
@@ -136,6 +199,8 @@ struct Measured {
     fenced: u64,
     deduplicated: u64,
     emitted: u64,
+    stage_two_read: u64,
+    stage_two_emitted: u64,
 }
 
 /// What the processes' logs said so far.
@@ -147,6 +212,10 @@ struct Seen {
     fenced: u64,
     deduplicated: u64,
     emitted: u64,
+    /// Records stage two of a repartition topic read, and when it last read any.
+    stage_two_read: u64,
+    stage_two_last: Option<Instant>,
+    stage_two_emitted: u64,
     /// A process's last words, if one failed.
     failed: Option<String>,
     last_commit: Option<Instant>,
@@ -155,7 +224,8 @@ struct Seen {
     tails: Vec<Vec<String>>,
 }
 
-fn measure(n: usize, events: u64, cores: usize, windows: bool) -> Measured {
+fn measure(n: usize, events: u64, cores: usize, workload: Workload) -> Measured {
+    let windows = workload != Workload::Stateless;
     let mock = MockCluster::<DefaultProducerContext>::new(1).unwrap();
     mock.create_topic(TOPIC, PARTITIONS, 1).unwrap();
     // The mock cluster does not answer CreateTopics; sluice finds these in the metadata.
@@ -164,10 +234,14 @@ fn measure(n: usize, events: u64, cores: usize, windows: bool) -> Measured {
     for lookup in LOOKUPS {
         mock.create_topic(lookup, 1, 1).unwrap();
     }
+    if workload == Workload::Repartition {
+        let topic = format!("{STAGE_TWO}-repartition");
+        mock.create_topic(&topic, PARTITIONS, 1).unwrap();
+    }
     let bootstrap = mock.bootstrap_servers();
     let warehouse = std::env::temp_dir().join(format!("sluice-scale-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&warehouse);
-    let config = group_config(&warehouse, windows);
+    let config = group_config(&warehouse, workload);
     let seen = Arc::new(Mutex::new(Seen {
         owned: vec![0; n],
         tails: vec![Vec::new(); n],
@@ -209,6 +283,13 @@ fn measure(n: usize, events: u64, cores: usize, windows: bool) -> Measured {
         "every event committed",
         |s| s.rows >= events,
     );
+    if workload == Workload::Repartition {
+        // Stage two is done when it has read nothing for 2 seconds (it reads every 200 ms).
+        let quiet = Duration::from_secs(2);
+        wait_until(&seen, Duration::from_secs(600), "stage two done", |s| {
+            s.stage_two_last.is_some_and(|t| t.elapsed() >= quiet)
+        });
+    }
     let cpu_after: f64 = pids.iter().map(|&p| cpu_of(p).as_secs_f64()).sum();
     signal(&pids, "TERM");
     for child in &mut children {
@@ -217,7 +298,11 @@ fn measure(n: usize, events: u64, cores: usize, windows: bool) -> Measured {
     let _ = std::fs::remove_dir_all(&warehouse);
     let s = seen.lock().unwrap();
     assert_eq!(s.rows, events, "exactly once");
-    let seconds = (s.last_commit.unwrap() - start).as_secs_f64();
+    let last = s
+        .last_commit
+        .unwrap()
+        .max(s.stage_two_last.unwrap_or(start));
+    let seconds = (last - start).as_secs_f64();
     let cpu = cpu_after - cpu_before;
     Measured {
         rate: events as f64 / seconds,
@@ -229,12 +314,15 @@ fn measure(n: usize, events: u64, cores: usize, windows: bool) -> Measured {
         fenced: s.fenced,
         deduplicated: s.deduplicated,
         emitted: s.emitted,
+        stage_two_read: s.stage_two_read,
+        stage_two_emitted: s.stage_two_emitted,
     }
 }
 
 /// The retail example as a consumer-group pipeline (with `windows`, keyed by user and
 /// with event-time state by partition), written beside the warehouse.
-fn group_config(warehouse: &Path, windows: bool) -> PathBuf {
+fn group_config(warehouse: &Path, workload: Workload) -> PathBuf {
+    let windows = workload != Workload::Stateless;
     let example =
         std::fs::read_to_string(repo_root().join("examples/retail-clickstream/pipeline.toml"))
             .unwrap();
@@ -247,6 +335,9 @@ fn group_config(warehouse: &Path, windows: bool) -> PathBuf {
     assert_ne!(text, example);
     if windows {
         text.push_str(WINDOWS);
+    }
+    if workload == Workload::Repartition {
+        text.push_str(BY_SESSION);
     }
     std::fs::create_dir_all(warehouse).unwrap();
     let path = warehouse.join("pipeline.toml");
@@ -305,7 +396,17 @@ fn start(
 fn follow(s: &mut Seen, i: usize, line: String) {
     if let Some((_, json)) = line.split_once("sluice::progress: ") {
         let p: serde_json::Value = serde_json::from_str(json).unwrap();
-        s.rows += p["input_rows"].as_u64().unwrap();
+        let read = p["input_rows"].as_u64().unwrap();
+        if p["pipeline"] == STAGE_TWO {
+            s.stage_two_read += read;
+            if read > 0 {
+                s.stage_two_last = Some(Instant::now());
+            }
+            let emitted = &p["event_time"]["windows_emitted"]["session-minutes"];
+            s.stage_two_emitted += emitted.as_u64().unwrap_or(0);
+            return;
+        }
+        s.rows += read;
         s.retries += p["commit_retries"].as_u64().unwrap_or(0);
         s.batches += 1;
         if let Some(e) = p.get("event_time") {

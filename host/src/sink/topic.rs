@@ -12,7 +12,8 @@ use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 
 pub use crate::kafka::target::{PRODUCER_DEFAULTS, TopicTarget, producer_config};
 use crate::kafka::{
-    ClientKind, Connection, Deliveries, KafkaError, REACH_TIMEOUT, ensure_topic, reach,
+    ClientKind, Connection, Deliveries, KafkaError, REACH_TIMEOUT, ensure_topic, partition_count,
+    reach,
 };
 
 /// Writing to a topic failed.
@@ -28,6 +29,19 @@ pub enum TopicError {
         topic: String,
         /// What librdkafka said.
         error: rdkafka::error::KafkaError,
+    },
+    /// A topic that must have a partition count has another (a repartition topic made
+    /// before, or by the broker's automatic creation).
+    #[error(
+        "topic `{topic}` has {found} partitions, and must have {wanted} (the source topic's): delete it, or make it with {wanted}"
+    )]
+    Partitions {
+        /// The topic.
+        topic: String,
+        /// What it must have.
+        wanted: i32,
+        /// What the broker lists (0: none).
+        found: i32,
     },
     /// Records were not acknowledged.
     #[error("{failed} records to `{topic}` were not acknowledged: {first}")]
@@ -118,6 +132,16 @@ impl KafkaTopic {
         reach(&target.connection, ClientKind::Producer, REACH_TIMEOUT)?;
         let client = producer_config(&target.connection);
         ensure_topic(&client, &target.topic, partitions, Duration::from_secs(30))?;
+        if partitions > 1 {
+            let found = partition_count(&client, &target.topic, Duration::from_secs(30))?;
+            if found != Some(partitions) {
+                return Err(TopicError::Partitions {
+                    topic: target.topic.clone(),
+                    wanted: partitions,
+                    found: found.unwrap_or(0),
+                });
+            }
+        }
         let producer = client
             .create_with_context(Deliveries::default())
             .map_err(|error| target.connection.client_error(error))?;

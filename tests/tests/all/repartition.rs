@@ -110,3 +110,31 @@ fn members_count_by_a_field_the_source_is_not_keyed_by_as_one_process_does() {
         logs.join("\n----\n")
     );
 }
+
+#[test]
+fn a_repartition_topic_of_another_partition_count_is_refused_by_name() {
+    use rdkafka::mocking::MockCluster;
+    use rdkafka::producer::DefaultProducerContext;
+    use sluice::kafka::Connection;
+    use sluice::sink::topic::{KafkaTopics, TopicError, TopicTarget, Topics};
+    let mock = MockCluster::<DefaultProducerContext>::new(1).unwrap();
+    mock.create_topic("p-w-repartition", 4, 1).unwrap();
+    let target = TopicTarget {
+        topic: "p-w-repartition".into(),
+        connection: Connection::new(mock.bootstrap_servers(), Default::default()),
+        ack_timeout: Duration::from_secs(10),
+    };
+    let refused = KafkaTopics.open_partitioned(&target, 24).err();
+    assert!(
+        matches!(
+            refused,
+            Some(TopicError::Partitions {
+                wanted: 24,
+                found: 4,
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+    assert!(KafkaTopics.open_partitioned(&target, 4).is_ok());
+}
