@@ -8,7 +8,6 @@ use clap::Args;
 
 use crate::batch::TriggerMode;
 use crate::pipeline::config::{ConfigError, PipelineConfig};
-use crate::pipeline::repartition::Repartition;
 use crate::pipeline::stages::Stages;
 use crate::pipeline::{Pipeline, RunSummary};
 use crate::plugin::Runtime;
@@ -163,16 +162,9 @@ fn run_staged(
 ) -> anyhow::Result<RunSummary> {
     let name = &config.pipeline.name;
     let moved = config.repartitioned();
-    let to: Vec<Repartition> = moved
-        .iter()
-        .map(|r| Repartition {
-            topic: r.topic.clone(),
-            key: r.key.clone(),
-        })
-        .collect();
     let mut one = Pipeline::open(config.stage_one(), base)
         .with_context(|| format!("cannot start pipeline `{name}`"))?;
-    one.repartition(&KafkaTopics, &to)
+    one.repartition(&KafkaTopics, &moved)
         .with_context(|| format!("cannot start pipeline `{name}`"))?;
     let origin = config.source.topics.first().cloned().unwrap_or_default();
     let mut twos = Vec::new();

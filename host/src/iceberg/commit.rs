@@ -410,17 +410,10 @@ const BACKOFF: Backoff =
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
 
     use super::*;
-    use crate::iceberg::{IcebergCatalog, IcebergSinkConfig};
-    use crate::record::Offsets;
 
-    fn warehouse(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("sluice-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        dir
-    }
+    use crate::record::Offsets;
 
     fn committed(mark: CommitMark) -> Landed {
         Landed::Committed { retries: 0, mark }
@@ -436,13 +429,7 @@ mod tests {
 
     #[test]
     fn a_commit_on_a_table_that_moved_is_refused_not_rebased() {
-        let dir = warehouse("moved");
-        let config: IcebergSinkConfig = toml::from_str(&format!(
-            "warehouse = {:?}\nnamespace = \"n\"\ntable = \"t\"\ncolumns = [{{ name = \"a\", type = \"string\" }}]",
-            dir.display()
-        ))
-        .unwrap();
-        let catalog = IcebergCatalog::open(&config, &dir).unwrap();
+        let (dir, catalog, config) = crate::iceberg::test_table("moved");
         let mut stale = IcebergTable::open(&catalog, config.clone()).unwrap();
         let mut other = IcebergTable::open(&catalog, config).unwrap();
         let fence = Fence::Follows(Offsets::default());
@@ -474,13 +461,7 @@ mod tests {
     #[test]
     fn members_commits_put_their_partitions_state_shares_on_top_of_the_last() {
         use crate::checkpoint::STATE_SHARES;
-        let dir = warehouse("shares");
-        let config: IcebergSinkConfig = toml::from_str(&format!(
-            "warehouse = {:?}\nnamespace = \"n\"\ntable = \"t\"\ncolumns = [{{ name = \"a\", type = \"string\" }}]",
-            dir.display()
-        ))
-        .unwrap();
-        let catalog = IcebergCatalog::open(&config, &dir).unwrap();
+        let (dir, catalog, config) = crate::iceberg::test_table("shares");
         let mut a = IcebergTable::open(&catalog, config.clone()).unwrap();
         let mut b = IcebergTable::open(&catalog, config).unwrap();
         let member = |table: &mut IcebergTable, run: &str, partitions: &[(i32, i64, i64)]| {
@@ -538,13 +519,7 @@ mod tests {
     #[test]
     fn a_members_commit_that_moved_no_offset_lands_its_state_anew() {
         use crate::checkpoint::STATE_SHARES;
-        let dir = warehouse("unmoved");
-        let config: IcebergSinkConfig = toml::from_str(&format!(
-            "warehouse = {:?}\nnamespace = \"n\"\ntable = \"t\"\ncolumns = [{{ name = \"a\", type = \"string\" }}]",
-            dir.display()
-        ))
-        .unwrap();
-        let catalog = IcebergCatalog::open(&config, &dir).unwrap();
+        let (dir, catalog, config) = crate::iceberg::test_table("unmoved");
         let mut a = IcebergTable::open(&catalog, config).unwrap();
         let tp = crate::record::TopicPartition {
             topic: "t".into(),

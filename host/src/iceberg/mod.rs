@@ -168,6 +168,22 @@ fn arrow_error(what: &'static str) -> impl Fn(arrow_schema::ArrowError) -> icebe
     move |e| iceberg::Error::new(iceberg::ErrorKind::Unexpected, what).with_source(e)
 }
 
+/// For tests: a warehouse folder of its own (`sluice-<name>-<pid>` in the temporary
+/// folder, emptied), the catalog in it, and the configuration of table `n.t` of one string
+/// column `a`.
+#[cfg(test)]
+pub(crate) fn test_table(name: &str) -> (std::path::PathBuf, IcebergCatalog, IcebergSinkConfig) {
+    let dir = std::env::temp_dir().join(format!("sluice-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let config: IcebergSinkConfig = toml::from_str(&format!(
+        "warehouse = {:?}\nnamespace = \"n\"\ntable = \"t\"\ncolumns = [{{ name = \"a\", type = \"string\" }}]",
+        dir.display()
+    ))
+    .unwrap();
+    let catalog = IcebergCatalog::open(&config, &dir).unwrap();
+    (dir, catalog, config)
+}
+
 pub(crate) fn iceberg_err(what: impl Into<String>) -> impl FnOnce(iceberg::Error) -> IcebergError {
     let what = what.into();
     move |error| IcebergError::Iceberg {

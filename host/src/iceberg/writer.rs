@@ -166,18 +166,11 @@ mod tests {
 
     use arrow_array::{RecordBatch, StringArray};
 
-    use crate::iceberg::{IcebergCatalog, IcebergSinkConfig, IcebergTable};
+    use crate::iceberg::IcebergTable;
 
     #[test]
     fn two_writes_of_one_batch_id_never_share_a_file() {
-        let dir = std::env::temp_dir().join(format!("sluice-writes-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let config: IcebergSinkConfig = toml::from_str(&format!(
-            "warehouse = {:?}\nnamespace = \"n\"\ntable = \"t\"\ncolumns = [{{ name = \"a\", type = \"string\" }}]",
-            dir.display()
-        ))
-        .unwrap();
-        let catalog = IcebergCatalog::open(&config, &dir).unwrap();
+        let (dir, catalog, config) = crate::iceberg::test_table("writes");
         let table = IcebergTable::open(&catalog, config).unwrap();
         let schema = table.table().metadata().current_schema().clone();
         let arrow = Arc::new(iceberg::arrow::schema_to_arrow_schema(&schema).unwrap());

@@ -2,7 +2,7 @@
 //! a pipeline whose source is the topic. Each record read is sorted before anything else:
 //! an event taken for the first time goes on, without the plugin stages (stage one ran
 //! them) and without a row for the table (stage one wrote it); an event sent again is
-//! dropped and counted; a marker moves its origin's clock in the task of the partition it
+//! dropped (counted in the log); a marker moves its origin's clock in the task of the partition it
 //! came to; a record that is not stage one's is a dead letter. What each partition took
 //! from each source partition is committed with the batch ([`REPARTITION_SEEN`]) and read
 //! back with the tasks.
@@ -27,8 +27,6 @@ pub(super) struct Inlet {
     committed: BTreeMap<String, Seen>,
     /// With the batch (or the held triggers) in hand.
     working: BTreeMap<String, Seen>,
-    /// Events dropped as sent again, since the start.
-    pub(super) again: u64,
     /// The markers of the batch in hand: the partition each came to, its origin and time.
     markers: Vec<(TopicPartition, String, Option<Micros>)>,
 }
@@ -85,6 +83,7 @@ impl Pipeline {
     ) -> Result<(Vec<Timed>, Dead, ProcessStats), PipelineError> {
         let mut taken = Vec::new();
         let mut dead = Vec::new();
+        let mut again = 0u64;
         for record in records {
             let partition = TopicPartition {
                 topic: record.topic.clone(),
@@ -93,7 +92,7 @@ impl Pipeline {
             let seen = self.inlet.working.entry(partition.to_string()).or_default();
             match seen.admit(&record.headers) {
                 Arrival::Event(_) => taken.push(record),
-                Arrival::Again(_) => self.inlet.again += 1,
+                Arrival::Again(_) => again += 1,
                 Arrival::Marker { origin, time } => {
                     self.inlet.markers.push((partition, origin.partition, time));
                 }
@@ -105,6 +104,12 @@ impl Pipeline {
                     ));
                 }
             }
+        }
+        if again > 0 {
+            tracing::info!(
+                events = again,
+                "dropped events stage one sent again (a replayed batch, or a member frozen meanwhile): each was taken before"
+            );
         }
         let mut records = Vec::with_capacity(taken.len());
         if let Some(et) = &self.event_time {

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use super::config::repartition::RepartitionedWindow;
 use super::{Pipeline, PipelineError};
 use crate::event_time::extract::Extractor;
 use crate::event_time::repartition::{Origin, Outlet, Repartitioned};
@@ -15,16 +16,6 @@ use crate::sink::topic::{TopicTarget, Topics};
 
 /// How long a repartition topic's producer waits for acknowledgements.
 const ACK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// A repartition topic to feed: its name and the field whose value keys its records (the
-/// first of the repartitioned operator's key).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Repartition {
-    /// The topic (see [`crate::event_time::repartition::topic_name`]).
-    pub topic: String,
-    /// The field that keys it.
-    pub key: String,
-}
 
 /// The repartition topics this process feeds, each with the reader of its key.
 #[derive(Debug, Clone, Default)]
@@ -37,7 +28,7 @@ impl Pipeline {
     pub fn repartition(
         &mut self,
         topics: &dyn Topics,
-        to: &[Repartition],
+        to: &[RepartitionedWindow],
     ) -> Result<(), PipelineError> {
         let (source, count) = self.source_partitions()?;
         for (i, r) in to.iter().enumerate() {

@@ -344,7 +344,7 @@ mod tests {
     use std::collections::HashMap;
 
     use super::*;
-    use crate::iceberg::{IcebergCatalog, IcebergSinkConfig, IcebergTable};
+    use crate::iceberg::IcebergTable;
     use crate::record::Offsets;
 
     /// An output whose table cannot be expired.
@@ -365,15 +365,7 @@ mod tests {
 
     #[test]
     fn a_failed_expiry_is_counted_and_the_table_still_expires_keeping_the_mark() {
-        let dir =
-            std::env::temp_dir().join(format!("sluice-outputs-expire-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let config: IcebergSinkConfig = toml::from_str(&format!(
-            "warehouse = {:?}\nnamespace = \"n\"\ntable = \"t\"\ncolumns = [{{ name = \"a\", type = \"string\" }}]",
-            dir.display()
-        ))
-        .unwrap();
-        let catalog = IcebergCatalog::open(&config, &dir).unwrap();
+        let (dir, catalog, config) = crate::iceberg::test_table("outputs-expire");
         let mut table = IcebergTable::open(&catalog, config).unwrap();
         for batch_id in 1..=4 {
             let mark = CommitMark {

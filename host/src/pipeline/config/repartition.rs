@@ -15,7 +15,7 @@ use crate::source::kafka::StartingOffsets;
 
 /// A window that runs as stage two: its repartition topic and the field that keys it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Repartitioned {
+pub struct RepartitionedWindow {
     /// The window's name.
     pub window: String,
     /// Its repartition topic.
@@ -34,7 +34,7 @@ impl PipelineConfig {
 
     /// The windows that cross a repartition topic: with state by partition, those whose
     /// group-by does not hold `source.keyed-by`.
-    pub fn repartitioned(&self) -> Vec<Repartitioned> {
+    pub fn repartitioned(&self) -> Vec<RepartitionedWindow> {
         let partitions = self
             .event_time
             .as_ref()
@@ -46,7 +46,7 @@ impl PipelineConfig {
         self.windows
             .iter()
             .filter(elsewhere)
-            .map(|w| Repartitioned {
+            .map(|w| RepartitionedWindow {
                 window: w.name.clone(),
                 topic: topic_name(&self.pipeline.name, &w.name),
                 key: w.group_by[0].clone(),
@@ -64,7 +64,7 @@ impl PipelineConfig {
     }
 
     /// Stage two of `r`, one of [`PipelineConfig::repartitioned`].
-    pub fn stage_two(&self, r: &Repartitioned) -> PipelineConfig {
+    pub fn stage_two(&self, r: &RepartitionedWindow) -> PipelineConfig {
         let mut two = self.clone();
         two.pipeline.name = format!("{}-{}", self.pipeline.name, r.window);
         two.source.group_id = Some(format!("{}-{}", self.group(), r.window));
@@ -102,7 +102,7 @@ mod tests {
             .replace("keys = [\"id\"]", "keys = [\"id\", \"user\"]");
         let c = PipelineConfig::parse(&text, Path::new("p.toml")).unwrap();
         let moved = c.repartitioned();
-        let expected = Repartitioned {
+        let expected = RepartitionedWindow {
             window: "w".into(),
             topic: "p-w-repartition".into(),
             key: "type".into(),

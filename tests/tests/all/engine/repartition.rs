@@ -10,8 +10,8 @@ use sluice::event_time::extract::{Extractor, event_time};
 use sluice::event_time::repartition::{Arrival, Seen};
 use sluice::kafka::partitioner::Partitioner;
 use sluice::pipeline::config::PipelineConfig;
+use sluice::pipeline::config::repartition::RepartitionedWindow;
 use sluice::pipeline::crash::{Crash, CrashPoint};
-use sluice::pipeline::repartition::Repartition;
 use sluice::pipeline::{PipelineError, RunSummary};
 use sluice::record::Header;
 use sluice::sink::memory::MemoryTopics;
@@ -28,7 +28,8 @@ const TOPIC: &str = "by-user-pages-repartition";
 fn stage_one(engine: &Engine, crash: Crash) -> Result<RunSummary, PipelineError> {
     let every = Assignment::new(&[0, 1, 2]);
     let mut member = engine.open_member(&every, crash)?;
-    let to = [Repartition {
+    let to = [RepartitionedWindow {
+        window: "pages".into(),
         topic: TOPIC.into(),
         key: "page".into(),
     }];
@@ -164,16 +165,12 @@ fn staged(engine: &Engine, owns: &[&[i32]], crashes: &[(u8, CrashPoint, u64)]) {
     let r = engine.config.repartitioned().pop().unwrap();
     let one = engine.config.stage_one();
     let two = engine.config.stage_two(&r);
-    let to = [Repartition {
-        topic: r.topic.clone(),
-        key: r.key.clone(),
-    }];
     let run = |stage: u8, partitions: &[i32], crash: Crash| {
         let assignment = Assignment::new(partitions);
         let config = if stage == 1 { &one } else { &two };
         let mut member = engine.open_member_as(config, &assignment, crash)?;
         match stage {
-            1 => member.repartition(&engine.topics, &to)?,
+            1 => member.repartition(&engine.topics, std::slice::from_ref(&r))?,
             _ => member.read_repartition("clicks")?,
         }
         // Kafka assigns partitions after the member opened: a rebalance, which its stage
