@@ -7,6 +7,7 @@ use anyhow::Context;
 use clap::Args;
 
 use crate::batch::TriggerMode;
+use crate::pipeline::config::repartition::Stage;
 use crate::pipeline::config::{ConfigError, PipelineConfig};
 use crate::pipeline::stages::Stages;
 use crate::pipeline::{Pipeline, RunSummary};
@@ -118,14 +119,15 @@ pub fn run(args: &RunArgs, stop: &AtomicBool) -> anyhow::Result<RunSummary> {
     }
     let base = super::base_folder(&args.config);
     let name = config.pipeline.name.clone();
-    let summary = if config.repartitioned().is_empty() {
+    let plan = config.plan();
+    let summary = if plan.len() == 1 {
         let mut pipeline = Pipeline::open(config, &base)
             .with_context(|| format!("cannot start pipeline `{name}`"))?;
         pipeline
             .run(stop)
             .with_context(|| format!("pipeline `{name}` failed"))?
     } else {
-        run_staged(&config, &base, stop)?
+        run_staged(&config, plan, &base, stop)?
     };
     tracing::info!(
         pipeline = %name,
@@ -151,56 +153,52 @@ pub fn run(args: &RunArgs, stop: &AtomicBool) -> anyhow::Result<RunSummary> {
     Ok(summary)
 }
 
-/// A pipeline whose windows cross repartition topics (see
-/// [`crate::pipeline::config::repartition`]): stage one and each window's stage two, each
-/// on a thread of its own; the first to fail stops the others. Returns stage one's
-/// summary, with the window rows of the stages two.
+/// A pipeline whose operators cross repartition topics (see
+/// [`crate::pipeline::config::repartition`]): each stage of its `plan` on a thread of its
+/// own; the first to fail stops the others. With `--available-now`, the stages run one
+/// after the other, each draining what the one before sent. Returns stage one's summary,
+/// with what the later stages wrote.
 fn run_staged(
     config: &PipelineConfig,
+    plan: Vec<Stage>,
     base: &std::path::Path,
     stop: &AtomicBool,
 ) -> anyhow::Result<RunSummary> {
-    let name = &config.pipeline.name;
-    let moved = config.repartitioned();
-    let mut one = Pipeline::open(config.stage_one(), base)
-        .with_context(|| format!("cannot start pipeline `{name}`"))?;
-    one.repartition(&KafkaTopics, &moved)
-        .with_context(|| format!("cannot start pipeline `{name}`"))?;
-    let origin = config.source.topics.first().cloned().unwrap_or_default();
-    let mut twos = Vec::new();
-    for r in &moved {
-        let two_config = config.stage_two(r);
-        let two_name = two_config.pipeline.name.clone();
-        let mut two = Pipeline::open(two_config, base)
-            .with_context(|| format!("cannot start pipeline `{two_name}`"))?;
-        two.read_repartition(&origin)
-            .with_context(|| format!("cannot start pipeline `{two_name}`"))?;
-        twos.push((two_name, two));
+    let mut pipelines = Vec::new();
+    for stage in plan {
+        let name = stage.config.pipeline.name.clone();
+        let pipeline = Pipeline::open(stage.config.clone(), base)
+            .and_then(|mut p| p.take_stage(&KafkaTopics, &stage).map(|()| p))
+            .with_context(|| format!("cannot start pipeline `{name}`"))?;
+        pipelines.push((name, pipeline));
     }
-    if config.trigger.mode == TriggerMode::AvailableNow {
-        // Stage two drains what stage one sent: after it.
-        let mut summary = one
-            .run(stop)
-            .with_context(|| format!("pipeline `{name}` failed"))?;
-        for (two_name, mut two) in twos {
-            let two_summary = two
-                .run(stop)
-                .with_context(|| format!("pipeline `{two_name}` failed"))?;
-            summary.window_rows += two_summary.window_rows;
-        }
-        return Ok(summary);
+    let summaries = if config.trigger.mode == TriggerMode::AvailableNow {
+        let each = pipelines.into_iter().map(|(name, mut pipeline)| {
+            let summary = pipeline.run(stop);
+            summary.with_context(|| format!("pipeline `{name}` failed"))
+        });
+        each.collect::<anyhow::Result<Vec<_>>>()?
+    } else {
+        concurrently(pipelines, stop)?
+    };
+    let mut summaries = summaries.into_iter();
+    let mut summary = summaries.next().unwrap_or_default();
+    for later in summaries {
+        summary.window_rows += later.window_rows;
+        summary.rows_written += later.rows_written;
+        summary.rows_deduplicated += later.rows_deduplicated;
+        summary.rows_late += later.rows_late;
+        summary.rows_dead_lettered += later.rows_dead_lettered;
     }
-    concurrently(name, one, twos, stop)
+    Ok(summary)
 }
 
-/// Runs stage one and the stages two on threads of their own until `stop` is raised or
-/// one fails (which stops the others).
+/// Runs `pipelines` on threads of their own until `stop` is raised or one fails (which
+/// stops the others); their summaries, in order.
 fn concurrently(
-    name: &str,
-    one: Pipeline,
-    twos: Vec<(String, Pipeline)>,
+    pipelines: Vec<(String, Pipeline)>,
     stop: &AtomicBool,
-) -> anyhow::Result<RunSummary> {
+) -> anyhow::Result<Vec<RunSummary>> {
     let halt = AtomicBool::new(false);
     let done = AtomicBool::new(false);
     std::thread::scope(|scope| {
@@ -222,20 +220,14 @@ fn concurrently(
                 result.with_context(|| format!("pipeline `{name}` failed"))
             })
         };
-        let handles: Vec<_> = twos.into_iter().map(|(n, p)| spawn(n, p)).collect();
-        let first = spawn(name.to_string(), one);
+        let handles: Vec<_> = pipelines.into_iter().map(|(n, p)| spawn(n, p)).collect();
         let joined = |h: std::thread::ScopedJoinHandle<'_, anyhow::Result<RunSummary>>| {
             h.join()
                 .map_err(|_| anyhow::anyhow!("a pipeline's thread panicked"))?
         };
-        let summary = joined(first);
-        let twos: Vec<_> = handles.into_iter().map(joined).collect();
+        let summaries: Vec<_> = handles.into_iter().map(joined).collect();
         done.store(true, Ordering::Relaxed);
-        let mut summary = summary?;
-        for two in twos {
-            summary.window_rows += two?.window_rows;
-        }
-        Ok(summary)
+        summaries.into_iter().collect()
     })
 }
 

@@ -267,6 +267,19 @@ impl EventTime {
         self.origins.clone_from(&other.origins);
     }
 
+    /// With [`EventTime::read_origins`] (stage two feeding a next stage): the newest event
+    /// time its watermark at `now` stands for (the watermark plus the maximum delay), what
+    /// its markers say, so that the next stage's watermark follows this one's.
+    pub fn followed_time(&self, now: Millis) -> Option<Micros> {
+        let watermark = self.watermark_at(now)?;
+        Some(watermark.saturating_add(self.clock.delay))
+    }
+
+    /// Whether this is stage two of a repartition topic (see [`EventTime::read_origins`]).
+    pub fn reads_origins(&self) -> bool {
+        self.origins.is_some()
+    }
+
     /// The newest event time read from each partition (`topic/partition`), `None` for one
     /// assigned but not heard from yet.
     pub fn newest_event_times(&self) -> BTreeMap<String, Option<Micros>> {

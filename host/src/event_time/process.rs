@@ -97,7 +97,10 @@ impl EventTime {
             future: 0,
         };
         let horizon = now.as_micros().saturating_add(self.clock.max_future);
-        // Events come in runs of one partition: its clock is updated once per run.
+        // Events come in runs of one partition: its clock is updated once per run. Stage
+        // two's clocks follow its origins' markers alone: an event from a stage two before
+        // (stages composed) can be newer than what that stage's watermark vouches for.
+        let follows_markers = self.origins.is_some();
         let mut run: Option<(&str, Micros)> = None;
         for (partition, fields) in events {
             judged.fields.push(fields);
@@ -108,7 +111,9 @@ impl EventTime {
                 match &mut run {
                     Some((p, max)) if *p == partition => *max = (*max).max(fields.time),
                     _ => {
-                        if let Some((p, max)) = run.replace((partition, fields.time)) {
+                        if let Some((p, max)) = run.replace((partition, fields.time))
+                            && !follows_markers
+                        {
                             self.watermark.observe(p, max, now);
                         }
                     }
@@ -122,7 +127,9 @@ impl EventTime {
             };
             judged.verdicts.push(verdict);
         }
-        if let Some((p, max)) = run {
+        if let Some((p, max)) = run
+            && !follows_markers
+        {
             self.watermark.observe(p, max, now);
         }
         judged

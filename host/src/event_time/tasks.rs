@@ -251,6 +251,18 @@ impl Tasks {
         each.collect()
     }
 
+    /// What the markers of the repartition topics this process feeds say of each of its
+    /// partitions at `now`: the newest event time read from it; with
+    /// [`Tasks::read_origins`], its task's [`EventTime::followed_time`].
+    pub fn marker_times(&self, now: Millis) -> BTreeMap<String, Option<Micros>> {
+        if !self.template.reads_origins() {
+            return self.newest_event_times();
+        }
+        let each = self.tasks.iter();
+        each.map(|(p, task)| (p.clone(), task.followed_time(now)))
+            .collect()
+    }
+
     /// The partitions with a task.
     pub fn partitions(&self) -> impl Iterator<Item = &str> {
         self.tasks.keys().map(String::as_str)

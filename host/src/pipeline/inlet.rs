@@ -1,7 +1,8 @@
 //! Stage two of a repartition topic (issue 35, see [`crate::event_time::repartition`]):
 //! a pipeline whose source is the topic. Each record read is sorted before anything else:
 //! an event taken for the first time goes on, without the plugin stages (stage one ran
-//! them) and without a row for the table (stage one wrote it); an event sent again is
+//! them), and without a row for the table unless this stage writes the rows (the dedup's
+//! stage: its events are then encoded as stage one's would be); an event sent again is
 //! dropped (counted in the log); a marker moves its origin's clock in the task of the partition it
 //! came to; a record that is not stage one's is a dead letter. What each partition took
 //! from each source partition is committed with the batch ([`REPARTITION_SEEN`]) and read
@@ -23,6 +24,8 @@ use crate::units::{Micros, Millis};
 pub(super) struct Inlet {
     /// Whether this pipeline is stage two.
     on: bool,
+    /// Whether it writes the table's rows of the events it takes.
+    rows: bool,
     /// As the table's last commit records it, by partition (`topic/partition`).
     committed: BTreeMap<String, Seen>,
     /// With the batch (or the held triggers) in hand.
@@ -75,12 +78,49 @@ impl Pipeline {
         Ok(())
     }
 
-    /// Sorts a batch's records (see the module): the events taken, read for event time
-    /// into one slice (no table rows), and the records refused.
-    pub(super) fn admit(
+    /// Makes this stage two write the table's rows of the events it takes.
+    pub(super) fn inlet_writes_rows(&mut self) {
+        self.inlet.rows = true;
+    }
+
+    /// Takes a batch's records in (see the module): the events taken, with their rows if
+    /// this stage writes them, and the records refused.
+    pub(super) fn take_in(
         &mut self,
         records: Vec<Record>,
+        now: Millis,
     ) -> Result<(Vec<Timed>, Dead, ProcessStats), PipelineError> {
+        let (taken, mut dead) = self.admit(records);
+        if self.inlet.rows {
+            let processed = self.process(taken, now)?;
+            dead.extend(processed.dead);
+            return Ok((processed.slices, dead, processed.stats));
+        }
+        let mut records = Vec::with_capacity(taken.len());
+        if let Some(et) = &self.event_time {
+            for record in taken {
+                match et.record_fields(&record) {
+                    Ok(fields) => records.push((record, fields)),
+                    Err(e) => {
+                        let reason = refusal("event-time", e.code, e.message, e.field);
+                        dead.push((record, reason));
+                    }
+                }
+            }
+        }
+        let slice = Timed {
+            batch: None,
+            records,
+        };
+        Ok((
+            vec![slice],
+            dead,
+            ProcessStats::none(self.stages.active().len()),
+        ))
+    }
+
+    /// Sorts a batch's records: the events taken, and the records refused.
+    fn admit(&mut self, records: Vec<Record>) -> (Vec<Record>, Dead) {
         let mut taken = Vec::new();
         let mut dead = Vec::new();
         let mut again = 0u64;
@@ -111,27 +151,7 @@ impl Pipeline {
                 "dropped events stage one sent again (a replayed batch, or a member frozen meanwhile): each was taken before"
             );
         }
-        let mut records = Vec::with_capacity(taken.len());
-        if let Some(et) = &self.event_time {
-            for record in taken {
-                match et.record_fields(&record) {
-                    Ok(fields) => records.push((record, fields)),
-                    Err(e) => {
-                        let reason = refusal("event-time", e.code, e.message, e.field);
-                        dead.push((record, reason));
-                    }
-                }
-            }
-        }
-        let slice = Timed {
-            batch: None,
-            records,
-        };
-        Ok((
-            vec![slice],
-            dead,
-            ProcessStats::none(self.stages.active().len()),
-        ))
+        (taken, dead)
     }
 
     /// After the batch's events: its markers move their origins' clocks in the tasks of

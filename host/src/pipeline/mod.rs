@@ -363,7 +363,7 @@ impl Pipeline {
         let (records, right) = self.split_right(records);
         let (right, mut unreadable) = self.right_as_json(right)?;
         let (slices, mut dead, stats) = if self.is_stage_two() {
-            self.admit(records)?
+            self.take_in(records, input.now)?
         } else {
             let processed = self.process(records, input.now)?;
             (processed.slices, processed.dead, processed.stats)

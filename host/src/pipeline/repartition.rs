@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use super::config::repartition::RepartitionedWindow;
+use super::config::repartition::{RepartitionTopic, Stage};
 use super::{Pipeline, PipelineError};
 use crate::event_time::extract::Extractor;
 use crate::event_time::repartition::{Origin, Outlet, Repartitioned};
@@ -13,22 +13,47 @@ use crate::record::{Offsets, Record};
 use crate::sink::OutputError;
 use crate::sink::repartition::RepartitionOutput;
 use crate::sink::topic::{TopicTarget, Topics};
+use crate::units::Millis;
 
 /// How long a repartition topic's producer waits for acknowledgements.
 const ACK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The repartition topics this process feeds, each with the reader of its key.
 #[derive(Debug, Clone, Default)]
-pub(super) struct Outlets(Vec<(Outlet, Extractor)>);
+pub(super) struct Outlets {
+    /// The topics.
+    to: Vec<(Outlet, Extractor)>,
+    /// Whether a later stage writes the table's rows (this one commits its marks alone).
+    pub(super) rows_elsewhere: bool,
+}
 
 impl Pipeline {
+    /// Makes this pipeline `stage` of its plan (see
+    /// [`super::config::PipelineConfig::plan`]): stage two of the topic it reads, with or
+    /// without the table's rows, feeding the topics it feeds (opened by `topics`).
+    pub fn take_stage(&mut self, topics: &dyn Topics, stage: &Stage) -> Result<(), PipelineError> {
+        match &stage.reads {
+            Some(origin) => {
+                self.read_repartition(origin)?;
+                if stage.rows {
+                    self.inlet_writes_rows();
+                }
+            }
+            None => self.outlets.rows_elsewhere = !stage.rows,
+        }
+        if !stage.feeds.is_empty() {
+            self.repartition(topics, &stage.feeds)?;
+        }
+        Ok(())
+    }
+
     /// Makes this pipeline stage one of `to`: each batch's events on time also go to each
     /// topic (created, if absent, with the source topic's partition count), opened by
     /// `topics` on the source's cluster.
     pub fn repartition(
         &mut self,
         topics: &dyn Topics,
-        to: &[RepartitionedWindow],
+        to: &[RepartitionTopic],
     ) -> Result<(), PipelineError> {
         let (source, count) = self.source_partitions()?;
         for (i, r) in to.iter().enumerate() {
@@ -51,11 +76,11 @@ impl Pipeline {
                     error: Box::new(error),
                 })?;
             self.outputs.push(Box::new(RepartitionOutput::new(
-                self.outlets.0.len(),
+                self.outlets.to.len(),
                 topic,
             )));
             self.outlets
-                .0
+                .to
                 .push((outlet, Extractor::new([r.key.as_str()])));
             tracing::info!(topic = %r.topic, partitions, key = %r.key, index = i, "events on time go on to a repartition topic");
         }
@@ -78,18 +103,19 @@ impl Pipeline {
 
     /// The records of a batch for each repartition topic: `kept` (its events on time),
     /// then the markers of the source partitions it read records of (from `start` to
-    /// `next`).
+    /// `next`) as they stand at `now`.
     pub(super) fn repartitioned(
         &self,
         kept: &[Record],
         start: &Offsets,
         next: &Offsets,
+        now: Millis,
     ) -> Vec<Vec<Repartitioned>> {
-        if self.outlets.0.is_empty() {
+        if self.outlets.to.is_empty() {
             return Vec::new();
         }
         let newest = match (&self.tasks, &self.event_time) {
-            (Some(tasks), _) => tasks.newest_event_times(),
+            (Some(tasks), _) => tasks.marker_times(now),
             (None, Some(et)) => et.newest_event_times(),
             (None, None) => BTreeMap::new(),
         };
@@ -106,7 +132,7 @@ impl Pipeline {
             })
             .collect();
         self.outlets
-            .0
+            .to
             .iter()
             .map(|(outlet, key)| {
                 let mut records: Vec<Repartitioned> = kept

@@ -117,7 +117,10 @@ impl Pipeline {
             }
         }
         self.observe_markers(input.now);
-        results.repartition = self.repartitioned(&kept, &input.start, &input.next);
+        results.repartition = self.repartitioned(&kept, &input.start, &input.next, input.now);
+        if self.outlets.rows_elsewhere {
+            results.rows.clear(); // a later stage writes them
+        }
         Ok(Prepared {
             plan: Plan {
                 batch_id: input.batch_id,

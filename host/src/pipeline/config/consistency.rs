@@ -167,21 +167,22 @@ impl PipelineConfig {
         if self.source.topics.len() != 1 {
             return need("reads one source topic (the group does not give one member the same partition of several topics)".into());
         }
+        // A dedup keyed otherwise crosses a repartition topic keyed by its first key, and
+        // the joins run past it (see `repartition`).
+        let (key, past) = match self.dedup_repartitioned() {
+            Some(dedup) => (
+                dedup.key,
+                " (it runs past the dedup's repartition topic, keyed by it; a join on another key there needs a repartition topic of its own, not built yet)",
+            ),
+            None => (key.clone(), ""),
+        };
         for join in &self.joins {
-            if !join.on.contains(key) {
+            if !join.on.contains(&key) {
                 return need(format!(
-                    "needs the `on` of join `{}` to hold `{key}`: its state cannot be split by the source's partitions otherwise",
+                    "needs the `on` of join `{}` to hold `{key}`: its state cannot be split by the partitions it reads otherwise{past}",
                     join.name
                 ));
             }
-        }
-        let elsewhere = " holds no source.keyed-by field: its state cannot be split by the source's partitions (a repartition topic is built for windows only, not yet for dedup)";
-        if let Some(dedup) = &self.dedup
-            && !dedup.keys.contains(key)
-        {
-            return need(format!(
-                "needs dedup.keys to hold `{key}`: [dedup]{elsewhere}"
-            ));
         }
         // A window grouped otherwise crosses a repartition topic (see `repartition`); one
         // grouped by nothing has one group, which no split can share.

@@ -1,11 +1,18 @@
 //! The stages of a pipeline whose state is split by partition (`scale-out = "partitions"`)
-//! and one of whose windows is grouped by fields that do not hold `source.keyed-by`
-//! (issue 35): its events cross a repartition topic keyed by the window's first group-by
-//! field (see [`crate::event_time::repartition`]). *Stage one* is the pipeline without
-//! those windows, feeding their topics; each window's *stage two* is a pipeline of its own
-//! over its topic: its own name (`<pipeline>-<window>`) and consumer group, no plugin
-//! stages, dedup or joins (stage one ran them), the window alone; both commit to the
-//! table, each its own marks.
+//! and one of whose operators is keyed by fields that do not hold `source.keyed-by` (issue
+//! 35): its events cross a repartition topic keyed by the operator's first key field (see
+//! [`crate::event_time::repartition`]). Every stage is a pipeline of its own, with its own
+//! name and consumer group, committing its own marks to the table; [`PipelineConfig::plan`]
+//! lists them in the order data flows.
+//!
+//! - A window grouped otherwise: *stage one* is the pipeline without the window, feeding
+//!   its topic; the window's *stage two* (`<pipeline>-<window>`) reads the topic, with no
+//!   plugin stages, dedup or joins (stage one ran them) and no table rows.
+//! - Dedup keyed otherwise (by `event_id` on a topic keyed by user): dedup comes before the
+//!   table, so stage one runs the plugin stages and feeds the dedup's topic, writing no
+//!   rows; the dedup's stage (`<pipeline>-dedup`) reads it, deduplicates and writes the
+//!   table's rows, then goes on as the first stage of the rest: its windows grouped
+//!   otherwise than by the dedup's key cross topics of their own.
 
 use super::PipelineConfig;
 use crate::event_time::config::{ScaleOut, WindowConfig};
@@ -13,15 +20,30 @@ use crate::event_time::repartition::topic_name;
 use crate::kafka::partitioner::Partitioner;
 use crate::source::kafka::StartingOffsets;
 
-/// A window that runs as stage two: its repartition topic and the field that keys it.
+/// An operator that runs past a repartition topic: the topic and the field that keys it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RepartitionedWindow {
-    /// The window's name.
-    pub window: String,
+pub struct RepartitionTopic {
+    /// The operator's name: a window's, or `dedup`.
+    pub operator: String,
     /// Its repartition topic.
     pub topic: String,
-    /// The field whose value keys the topic: the window's first group-by field.
+    /// The field whose value keys the topic: the window's first group-by field, the
+    /// dedup's first key.
     pub key: String,
+}
+
+/// One pipeline of a staged run.
+#[derive(Debug, Clone)]
+pub struct Stage {
+    /// Its configuration.
+    pub config: PipelineConfig,
+    /// With a repartition topic as its source: the topic whose partitions feed that one.
+    pub reads: Option<String>,
+    /// The repartition topics it feeds.
+    pub feeds: Vec<RepartitionTopic>,
+    /// Whether it writes the table's rows (the stage holding the dedup, or stage one
+    /// without it); the others commit only their marks.
+    pub rows: bool,
 }
 
 impl PipelineConfig {
@@ -34,7 +56,7 @@ impl PipelineConfig {
 
     /// The windows that cross a repartition topic: with state by partition, those whose
     /// group-by does not hold `source.keyed-by`.
-    pub fn repartitioned(&self) -> Vec<RepartitionedWindow> {
+    pub fn repartitioned(&self) -> Vec<RepartitionTopic> {
         let partitions = self
             .event_time
             .as_ref()
@@ -46,8 +68,8 @@ impl PipelineConfig {
         self.windows
             .iter()
             .filter(elsewhere)
-            .map(|w| RepartitionedWindow {
-                window: w.name.clone(),
+            .map(|w| RepartitionTopic {
+                operator: w.name.clone(),
                 topic: topic_name(&self.pipeline.name, &w.name),
                 key: w.group_by[0].clone(),
             })
@@ -59,24 +81,81 @@ impl PipelineConfig {
         let moved = self.repartitioned();
         let mut one = self.clone();
         one.windows
-            .retain(|w| !moved.iter().any(|r| r.window == w.name));
+            .retain(|w| !moved.iter().any(|r| r.operator == w.name));
         one
     }
 
     /// Stage two of `r`, one of [`PipelineConfig::repartitioned`].
-    pub fn stage_two(&self, r: &RepartitionedWindow) -> PipelineConfig {
+    pub fn stage_two(&self, r: &RepartitionTopic) -> PipelineConfig {
+        let mut two = self.reading(r);
+        two.dedup = None;
+        two.joins.clear();
+        two.windows.retain(|w| w.name == r.operator);
+        two
+    }
+
+    /// With state by partition, a dedup whose keys do not hold `source.keyed-by`: its
+    /// topic, keyed by its first key.
+    pub fn dedup_repartitioned(&self) -> Option<RepartitionTopic> {
+        let partitions = self.event_time.as_ref()?.scale_out == ScaleOut::Partitions;
+        let key = self.source.keyed_by.as_ref()?;
+        let dedup = self.dedup.as_ref()?;
+        let first = dedup.keys.first()?;
+        (partitions && !dedup.keys.contains(key)).then(|| RepartitionTopic {
+            operator: "dedup".into(),
+            topic: topic_name(&self.pipeline.name, "dedup"),
+            key: first.clone(),
+        })
+    }
+
+    /// The stages of this pipeline, in the order data flows through them: itself alone
+    /// when nothing crosses a repartition topic.
+    pub fn plan(&self) -> Vec<Stage> {
+        let origin = self.source.topics.first().cloned().unwrap_or_default();
+        if let Some(dedup) = self.dedup_repartitioned() {
+            let mut one = self.clone();
+            one.dedup = None;
+            one.windows.clear();
+            one.joins.clear();
+            let mut rest = self.reading(&dedup).plan();
+            rest[0].reads = Some(origin);
+            let first = Stage {
+                config: one,
+                reads: None,
+                feeds: vec![dedup],
+                rows: false,
+            };
+            return std::iter::once(first).chain(rest).collect();
+        }
+        let moved = self.repartitioned();
+        let twos = moved.iter().map(|r| Stage {
+            config: self.stage_two(r),
+            reads: Some(origin.clone()),
+            feeds: Vec::new(),
+            rows: false,
+        });
+        let one = Stage {
+            config: self.stage_one(),
+            reads: None,
+            feeds: moved.clone(),
+            rows: true,
+        };
+        std::iter::once(one).chain(twos).collect()
+    }
+
+    /// This pipeline reading `r`'s topic: named after its operator (`<pipeline>-<operator>`,
+    /// and its group), keyed by its key, without what ran before the topic (plugin stages,
+    /// their lookups) nor an admin server.
+    fn reading(&self, r: &RepartitionTopic) -> PipelineConfig {
         let mut two = self.clone();
-        two.pipeline.name = format!("{}-{}", self.pipeline.name, r.window);
-        two.source.group_id = Some(format!("{}-{}", self.group(), r.window));
+        two.pipeline.name = format!("{}-{}", self.pipeline.name, r.operator);
+        two.source.group_id = Some(format!("{}-{}", self.group(), r.operator));
         two.source.topics = vec![r.topic.clone()];
         two.source.keyed_by = Some(r.key.clone());
         two.source.partitioner = Some(Partitioner::Murmur2);
         two.source.starting_offsets = StartingOffsets::Earliest;
         two.stages.clear();
         two.lookups.clear();
-        two.dedup = None;
-        two.joins.clear();
-        two.windows.retain(|w| w.name == r.window);
         two.admin = None;
         two
     }
@@ -102,8 +181,8 @@ mod tests {
             .replace("keys = [\"id\"]", "keys = [\"id\", \"user\"]");
         let c = PipelineConfig::parse(&text, Path::new("p.toml")).unwrap();
         let moved = c.repartitioned();
-        let expected = RepartitionedWindow {
-            window: "w".into(),
+        let expected = RepartitionTopic {
+            operator: "w".into(),
             topic: "p-w-repartition".into(),
             key: "type".into(),
         };
@@ -130,5 +209,61 @@ mod tests {
         .unwrap();
         assert!(kept.repartitioned().is_empty());
         assert_eq!(kept.stage_one().windows.len(), 1);
+    }
+
+    #[test]
+    fn a_dedup_keyed_otherwise_runs_in_a_stage_of_its_own_that_writes_the_rows() {
+        let text = MINIMAL.replace(
+            "topics = [\"t\"]",
+            "topics = [\"t\"]\nmode = \"group\"\nkeyed-by = \"user\"",
+        ) + &WINDOWS.replace(
+            "late = \"drop\"",
+            "late = \"drop\"\nscale-out = \"partitions\"",
+        );
+        let c = PipelineConfig::parse(&text, Path::new("p.toml")).unwrap();
+        let plan = c.plan();
+        let names: Vec<&str> = plan
+            .iter()
+            .map(|s| s.config.pipeline.name.as_str())
+            .collect();
+        assert_eq!(names, ["p", "p-dedup", "p-dedup-w"]);
+        let reads: Vec<Option<&str>> = plan.iter().map(|s| s.reads.as_deref()).collect();
+        assert_eq!(reads, [None, Some("t"), Some("p-dedup-repartition")]);
+        let rows: Vec<bool> = plan.iter().map(|s| s.rows).collect();
+        assert_eq!(
+            rows,
+            [false, true, false],
+            "the dedup's stage writes the rows"
+        );
+        let fed = |i: usize| {
+            plan[i]
+                .feeds
+                .iter()
+                .map(|r| (r.topic.as_str(), r.key.as_str()))
+        };
+        assert!(fed(0).eq([("p-dedup-repartition", "id")]));
+        assert!(fed(1).eq([("p-dedup-w-repartition", "type")]));
+        assert!(fed(2).next().is_none());
+        let (one, dedup, window) = (&plan[0].config, &plan[1].config, &plan[2].config);
+        assert!(one.dedup.is_none() && one.windows.is_empty());
+        assert!(dedup.dedup.is_some() && dedup.windows.is_empty());
+        assert_eq!(dedup.source.keyed_by.as_deref(), Some("id"));
+        assert!(window.dedup.is_none() && window.windows.len() == 1);
+        for stage in &plan {
+            let config = &stage.config;
+            assert_eq!(config.check(), Ok(()), "{}", config.pipeline.name);
+            assert!(config.partitioned_state());
+        }
+        // Nothing crosses a topic: the pipeline alone.
+        let alone = PipelineConfig::parse(
+            &text
+                .replace("keys = [\"id\"]", "keys = [\"id\", \"user\"]")
+                .replace("group-by = [\"type\"]", "group-by = [\"user\"]"),
+            Path::new("p.toml"),
+        )
+        .unwrap();
+        let plan = alone.plan();
+        assert_eq!(plan.len(), 1);
+        assert!(plan[0].rows && plan[0].reads.is_none() && plan[0].feeds.is_empty());
     }
 }

@@ -507,11 +507,6 @@ fn state_by_partition_needs_a_group_a_keyed_source_and_keys_that_hold_it() {
         ),
         (
             group,
-            partitions.replace("[\"id\", \"user\"]", "[\"id\"]"),
-            "dedup.keys to hold `user`",
-        ),
-        (
-            group,
             partitions.replace("[\"type\", \"user\"]", "[]"),
             "window `w`, grouped by nothing",
         ),
@@ -568,4 +563,8 @@ fn state_by_partition_takes_joins_on_the_source_key_and_assigns_by_range() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("`on` of join `j` to hold `user`"), "{err}");
+    // Past a dedup keyed otherwise, a join runs keyed by the dedup's key.
+    let past = format!("{}{joins}\n[dedup]\nkeys = [\"a\"]\n", source(""));
+    let err = PipelineConfig::parse(&past, Path::new("p.toml")).unwrap_err();
+    assert!(err.to_string().contains("join `j` to hold `a`"), "{err}");
 }

@@ -6,6 +6,7 @@
 mod batching;
 mod connections;
 mod crash;
+mod dedup_topic;
 mod event_time;
 mod fence;
 mod join;

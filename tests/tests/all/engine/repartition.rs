@@ -10,7 +10,7 @@ use sluice::event_time::extract::{Extractor, event_time};
 use sluice::event_time::repartition::{Arrival, Seen};
 use sluice::kafka::partitioner::Partitioner;
 use sluice::pipeline::config::PipelineConfig;
-use sluice::pipeline::config::repartition::RepartitionedWindow;
+use sluice::pipeline::config::repartition::RepartitionTopic;
 use sluice::pipeline::crash::{Crash, CrashPoint};
 use sluice::pipeline::{PipelineError, RunSummary};
 use sluice::record::Header;
@@ -28,8 +28,8 @@ const TOPIC: &str = "by-user-pages-repartition";
 fn stage_one(engine: &Engine, crash: Crash) -> Result<RunSummary, PipelineError> {
     let every = Assignment::new(&[0, 1, 2]);
     let mut member = engine.open_member(&every, crash)?;
-    let to = [RepartitionedWindow {
-        window: "pages".into(),
+    let to = [RepartitionTopic {
+        operator: "pages".into(),
         topic: TOPIC.into(),
         key: "page".into(),
     }];
