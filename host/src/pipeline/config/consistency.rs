@@ -151,8 +151,9 @@ impl PipelineConfig {
         }
     }
 
-    /// `scale-out = "partitions"`: a group, one source topic keyed by a field that every
-    /// keyed operator's key holds, joins on it too (each partition's state is then its own).
+    /// `scale-out = "partitions"`: a group, one source topic keyed by a field (the state of
+    /// operators keyed by it is then each partition's own; the others cross repartition
+    /// topics), no window grouped by nothing.
     fn check_scale_out(&self, et: &EventTimeConfig) -> Result<(), String> {
         if et.scale_out == ScaleOut::Standby {
             return Ok(());
@@ -161,31 +162,14 @@ impl PipelineConfig {
         if self.source.mode != SourceMode::Group {
             return need("needs source.mode = \"group\"".into());
         }
-        let Some(key) = &self.source.keyed_by else {
-            return need("needs source.keyed-by: the field the source topic is keyed by, which every keyed operator's key must hold".into());
-        };
+        if self.source.keyed_by.is_none() {
+            return need("needs source.keyed-by: the field the source topic is keyed by, which splits the state of operators keyed by it (the others cross repartition topics)".into());
+        }
         if self.source.topics.len() != 1 {
             return need("reads one source topic (the group does not give one member the same partition of several topics)".into());
         }
-        // A dedup keyed otherwise crosses a repartition topic keyed by its first key, and
-        // the joins run past it (see `repartition`).
-        let (key, past) = match self.dedup_repartitioned() {
-            Some(dedup) => (
-                dedup.key,
-                " (it runs past the dedup's repartition topic, keyed by it; a join on another key there needs a repartition topic of its own, not built yet)",
-            ),
-            None => (key.clone(), ""),
-        };
-        for join in &self.joins {
-            if !join.on.contains(&key) {
-                return need(format!(
-                    "needs the `on` of join `{}` to hold `{key}`: its state cannot be split by the partitions it reads otherwise{past}",
-                    join.name
-                ));
-            }
-        }
-        // A window grouped otherwise crosses a repartition topic (see `repartition`); one
-        // grouped by nothing has one group, which no split can share.
+        // An operator keyed otherwise crosses a repartition topic (see `repartition`); a
+        // window grouped by nothing has one group, which no split can share.
         if let Some(w) = self.windows.iter().find(|w| w.group_by.is_empty()) {
             return need(format!(
                 "cannot run window `{}`, grouped by nothing: its one group cannot be split by partition",

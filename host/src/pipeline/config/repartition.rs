@@ -15,7 +15,7 @@
 //!   otherwise than by the dedup's key cross topics of their own.
 
 use super::PipelineConfig;
-use crate::event_time::config::{ScaleOut, WindowConfig};
+use crate::event_time::config::ScaleOut;
 use crate::event_time::repartition::topic_name;
 use crate::kafka::partitioner::Partitioner;
 use crate::source::kafka::StartingOffsets;
@@ -54,8 +54,10 @@ impl PipelineConfig {
         group.unwrap_or_else(|| format!("sluice-{name}"))
     }
 
-    /// The windows that cross a repartition topic: with state by partition, those whose
-    /// group-by does not hold `source.keyed-by`.
+    /// The windows and joins that cross a repartition topic: with state by partition,
+    /// windows whose group-by does not hold `source.keyed-by` (keyed by their first
+    /// group-by field) and joins whose `on` does not (keyed by their first `on` field, as
+    /// their right topic must be).
     pub fn repartitioned(&self) -> Vec<RepartitionTopic> {
         let partitions = self
             .event_time
@@ -64,33 +66,46 @@ impl PipelineConfig {
         let (true, Some(key)) = (partitions, &self.source.keyed_by) else {
             return Vec::new();
         };
-        let elsewhere = |w: &&WindowConfig| !w.group_by.contains(key) && !w.group_by.is_empty();
-        self.windows
-            .iter()
-            .filter(elsewhere)
-            .map(|w| RepartitionTopic {
-                operator: w.name.clone(),
-                topic: topic_name(&self.pipeline.name, &w.name),
-                key: w.group_by[0].clone(),
+        let crossing = |operator: &str, keys: &[String]| {
+            let first = keys.first().filter(|_| !keys.contains(key))?;
+            Some(RepartitionTopic {
+                operator: operator.to_string(),
+                topic: topic_name(&self.pipeline.name, operator),
+                key: first.clone(),
             })
-            .collect()
+        };
+        let windows = self.windows.iter().map(|w| crossing(&w.name, &w.group_by));
+        let joins = self.joins.iter().map(|j| crossing(&j.name, &j.on));
+        windows.chain(joins).flatten().collect()
     }
 
-    /// Stage one: this pipeline without the windows that cross a repartition topic.
+    /// Stage one: this pipeline without the windows and joins that cross a repartition
+    /// topic.
     pub fn stage_one(&self) -> PipelineConfig {
         let moved = self.repartitioned();
+        let stays = |name: &str| !moved.iter().any(|r| r.operator == name);
         let mut one = self.clone();
-        one.windows
-            .retain(|w| !moved.iter().any(|r| r.operator == w.name));
+        one.windows.retain(|w| stays(&w.name));
+        one.joins.retain(|j| stays(&j.name));
+        one.reads_joins_right_topics();
         one
+    }
+
+    /// Reads the first source topic and the right topics of the joins it has (parsing
+    /// listed every join's right topic after the source's).
+    fn reads_joins_right_topics(&mut self) {
+        let main = self.source.topics.first().cloned().unwrap_or_default();
+        let right = self.joins.iter().map(|j| j.right_topic.clone());
+        self.source.topics = std::iter::once(main).chain(right).collect();
     }
 
     /// Stage two of `r`, one of [`PipelineConfig::repartitioned`].
     pub fn stage_two(&self, r: &RepartitionTopic) -> PipelineConfig {
         let mut two = self.reading(r);
         two.dedup = None;
-        two.joins.clear();
         two.windows.retain(|w| w.name == r.operator);
+        two.joins.retain(|j| j.name == r.operator);
+        two.reads_joins_right_topics();
         two
     }
 
@@ -117,6 +132,7 @@ impl PipelineConfig {
             one.dedup = None;
             one.windows.clear();
             one.joins.clear();
+            one.reads_joins_right_topics();
             let mut rest = self.reading(&dedup).plan();
             rest[0].reads = Some(origin);
             let first = Stage {

@@ -558,13 +558,26 @@ fn state_by_partition_takes_joins_on_the_source_key_and_assigns_by_range() {
         c.source_client().properties.is_empty(),
         "standby: no strategy"
     );
+    // A join on another key crosses a repartition topic keyed by it; past a dedup keyed
+    // otherwise, it follows the dedup's stage.
     let off_key = joins.replace("on = [\"user\"]", "on = [\"a\"]");
-    let err = PipelineConfig::parse(&format!("{}{off_key}", source("")), Path::new("p.toml"))
-        .unwrap_err()
-        .to_string();
-    assert!(err.contains("`on` of join `j` to hold `user`"), "{err}");
-    // Past a dedup keyed otherwise, a join runs keyed by the dedup's key.
+    let c =
+        PipelineConfig::parse(&format!("{}{off_key}", source("")), Path::new("p.toml")).unwrap();
+    let names = |c: &PipelineConfig| -> Vec<String> {
+        let plan = c.plan().into_iter();
+        plan.map(|s| s.config.pipeline.name).collect()
+    };
+    assert_eq!(names(&c), ["p", "p-j"]);
+    assert!(c.plan()[0].config.right_topics().next().is_none());
+    assert_eq!(c.plan()[0].config.source.topics, ["t"]);
+    assert_eq!(
+        c.plan()[1].config.source.topics,
+        ["p-j-repartition", "profiles"]
+    );
     let past = format!("{}{joins}\n[dedup]\nkeys = [\"a\"]\n", source(""));
-    let err = PipelineConfig::parse(&past, Path::new("p.toml")).unwrap_err();
-    assert!(err.to_string().contains("join `j` to hold `a`"), "{err}");
+    let c = PipelineConfig::parse(&past, Path::new("p.toml")).unwrap();
+    assert_eq!(names(&c), ["p", "p-dedup", "p-dedup-j"]);
+    let join = &c.plan()[2];
+    assert_eq!(join.config.right_topics().collect::<Vec<_>>(), ["profiles"]);
+    assert_eq!(join.config.source.keyed_by.as_deref(), Some("user"));
 }

@@ -11,7 +11,9 @@ use sluice::pipeline::crash::{Crash, CrashPoint};
 use sluice::sink::memory::MemoryTopics;
 use sluice::source::memory::Assignment;
 
+use super::join::{JOIN, join_table};
 use super::partitions::BY_USER;
+use super::partitions_join::append_profiles;
 use super::{Engine, TOPIC, sorted_json};
 
 const PARTITIONS: i32 = 3;
@@ -77,8 +79,17 @@ fn engine(name: &str, partitions: bool) -> Engine {
 /// index in the plan), a member owning every partition that crashes at that point of that
 /// batch; then members owning `owns`, one after the other, to the end.
 fn staged(engine: &Engine, owns: &[&[i32]], crashes: &[(usize, CrashPoint, u64)]) {
+    assert_eq!(
+        engine.config.plan().len(),
+        3,
+        "stage one, the dedup's, the window's"
+    );
+    staged_plan(engine, owns, crashes);
+}
+
+/// [`staged`], for any plan.
+fn staged_plan(engine: &Engine, owns: &[&[i32]], crashes: &[(usize, CrashPoint, u64)]) {
     let plan = engine.config.plan();
-    assert_eq!(plan.len(), 3, "stage one, the dedup's, the window's");
     for (i, stage) in plan.iter().enumerate() {
         let run = |partitions: &[i32], crash: Crash| {
             let assignment = Assignment::new(partitions);
@@ -176,4 +187,76 @@ fn crashes_in_any_stage_leave_the_table_and_counts_of_one_process() {
         assert_eq!(ids(&got_events), ids(&events), "{crashes:?}");
         assert_eq!(got_pages, pages, "{crashes:?}");
     }
+}
+
+/// The engine's join (clicks joined left-outer with the profile updates of the hour
+/// before, by user), past a dedup by `event_id`: clicks and profiles keyed by user.
+fn join_engine(name: &str, partitions: bool) -> Engine {
+    let mut toml = JOIN.replace(
+        "topics = [\"clicks\"]",
+        "topics = [\"clicks\"]\nmode = \"group\"\nkeyed-by = \"user_id\"",
+    ) + "\n[dedup]\nkeys = [\"event_id\"]\n";
+    if partitions {
+        toml = toml.replace(
+            "at-end = \"flush\"",
+            "at-end = \"flush\"\nscale-out = \"partitions\"",
+        );
+    }
+    let engine = Engine::new(name, &toml);
+    engine.log.recreate(TOPIC, PARTITIONS);
+    engine.log.recreate("profiles", PARTITIONS);
+    let place = |user: &str| Partitioner::Murmur2.partition(user.as_bytes(), PARTITIONS);
+    for i in 0..60u32 {
+        let user = format!("user_{}", i % 10);
+        let secs = i * 27;
+        let time = format!("2026-07-29T10:{:02}:{:02}Z", secs / 60, secs % 60);
+        let click = format!(r#"{{"event_id":"e{i}","user_id":"{user}","timestamp":"{time}"}}"#);
+        let copies = if i % 7 == 0 { 2 } else { 1 };
+        for _ in 0..copies {
+            engine
+                .log
+                .append(TOPIC, place(&user).unwrap(), None, click.as_bytes());
+        }
+    }
+    append_profiles(&engine, PARTITIONS, 0);
+    engine
+}
+
+/// The main table's rows and the join table's, without batch ids, sorted.
+fn joined(engine: &Engine) -> (Vec<String>, Vec<String>) {
+    let rows = |rows: Vec<serde_json::Map<String, serde_json::Value>>| {
+        let each = rows.into_iter().map(|mut row| {
+            row.remove("batch_id");
+            row
+        });
+        sorted_json(each.collect())
+    };
+    let table = join_table(engine).read_rows().unwrap();
+    (rows(engine.rows(None)), rows(table))
+}
+
+#[test]
+fn a_join_on_another_key_past_the_dedup_crosses_a_topic_co_partitioned_with_its_right_one() {
+    let alone = join_engine("dedup-join-alone", false);
+    alone.run().unwrap();
+    let expected = joined(&alone);
+    let tiers = |tier: &str| expected.1.iter().filter(|r| r.contains(tier)).count();
+    assert!(tiers("\"gold\"") > 0 && tiers("\"silver\"") > 0 && tiers("\"tier\":null") == 12);
+    let mut engine = join_engine("dedup-join-members", true);
+    engine.topics = MemoryTopics::with_log(&engine.log);
+    let names: Vec<String> = engine
+        .config
+        .plan()
+        .into_iter()
+        .map(|s| s.config.pipeline.name)
+        .collect();
+    assert_eq!(names, ["join", "join-dedup", "join-dedup-enriched"]);
+    // Stage one's and the dedup's stage's batches sent again, the join's replayed.
+    let crashes = [
+        (0, CrashPoint::AfterDeadLetter, 4),
+        (1, CrashPoint::AfterDeadLetter, 6),
+        (2, CrashPoint::AfterState, 5),
+    ];
+    staged_plan(&engine, &[&[0, 1], &[2]], &crashes);
+    assert_eq!(joined(&engine), expected);
 }

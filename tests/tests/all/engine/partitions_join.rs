@@ -58,17 +58,23 @@ fn engine(name: &str, profile_partitions: i32, shift: i32) -> Engine {
         let p = partition_of(&user, PARTITIONS, 0);
         engine.log.append(TOPIC, p, None, click.as_bytes());
     }
+    append_profiles(&engine, profile_partitions, shift);
+    engine
+}
+
+/// Two profile updates of each of 8 users, one 09:30 – 09:37, one 10:10 – 10:17, to the
+/// profiles topic of `partitions` partitions, keyed by user (moved by `shift`).
+pub(super) fn append_profiles(engine: &Engine, partitions: i32, shift: i32) {
     for (hour, minute, tier) in [("09", 30, "silver"), ("10", 10, "gold")] {
         for u in 0..8 {
             let user = format!("user_{u}");
             let time = format!("2026-07-29T{hour}:{:02}:00Z", minute + u);
             let profile =
                 format!(r#"{{"user_id":"{user}","tier":"{tier}","updated_at":"{time}"}}"#);
-            let p = partition_of(&user, profile_partitions, shift);
+            let p = partition_of(&user, partitions, shift);
             engine.log.append(PROFILES, p, None, profile.as_bytes());
         }
     }
-    engine
 }
 
 /// Runs a member owning `assignment` to the end (or to `crash`).
