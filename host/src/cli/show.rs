@@ -12,7 +12,7 @@ use serde_json::json;
 use crate::iceberg::{IcebergCatalog, IcebergTable};
 use crate::pipeline::config::PipelineConfig;
 use crate::sink::topic::TopicRecord;
-use crate::sink::{topic, window};
+use crate::sink::{join, topic, window};
 
 /// Arguments of `sluice show`.
 #[derive(Debug, Args)]
@@ -26,7 +26,8 @@ pub struct ShowArgs {
     /// Print one JSON document with every row and dead letter, for programs.
     #[arg(long)]
     pub json: bool,
-    /// Show the results of this `[[windows]]` entry (its table and topic) instead.
+    /// Show the results of this `[[windows]]` or `[[joins]]` entry (its table and topic)
+    /// instead.
     #[arg(long, value_name = "NAME")]
     pub window: Option<String>,
 }
@@ -134,7 +135,7 @@ fn print_dead_letters(
     Ok(())
 }
 
-/// Prints a window's results: its table's rows and its topic's records.
+/// Prints a window's or a join's results: its table's rows and its topic's records.
 fn show_window(
     config: &PipelineConfig,
     name: &str,
@@ -142,12 +143,14 @@ fn show_window(
     args: &ShowArgs,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
-    let window = config
-        .windows
-        .iter()
-        .find(|w| w.name == name)
-        .with_context(|| format!("the pipeline has no window named `{name}`"))?;
-    let (table, rows) = match window::table_config(window, &config.sink) {
+    let window = config.windows.iter().find(|w| w.name == name);
+    let join = config.joins.iter().find(|j| j.name == name);
+    let (table_config, kafka) = match (window, join) {
+        (Some(w), _) => (window::table_config(w, &config.sink), &w.kafka),
+        (None, Some(j)) => (join::table_config(j, &config.sink), &j.kafka),
+        (None, None) => anyhow::bail!("the pipeline has no window or join named `{name}`"),
+    };
+    let (table, rows) = match table_config {
         Some(table_config) => {
             let sink = IcebergTable::open_existing(catalog, table_config)
                 .context("cannot open the table")?;
@@ -156,7 +159,7 @@ fn show_window(
         }
         None => (None, None),
     };
-    let messages = match &window.kafka {
+    let messages = match kafka {
         Some(k) => {
             let target = k.target(&config.source.connection());
             Some(topic::read_all(
@@ -172,7 +175,7 @@ fn show_window(
             "window": name,
             "table": table,
             "rows": rows,
-            "topic": window.kafka.as_ref().map(|k| &k.topic),
+            "topic": kafka.as_ref().map(|k| &k.topic),
             "messages": messages,
         });
         writeln!(out, "{document}")?;
@@ -185,7 +188,7 @@ fn show_window(
             writeln!(out, "  {}", serde_json::Value::Object(row.clone()))?;
         }
     }
-    if let (Some(k), Some(messages)) = (&window.kafka, messages) {
+    if let (Some(k), Some(messages)) = (kafka, messages) {
         writeln!(
             out,
             "window {name}, topic {}: {} records",

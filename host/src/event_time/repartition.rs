@@ -106,11 +106,22 @@ pub struct Repartitioned {
 pub struct Outlet {
     topic: String,
     partitions: i32,
+    partitioner: Partitioner,
 }
 
 impl Outlet {
-    /// Writes to `topic`, of `partitions` partitions.
+    /// Writes to `topic`, of `partitions` partitions, placing keys by murmur2 (as Kafka's
+    /// Java producers do).
     pub fn new(topic: &str, partitions: i32) -> Result<Self, RepartitionError> {
+        Self::placing(topic, partitions, Partitioner::Murmur2)
+    }
+
+    /// [`Outlet::new`], placing keys by `partitioner`.
+    pub fn placing(
+        topic: &str,
+        partitions: i32,
+        partitioner: Partitioner,
+    ) -> Result<Self, RepartitionError> {
         if partitions < 1 {
             return Err(RepartitionError::Partitions {
                 topic: topic.to_string(),
@@ -120,6 +131,7 @@ impl Outlet {
         Ok(Outlet {
             topic: topic.to_string(),
             partitions,
+            partitioner,
         })
     }
 
@@ -133,11 +145,10 @@ impl Outlet {
         self.partitions
     }
 
-    /// The partition of `key`: murmur2, as Kafka's Java producers place keys.
+    /// The partition of `key`, by the outlet's partitioner.
     pub fn partition_of(&self, key: &[u8]) -> i32 {
-        Partitioner::Murmur2
-            .partition(key, self.partitions)
-            .unwrap_or(0)
+        let placed = self.partitioner.partition(key, self.partitions);
+        placed.unwrap_or(0)
     }
 
     /// An event whose key is `key`, read at `origin`.

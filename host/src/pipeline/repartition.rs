@@ -63,7 +63,8 @@ impl Pipeline {
             };
             let partitions = count
                 .ok_or_else(|| fail(format!("the source topic `{source}` has no partitions")))?;
-            let outlet = Outlet::new(&r.topic, partitions).map_err(|e| fail(e.to_string()))?;
+            let outlet = Outlet::placing(&r.topic, partitions, r.partitioner);
+            let outlet = outlet.map_err(|e| fail(e.to_string()))?;
             let target = TopicTarget {
                 topic: r.topic.clone(),
                 connection: self.config.source.connection(),

@@ -5,6 +5,7 @@
 
 mod admin_state;
 mod adversarial;
+mod analytics_members;
 mod avro;
 mod bars;
 mod catalog_tls;

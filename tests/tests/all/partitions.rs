@@ -108,9 +108,14 @@ fn by_user(name: &str) -> Setup {
 /// Run `k` of the producer: 300 analytics events keyed by user (librdkafka's partitioner),
 /// numbered after the earlier runs', their times after theirs.
 pub(crate) fn produce(s: &Setup, k: u64) -> u64 {
+    produce_with(s, k, &[])
+}
+
+/// [`produce`], with `extra` arguments.
+pub(crate) fn produce_with(s: &Setup, k: u64, extra: &[&str]) -> u64 {
     let first = (k * 300).to_string();
     let seed = (k + 1).to_string();
-    let args = [
+    let mut args = vec![
         "--shape",
         "analytics",
         "--partitions",
@@ -122,6 +127,7 @@ pub(crate) fn produce(s: &Setup, k: u64) -> u64 {
         "--first-id",
         &first,
     ];
+    args.extend(extra);
     s.produce(&args).delivered
 }
 
@@ -235,15 +241,47 @@ pub(crate) fn wait_for_rows(s: &Setup, rows: usize, members: &mut Vec<Running>) 
     }
 }
 
+/// One process of `s`'s pipeline over runs 0, 1 and 2 of the events `produce` sends, to
+/// the end (open windows flushed).
+pub(crate) fn alone_to_the_end(s: &Setup, produce: &dyn Fn(u64)) {
+    for k in 0..3 {
+        produce(k);
+    }
+    let out = s.run(&TO_THE_END);
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+/// Members of `s`'s pipeline while `produce` sends runs 0, 1 and 2 of the events: two, one
+/// killed (SIGKILL, whatever it was doing) and replaced by two, one of those frozen past
+/// its session (SIGSTOP: its partitions move on) for 10 seconds; until the table holds
+/// `rows` rows. Their logs.
+pub(crate) fn members_while_events_flow(
+    s: &Setup,
+    produce: &dyn Fn(u64),
+    rows: usize,
+) -> Vec<String> {
+    produce(0);
+    let mut members: Vec<Running> = (0..2).map(|_| s.start(&["run"], &INTERVAL)).collect();
+    wait_for_rows(s, 100, &mut members);
+    produce(1);
+    let _ = members.remove(0).kill();
+    members.push(s.start(&["run"], &INTERVAL));
+    members.push(s.start(&["run"], &INTERVAL));
+    produce(2);
+    std::thread::sleep(Duration::from_secs(2));
+    let frozen = members.remove(0);
+    frozen.signal("STOP");
+    std::thread::sleep(Duration::from_secs(10));
+    frozen.signal("CONT");
+    members.push(frozen);
+    wait_for_rows(s, rows, &mut members);
+    members.into_iter().map(|p| p.terminate().2).collect()
+}
+
 #[test]
 fn members_killed_and_frozen_while_events_flow_write_what_one_process_writes() {
-    // One process over every event, to the end.
     let one = by_user("partitions-one");
-    for k in 0..3 {
-        produce(&one, k);
-    }
-    let out = one.run(&TO_THE_END);
-    assert!(out.status.success(), "{}", text(&out));
+    alone_to_the_end(&one, &|k| _ = produce(&one, k));
     let expected = left(&one);
     let valid = expected.rows.len();
     assert!(
@@ -258,22 +296,7 @@ fn members_killed_and_frozen_while_events_flow_write_what_one_process_writes() {
 
     // Members, while events flow.
     let s = by_user("partitions-members");
-    produce(&s, 0);
-    let mut members: Vec<Running> = (0..2).map(|_| s.start(&["run"], &INTERVAL)).collect();
-    wait_for_rows(&s, 100, &mut members);
-    produce(&s, 1);
-    let _ = members.remove(0).kill(); // SIGKILL, whatever it was doing
-    members.push(s.start(&["run"], &INTERVAL));
-    members.push(s.start(&["run"], &INTERVAL));
-    produce(&s, 2);
-    std::thread::sleep(Duration::from_secs(2));
-    let frozen = members.remove(0);
-    frozen.signal("STOP"); // past its session: its partitions move on
-    std::thread::sleep(Duration::from_secs(10));
-    frozen.signal("CONT");
-    members.push(frozen);
-    wait_for_rows(&s, valid, &mut members);
-    let logs: Vec<String> = members.into_iter().map(|p| p.terminate().2).collect();
+    let logs = members_while_events_flow(&s, &|k| _ = produce(&s, k), valid);
     assert!(
         logs.iter()
             .any(|l| l.contains("restored the event-time state of each partition")),

@@ -30,6 +30,9 @@ pub struct RepartitionTopic {
     /// The field whose value keys the topic: the window's first group-by field, the
     /// dedup's first key.
     pub key: String,
+    /// How the key's text places a record: `source.partitioner`, else murmur2 (a join's
+    /// right topic must be placed alike).
+    pub partitioner: Partitioner,
 }
 
 /// One pipeline of a staged run.
@@ -72,6 +75,7 @@ impl PipelineConfig {
                 operator: operator.to_string(),
                 topic: topic_name(&self.pipeline.name, operator),
                 key: first.clone(),
+                partitioner: self.placing(),
             })
         };
         let windows = self.windows.iter().map(|w| crossing(&w.name, &w.group_by));
@@ -120,6 +124,7 @@ impl PipelineConfig {
             operator: "dedup".into(),
             topic: topic_name(&self.pipeline.name, "dedup"),
             key: first.clone(),
+            partitioner: self.placing(),
         })
     }
 
@@ -159,6 +164,12 @@ impl PipelineConfig {
         std::iter::once(one).chain(twos).collect()
     }
 
+    /// How the repartition topics place keys: as the source's producers did when
+    /// `source.partitioner` says how, else as Kafka's Java producers do.
+    fn placing(&self) -> Partitioner {
+        self.source.partitioner.unwrap_or(Partitioner::Murmur2)
+    }
+
     /// This pipeline reading `r`'s topic: named after its operator (`<pipeline>-<operator>`,
     /// and its group), keyed by its key, without what ran before the topic (plugin stages,
     /// their lookups) nor an admin server.
@@ -168,7 +179,7 @@ impl PipelineConfig {
         two.source.group_id = Some(format!("{}-{}", self.group(), r.operator));
         two.source.topics = vec![r.topic.clone()];
         two.source.keyed_by = Some(r.key.clone());
-        two.source.partitioner = Some(Partitioner::Murmur2);
+        two.source.partitioner = Some(r.partitioner);
         two.source.starting_offsets = StartingOffsets::Earliest;
         two.stages.clear();
         two.lookups.clear();
@@ -201,6 +212,7 @@ mod tests {
             operator: "w".into(),
             topic: "p-w-repartition".into(),
             key: "type".into(),
+            partitioner: Partitioner::Murmur2,
         };
         assert_eq!(moved, std::slice::from_ref(&expected));
         assert!(c.stage_one().windows.is_empty());
@@ -270,6 +282,18 @@ mod tests {
             assert_eq!(config.check(), Ok(()), "{}", config.pipeline.name);
             assert!(config.partitioned_state());
         }
+        // Keys placed as the source's producers place them, when it says how.
+        let crc = text.replace(
+            "keyed-by = \"user\"",
+            "keyed-by = \"user\"\npartitioner = \"crc32\"",
+        );
+        let plan = PipelineConfig::parse(&crc, Path::new("p.toml"))
+            .unwrap()
+            .plan();
+        let feeds = plan.iter().flat_map(|s| &s.feeds);
+        assert!(feeds.map(|r| r.partitioner).eq([Partitioner::Crc32; 2]));
+        let placed = plan.iter().map(|s| s.config.source.partitioner);
+        assert!(placed.eq([Some(Partitioner::Crc32); 3]));
         // Nothing crosses a topic: the pipeline alone.
         let alone = PipelineConfig::parse(
             &text

@@ -32,6 +32,7 @@ fn stage_one(engine: &Engine, crash: Crash) -> Result<RunSummary, PipelineError>
         operator: "pages".into(),
         topic: TOPIC.into(),
         key: "page".into(),
+        partitioner: Partitioner::Murmur2,
     }];
     member.repartition(&engine.topics, &to)?;
     member.run(&Default::default())
