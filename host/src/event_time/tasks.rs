@@ -21,6 +21,7 @@
 //! [`partition_plan_path`]: super::state::files::partition_plan_path
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::apply::{Applied, Timed};
 use super::state::files::{partition_plan_path, write_plan_at};
@@ -31,6 +32,13 @@ use super::{EventTime, EventTimeOutcome, StateSize};
 use crate::encode::SchemaError;
 use crate::record::{Offsets, Record, TopicPartition};
 use crate::units::{Micros, Millis};
+
+/// The saves this process made. Each save's files carry its number: the batch id and the
+/// run alone do not tell them apart, since a member replaying another's batch saves under
+/// that batch's id, which may be one it used for a batch of its own, committed, whose
+/// files a later commit's chain still names (found by the tansu test of the analytics
+/// example: a delta written over, its chain then out of order).
+static SAVES: AtomicU64 = AtomicU64::new(0);
 
 /// The tasks of the partitions this process owns.
 #[derive(Debug, Clone)]
@@ -269,7 +277,7 @@ impl Tasks {
     }
 
     /// Saves every task's state after a batch (each in files of its own, named after
-    /// `run` and its partition) and, for each partition the batch read, a pointer to the
+    /// `run`, the save's number in this process and its partition) and, for each partition the batch read, a pointer to the
     /// batch's plan. Returns which file holds each task's state, the bytes written, and
     /// the files nothing needs once the batch is committed: the chains that a task's new
     /// snapshot replaces, and the pointers to this batch's plan on partitions it moved.
@@ -282,9 +290,10 @@ impl Tasks {
         plan: &Plan,
     ) -> Result<Saved, StateError> {
         let mut saved = Saved::default();
+        let save = SAVES.fetch_add(1, Ordering::Relaxed);
         for (partition, task) in &mut self.tasks {
             let before = task.chain().map(|c| c.paths.clone());
-            let run = format!("{run}.{}", partition.replace('/', "@"));
+            let run = format!("{run}-{save}.{}", partition.replace('/', "@"));
             let (file, size) = task.save_file(store, location, pipeline, &run, plan)?;
             let after = task.chain().map(|c| &c.paths.base);
             if let Some(old) = before.filter(|old| Some(&old.base) != after) {

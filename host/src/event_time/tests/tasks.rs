@@ -84,3 +84,29 @@ fn a_commit_makes_replaced_chains_and_passed_plans_obsolete_and_the_rest_restore
         .unwrap();
     assert_eq!(again.partitions().count(), 2);
 }
+
+#[test]
+fn a_batch_saved_again_under_the_same_id_writes_files_of_its_own() {
+    // A member's own batch 2, committed; then, after a rebalance, another member's plan 2
+    // replayed by the same process: the first save's files, which the table's chains name,
+    // stay as they were.
+    let et = EventTime::new(&config(), None, &[]);
+    let mut tasks = Tasks::new(&et, "clicks");
+    let assigned: BTreeSet<String> = ["clicks/0".to_string()].into();
+    let store = MemoryStore::default();
+    let mut files = Vec::new();
+    // A snapshot first, then deltas.
+    for _ in 0..3 {
+        tasks
+            .apply(Vec::new(), Vec::new(), &assigned, Millis(2000), false)
+            .unwrap();
+        let saved = tasks
+            .save(&store, "loc", "p", "r", &plan(2, 20, 30))
+            .unwrap();
+        let file = saved.shares["clicks/0"].clone();
+        files.push((file.clone(), store.get(&file).unwrap().unwrap()));
+    }
+    assert!(files[1].0.ends_with(".delta.json"), "{}", files[1].0);
+    assert_ne!(files[1].0, files[2].0);
+    assert_eq!(store.get(&files[1].0).unwrap().as_ref(), Some(&files[1].1));
+}
