@@ -185,6 +185,37 @@ pub struct Progress {
     /// Event-time operators, when configured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub event_time: Option<EventTimeProgress>,
+    /// With repartition topics (a stage of a pipeline whose operators cross them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repartition: Option<RepartitionProgress>,
+}
+
+/// What one batch did across repartition topics: as stage two, what it read of its topic;
+/// as a stage feeding others, what it sent on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct RepartitionProgress {
+    /// Events taken in (first read).
+    pub taken: u64,
+    /// Events dropped as sent again by the stage before (a batch of it replayed, or a
+    /// member of it frozen meanwhile): each was taken before.
+    pub again: u64,
+    /// Markers read: how far the stage before read each of its partitions.
+    pub markers: u64,
+    /// Events sent on to the topics this stage feeds.
+    pub sent: u64,
+    /// Markers sent on.
+    pub markers_sent: u64,
+}
+
+impl RepartitionProgress {
+    /// Adds a later batch's counts (held triggers committed together).
+    pub fn add(&mut self, later: &RepartitionProgress) {
+        self.taken += later.taken;
+        self.again += later.again;
+        self.markers += later.markers;
+        self.sent += later.sent;
+        self.markers_sent += later.markers_sent;
+    }
 }
 
 /// One lookup table a batch saw.

@@ -85,6 +85,7 @@ pub(super) fn progress(batch_id: u64) -> Progress {
         )]),
         stages: BTreeMap::from([("rules".to_string(), stage())]),
         event_time: Some(event_time(batch_id)),
+        repartition: None,
     }
 }
 

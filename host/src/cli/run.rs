@@ -141,6 +141,9 @@ pub fn run(args: &RunArgs, stop: &AtomicBool) -> anyhow::Result<RunSummary> {
         rows_late = summary.rows_late,
         rows_deduplicated = summary.rows_deduplicated,
         window_rows = summary.window_rows,
+        repartition_events_sent = summary.repartition.sent,
+        repartition_events_taken = summary.repartition.taken,
+        repartition_events_sent_again = summary.repartition.again,
         snapshots_expired = summary.snapshots_expired,
         snapshot_expiry_failures = summary.snapshot_expiry_failures,
         compactions = summary.compaction.runs,
@@ -189,6 +192,7 @@ fn run_staged(
         summary.rows_deduplicated += later.rows_deduplicated;
         summary.rows_late += later.rows_late;
         summary.rows_dead_lettered += later.rows_dead_lettered;
+        summary.repartition.add(&later.repartition);
     }
     Ok(summary)
 }

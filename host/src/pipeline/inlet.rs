@@ -16,6 +16,7 @@ use super::{Pipeline, PipelineError};
 use crate::checkpoint::REPARTITION_SEEN;
 use crate::event_time::apply::Timed;
 use crate::event_time::repartition::{Arrival, Seen};
+use crate::progress::RepartitionProgress;
 use crate::record::{Record, TopicPartition};
 use crate::units::{Micros, Millis};
 
@@ -90,10 +91,11 @@ impl Pipeline {
         records: Vec<Record>,
         now: Millis,
     ) -> Result<(Vec<Timed>, Dead, ProcessStats), PipelineError> {
-        let (taken, mut dead) = self.admit(records);
+        let (taken, mut dead, read) = self.admit(records);
         if self.inlet.rows {
-            let processed = self.process(taken, now)?;
+            let mut processed = self.process(taken, now)?;
             dead.extend(processed.dead);
+            processed.stats.repartition = read;
             return Ok((processed.slices, dead, processed.stats));
         }
         let mut records = Vec::with_capacity(taken.len());
@@ -112,18 +114,17 @@ impl Pipeline {
             batch: None,
             records,
         };
-        Ok((
-            vec![slice],
-            dead,
-            ProcessStats::none(self.stages.active().len()),
-        ))
+        let mut stats = ProcessStats::none(self.stages.active().len());
+        stats.repartition = read;
+        Ok((vec![slice], dead, stats))
     }
 
-    /// Sorts a batch's records: the events taken, and the records refused.
-    fn admit(&mut self, records: Vec<Record>) -> (Vec<Record>, Dead) {
+    /// Sorts a batch's records: the events taken, the records refused, and how many of
+    /// each kind it read.
+    fn admit(&mut self, records: Vec<Record>) -> (Vec<Record>, Dead, RepartitionProgress) {
         let mut taken = Vec::new();
         let mut dead = Vec::new();
-        let mut again = 0u64;
+        let mut read = RepartitionProgress::default();
         for record in records {
             let partition = TopicPartition {
                 topic: record.topic.clone(),
@@ -132,8 +133,9 @@ impl Pipeline {
             let seen = self.inlet.working.entry(partition.to_string()).or_default();
             match seen.admit(&record.headers) {
                 Arrival::Event(_) => taken.push(record),
-                Arrival::Again(_) => again += 1,
+                Arrival::Again(_) => read.again += 1,
                 Arrival::Marker { origin, time } => {
+                    read.markers += 1;
                     self.inlet.markers.push((partition, origin.partition, time));
                 }
                 Arrival::Foreign(why) => {
@@ -145,13 +147,14 @@ impl Pipeline {
                 }
             }
         }
-        if again > 0 {
+        read.taken = taken.len() as u64;
+        if read.again > 0 {
             tracing::info!(
-                events = again,
+                events = read.again,
                 "dropped events stage one sent again (a replayed batch, or a member frozen meanwhile): each was taken before"
             );
         }
-        (taken, dead)
+        (taken, dead, read)
     }
 
     /// After the batch's events: its markers move their origins' clocks in the tasks of

@@ -14,6 +14,7 @@ use crate::encode::Wanted;
 use crate::event_time::apply::Timed;
 use crate::format::Known;
 use crate::plugin::shadow::ShadowReport;
+use crate::progress::RepartitionProgress;
 use crate::record::{Reason, Record};
 use crate::units::Millis;
 
@@ -56,6 +57,8 @@ pub(super) struct ProcessStats {
     pub(super) plugins_cpu: Duration,
     /// CPU time judging and encoding, all threads together.
     pub(super) encode_cpu: Duration,
+    /// As stage two of a repartition topic: what it read of the topic.
+    pub(super) repartition: RepartitionProgress,
 }
 
 impl ProcessStats {
@@ -70,6 +73,7 @@ impl ProcessStats {
             encode: Duration::ZERO,
             plugins_cpu: Duration::ZERO,
             encode_cpu: Duration::ZERO,
+            repartition: RepartitionProgress::default(),
         }
     }
 
@@ -94,6 +98,7 @@ impl ProcessStats {
         self.encode += later.encode;
         self.plugins_cpu += later.plugins_cpu;
         self.encode_cpu += later.encode_cpu;
+        self.repartition.add(&later.repartition);
     }
 }
 
@@ -230,6 +235,7 @@ fn merge(slices: Vec<Slice>, stages: usize) -> Processed {
         encode: slices.iter().map(|s| s.encode).max().unwrap_or_default(),
         plugins_cpu: slices.iter().map(|s| s.plugins_cpu).sum(),
         encode_cpu: slices.iter().map(|s| s.encode_cpu).sum(),
+        repartition: RepartitionProgress::default(),
     };
     let mut processed = Processed {
         slices: Vec::with_capacity(slices.len()),

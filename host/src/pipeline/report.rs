@@ -11,7 +11,9 @@ use super::process::ProcessStats;
 use super::read::Input;
 use super::route::Prepared;
 use crate::admin::health::Readiness;
-use crate::progress::{CpuTimes, Durations, EventTimeProgress, LookupProgress, Progress};
+use crate::progress::{
+    CpuTimes, Durations, EventTimeProgress, LookupProgress, Progress, RepartitionProgress,
+};
 
 impl Pipeline {
     /// Reports a committed batch.
@@ -97,7 +99,24 @@ impl Pipeline {
                 .stages
                 .progress(&stats.stage_counts, stats.stage_verdicts, stats.shadows),
             event_time: self.event_time_progress(prepared, committed),
+            repartition: self.repartition_progress(stats.repartition, prepared),
         }
+    }
+
+    /// What the batch read of a repartition topic (`read`, as stage two) and sent on to
+    /// the topics this stage feeds; `None` for a pipeline that does neither.
+    fn repartition_progress(
+        &self,
+        mut read: RepartitionProgress,
+        prepared: &Prepared,
+    ) -> Option<RepartitionProgress> {
+        if !self.is_stage_two() && prepared.results.repartition.is_empty() {
+            return None;
+        }
+        let sent = prepared.results.repartition.iter().flatten();
+        read.sent = sent.clone().filter(|r| r.value.is_some()).count() as u64;
+        read.markers_sent = sent.count() as u64 - read.sent;
+        Some(read)
     }
 
     /// What the compaction thread did since the last batch; and whether this process
@@ -209,6 +228,8 @@ pub struct RunSummary {
     pub rows_deduplicated: u64,
     /// Window results emitted.
     pub window_rows: u64,
+    /// What it read of a repartition topic (as stage two) and sent on to others.
+    pub repartition: RepartitionProgress,
     /// Batches abandoned because another commit took their partitions first.
     pub batches_fenced: u64,
     /// Table commits retried after a conflict with a commit that left the fence standing.
@@ -247,6 +268,9 @@ impl RunSummary {
         self.snapshots_expired += p.snapshots_expired;
         self.snapshot_expiry_failures += p.snapshot_expiry_failures;
         self.compaction.add(&p.compaction);
+        if let Some(r) = &p.repartition {
+            self.repartition.add(r);
+        }
         if let Some(e) = &p.event_time {
             self.rows_late += e.rows_late;
             self.rows_deduplicated += e.rows_deduplicated;

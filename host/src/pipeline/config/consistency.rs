@@ -168,8 +168,21 @@ impl PipelineConfig {
         if self.source.topics.len() != 1 {
             return need("reads one source topic (the group does not give one member the same partition of several topics)".into());
         }
-        // An operator keyed otherwise crosses a repartition topic (see `repartition`); a
-        // window grouped by nothing has one group, which no split can share.
+        // An operator keyed otherwise crosses a repartition topic named after it (see
+        // `repartition`): no two may share a name.
+        let mut names: Vec<&str> = self.windows.iter().map(|w| w.name.as_str()).collect();
+        names.extend(self.joins.iter().map(|j| j.name.as_str()));
+        if self.dedup_repartitioned().is_some() {
+            names.push("dedup");
+        }
+        names.sort_unstable();
+        if let Some(twice) = names.windows(2).find(|n| n[0] == n[1]) {
+            return need(format!(
+                "names each window, join and a dedup crossing a repartition topic (`dedup`) once: `{}` is used twice (their topics and stages are named after them)",
+                twice[0]
+            ));
+        }
+        // A window grouped by nothing has one group, which no split can share.
         if let Some(w) = self.windows.iter().find(|w| w.group_by.is_empty()) {
             return need(format!(
                 "cannot run window `{}`, grouped by nothing: its one group cannot be split by partition",

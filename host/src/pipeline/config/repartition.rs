@@ -13,6 +13,8 @@
 //!   rows; the dedup's stage (`<pipeline>-dedup`) reads it, deduplicates and writes the
 //!   table's rows, then goes on as the first stage of the rest: its windows grouped
 //!   otherwise than by the dedup's key cross topics of their own.
+//! - A join on another key: its stage (`<pipeline>-<join>`) reads the topic and the join's
+//!   right topic, which must be co-partitioned with it (checked as the stage starts).
 
 use super::PipelineConfig;
 use crate::event_time::config::ScaleOut;
@@ -294,6 +296,10 @@ mod tests {
         assert!(feeds.map(|r| r.partitioner).eq([Partitioner::Crc32; 2]));
         let placed = plan.iter().map(|s| s.config.source.partitioner);
         assert!(placed.eq([Some(Partitioner::Crc32); 3]));
+        // Stages and topics are named after their operators: one name, one operator.
+        let twice = text.replace("name = \"w\"", "name = \"dedup\"");
+        let err = PipelineConfig::parse(&twice, Path::new("p.toml")).unwrap_err();
+        assert!(err.to_string().contains("`dedup` is used twice"), "{err}");
         // Nothing crosses a topic: the pipeline alone.
         let alone = PipelineConfig::parse(
             &text

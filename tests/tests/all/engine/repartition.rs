@@ -60,7 +60,8 @@ fn stage_one_sends_each_event_on_time_once_with_its_sources_markers() {
         matches!(crashed, Err(PipelineError::Crashed { .. })),
         "{crashed:?}"
     );
-    stage_one(&engine, Crash::Never).unwrap();
+    let summary = stage_one(&engine, Crash::Never).unwrap();
+    assert!(summary.repartition.sent > 0 && summary.repartition.markers_sent > 0);
 
     let sent = engine.topic(TOPIC);
     let mut seen: BTreeMap<i32, Seen> = BTreeMap::new();
@@ -225,6 +226,8 @@ fn a_window_grouped_otherwise_counts_across_a_repartition_topic_as_one_process_d
     two.read_repartition("clicks").unwrap();
     let summary = two.run(&Default::default()).unwrap();
     assert_eq!(summary.input_rows, 9, "{summary:?}");
+    let read = summary.repartition;
+    assert_eq!((read.taken, read.again, read.sent), (0, 9, 0), "{read:?}");
     assert_eq!(engine.topic("dead").len(), dead);
     same(&pages(&engine), &expected);
 }
