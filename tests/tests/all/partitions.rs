@@ -156,21 +156,7 @@ fn left(s: &Setup) -> Left {
         .map(|r| strip(r, "ingestion_time"))
         .collect();
     rows.sort();
-    let dead = shown["dead_letters"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| {
-            let h = &d["headers"];
-            let at = |k: &str| h[k].as_str().unwrap_or_default().to_string();
-            format!(
-                "{}@{} {}",
-                at("sluice.source.partition"),
-                at("sluice.source.offset"),
-                at("sluice.error.code")
-            )
-        })
-        .collect();
+    let dead = dead_letters(&shown);
     let windows = ["user-minutes", "user-sessions"]
         .iter()
         .map(|w| {
@@ -196,6 +182,21 @@ fn left(s: &Setup) -> Left {
         windows,
         joined,
     }
+}
+
+/// The dead letters `sluice show --json` found, by where they were read and their code.
+pub(crate) fn dead_letters(shown: &Value) -> BTreeSet<String> {
+    let each = shown["dead_letters"].as_array().unwrap().iter().map(|d| {
+        let h = &d["headers"];
+        let at = |k: &str| h[k].as_str().unwrap_or_default().to_string();
+        format!(
+            "{}@{} {}",
+            at("sluice.source.partition"),
+            at("sluice.source.offset"),
+            at("sluice.error.code")
+        )
+    });
+    each.collect()
 }
 
 /// The rows of the pipeline's join table.
