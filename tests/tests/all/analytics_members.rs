@@ -8,11 +8,12 @@
 //! over the same events.
 
 use serde_json::Value;
-use sluice_tests::fixture::{Setup, text};
+use sluice_tests::fixture::Setup;
 
 use super::event_time::analytics_config;
 use super::partitions::{
-    TO_THE_END, alone_to_the_end, dead_letters, members_while_events_flow, produce_with,
+    alone_to_the_end, dead_letters, last_run_alone, members_while_events_flow, produce_with,
+    rows_differ,
 };
 
 /// The example, shared by partition: a group keyed by user (librdkafka's partitioner, as
@@ -108,13 +109,7 @@ fn the_analytics_example_shared_by_members_writes_what_one_process_writes() {
     // past its session; then a last run alone drains every stage and flushes.
     let s = analytics("analytics-members");
     let logs = members_while_events_flow(&s, &|k| produce(&s, k), events);
-    let last = [
-        TO_THE_END[0],
-        TO_THE_END[1],
-        ("SLUICE_GROUP", "analytics-last"),
-    ];
-    let out = s.run(&last);
-    assert!(out.status.success(), "{}", text(&out));
+    last_run_alone(&s, "analytics-last");
     let got = outputs(&s);
     let names = [
         "table",
@@ -125,15 +120,7 @@ fn the_analytics_example_shared_by_members_writes_what_one_process_writes() {
     ];
     let mut differ = String::new();
     for ((name, got), expected) in names.iter().zip(&got).zip(&expected) {
-        let missing: Vec<&String> = expected.iter().filter(|r| !got.contains(r)).collect();
-        let extra: Vec<&String> = got.iter().filter(|r| !expected.contains(r)).collect();
-        if !missing.is_empty() || !extra.is_empty() {
-            differ += &format!(
-                "{name}: {} rows of {}; missing {missing:?}; extra {extra:?}\n",
-                got.len(),
-                expected.len()
-            );
-        }
+        differ += &rows_differ(name, got, expected);
     }
     assert!(differ.is_empty(), "{differ}\n{}", logs.join("\n----\n"));
 }
