@@ -42,7 +42,13 @@ fn by_event() -> String {
 /// as another user's (the same event id, page and time) in that user's partition, every
 /// eleventh twice in a row.
 fn engine(name: &str, partitions: bool) -> Engine {
-    let mut toml = by_event().replace(
+    engine_of(name, partitions, &by_event(), |_| String::new())
+}
+
+/// [`engine`] over `toml` ([`by_event`] changed), the fields `more(i)` says added to
+/// event `i`.
+fn engine_of(name: &str, partitions: bool, toml: &str, more: impl Fn(u32) -> String) -> Engine {
+    let mut toml = toml.replace(
         "topics = [\"clicks\"]",
         "topics = [\"clicks\"]\nmode = \"group\"\nkeyed-by = \"user_id\"",
     );
@@ -62,10 +68,11 @@ fn engine(name: &str, partitions: bool) -> Engine {
         if i % 11 == 0 {
             users.push(i % 8);
         }
+        let more = more(i);
         for user in users {
             let user = format!("user_{user}");
             let event = format!(
-                r#"{{"event_id":"e{i}","user_id":"{user}","page":"/p{}","timestamp":"{time}"}}"#,
+                r#"{{"event_id":"e{i}","user_id":"{user}","page":"/p{}","timestamp":"{time}"{more}}}"#,
                 i % 5
             );
             let p = Partitioner::Murmur2.partition(user.as_bytes(), PARTITIONS);
@@ -259,4 +266,140 @@ fn a_join_on_another_key_past_the_dedup_crosses_a_topic_co_partitioned_with_its_
     ];
     staged_plan(&engine, &[&[0, 1], &[2]], &crashes);
     assert_eq!(joined(&engine), expected);
+}
+
+/// [`by_event`]'s pipeline with `unknown-fields = "add"`, over events that gain fields as
+/// they go: `referrer` from the 15th, `score` from the 30th (a whole number, then from
+/// the 50th every other one a fraction, refused), `device.os` from the 45th.
+fn evolving_engine(name: &str, partitions: bool) -> Engine {
+    let toml = by_event().replace(
+        "table = \"events\"",
+        "table = \"events\"\nunknown-fields = \"add\"",
+    );
+    engine_of(name, partitions, &toml, |i| {
+        let mut more = String::new();
+        if i >= 15 {
+            more += &format!(r#","referrer":"r{}""#, i % 3);
+        }
+        if i >= 30 {
+            let fraction = if i >= 50 && i % 2 == 1 { ".5" } else { "" };
+            more += &format!(r#","score":{i}{fraction}"#);
+        }
+        if i >= 45 {
+            more += &format!(r#","device":{{"os":"os{}"}}"#, i % 2);
+        }
+        more
+    })
+}
+
+/// The main table's rows without `user_id` (which copy of an event is the first to
+/// arrive differs) and batch ids, their columns by name (stages may add them in another
+/// order), sorted.
+fn evolved_rows(engine: &Engine) -> Vec<String> {
+    let mut rows: Vec<String> = engine
+        .rows(None)
+        .into_iter()
+        .map(|row| {
+            let mut by_name: std::collections::BTreeMap<_, _> = row.into_iter().collect();
+            by_name.remove("batch_id");
+            by_name.remove("user_id");
+            serde_json::to_string(&by_name).unwrap()
+        })
+        .collect();
+    rows.sort();
+    rows
+}
+
+/// The main table's columns: name and type, by name.
+fn columns(engine: &Engine) -> Vec<String> {
+    let table = engine.table(None);
+    let schema = table.table().metadata().current_schema().clone();
+    let mut columns: Vec<String> = schema
+        .as_struct()
+        .fields()
+        .iter()
+        .map(|f| format!("{} {}", f.name, f.field_type))
+        .collect();
+    columns.sort();
+    columns
+}
+
+/// The dead letters: each refused event (its value) and its code, sorted, once each
+/// (dead letters are delivered at least once: a batch read again sends its own again).
+fn refused(engine: &Engine) -> Vec<String> {
+    let mut dead: Vec<String> = engine
+        .topic("dead")
+        .into_iter()
+        .map(|d| format!("{} {:?}", d.headers["sluice.error.code"], d.value))
+        .collect();
+    dead.sort();
+    dead.dedup();
+    dead
+}
+
+/// Stage one evolves the table's schema (it encodes, to refuse what the table cannot
+/// take, as one process would) while the dedup's stage writes the rows and evolves it for
+/// the same fields: whichever commits a change second reads its batch again against the
+/// new schema. Run concurrently (stage one in a thread, the dedup's members taking turns
+/// until it ends), and with stage one stopped after sending a batch whose fields it had
+/// not yet added.
+#[test]
+fn new_fields_evolve_the_table_once_whichever_stage_adds_them_first() {
+    let alone = evolving_engine("dedup-evolve-alone", false);
+    alone.run().unwrap();
+    let expected = (evolved_rows(&alone), outputs(&alone).1, refused(&alone));
+    // A whole number made the column a long: fractions are refused (Iceberg widens no
+    // long to a double), both copies of an event when refused before the dedup.
+    assert_eq!(refused(&alone).len(), 12);
+    assert_eq!(expected.0.len(), 61);
+    let fields = |row: &str| row.contains("\"referrer\":\"r") && row.contains("\"score\":4");
+    assert!(expected.0.iter().any(|r| fields(r) && r.contains("os1")));
+    for crash in [
+        None,
+        Some((CrashPoint::AfterDeadLetter, 3)),
+        Some((CrashPoint::AfterDeadLetter, 7)),
+    ] {
+        let engine = evolving_engine("dedup-evolve-members", true);
+        let plan = engine.config.plan();
+        let open = |stage: usize, partitions: &[i32], crash: Crash| {
+            let assignment = Assignment::new(partitions);
+            let config = &plan[stage].config;
+            let mut member = engine.open_member_as(config, &assignment, crash).unwrap();
+            member.take_stage(&engine.topics, &plan[stage]).unwrap();
+            assignment.set(partitions);
+            member
+        };
+        let member = |stage: usize, partitions: &[i32], crash: Crash| {
+            open(stage, partitions, crash).run(&Default::default())
+        };
+        if let Some((point, batch)) = crash {
+            let crashed = member(0, &[0, 1, 2], Crash::Fail(point, batch));
+            assert!(
+                matches!(crashed, Err(PipelineError::Crashed { .. })),
+                "{crashed:?}"
+            );
+            // The dedup's stage reads what stage one sent, fields it had not added yet.
+            let first = member(1, &[0, 1, 2], Crash::Never).unwrap();
+            assert_eq!(first.columns_added, 1, "{crash:?}");
+        }
+        let done = std::sync::atomic::AtomicBool::new(false);
+        let mut one = open(0, &[0, 1, 2], Crash::Never);
+        std::thread::scope(|scope| {
+            let one = scope.spawn(|| {
+                let ran = one.run(&Default::default());
+                done.store(true, std::sync::atomic::Ordering::SeqCst);
+                ran
+            });
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                member(1, &[0, 1], Crash::Never).unwrap();
+                member(1, &[2], Crash::Never).unwrap();
+            }
+            one.join().unwrap().unwrap();
+        });
+        member(1, &[0, 1, 2], Crash::Never).unwrap();
+        member(2, &[0, 1, 2], Crash::Never).unwrap();
+        let got = (evolved_rows(&engine), outputs(&engine).1, refused(&engine));
+        assert_eq!(got, expected, "{crash:?}");
+        assert_eq!(columns(&engine), columns(&alone), "{crash:?}");
+    }
 }
