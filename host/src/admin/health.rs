@@ -78,6 +78,11 @@ impl Health {
         }
     }
 
+    /// How long the loop may show nothing before it is called stuck.
+    pub fn stuck_after(&self) -> Duration {
+        self.stuck_after
+    }
+
     /// The loop made progress.
     pub fn beat(&self) {
         let now = self.origin.elapsed().as_millis() as u64;
@@ -143,9 +148,65 @@ impl Health {
     }
 }
 
+/// The later stages of a pipeline that crosses repartition topics (each a pipeline of its
+/// own, on a thread of the same process), by name: the admin API of stage one answers for
+/// them too.
+pub type Stages = Vec<(String, std::sync::Arc<Health>)>;
+
+/// Liveness of a pipeline and of its later `stages`: the first stuck one says why.
+pub fn live_all(main: &Health, stages: &Stages) -> Result<(), String> {
+    main.live()?;
+    for (name, health) in stages {
+        health
+            .live()
+            .map_err(|why| format!("stage `{name}`: {why}"))?;
+    }
+    Ok(())
+}
+
+/// Readiness of a pipeline serving as `role` and of its later `stages` (members of groups
+/// of their own): what the pipeline does, or why it or the first stage not ready is not.
+pub fn ready_all(main: &Health, role: Role, stages: &Stages) -> Result<&'static str, String> {
+    let what = main.ready(role)?;
+    if role == Role::Standby {
+        return Ok(what);
+    }
+    for (name, health) in stages {
+        health
+            .ready(Role::Member)
+            .map_err(|why| format!("stage `{name}`: {why}"))?;
+    }
+    Ok(what)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_later_stage_not_ready_or_stuck_makes_the_process_so() {
+        let main = Health::new(Duration::from_secs(60));
+        main.set(Readiness::Running);
+        let later = std::sync::Arc::new(Health::new(Duration::from_millis(150)));
+        let stages: Stages = vec![("p-w".into(), later.clone())];
+        assert_eq!(
+            ready_all(&main, Role::Member, &stages),
+            Err("stage `p-w`: starting".to_string())
+        );
+        later.set(Readiness::Running);
+        assert_eq!(ready_all(&main, Role::Member, &stages), Ok("ready"));
+        later.set(Readiness::Waiting("broker down".into()));
+        assert_eq!(
+            ready_all(&main, Role::Member, &stages),
+            Err("stage `p-w`: broker down".to_string())
+        );
+        assert!(live_all(&main, &stages).is_ok());
+        std::thread::sleep(Duration::from_millis(250));
+        main.beat();
+        let stuck = live_all(&main, &stages).unwrap_err();
+        assert!(stuck.starts_with("stage `p-w`: stuck"), "{stuck}");
+        assert!(live_all(&main, &Stages::new()).is_ok());
+    }
 
     #[test]
     fn liveness_fails_once_the_loop_is_quiet_past_the_bound() {

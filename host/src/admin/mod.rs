@@ -146,6 +146,8 @@ struct Shared {
     activations: Option<Activations>,
     /// Liveness and readiness, as the pipeline reports them.
     health: Arc<Health>,
+    /// Those of the pipeline's later stages, which this API answers for too.
+    later_stages: Mutex<self::health::Stages>,
     /// The pipeline's graph, for the console.
     topology: Mutex<Topology>,
     /// The last dead letters, for a caller with the token.
@@ -228,6 +230,7 @@ impl Admin {
             previous,
             activations,
             health: Arc::new(Health::new(config.stuck_after)),
+            later_stages: Mutex::new(Vec::new()),
             topology: Mutex::new(Topology::default()),
             dead_letters: Mutex::new(DeadLetters::default()),
         });
@@ -269,6 +272,19 @@ impl Admin {
     /// Where the pipeline reports its liveness and readiness (`/healthz`, `/readyz`).
     pub fn health(&self) -> &Arc<Health> {
         &self.shared.health
+    }
+
+    /// Where a later stage of the pipeline, `name`, reports its liveness and readiness:
+    /// `/healthz` and `/readyz` answer for it too, `/status` shows it.
+    pub fn watch_stage(&self, name: &str) -> Arc<Health> {
+        let health = Arc::new(Health::new(self.shared.health.stuck_after()));
+        let mut stages = self
+            .shared
+            .later_stages
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        stages.push((name.to_string(), health.clone()));
+        health
     }
 
     /// Shows what this process is to the pipeline now (`/status`'s `role`,

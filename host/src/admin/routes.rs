@@ -1,8 +1,8 @@
 //! The calls of the admin API, and what stands before the `POST` calls: the token check
 //! (before the body is read), the audit log, and the body limit.
 
-use std::collections::VecDeque;
 use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tower_http::limit::RequestBodyLimitLayer;
 
-use super::health::{Readiness, ReadinessChange};
+use super::health::{Readiness, ReadinessChange, live_all, ready_all};
 use super::metrics::Format;
 use super::persist::Activation;
 use super::{AUDIT_TARGET, Shared, Upload, lock};
@@ -202,7 +202,7 @@ async fn dead_letters(State(shared): State<Arc<Shared>>, request: Request) -> Re
 
 /// Liveness: 200 `ok`, or 503 saying how long the loop has been quiet.
 async fn healthz(State(shared): State<Arc<Shared>>) -> Response {
-    match shared.health.live() {
+    match live_all(&shared.health, &lock(&shared.later_stages)) {
         Ok(()) => text(StatusCode::OK, "ok\n".to_string()),
         Err(stuck) => text(StatusCode::SERVICE_UNAVAILABLE, format!("{stuck}\n")),
     }
@@ -211,7 +211,7 @@ async fn healthz(State(shared): State<Arc<Shared>>) -> Response {
 /// Readiness: 200 and what the process does, or 503 and why it is not ready.
 async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
     let role = *lock(&shared.role);
-    match shared.health.ready(role) {
+    match ready_all(&shared.health, role, &lock(&shared.later_stages)) {
         Ok(what) => text(StatusCode::OK, format!("{what}\n")),
         Err(why) => text(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -238,9 +238,16 @@ async fn status(State(shared): State<Arc<Shared>>) -> Response {
         readiness_changes: Vec<ReadinessChange>,
         partitions: &'a [String],
         recent: &'a VecDeque<Progress>,
+        /// The later stages' readiness, by name.
+        #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+        stages: BTreeMap<String, Readiness>,
     }
     let role = *lock(&shared.role);
     let readiness = shared.health.readiness();
+    let stages = lock(&shared.later_stages)
+        .iter()
+        .map(|(name, health)| (name.clone(), health.readiness()))
+        .collect();
     let recent = lock(&shared.recent);
     let partitions = match (role, recent.back()) {
         (Role::Standby, _) | (_, None) => &[][..],
@@ -255,6 +262,7 @@ async fn status(State(shared): State<Arc<Shared>>) -> Response {
             readiness_changes: shared.health.changes(),
             partitions,
             recent: &recent,
+            stages,
         },
     )
 }

@@ -51,6 +51,13 @@ pub struct TriggerConfig {
     /// size of the topic. A single record larger than the cap still makes a batch alone.
     #[serde(default = "default_max_bytes")]
     pub max_bytes: ByteSize,
+    /// Set on a stage that reads a repartition topic (not configurable): in `interval`
+    /// mode a batch starts as soon as records have arrived and stopped arriving for a
+    /// moment, not at the next interval (what the stage before sent waits a poll, not an
+    /// interval, per hop); the interval still bounds the time between two batches.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub follows: bool,
 }
 
 const fn default_mode() -> TriggerMode {
@@ -76,6 +83,7 @@ impl Default for TriggerConfig {
             interval: default_interval(),
             max_records: default_max_records(),
             max_bytes: default_max_bytes(),
+            follows: false,
         }
     }
 }

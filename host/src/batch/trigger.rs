@@ -50,7 +50,7 @@ pub fn drive<B: Batches>(
 ) -> Result<bool, B::Error> {
     let stopped = match trigger.mode {
         TriggerMode::AvailableNow => available_now(flush_at_end, batches, stop),
-        TriggerMode::Interval => interval(trigger.interval, batches, stop),
+        TriggerMode::Interval => interval(trigger, batches, stop),
     }?;
     batches.settle()?;
     Ok(stopped)
@@ -74,22 +74,32 @@ fn available_now<B: Batches>(
     Ok(false)
 }
 
+/// How often a following trigger asks whether records arrived while it waits.
+const POLL: Duration = Duration::from_millis(100);
+
 fn interval<B: Batches>(
-    every: Duration,
+    trigger: &TriggerConfig,
     batches: &mut B,
     stop: &AtomicBool,
 ) -> Result<bool, B::Error> {
+    let every = trigger.interval;
     let stopped = || stop.load(Ordering::Relaxed);
     let mut next_tick = Instant::now();
     loop {
         let mut waited = false;
+        let mut arrival = Arrival::default();
         while let Some(wait) = next_tick.checked_duration_since(Instant::now()) {
             if stopped() {
                 return Ok(true);
             }
             batches.idle();
             waited = true;
-            std::thread::sleep(wait.min(Duration::from_millis(100)));
+            if trigger.follows && arrival.settled(batches)? {
+                // Start now; the next interval counts from here.
+                next_tick = Instant::now();
+                break;
+            }
+            std::thread::sleep(wait.min(POLL));
         }
         if !waited {
             // Behind the interval (the brokers' answer alone can take longer): the idle
@@ -113,6 +123,28 @@ fn interval<B: Batches>(
     }
 }
 
+/// What a following trigger saw of its input while waiting: the end offsets of the last
+/// look, when records were waiting.
+#[derive(Default)]
+struct Arrival {
+    waiting: Option<Offsets>,
+}
+
+impl Arrival {
+    /// Whether records are waiting and no more arrived since the last look (the stage
+    /// before sends a batch's records in a burst: one batch takes the burst whole).
+    fn settled<B: Batches>(&mut self, batches: &mut B) -> Result<bool, B::Error> {
+        let ends = batches.end_offsets()?;
+        if batches.reached(&ends) {
+            self.waiting = None;
+            return Ok(false);
+        }
+        let settled = self.waiting.as_ref() == Some(&ends);
+        self.waiting = Some(ends);
+        Ok(settled)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,6 +160,10 @@ mod tests {
         /// How long the brokers take to give their end offsets.
         slow: Duration,
         idles: usize,
+        /// Records arriving later: from this instant on, the end is this.
+        later: Option<(Instant, i64)>,
+        /// Raised by the first batch.
+        batched: std::sync::Arc<AtomicBool>,
     }
 
     impl Batches for Fake {
@@ -135,6 +171,11 @@ mod tests {
 
         fn end_offsets(&mut self) -> Result<Offsets, ()> {
             std::thread::sleep(self.slow);
+            if let Some((at, end)) = self.later
+                && Instant::now() >= at
+            {
+                self.end = end;
+            }
             let mut o = Offsets::default();
             let tp = TopicPartition {
                 topic: "t".into(),
@@ -152,6 +193,7 @@ mod tests {
             let end = *ends.0.values().next().unwrap();
             self.at = (self.at + self.cap).min(end);
             self.log.push(format!("batch to {}", self.at));
+            self.batched.store(true, Ordering::Relaxed);
             Ok(self.stop_after.is_none_or(|n| self.log.len() < n))
         }
 
@@ -174,6 +216,8 @@ mod tests {
             stop_after: None,
             slow: Duration::ZERO,
             idles: 0,
+            later: None,
+            batched: Default::default(),
         }
     }
 
@@ -238,5 +282,39 @@ mod tests {
             "{} idles for {triggers} triggers",
             f.idles
         );
+    }
+
+    /// Records arriving 200 ms into an hour's interval: a following trigger (a stage
+    /// reading a repartition topic) takes them at once; another waits for the hour.
+    #[test]
+    fn a_following_trigger_starts_a_batch_once_records_arrive() {
+        for follows in [true, false] {
+            let trigger = TriggerConfig {
+                mode: TriggerMode::Interval,
+                interval: Duration::from_secs(3600),
+                follows,
+                ..TriggerConfig::default()
+            };
+            let mut f = fake(0, 10);
+            f.later = Some((Instant::now() + Duration::from_millis(200), 3));
+            let batched = f.batched.clone();
+            let stop = AtomicBool::new(false);
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    let until = Instant::now() + Duration::from_secs(if follows { 30 } else { 1 });
+                    while !batched.load(Ordering::Relaxed) && Instant::now() < until {
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
+                    stop.store(true, Ordering::Relaxed);
+                });
+                assert_eq!(drive(&trigger, false, &mut f, &stop), Ok(true));
+            });
+            let expected: &[&str] = if follows {
+                &["tick flush=false", "batch to 3", "tick flush=false"]
+            } else {
+                &["tick flush=false"]
+            };
+            assert_eq!(f.log, expected, "follows: {follows}");
+        }
     }
 }

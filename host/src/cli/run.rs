@@ -1,11 +1,14 @@
 //! `sluice run`: the main job.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, Sender};
 
 use anyhow::Context;
 use clap::Args;
 
+use crate::admin::health::Health;
 use crate::batch::TriggerMode;
 use crate::pipeline::config::repartition::Stage;
 use crate::pipeline::config::{ConfigError, PipelineConfig};
@@ -158,31 +161,34 @@ pub fn run(args: &RunArgs, stop: &AtomicBool) -> anyhow::Result<RunSummary> {
 
 /// A pipeline whose operators cross repartition topics (see
 /// [`crate::pipeline::config::repartition`]): each stage of its `plan` on a thread of its
-/// own; the first to fail stops the others. With `--available-now`, the stages run one
-/// after the other, each draining what the one before sent. Returns stage one's summary,
-/// with what the later stages wrote.
+/// own, running as soon as it is open (it opens once the stage before it is, which creates
+/// the topic it reads); the first to fail stops the others. With `--available-now`, the
+/// stages run one after the other, each draining what the one before sent. Returns stage
+/// one's summary, with what the later stages wrote.
 fn run_staged(
     config: &PipelineConfig,
     plan: Vec<Stage>,
     base: &std::path::Path,
     stop: &AtomicBool,
 ) -> anyhow::Result<RunSummary> {
-    let mut pipelines = Vec::new();
-    for stage in plan {
-        let name = stage.config.pipeline.name.clone();
-        let pipeline = Pipeline::open(stage.config.clone(), base)
-            .and_then(|mut p| p.take_stage(&KafkaTopics, &stage).map(|()| p))
-            .with_context(|| format!("cannot start pipeline `{name}`"))?;
-        pipelines.push((name, pipeline));
-    }
+    let open = |stage: &Stage| {
+        let name = &stage.config.pipeline.name;
+        Pipeline::open(stage.config.clone(), base)
+            .and_then(|mut p| p.take_stage(&KafkaTopics, stage).map(|()| p))
+            .with_context(|| format!("cannot start pipeline `{name}`"))
+    };
     let summaries = if config.trigger.mode == TriggerMode::AvailableNow {
+        let mut pipelines = Vec::new();
+        for stage in &plan {
+            pipelines.push((stage.config.pipeline.name.clone(), open(stage)?));
+        }
         let each = pipelines.into_iter().map(|(name, mut pipeline)| {
             let summary = pipeline.run(stop);
             summary.with_context(|| format!("pipeline `{name}` failed"))
         });
         each.collect::<anyhow::Result<Vec<_>>>()?
     } else {
-        concurrently(pipelines, stop)?
+        concurrently(&plan, &open, stop)?
     };
     let mut summaries = summaries.into_iter();
     let mut summary = summaries.next().unwrap_or_default();
@@ -197,10 +203,53 @@ fn run_staged(
     Ok(summary)
 }
 
-/// Runs `pipelines` on threads of their own until `stop` is raised or one fails (which
-/// stops the others); their summaries, in order.
+/// What each stage hands the next once open: where stage one's admin API watches the
+/// later stages (the first is the next one's), if it has one.
+type Watched = Option<Vec<Arc<Health>>>;
+
+/// Stage `i` of `plan`, on its thread: opened once the stage before it is (`after` says
+/// so), then tells the next (`opened`), then runs until `halt`. Stage one's admin API
+/// answers for the later stages' health.
+fn run_stage(
+    plan: &[Stage],
+    i: usize,
+    after: Option<Receiver<Watched>>,
+    opened: Sender<Watched>,
+    open: &(dyn Fn(&Stage) -> anyhow::Result<Pipeline> + Sync),
+    halt: &AtomicBool,
+) -> anyhow::Result<RunSummary> {
+    let name = &plan[i].config.pipeline.name;
+    let mut watched = match after {
+        Some(after) => after
+            .recv()
+            .map_err(|_| anyhow::anyhow!("pipeline `{name}`: an earlier stage did not start"))?,
+        None => None,
+    };
+    let mut pipeline = open(&plan[i])?;
+    if i == 0 {
+        let later = plan[1..].iter().map(|s| &s.config.pipeline.name);
+        watched = pipeline
+            .admin()
+            .map(|admin| later.map(|n| admin.watch_stage(n)).collect());
+    } else if let Some(health) = watched
+        .as_mut()
+        .filter(|w| !w.is_empty())
+        .map(|w| w.remove(0))
+    {
+        pipeline.report_health(health);
+    }
+    let _ = opened.send(watched);
+    let ran = pipeline.run(halt);
+    ran.with_context(|| format!("pipeline `{name}` failed"))
+}
+
+/// Runs the stages of `plan` on threads of their own until `stop` is raised or one fails
+/// (which stops the others); their summaries, in order. Each stage is opened (`open`) on
+/// its thread once the stage before it is open, and runs at once: a stage does not wait
+/// for the later ones to join their groups.
 fn concurrently(
-    pipelines: Vec<(String, Pipeline)>,
+    plan: &[Stage],
+    open: &(dyn Fn(&Stage) -> anyhow::Result<Pipeline> + Sync),
     stop: &AtomicBool,
 ) -> anyhow::Result<Vec<RunSummary>> {
     let halt = AtomicBool::new(false);
@@ -214,17 +263,20 @@ fn concurrently(
                 std::thread::sleep(std::time::Duration::from_millis(100));
             }
         });
-        let spawn = |name: String, mut pipeline: Pipeline| {
+        let mut before: Option<Receiver<Watched>> = None;
+        let mut handles = Vec::new();
+        for i in 0..plan.len() {
+            let (opened, next) = std::sync::mpsc::channel();
+            let after = before.replace(next);
             let halt = &halt;
-            scope.spawn(move || {
-                let result = pipeline.run(halt);
+            handles.push(scope.spawn(move || {
+                let result = run_stage(plan, i, after, opened, open, halt);
                 if result.is_err() {
                     halt.store(true, Ordering::Relaxed);
                 }
-                result.with_context(|| format!("pipeline `{name}` failed"))
-            })
-        };
-        let handles: Vec<_> = pipelines.into_iter().map(|(n, p)| spawn(n, p)).collect();
+                result
+            }));
+        }
         let joined = |h: std::thread::ScopedJoinHandle<'_, anyhow::Result<RunSummary>>| {
             h.join()
                 .map_err(|_| anyhow::anyhow!("a pipeline's thread panicked"))?

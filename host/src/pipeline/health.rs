@@ -28,25 +28,24 @@ const CATALOG_AWAY: &str = "the catalog does not answer";
 impl Pipeline {
     /// The loop made progress.
     pub(super) fn beat(&self) {
-        if let Some(admin) = &self.admin {
-            admin.health().beat();
+        if let Some(health) = &self.health {
+            health.beat();
         }
     }
 
     /// The loop made progress and is now doing what `readiness` says.
     pub(super) fn set_readiness(&self, readiness: Readiness) {
-        if let Some(admin) = &self.admin {
-            admin.health().set(readiness);
+        if let Some(health) = &self.health {
+            health.set(readiness);
         }
     }
 
     /// The brokers answered a trigger's look: ready, unless the catalog is away (its own
     /// look, or a committed batch, says when it is back).
     pub(super) fn brokers_answered(&self) {
-        let Some(admin) = &self.admin else {
+        let Some(health) = &self.health else {
             return;
         };
-        let health = admin.health();
         if catalog_away(&health.readiness()) {
             health.beat();
         } else {
@@ -58,10 +57,9 @@ impl Pipeline {
     /// reads the table's metadata again, so that a catalog outage shows on `/readyz` before
     /// a batch meets it, and its end too.
     pub(super) fn look_at_catalog(&mut self) {
-        let Some(admin) = &self.admin else {
+        let Some(health) = self.health.clone() else {
             return;
         };
-        let health = admin.health().clone();
         let away = catalog_away(&health.readiness());
         let every = if away { CATALOG_RELOOK } else { CATALOG_LOOK };
         if self.catalog_looked.elapsed() < every {

@@ -106,6 +106,9 @@ pub struct Pipeline {
     /// A batch planned but not committed before a crash: it runs first, exactly.
     replay: Option<Plan>,
     admin: Option<Admin>,
+    /// Where the loop reports its liveness and readiness: the admin API's, or the one
+    /// stage one's admin API watches for this later stage.
+    health: Option<std::sync::Arc<crate::admin::health::Health>>,
     summary: RunSummary,
     /// Who runs an event-time pipeline shared by processes (`None`: this one does).
     election: Option<Box<dyn Election>>,
@@ -187,6 +190,12 @@ impl Pipeline {
         self.admin.as_ref()
     }
 
+    /// Reports liveness and readiness to `health` (a later stage, without an admin API of
+    /// its own: stage one's answers for it, see [`Admin::watch_stage`]).
+    pub fn report_health(&mut self, health: std::sync::Arc<crate::admin::health::Health>) {
+        self.health = Some(health);
+    }
+
     /// Runs until the trigger says to stop (`available-now`) or `stop` is raised; with an
     /// election, only while this process is the active one ([`standby`]).
     pub fn run(&mut self, stop: &AtomicBool) -> Result<RunSummary, PipelineError> {
@@ -215,7 +224,7 @@ impl Pipeline {
             self.set_readiness(Readiness::Waiting(reason));
             self.summary.faults_retried += 1;
             self.outputs.abandon();
-            let health = self.admin.as_ref().map(|a| a.health().clone());
+            let health = self.health.clone();
             let beat = || health.iter().for_each(|h| h.beat());
             if !faults::pause(wait, stop, &mut brokers, &beat) {
                 self.summary.stopped = true;

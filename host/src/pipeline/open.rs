@@ -219,6 +219,7 @@ impl Pipeline {
             crash: parts.crash,
             run: crate::checkpoint::run_id(),
             replay: None,
+            health: admin.as_ref().map(|a| a.health().clone()),
             admin,
             summary: RunSummary::default(),
             role: match (&parts.election, config_mode) {

@@ -7,7 +7,9 @@
 use std::time::Duration;
 
 use serde_json::Value;
-use sluice_tests::fixture::{Running, Setup, text};
+use sluice_tests::fixture::{Setup, text};
+
+use crate::hot_swap::http;
 
 use super::partitions::{BY_USER, TO_THE_END, last_run_alone, produce, rows_differ, wait_for_rows};
 
@@ -27,6 +29,9 @@ group-by = ["event_type"]
 size = "5s"
 iceberg = { table = "type_minutes" }
 aggregates = [{ name = "events", fn = "count" }, { name = "users", fn = "distinct-count", field = "user_id" }]
+
+[admin]
+listen = "${SLUICE_ADMIN_LISTEN:-127.0.0.1:0}"
 "#
 }
 
@@ -79,8 +84,25 @@ fn members_count_by_a_field_the_source_is_not_keyed_by_as_one_process_does() {
     // Two members, one killed and replaced while they work; then a last run, alone in a
     // group of its own, drains both stages and flushes the windows still open.
     let s = by_type("repartition-members");
-    let mut members: Vec<Running> = (0..2).map(|_| s.start(&["run"], &[])).collect();
+    let admin = format!("127.0.0.1:{}", sluice_tests::free_port());
+    let mut members = vec![s.start(&["run"], &[("SLUICE_ADMIN_LISTEN", &admin)])];
+    members.push(s.start(&["run"], &[]));
     wait_for_rows(&s, events / 3, &mut members);
+    // Stage one's admin API answers for stage two too (a brief wait after a rebalance
+    // aside: within 30 s).
+    let probe = |path| http(&admin, "GET", path, None, b"", None);
+    let stage_two = || {
+        let status: Value = serde_json::from_str(&probe("/status").1).unwrap();
+        status["stages"]["by-type-type-minutes"].clone()
+    };
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    while (stage_two()["state"] != "running" || probe("/readyz").0 != 200)
+        && std::time::Instant::now() < until
+    {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(stage_two()["state"], "running", "{}", stage_two());
+    assert_eq!(probe("/readyz"), (200, "ready\n".to_string()));
     let _ = members.remove(0).kill();
     members.push(s.start(&["run"], &[]));
     wait_for_rows(&s, events, &mut members);

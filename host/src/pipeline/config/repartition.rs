@@ -174,7 +174,7 @@ impl PipelineConfig {
 
     /// This pipeline reading `r`'s topic: named after its operator (`<pipeline>-<operator>`,
     /// and its group), keyed by its key, without what ran before the topic (plugin stages,
-    /// their lookups) nor an admin server.
+    /// their lookups) nor an admin server, its batches starting as records arrive.
     fn reading(&self, r: &RepartitionTopic) -> PipelineConfig {
         let mut two = self.clone();
         two.pipeline.name = format!("{}-{}", self.pipeline.name, r.operator);
@@ -186,6 +186,7 @@ impl PipelineConfig {
         two.stages.clear();
         two.lookups.clear();
         two.admin = None;
+        two.trigger.follows = true;
         two
     }
 }
@@ -226,6 +227,8 @@ mod tests {
         assert_eq!(two.source.keyed_by.as_deref(), Some("type"));
         assert!(two.dedup.is_none() && two.stages.is_empty());
         assert_eq!(two.windows.len(), 1);
+        // Stage two starts a batch as records arrive; stage one keeps the interval.
+        assert!(two.trigger.follows && !c.stage_one().trigger.follows);
         // Both stages are pipelines of their own, checked as such.
         for stage in [c.stage_one(), two] {
             assert_eq!(stage.check(), Ok(()), "{}", stage.pipeline.name);

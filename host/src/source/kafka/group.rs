@@ -154,9 +154,10 @@ impl super::KafkaSource {
             self.wait_for_assignment()?;
         }
         let owned = self.owned();
+        let watermarks = self.watermarks_of(&owned)?;
         let mut positions = Offsets::default();
         for tp in owned {
-            let next = self.start_position(&tp, resume)?;
+            let next = self.start_position(&tp, resume, watermarks.get(&tp).copied())?;
             positions.set(tp, next);
         }
         self.consumer.context().membership().changed = false;

@@ -23,11 +23,21 @@ impl KafkaSource {
     ) -> Result<Vec<Mismatch>, SourceError> {
         let mut mismatches = Vec::new();
         let mut wanted: BTreeMap<TopicPartition, Fingerprint> = BTreeMap::new();
+        let ours: Vec<TopicPartition> = last
+            .0
+            .keys()
+            .filter(|tp| self.topics.contains(&tp.topic))
+            .cloned()
+            .collect();
+        let watermarks = self.watermarks_of(&ours)?;
         for (tp, f) in &last.0 {
             if !self.topics.contains(&tp.topic) {
                 continue;
             }
-            let (low, high) = self.watermarks(tp)?;
+            let (low, high) = match watermarks.get(tp) {
+                Some(&known) => known,
+                None => self.watermarks(tp)?,
+            };
             if f.offset >= high {
                 mismatches.push(Mismatch {
                     partition: tp.clone(),
