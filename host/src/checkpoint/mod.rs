@@ -50,6 +50,12 @@ pub const REPARTITION_SEEN: &str = "sluice.repartition-seen";
 /// (`topic/partition` → key), merged at commit time: a batch replayed after a crash finds
 /// its key there and lands once (see `iceberg::fence`).
 pub const BATCH_KEYS: &str = "sluice.batch-keys";
+/// Snapshot summary key of a window commit of a group member: what [`BATCH_KEYS`] recorded
+/// for the batch's partitions before it (`topic/partition` → entry, or `null`), so that the
+/// commit can be taken back if its batch never reaches the main table.
+pub const BATCH_KEYS_BEFORE: &str = "sluice.batch-keys-before";
+/// Snapshot summary key of a snapshot that took back a window commit: its commit id.
+pub const UNDONE: &str = "sluice.undone";
 
 /// `ours` (a JSON object of texts, keyed by partition) on top of `last` (the same, from the
 /// last commit); an unreadable `last` counts as empty, an unreadable `ours` is kept as is.

@@ -1,7 +1,7 @@
 //! Committing a batch's files with the pipeline's commit mark, behind a [`Fence`], and
 //! finding the last mark.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use iceberg::ErrorKind;
@@ -13,8 +13,8 @@ use super::fence::{Fence, Fenced, PinnedCatalog};
 use super::marks::{mark_property, mark_property_value};
 use super::{IcebergError, IcebergTable};
 use crate::checkpoint::{
-    BATCH_KEYS, CommitMark, MERGED_BY_PARTITION, PIPELINE, PLANNED_BATCH, RUN, STATE_SHARES,
-    merged_by_partition,
+    BATCH_KEYS, BATCH_KEYS_BEFORE, CommitMark, MERGED_BY_PARTITION, PIPELINE, PLANNED_BATCH, RUN,
+    STATE_SHARES, merged_by_partition,
 };
 use crate::retry::Backoff;
 
@@ -124,6 +124,9 @@ impl IcebergTable {
             if let Some(keys) = fence.batch_keys() {
                 properties.insert(BATCH_KEYS.to_string(), keys);
             }
+            if let Some(before) = self.keys_before_commit(&planned.pipeline, fence)? {
+                properties.insert(BATCH_KEYS_BEFORE.to_string(), before);
+            }
             if matches!(fence, Fence::Owns { .. } | Fence::Keyed { .. }) {
                 self.merge_by_partition(&planned.pipeline, &mut properties)?;
                 properties.insert(PLANNED_BATCH.to_string(), planned.batch_id.to_string());
@@ -146,6 +149,26 @@ impl IcebergTable {
             Some(mark) => Ok(Landed::Committed { retries, mark }),
             None => Err(self.not_committed(planned, None)),
         }
+    }
+
+    /// For [`Fence::Keyed`]: what the pipeline's last commit records for the batch's
+    /// partitions (`sluice.batch-keys-before`, JSON), the base the commit lands on.
+    fn keys_before_commit(
+        &self,
+        pipeline: &str,
+        fence: &Fence,
+    ) -> Result<Option<String>, IcebergError> {
+        let Fence::Keyed { partitions, .. } = fence else {
+            return Ok(None);
+        };
+        let last = self.last_mark_properties(pipeline)?.unwrap_or_default();
+        let recorded: BTreeMap<String, String> = last
+            .get(BATCH_KEYS)
+            .and_then(|k| serde_json::from_str(k).ok())
+            .unwrap_or_default();
+        let before: BTreeMap<&String, Option<&String>> =
+            partitions.keys().map(|p| (p, recorded.get(p))).collect();
+        Ok(serde_json::to_string(&before).ok())
     }
 
     /// For [`Fence::Keyed`]: whether the pipeline's last commit records the batch's key

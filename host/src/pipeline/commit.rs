@@ -101,7 +101,10 @@ impl Pipeline {
         for (step, points) in SEQUENCE {
             let t = Instant::now();
             let (done, cpu) = cpu::in_process(|| self.commit_step(step, prepared, &mut committed));
-            done?;
+            if let Err(error) = done {
+                self.undo_if_fenced(step, &error);
+                return Err(error);
+            }
             let spent = t.elapsed();
             match step {
                 CommitStep::Stage => (committed.write, committed.write_cpu) = (spent, cpu),
@@ -124,12 +127,24 @@ impl Pipeline {
         Ok(committed)
     }
 
+    /// A group member's batch fenced off a window table or the main table after some of
+    /// its window commits landed will never count: they are taken back (see
+    /// [`crate::iceberg::IcebergTable::undo_keyed`]).
+    fn undo_if_fenced(&mut self, step: CommitStep, error: &PipelineError) {
+        let late = matches!(step, CommitStep::CommitOutputs | CommitStep::Checkpoint);
+        let fenced = matches!(error, PipelineError::Output(crate::sink::OutputError::Table { error, .. })
+            if matches!(**error, crate::iceberg::IcebergError::Fenced { .. }));
+        if late && self.tasks.is_some() && fenced {
+            self.outputs.undo_others();
+        }
+    }
+
     /// Whether a batch passes `point`: the state point only with a plan (and a state file
     /// with event time), the window point only with windows or joins.
     fn passes(&self, point: CrashPoint, committed: &Committed) -> bool {
         match point {
             CrashPoint::AfterState => committed.planned,
-            CrashPoint::AfterWindowCommit => {
+            CrashPoint::AfterWindowCommit | CrashPoint::AfterFenceCheck => {
                 !self.config.windows.is_empty() || !self.config.joins.is_empty()
             }
             _ => true,
@@ -151,6 +166,13 @@ impl Pipeline {
                 if self.tasks.is_some() {
                     let table = self.outputs.table_mut();
                     table.check_fence(&prepared.mark, &prepared.fence)?;
+                    if self.passes(CrashPoint::AfterFenceCheck, committed) {
+                        let (point, batch_id) =
+                            (CrashPoint::AfterFenceCheck, prepared.mark.batch_id);
+                        self.crash
+                            .at(point, batch_id)
+                            .map_err(|point| PipelineError::Crashed { point, batch_id })?;
+                    }
                 }
                 let fence = self.outputs_fence(&prepared.plan, &prepared.fence);
                 let commit = Commit {

@@ -11,6 +11,10 @@ pub enum CrashPoint {
     AfterWrite,
     /// The dead letters and every other topic acknowledged; nothing committed.
     AfterDeadLetter,
+    /// With state by partition and window tables: the table still records the batch's
+    /// partitions where it started (checked); the window tables not yet committed. Not in
+    /// [`CrashPoint::ALL`]: only such batches pass it.
+    AfterFenceCheck,
     /// With window tables: they committed the batch, the main table did not.
     AfterWindowCommit,
     /// The table committed; the group offsets and old state files not yet done.
@@ -33,6 +37,7 @@ impl CrashPoint {
             CrashPoint::AfterState => "after-state",
             CrashPoint::AfterWrite => "after-write",
             CrashPoint::AfterDeadLetter => "after-dead-letter",
+            CrashPoint::AfterFenceCheck => "after-fence-check",
             CrashPoint::AfterWindowCommit => "after-window-commit",
             CrashPoint::AfterCommit => "after-commit",
         }
@@ -159,7 +164,10 @@ impl Crash {
 fn parse(value: &str) -> Option<(CrashPoint, Option<u64>, Option<u64>)> {
     let mut parts = value.split(':');
     let point = parts.next()?;
-    let point = CrashPoint::ALL.into_iter().find(|p| p.name() == point)?;
+    let mut points = CrashPoint::ALL
+        .into_iter()
+        .chain([CrashPoint::AfterFenceCheck]);
+    let point = points.find(|p| p.name() == point)?;
     let batch = match parts.next()? {
         "*" => None,
         id => Some(id.parse().ok()?),
@@ -177,6 +185,10 @@ mod tests {
         assert_eq!(
             parse("after-write:3"),
             Some((CrashPoint::AfterWrite, Some(3), None))
+        );
+        assert_eq!(
+            parse("after-fence-check:*:500"),
+            Some((CrashPoint::AfterFenceCheck, None, Some(500)))
         );
         assert_eq!(
             parse("after-commit:2:1500"),

@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 
 use arrow_array::RecordBatch;
+use iceberg::spec::DataFile;
 
 use super::topic::{Outgoing, Topic, Topics};
 use super::{Commit, Delivered, Output, OutputError, Results, send_to};
@@ -53,6 +54,9 @@ pub struct Derived<R: DerivedRow> {
     index: usize,
     topic: Option<Box<dyn Topic>>,
     table: Option<(IcebergTable, Encoder)>,
+    /// The last keyed commit this output made, to take back if its batch is fenced off
+    /// the main table: the mark it landed with, the batch's key, the files it added.
+    landed: Option<(CommitMark, String, Vec<DataFile>)>,
 }
 
 impl<R: DerivedRow> std::fmt::Debug for Derived<R> {
@@ -98,6 +102,7 @@ impl<R: DerivedRow> Derived<R> {
             index,
             topic,
             table,
+            landed: None,
         })
     }
 
@@ -185,6 +190,7 @@ impl<R: DerivedRow> Output for Derived<R> {
     /// unless the table already holds this batch (a replay after a crash). A batch without
     /// rows is not committed.
     fn commit(&mut self, results: &Results, commit: Commit<'_>) -> Result<Delivered, OutputError> {
+        self.landed = None;
         let rows = self.rows(results);
         if self.table.is_none() || rows.is_empty() {
             return Ok(Delivered::default());
@@ -200,7 +206,28 @@ impl<R: DerivedRow> Output for Derived<R> {
         let batch = self.encode(rows, mark.batch_id)?;
         let table = self.derived_table().expect("checked above");
         let fence = if keyed { commit.fence } else { &Fence::NotHeld };
-        table.commit(batch, mark, fence)
+        let (delivered, landed) = table.commit(batch, mark, fence)?;
+        if let (Fence::Keyed { key, .. }, Some((mark, files))) = (fence, landed) {
+            self.landed = Some((mark, key.clone(), files));
+        }
+        Ok(delivered)
+    }
+
+    fn undo(&mut self) -> Result<bool, OutputError> {
+        let Some((mark, key, files)) = self.landed.take() else {
+            return Ok(false);
+        };
+        let (kind, name) = (R::KIND, R::name(&self.config));
+        let Some((table, _)) = self.table.as_mut() else {
+            return Ok(false);
+        };
+        let undone = table
+            .undo_keyed(&mark, &key, &files)
+            .map_err(|e| table_error(kind, name, e))?;
+        if undone {
+            tracing::warn!(output = %format!("{kind} `{name}`"), commit_id = %mark.commit_id(), rows = files.iter().map(DataFile::record_count).sum::<u64>(), "the batch was fenced off the main table after its window commit: its rows were taken back");
+        }
+        Ok(undone)
     }
 
     fn expire_snapshots(&mut self, cutoff_ms: i64, retain_last: usize) -> Result<u64, OutputError> {
@@ -246,6 +273,9 @@ fn send_json(
     send_to(topic, output, outgoing)
 }
 
+/// A commit that landed: the mark it landed with and the files it added.
+type Landing = (CommitMark, Vec<DataFile>);
+
 /// A derived output's table, named for logs and errors as `KIND `NAME``.
 struct DerivedTable<'a> {
     /// What the table holds: `window` or `join`.
@@ -258,13 +288,14 @@ struct DerivedTable<'a> {
 
 impl DerivedTable<'_> {
     /// Appends `batch` in one commit carrying `mark` behind `fence` (a table that turns out
-    /// to hold the batch already, committed by another attempt, is left as it is).
+    /// to hold the batch already, committed by another attempt, is left as it is). Returns
+    /// too, if this commit landed it, the mark it landed with and the files it added.
     fn commit(
         self,
         batch: RecordBatch,
         mark: &CommitMark,
         fence: &Fence,
-    ) -> Result<Delivered, OutputError> {
+    ) -> Result<(Delivered, Option<Landing>), OutputError> {
         let error = |e| table_error(self.kind, self.name, e);
         let written = self
             .table
@@ -276,16 +307,20 @@ impl DerivedTable<'_> {
             bytes: written.bytes,
             retries: 0,
         };
+        let files = written.files.clone();
         let landed = self
             .table
             .commit(written.files, mark, HashMap::new(), fence)
             .map_err(error)?;
         Ok(match landed {
-            Landed::Committed { retries, .. } => Delivered {
-                retries: u64::from(retries),
-                ..delivered
-            },
-            Landed::AlreadyHeld => held(self.kind, self.name, mark.batch_id),
+            Landed::Committed { retries, mark } => (
+                Delivered {
+                    retries: u64::from(retries),
+                    ..delivered
+                },
+                Some((mark, files)),
+            ),
+            Landed::AlreadyHeld => (held(self.kind, self.name, mark.batch_id), None),
         })
     }
 

@@ -164,6 +164,14 @@ pub trait Output: Send {
         let _ = mark;
     }
 
+    /// Takes back what [`Output::commit`] made visible of the batch it was last given,
+    /// keyed by a group member's batch (see [`crate::iceberg::IcebergTable::undo_keyed`]):
+    /// the batch was then fenced off the main table and will never count. Returns whether
+    /// there was something to take back.
+    fn undo(&mut self) -> Result<bool, OutputError> {
+        Ok(false)
+    }
+
     /// The latest batch of `pipeline` that this output holds exactly once, if it keeps
     /// commit marks (tables); checked at start against the main table.
     fn held_batch(&self, pipeline: &str) -> Result<Option<u64>, OutputError> {
@@ -295,6 +303,23 @@ impl Outputs {
             output.commit(results, commit)?;
         }
         Ok(())
+    }
+
+    /// After a fence: takes back what the other outputs committed of the batch (each
+    /// failure is logged: the table then fences the partitions' later batches, see the
+    /// scale-out chapter). Returns how many took something back.
+    pub fn undo_others(&mut self) -> usize {
+        let mut undone = 0;
+        for output in &mut self.others {
+            match output.undo() {
+                Ok(true) => undone += 1,
+                Ok(false) => {}
+                Err(error) => {
+                    tracing::error!(output = %output.name(), %error, "cannot take back a window commit of a fenced batch");
+                }
+            }
+        }
+        undone
     }
 
     /// Step 4: the table's commit, the checkpoint.

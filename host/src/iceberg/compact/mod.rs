@@ -37,6 +37,7 @@ mod replace;
 mod rewrite;
 #[cfg(test)]
 mod tests;
+mod undo;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -214,6 +215,7 @@ impl IcebergTable {
             removed: Vec::new(),
             added: Vec::new(),
             properties: HashMap::from([(COMPACTED_BY.to_string(), self.run_id.clone())]),
+            table_properties: HashMap::new(),
             built: None,
             stale: Vec::new(),
             read: ManifestsRead::new(),

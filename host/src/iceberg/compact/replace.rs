@@ -37,6 +37,8 @@ pub(super) struct Replace {
     pub added: Vec<(i32, DataFile)>,
     /// Summary properties beside Iceberg's own.
     pub properties: HashMap<String, String>,
+    /// Table properties the snapshot sets too (in the same metadata change).
+    pub table_properties: HashMap<String, String>,
     /// The manifests of the change, once written: kept across attempts while the
     /// manifests they replace are still the table's.
     pub built: Option<Built>,
@@ -82,20 +84,31 @@ pub(super) struct ReplaceAction {
 impl ReplaceAction {
     /// Adds `snapshot` to the table described by `metadata` and makes it the main
     /// branch's head, if the head is still its parent.
-    fn new(metadata: &TableMetadata, snapshot: Snapshot, written: Vec<String>) -> Self {
+    fn new(
+        metadata: &TableMetadata,
+        snapshot: Snapshot,
+        written: Vec<String>,
+        properties: &HashMap<String, String>,
+    ) -> Self {
         let snapshot_id = snapshot.snapshot_id();
         let parent = snapshot.parent_snapshot_id();
+        let mut updates = vec![
+            TableUpdate::AddSnapshot { snapshot },
+            TableUpdate::SetSnapshotRef {
+                ref_name: MAIN_BRANCH.to_string(),
+                reference: SnapshotReference::new(
+                    snapshot_id,
+                    SnapshotRetention::branch(None, None, None),
+                ),
+            },
+        ];
+        if !properties.is_empty() {
+            updates.push(TableUpdate::SetProperties {
+                updates: properties.clone(),
+            });
+        }
         ReplaceAction {
-            updates: vec![
-                TableUpdate::AddSnapshot { snapshot },
-                TableUpdate::SetSnapshotRef {
-                    ref_name: MAIN_BRANCH.to_string(),
-                    reference: SnapshotReference::new(
-                        snapshot_id,
-                        SnapshotRetention::branch(None, None, None),
-                    ),
-                },
-            ],
+            updates,
             requirements: vec![
                 TableRequirement::UuidMatch {
                     uuid: metadata.uuid(),
@@ -179,6 +192,7 @@ impl Replace {
             metadata,
             snapshot,
             building.written,
+            &self.table_properties,
         )))
     }
 

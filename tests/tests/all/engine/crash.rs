@@ -44,7 +44,7 @@ fn visible(engine: &Engine) -> Visible {
 fn expected(point: CrashPoint) -> Visible {
     let (dead_letters, window_topic, window_table, table) = match point {
         CrashPoint::AfterState | CrashPoint::AfterWrite => (false, false, false, false),
-        CrashPoint::AfterDeadLetter => (true, true, false, false),
+        CrashPoint::AfterDeadLetter | CrashPoint::AfterFenceCheck => (true, true, false, false),
         CrashPoint::AfterWindowCommit => (true, true, true, false),
         CrashPoint::AfterCommit => (true, true, true, true),
     };

@@ -289,3 +289,57 @@ fn a_member_frozen_while_another_committed_its_partitions_state_is_fenced_off() 
     // The state the table names is whole.
     member(&engine, &[0, 1, 2], Crash::Never).unwrap();
 }
+
+/// A member held after checking the table's fence and before its window commits, while
+/// another takes its partitions and commits a batch that commits one window table
+/// (`sessions`) and not the other: the held member's `minutes` commit lands, `sessions`
+/// fences its batch off, and it takes its `minutes` rows back (the other member emits
+/// those windows again, later). Left there, they would fence every later batch of the
+/// partition off `minutes`.
+#[test]
+fn a_member_frozen_before_its_window_commit_adds_no_rows_once_its_partitions_moved_on() {
+    use sluice::batch::trigger::Batches;
+    let expected = alone("partitions-window-fence");
+    let engine = engine("partitions-window-fence");
+    crash_alone(&engine, CrashPoint::AfterCommit, 3);
+    let every = Assignment::new(&[0, 1, 2]);
+    // b reads one record a batch: its batch closes no window.
+    let mut small = engine.config.clone();
+    small.trigger.max_records = 1;
+    let b = engine.open_member_as(&small, &every, Crash::Never).unwrap();
+    let b = std::sync::Mutex::new(Some(b));
+    let hook: sluice::pipeline::crash::Hook = std::sync::Arc::new(move |point, _| {
+        if point != CrashPoint::AfterFenceCheck {
+            return;
+        }
+        let Some(mut b) = b.lock().unwrap().take() else {
+            return;
+        };
+        let ends = b.end_offsets().unwrap();
+        assert!(b.batch(&ends, &Default::default()).unwrap());
+    });
+    let mut a = engine.open_member(&every, Crash::Hook(hook)).unwrap();
+    // A window table that kept a's rows would fence its every later batch: a stops after
+    // a minute then, rather than never.
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let summary = std::thread::scope(|scope| {
+        let ran = scope.spawn(|| a.run(&stop));
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !ran.is_finished() && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        ran.join().unwrap().unwrap()
+    });
+    assert!(!summary.stopped, "fenced over and over: {summary:?}");
+    assert_eq!(summary.batches_fenced, 1, "{summary:?}");
+    // a's commit to `minutes` landed, then `sessions` fenced the batch off: a took its
+    // minutes rows back.
+    let minutes = engine.table(Some("minutes"));
+    let undone = minutes.table().metadata().snapshots().filter(|s| {
+        let props = &s.summary().additional_properties;
+        props.contains_key("sluice.undone")
+    });
+    assert_eq!(undone.count(), 1);
+    assert_eq!(outputs(&engine), expected);
+}
