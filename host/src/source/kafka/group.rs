@@ -157,7 +157,7 @@ impl super::KafkaSource {
         let watermarks = self.watermarks_of(&owned)?;
         let mut positions = Offsets::default();
         for tp in owned {
-            let next = self.start_position(&tp, resume, watermarks.get(&tp).copied())?;
+            let next = self.start_position(&tp, resume, self.watermark(&watermarks, &tp)?)?;
             positions.set(tp, next);
         }
         self.consumer.context().membership().changed = false;

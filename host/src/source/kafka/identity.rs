@@ -34,10 +34,7 @@ impl KafkaSource {
             if !self.topics.contains(&tp.topic) {
                 continue;
             }
-            let (low, high) = match watermarks.get(tp) {
-                Some(&known) => known,
-                None => self.watermarks(tp)?,
-            };
+            let (low, high) = self.watermark(&watermarks, tp)?;
             if f.offset >= high {
                 mismatches.push(Mismatch {
                     partition: tp.clone(),

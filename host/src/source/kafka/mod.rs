@@ -244,6 +244,18 @@ impl KafkaSource {
         Ok(found)
     }
 
+    /// `tp`'s earliest and end offsets: as `known` has them, else asked alone.
+    fn watermark(
+        &self,
+        known: &Watermarks,
+        tp: &TopicPartition,
+    ) -> Result<(i64, i64), SourceError> {
+        match known.get(tp) {
+            Some(&both) => Ok(both),
+            None => self.watermarks(tp),
+        }
+    }
+
     fn watermarks(&self, tp: &TopicPartition) -> Result<(i64, i64), SourceError> {
         Self::request(
             || format!("reading end offsets of {tp}"),
@@ -290,7 +302,7 @@ impl KafkaSource {
         let watermarks = self.watermarks_of(&partitions)?;
         let mut positions = Offsets::default();
         for tp in partitions {
-            let next = self.start_position(&tp, resume, watermarks.get(&tp).copied())?;
+            let next = self.start_position(&tp, resume, self.watermark(&watermarks, &tp)?)?;
             positions.set(tp, next);
         }
         self.positions = positions;
@@ -301,17 +313,13 @@ impl KafkaSource {
     /// Where a partition starts: where the table says (`resume`), or where a brand-new
     /// pipeline starts. A stored offset past the end (another topic) or before the
     /// earliest record (deleted by retention) is data loss: see [`Self::lost`].
-    /// `watermarks`: the partition's earliest and end offsets, if known (else asked).
+    /// `(low, high)`: the partition's earliest and end offsets.
     fn start_position(
         &mut self,
         tp: &TopicPartition,
         resume: Option<&Offsets>,
-        watermarks: Option<(i64, i64)>,
+        (low, high): (i64, i64),
     ) -> Result<i64, SourceError> {
-        let (low, high) = match watermarks {
-            Some(known) => known,
-            None => self.watermarks(tp)?,
-        };
         let Some(next) = resume.and_then(|r| r.get(tp)) else {
             return Ok(match (resume, self.config.starting_offsets) {
                 (None, StartingOffsets::Latest) => high,
@@ -360,10 +368,7 @@ impl KafkaSource {
         let partitions: Vec<TopicPartition> = positions.0.keys().cloned().collect();
         let watermarks = self.watermarks_of(&partitions)?;
         for (tp, &next) in &positions.0 {
-            let (low, high) = match watermarks.get(tp) {
-                Some(&known) => known,
-                None => self.watermarks(tp)?,
-            };
+            let (low, high) = self.watermark(&watermarks, tp)?;
             let error = if next < low {
                 data_loss(tp, next, low)
             } else if next > high {
