@@ -375,6 +375,38 @@ impl Tasks {
     }
 }
 
+/// Whether the batch `ours` (`same` tells a plan of it, as planned or replayed on some
+/// partitions) may still be committed on one of its partitions of the home topic: one
+/// that the main table's last commit (`positions`, `shares`) records where the batch
+/// started, whose pointer there still names the batch, uncommitted. Its next owner replays
+/// it from there; elsewhere the partition moved on without it, or another batch planned
+/// from the same offset (its pointer replaced) and committed first.
+pub fn may_be_replayed(
+    store: &dyn StateStore,
+    (location, pipeline, home): (&str, &str, &str),
+    ours: &Plan,
+    same: impl Fn(&Plan) -> bool,
+    (positions, shares): (&Offsets, &Shares),
+) -> Result<bool, StateError> {
+    let start = Offsets::from_json(&ours.start).map_err(StateError::Plan)?;
+    for (tp, &from) in start.0.iter().filter(|(tp, _)| *tp.topic == *home) {
+        if positions.get(tp) != Some(from) {
+            continue;
+        }
+        let partition = tp.to_string();
+        let at = partition_plan_path(location, pipeline, &partition, from);
+        let Some(pointer) = read::<PlanFile>(store, &at)? else {
+            continue;
+        };
+        let committed =
+            pointer.state_file.is_some() && pointer.state_file.as_ref() == shares.get(&partition);
+        if !committed && same(&pointer.plan) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 /// `topic/partition` read back (a topic never holds `/`).
 fn topic_partition(partition: &str) -> Option<TopicPartition> {
     let (topic, number) = partition.rsplit_once('/')?;

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, HashMap};
 use iceberg::spec::SnapshotRef;
 
 use super::{IcebergError, IcebergTable};
-use crate::checkpoint::{BATCH_ID, CommitMark, PIPELINE};
+use crate::checkpoint::{BATCH_ID, BATCH_KEYS, CommitMark, PIPELINE};
 
 /// The table property that holds `pipeline`'s last mark.
 pub fn mark_property(pipeline: &str) -> String {
@@ -104,6 +104,35 @@ impl IcebergTable {
             .last_mark_snapshot(pipeline)
             .map_or_else(|| self.current_snapshot_id(), |s| s.snapshot_id());
         Ok(CommitMark::from_properties(pipeline, snapshot, &props).transpose()?)
+    }
+
+    /// Whether a commit of `pipeline` since `since_ms` (a snapshot's timestamp) recorded
+    /// the batch keyed `key` for one of its partitions (`sluice.batch-keys`): `None` if
+    /// the history is cut before reaching that time (it cannot tell).
+    pub fn recorded_key_since(&self, pipeline: &str, key: &str, since_ms: i64) -> Option<bool> {
+        let metadata = self.table.metadata();
+        let ours = format!("{key}@");
+        let mut next = metadata.current_snapshot();
+        while let Some(snapshot) = next {
+            if snapshot.timestamp_ms() < since_ms {
+                return Some(false);
+            }
+            let props = &snapshot.summary().additional_properties;
+            let keys: BTreeMap<String, String> = props
+                .get(BATCH_KEYS)
+                .filter(|_| props.get(PIPELINE).map(String::as_str) == Some(pipeline))
+                .and_then(|k| serde_json::from_str(k).ok())
+                .unwrap_or_default();
+            if keys.values().any(|entry| entry.starts_with(&ours)) {
+                return Some(true);
+            }
+            let Some(parent) = snapshot.parent_snapshot_id() else {
+                return (snapshot.sequence_number() <= 1).then_some(false);
+            };
+            // A parent expired: the history is cut.
+            next = Some(metadata.snapshot_by_id(parent)?);
+        }
+        Some(false)
     }
 
     /// The first snapshot, walking back from the current one, before which the history

@@ -11,8 +11,8 @@ use super::route::Prepared;
 use super::{Pipeline, PipelineError};
 use crate::checkpoint::lookups::LOOKUPS;
 use crate::checkpoint::{
-    CommitMark, DATA_LOSS, DEAD_LETTERED, LAST_RECORDS, RECORDS_LOST, RUN, STATE, STATE_SHARES,
-    WATERMARK,
+    BATCH_KEYS, CommitMark, DATA_LOSS, DEAD_LETTERED, LAST_RECORDS, RECORDS_LOST, RUN, STATE,
+    STATE_SHARES, WATERMARK,
 };
 use crate::event_time::delta::Chain;
 use crate::event_time::extract::format_micros;
@@ -102,7 +102,7 @@ impl Pipeline {
             let t = Instant::now();
             let (done, cpu) = cpu::in_process(|| self.commit_step(step, prepared, &mut committed));
             if let Err(error) = done {
-                self.undo_if_fenced(step, &error);
+                self.undo_if_fenced(step, &error, prepared);
                 return Err(error);
             }
             let spent = t.elapsed();
@@ -116,27 +116,51 @@ impl Pipeline {
                 CommitStep::AfterCommit => committed.commit_cpu += cpu,
             }
             for &point in points {
-                if self.passes(point, &committed) {
-                    let batch_id = prepared.mark.batch_id;
-                    self.crash
-                        .at(point, batch_id)
-                        .map_err(|point| PipelineError::Crashed { point, batch_id })?;
-                }
+                self.crash_if_at(point, &committed, prepared.mark.batch_id)?;
             }
         }
         Ok(committed)
     }
 
     /// A group member's batch fenced off a window table or the main table after some of
-    /// its window commits landed will never count: they are taken back (see
+    /// its window commits landed will never count, unless another member replayed it or
+    /// will (see [`Pipeline::batch_may_count`]): they are taken back (see
     /// [`crate::iceberg::IcebergTable::undo_keyed`]).
-    fn undo_if_fenced(&mut self, step: CommitStep, error: &PipelineError) {
+    fn undo_if_fenced(&mut self, step: CommitStep, error: &PipelineError, prepared: &Prepared) {
         let late = matches!(step, CommitStep::CommitOutputs | CommitStep::Checkpoint);
-        let fenced = matches!(error, PipelineError::Output(crate::sink::OutputError::Table { error, .. })
-            if matches!(**error, crate::iceberg::IcebergError::Fenced { .. }));
-        if late && self.tasks.is_some() && fenced {
-            self.outputs.undo_others();
+        if !late || self.tasks.is_none() || !error.is_fenced_off() {
+            return;
         }
+        match self.batch_may_count(&prepared.plan) {
+            Ok(false) => {
+                self.outputs.undo_others();
+            }
+            Ok(true) => {
+                tracing::info!(
+                    batch_id = prepared.plan.batch_id,
+                    "the fenced batch was or will be replayed by its partitions' owner: its window rows stay"
+                );
+            }
+            Err(error) => {
+                tracing::warn!(%error, batch_id = prepared.plan.batch_id, "cannot tell whether the fenced batch will be replayed: its window rows stay");
+            }
+        }
+    }
+
+    /// Crashes (or holds) the batch at `point` if the test asked for it and the batch
+    /// passes there.
+    fn crash_if_at(
+        &self,
+        point: CrashPoint,
+        committed: &Committed,
+        batch_id: u64,
+    ) -> Result<(), PipelineError> {
+        if !self.passes(point, committed) {
+            return Ok(());
+        }
+        self.crash
+            .at(point, batch_id)
+            .map_err(|point| PipelineError::Crashed { point, batch_id })
     }
 
     /// Whether a batch passes `point`: the state point only with a plan (and a state file
@@ -166,13 +190,8 @@ impl Pipeline {
                 if self.tasks.is_some() {
                     let table = self.outputs.table_mut();
                     table.check_fence(&prepared.mark, &prepared.fence)?;
-                    if self.passes(CrashPoint::AfterFenceCheck, committed) {
-                        let (point, batch_id) =
-                            (CrashPoint::AfterFenceCheck, prepared.mark.batch_id);
-                        self.crash
-                            .at(point, batch_id)
-                            .map_err(|point| PipelineError::Crashed { point, batch_id })?;
-                    }
+                    let batch_id = prepared.mark.batch_id;
+                    self.crash_if_at(CrashPoint::AfterFenceCheck, committed, batch_id)?;
                 }
                 let fence = self.outputs_fence(&prepared.plan, &prepared.fence);
                 let commit = Commit {
@@ -320,6 +339,10 @@ impl Pipeline {
         }
         if let Some(saved) = &committed.shares {
             properties.insert(STATE_SHARES.to_string(), shares_to_json(&saved.shares));
+            // The batch's key by partition: a member fenced off after its window commits
+            // finds there whether another replayed the batch (see `batch_may_count`).
+            let keyed = self.outputs_fence(&prepared.plan, &prepared.fence);
+            properties.extend(keyed.batch_keys().map(|k| (BATCH_KEYS.to_string(), k)));
         }
         properties.extend(self.seen_property());
         if !prepared.plan.lookups.is_empty()

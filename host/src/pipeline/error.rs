@@ -145,6 +145,16 @@ impl PipelineError {
         )
     }
 
+    /// A table refused the batch's commit because another commit came in between (not a
+    /// schema that moved).
+    pub fn is_fenced_off(&self) -> bool {
+        matches!(
+            self,
+            PipelineError::Output(OutputError::Table { error, .. })
+                if matches!(**error, IcebergError::Fenced { .. })
+        )
+    }
+
     /// A batch whose schema change was planned against a schema that moved since is
     /// fenced off too: it is read and encoded again.
     pub fn is_fenced(&self) -> bool {

@@ -13,7 +13,7 @@ use super::{Pipeline, PipelineError};
 use crate::checkpoint::STATE_SHARES;
 use crate::event_time::state::shares::{Shares, shares_from_json};
 use crate::event_time::state::{Plan, TriggerPlan};
-use crate::event_time::tasks::{Tasks, Unfinished};
+use crate::event_time::tasks::{Tasks, Unfinished, may_be_replayed};
 use crate::iceberg::Fence;
 use crate::record::{Offsets, TopicPartition};
 
@@ -100,6 +100,53 @@ impl Pipeline {
         Fence::Keyed { key, partitions }
     }
 }
+
+impl Pipeline {
+    /// For a batch fenced off after some of its window commits landed: whether it may
+    /// count still, so that its window rows must stay. It does if the main table recorded
+    /// its key since it was planned (another member replayed it: the window tables held
+    /// its rows already), or if a partition of it stands where it started with its plan's
+    /// pointer there (its owner replays it next); and, unable to tell (the main table's
+    /// history cut since), it is taken to.
+    pub(super) fn batch_may_count(&mut self, plan: &Plan) -> Result<bool, PipelineError> {
+        let name = self.config.pipeline.name.clone();
+        let key = match &self.replaying {
+            Some(r) => r.key.clone(),
+            None => plan_key(plan),
+        };
+        self.outputs.table_mut().refresh()?;
+        let table = self.outputs.table().table();
+        if table.recorded_key_since(&name, &key, plan.now_ms.0 - CLOCK_SKEW_MS) != Some(false) {
+            return Ok(true);
+        }
+        let last = table.last_mark_properties(&name)?.unwrap_or_default();
+        let positions = table
+            .last_mark(&name)?
+            .map(|m| m.offsets)
+            .unwrap_or_default();
+        let shares = last
+            .get(STATE_SHARES)
+            .and_then(|s| shares_from_json(s))
+            .unwrap_or_default();
+        let home = self.config.source.topics.first().map_or("", String::as_str);
+        let same = |other: &Plan| {
+            (other.batch_id, other.now_ms, other.session_start_ms)
+                == (plan.batch_id, plan.now_ms, plan.session_start_ms)
+        };
+        let at = (table.location(), name.as_str(), home);
+        Ok(may_be_replayed(
+            self.state.as_ref(),
+            at,
+            plan,
+            same,
+            (&positions, &shares),
+        )?)
+    }
+}
+
+/// How far apart the members' clocks may be: the main table's history is searched for a
+/// batch's key back to this long before the batch was planned.
+const CLOCK_SKEW_MS: i64 = 10 * 60 * 1000;
 
 /// A batch's key: a hash of its plan (id, offsets, processing times, flush), the same
 /// when it is replayed by any process.

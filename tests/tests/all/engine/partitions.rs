@@ -150,6 +150,21 @@ fn outputs(engine: &Engine) -> Outputs {
     }
 }
 
+/// Prints each window table's rows missing from `got` and extra in it, beside `expected`.
+fn report_windows(got: &Outputs, expected: &Outputs) {
+    for (name, (table, _)) in &got.windows {
+        let (want, _) = &expected.windows[name];
+        let (table, want) = (table.as_ref().unwrap(), want.as_ref().unwrap());
+        let missing: Vec<_> = want.iter().filter(|r| !table.contains(r)).collect();
+        let extra: Vec<_> = table.iter().filter(|r| !want.contains(r)).collect();
+        eprintln!(
+            "{name}: {} of {}; missing {missing:?}; extra {extra:?}",
+            table.len(),
+            want.len()
+        );
+    }
+}
+
 /// One member owning every partition.
 fn alone(name: &str) -> Outputs {
     let engine = engine(&format!("{name}-alone"));
@@ -242,17 +257,7 @@ fn a_member_whose_batch_is_fenced_off_a_partition_replays_the_rest_of_it() {
     assert_eq!(summary.batches_fenced, 1);
     member(&engine, &[1], Crash::Never).unwrap();
     let got = outputs(&engine);
-    for (name, (table, _)) in &got.windows {
-        let (want, _) = &expected.windows[name];
-        let (table, want) = (table.as_ref().unwrap(), want.as_ref().unwrap());
-        let missing: Vec<_> = want.iter().filter(|r| !table.contains(r)).collect();
-        let extra: Vec<_> = table.iter().filter(|r| !want.contains(r)).collect();
-        eprintln!(
-            "{name}: {} of {}; missing {missing:?}; extra {extra:?}",
-            table.len(),
-            want.len()
-        );
-    }
+    report_windows(&got, &expected);
     assert_eq!(got, expected);
 }
 
@@ -342,4 +347,38 @@ fn a_member_frozen_before_its_window_commit_adds_no_rows_once_its_partitions_mov
     });
     assert_eq!(undone.count(), 1);
     assert_eq!(outputs(&engine), expected);
+}
+
+/// A member held after its window commits and before the table's, while another takes its
+/// partitions: the other replays the held batch (the window tables hold it already) and
+/// goes on. The held member, fenced off the table when it wakes, must not take back window
+/// rows that now count.
+#[test]
+fn a_member_frozen_after_its_window_commit_leaves_the_rows_another_replayed() {
+    let expected = alone("partitions-window-replayed");
+    let engine = std::sync::Arc::new(engine("partitions-window-replayed"));
+    let every = Assignment::new(&[0, 1, 2]);
+    let window_rows = |e: &Engine| e.rows(Some("minutes")).len() + e.rows(Some("sessions")).len();
+    let held = std::sync::atomic::AtomicBool::new(false);
+    let hook_engine = std::sync::Arc::clone(&engine);
+    let hook: sluice::pipeline::crash::Hook = std::sync::Arc::new(move |point, _| {
+        if point != CrashPoint::AfterWindowCommit || window_rows(&hook_engine) == 0 {
+            return;
+        }
+        if held.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
+        // b takes every partition now: it replays the held batch, then reads to the end.
+        let b = hook_engine.open_member(&Assignment::new(&[0, 1, 2]), Crash::Never);
+        b.unwrap().run(&Default::default()).unwrap();
+    });
+    let summary = engine
+        .open_member(&every, Crash::Hook(hook))
+        .unwrap()
+        .run(&Default::default())
+        .unwrap();
+    assert_eq!(summary.batches_fenced, 1, "{summary:?}");
+    let got = outputs(&engine);
+    report_windows(&got, &expected);
+    assert_eq!(got, expected);
 }
