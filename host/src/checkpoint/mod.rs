@@ -47,13 +47,19 @@ pub const MERGED_BY_PARTITION: &[&str] = &[STATE_SHARES, BATCH_KEYS, REPARTITION
 pub const REPARTITION_SEEN: &str = "sluice.repartition-seen";
 /// Snapshot summary key of a derived table (windows) written by the members of a group:
 /// the key of the last batch whose rows it holds for each partition, as a JSON object
-/// (`topic/partition` → key), merged at commit time: a batch replayed after a crash finds
-/// its key there and lands once (see `iceberg::fence`).
+/// (`topic/partition` → `key@end`), merged at commit time: a batch replayed after a crash
+/// finds its key there and lands once (see `iceberg::fence`). The main table's commits by
+/// partition record their batch's key the same way: whether a batch was replayed by
+/// another member shows in the main table's history.
 pub const BATCH_KEYS: &str = "sluice.batch-keys";
 /// Snapshot summary key of a window commit of a group member: what [`BATCH_KEYS`] recorded
 /// for the batch's partitions before it (`topic/partition` → entry, or `null`), so that the
 /// commit can be taken back if its batch never reaches the main table.
 pub const BATCH_KEYS_BEFORE: &str = "sluice.batch-keys-before";
+/// Snapshot summary key of a window commit of a group member: the offsets its batch read
+/// each of its partitions from and to (`topic/partition` → `[start, end]`), so that a
+/// later member can tell whether that batch can still count.
+pub const BATCH_RANGE: &str = "sluice.batch-range";
 /// Snapshot summary key of a snapshot that took back a window commit: its commit id.
 pub const UNDONE: &str = "sluice.undone";
 

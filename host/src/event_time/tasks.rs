@@ -375,31 +375,33 @@ impl Tasks {
     }
 }
 
-/// Whether the batch `ours` (`same` tells a plan of it, as planned or replayed on some
-/// partitions) may still be committed on one of its partitions of the home topic: one
-/// that the main table's last commit (`positions`, `shares`) records where the batch
-/// started, whose pointer there still names the batch, uncommitted. Its next owner replays
-/// it from there; elsewhere the partition moved on without it, or another batch planned
-/// from the same offset (its pointer replaced) and committed first.
+/// Whether a batch that started its partitions at `starts` (`topic/partition` → offset;
+/// `same` tells a plan of it, as planned or replayed on some partitions) may still be
+/// committed on one of them of the home topic: one that the main table's last commit
+/// (`positions`, by partition, and `shares`) records where the batch started, whose
+/// pointer there still names the batch, uncommitted. Its next owner replays it from
+/// there; elsewhere the partition moved on without it, or another batch planned from the
+/// same offset (its pointer replaced) and committed first.
 pub fn may_be_replayed(
     store: &dyn StateStore,
     (location, pipeline, home): (&str, &str, &str),
-    ours: &Plan,
+    starts: &BTreeMap<String, i64>,
     same: impl Fn(&Plan) -> bool,
-    (positions, shares): (&Offsets, &Shares),
+    (positions, shares): (&BTreeMap<String, i64>, &Shares),
 ) -> Result<bool, StateError> {
-    let start = Offsets::from_json(&ours.start).map_err(StateError::Plan)?;
-    for (tp, &from) in start.0.iter().filter(|(tp, _)| *tp.topic == *home) {
-        if positions.get(tp) != Some(from) {
+    let homes = starts
+        .iter()
+        .filter(|(p, _)| topic_partition(p).is_some_and(|tp| *tp.topic == *home));
+    for (partition, &from) in homes {
+        if positions.get(partition) != Some(&from) {
             continue;
         }
-        let partition = tp.to_string();
-        let at = partition_plan_path(location, pipeline, &partition, from);
+        let at = partition_plan_path(location, pipeline, partition, from);
         let Some(pointer) = read::<PlanFile>(store, &at)? else {
             continue;
         };
         let committed =
-            pointer.state_file.is_some() && pointer.state_file.as_ref() == shares.get(&partition);
+            pointer.state_file.is_some() && pointer.state_file.as_ref() == shares.get(partition);
         if !committed && same(&pointer.plan) {
             return Ok(true);
         }

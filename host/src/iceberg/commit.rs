@@ -13,8 +13,8 @@ use super::fence::{Fence, Fenced, PinnedCatalog};
 use super::marks::{mark_property, mark_property_value};
 use super::{IcebergError, IcebergTable};
 use crate::checkpoint::{
-    BATCH_KEYS, BATCH_KEYS_BEFORE, CommitMark, MERGED_BY_PARTITION, PIPELINE, PLANNED_BATCH, RUN,
-    STATE_SHARES, merged_by_partition,
+    BATCH_KEYS, BATCH_KEYS_BEFORE, BATCH_RANGE, CommitMark, MERGED_BY_PARTITION, PIPELINE,
+    PLANNED_BATCH, RUN, STATE_SHARES, merged_by_partition,
 };
 use crate::retry::Backoff;
 
@@ -123,6 +123,9 @@ impl IcebergTable {
             properties.extend(extra.clone());
             if let Some(keys) = fence.batch_keys() {
                 properties.insert(BATCH_KEYS.to_string(), keys);
+            }
+            if let Some(range) = fence.batch_range() {
+                properties.insert(BATCH_RANGE.to_string(), range);
             }
             if let Some(before) = self.keys_before_commit(&planned.pipeline, fence)? {
                 properties.insert(BATCH_KEYS_BEFORE.to_string(), before);

@@ -102,7 +102,7 @@ impl Pipeline {
             let t = Instant::now();
             let (done, cpu) = cpu::in_process(|| self.commit_step(step, prepared, &mut committed));
             if let Err(error) = done {
-                self.undo_if_fenced(step, &error, prepared);
+                self.undo_if_fenced(step, &error, prepared)?;
                 return Err(error);
             }
             let spent = t.elapsed();
@@ -126,13 +126,22 @@ impl Pipeline {
     /// its window commits landed will never count, unless another member replayed it or
     /// will (see [`Pipeline::batch_may_count`]): they are taken back (see
     /// [`crate::iceberg::IcebergTable::undo_keyed`]).
-    fn undo_if_fenced(&mut self, step: CommitStep, error: &PipelineError, prepared: &Prepared) {
+    fn undo_if_fenced(
+        &mut self,
+        step: CommitStep,
+        error: &PipelineError,
+        prepared: &Prepared,
+    ) -> Result<(), PipelineError> {
         let late = matches!(step, CommitStep::CommitOutputs | CommitStep::Checkpoint);
         if !late || self.tasks.is_none() || !error.is_fenced_off() {
-            return;
+            return Ok(());
         }
         match self.batch_may_count(&prepared.plan) {
             Ok(false) => {
+                let batch_id = prepared.mark.batch_id;
+                self.crash
+                    .at(CrashPoint::BeforeUndo, batch_id)
+                    .map_err(|point| PipelineError::Crashed { point, batch_id })?;
                 self.outputs.undo_others();
             }
             Ok(true) => {
@@ -145,6 +154,7 @@ impl Pipeline {
                 tracing::warn!(%error, batch_id = prepared.plan.batch_id, "cannot tell whether the fenced batch will be replayed: its window rows stay");
             }
         }
+        Ok(())
     }
 
     /// Crashes (or holds) the batch at `point` if the test asked for it and the batch
@@ -199,7 +209,7 @@ impl Pipeline {
                     fence: &fence,
                     properties: &none,
                 };
-                self.outputs.commit_others(results, commit)?;
+                self.commit_others(results, commit)?;
             }
             CommitStep::Checkpoint => {
                 let properties = self.summary_properties(prepared, committed);
@@ -232,6 +242,28 @@ impl Pipeline {
             }
         }
         Ok(())
+    }
+
+    /// Step 3, the window tables' commits; with state by partition, a batch fenced off by
+    /// the window commit of a batch that will never count (its member stopped before
+    /// taking it back) takes that commit back and tries again, once per window table.
+    fn commit_others(
+        &mut self,
+        results: &crate::sink::Results,
+        commit: Commit<'_>,
+    ) -> Result<(), PipelineError> {
+        let mut tries = self.config.windows.len() + self.config.joins.len();
+        loop {
+            let error = match self.outputs.commit_others(results, commit) {
+                Ok(()) => return Ok(()),
+                Err(error) => PipelineError::from(error),
+            };
+            let retry = tries > 0 && self.tasks.is_some() && error.is_fenced_off();
+            if !retry || !self.take_back_left_commits(commit.fence) {
+                return Err(error);
+            }
+            tries -= 1;
+        }
     }
 
     /// With state by partition, after a commit: deletes the files it made obsolete (a

@@ -17,6 +17,10 @@ pub enum CrashPoint {
     AfterFenceCheck,
     /// With window tables: they committed the batch, the main table did not.
     AfterWindowCommit,
+    /// With state by partition: the batch was fenced off after some of its window
+    /// commits landed, and will never count; they are not taken back yet. Not in
+    /// [`CrashPoint::ALL`]: only such batches pass it.
+    BeforeUndo,
     /// The table committed; the group offsets and old state files not yet done.
     AfterCommit,
 }
@@ -39,6 +43,7 @@ impl CrashPoint {
             CrashPoint::AfterDeadLetter => "after-dead-letter",
             CrashPoint::AfterFenceCheck => "after-fence-check",
             CrashPoint::AfterWindowCommit => "after-window-commit",
+            CrashPoint::BeforeUndo => "before-undo",
             CrashPoint::AfterCommit => "after-commit",
         }
     }
@@ -166,7 +171,7 @@ fn parse(value: &str) -> Option<(CrashPoint, Option<u64>, Option<u64>)> {
     let point = parts.next()?;
     let mut points = CrashPoint::ALL
         .into_iter()
-        .chain([CrashPoint::AfterFenceCheck]);
+        .chain([CrashPoint::AfterFenceCheck, CrashPoint::BeforeUndo]);
     let point = points.find(|p| p.name() == point)?;
     let batch = match parts.next()? {
         "*" => None,

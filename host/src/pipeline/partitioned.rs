@@ -5,7 +5,7 @@
 //! on the partitions of it this process owns now, with its plan's processing time; window
 //! tables take each batch once, by its plan's key ([`Fence::Keyed`]).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::hash::Hasher;
 
 use super::read::Input;
@@ -15,6 +15,7 @@ use crate::event_time::state::shares::{Shares, shares_from_json};
 use crate::event_time::state::{Plan, TriggerPlan};
 use crate::event_time::tasks::{Tasks, Unfinished, may_be_replayed};
 use crate::iceberg::Fence;
+use crate::iceberg::compact::KeyedCommit;
 use crate::record::{Offsets, TopicPartition};
 
 /// A replay of a batch planned by this or another process, on some of its partitions.
@@ -109,19 +110,109 @@ impl Pipeline {
     /// pointer there (its owner replays it next); and, unable to tell (the main table's
     /// history cut since), it is taken to.
     pub(super) fn batch_may_count(&mut self, plan: &Plan) -> Result<bool, PipelineError> {
-        let name = self.config.pipeline.name.clone();
         let key = match &self.replaying {
             Some(r) => r.key.clone(),
             None => plan_key(plan),
         };
-        self.outputs.table_mut().refresh()?;
-        let table = self.outputs.table().table();
-        if table.recorded_key_since(&name, &key, plan.now_ms.0 - CLOCK_SKEW_MS) != Some(false) {
+        if self.main_recorded(&key, plan.now_ms.0)? {
             return Ok(true);
         }
-        let last = table.last_mark_properties(&name)?.unwrap_or_default();
+        let start = Offsets::from_json(&plan.start).unwrap_or_default();
+        let starts = by_partition(&start);
+        let same = |other: &Plan| {
+            (other.batch_id, other.now_ms, other.session_start_ms)
+                == (plan.batch_id, plan.now_ms, plan.session_start_ms)
+        };
+        self.may_be_replayed(&starts, same)
+    }
+
+    /// After a window table fenced this batch off (`fence`): takes back the window commits
+    /// whose entries did it if their batches can never count (their member stopped
+    /// between such a commit and taking it back, see [`Pipeline::commit_may_count`]).
+    /// Returns whether it took one back (the batch's window commits are then tried again).
+    pub(super) fn take_back_left_commits(&mut self, fence: &Fence) -> bool {
+        let name = self.config.pipeline.name.clone();
+        let mut taken = false;
+        for (index, commit) in self.outputs.fencing_commits(&name, fence) {
+            match self.commit_may_count(&commit) {
+                Ok(false) => {}
+                Ok(true) => {
+                    tracing::info!(commit_id = %commit.commit_id, key = %commit.key, "a window commit of a batch that may still count fences this batch off");
+                    continue;
+                }
+                Err(error) => {
+                    tracing::warn!(commit_id = %commit.commit_id, %error, "cannot tell whether the batch of a window commit that fences this batch off may count");
+                    continue;
+                }
+            }
+            match self.outputs.take_back(index, &name, &commit) {
+                Ok(done) => taken |= done,
+                Err(error) => {
+                    tracing::warn!(commit_id = %commit.commit_id, %error, "cannot take back a window commit of a batch that never counted");
+                }
+            }
+        }
+        taken
+    }
+
+    /// Whether the batch of a window commit found in a table may still count: the main
+    /// table recorded its key since (or cannot tell); or it records every partition of
+    /// the batch where the batch started, so that its member may still commit it; or a
+    /// partition's pointer still names it (see [`Pipeline::batch_may_count`]).
+    fn commit_may_count(&mut self, commit: &KeyedCommit) -> Result<bool, PipelineError> {
+        if self.main_recorded(&commit.key, commit.timestamp_ms)? {
+            return Ok(true);
+        }
+        let name = &self.config.pipeline.name;
+        let table = self.outputs.table().table();
         let positions = table
-            .last_mark(&name)?
+            .last_mark(name)?
+            .map(|m| m.offsets)
+            .unwrap_or_default();
+        let positions = by_partition(&positions);
+        let unmoved = commit
+            .range
+            .iter()
+            .all(|(p, &(start, _))| positions.get(p).is_none_or(|&m| m == start));
+        if unmoved {
+            return Ok(true);
+        }
+        let starts = commit
+            .range
+            .iter()
+            .map(|(p, &(s, _))| (p.clone(), s))
+            .collect();
+        let same = |other: &Plan| {
+            let end = Offsets::from_json(&other.end).unwrap_or_default();
+            Some(other.batch_id) == commit.planned_batch
+                && commit
+                    .range
+                    .iter()
+                    .all(|(p, &(_, to))| by_partition(&end).get(p).is_none_or(|&e| e == to))
+        };
+        self.may_be_replayed(&starts, same)
+    }
+
+    /// Whether the main table, reloaded, recorded the batch `key` since `since_ms` (less
+    /// the members' clocks' skew), or cannot tell.
+    fn main_recorded(&mut self, key: &str, since_ms: i64) -> Result<bool, PipelineError> {
+        self.outputs.table_mut().refresh()?;
+        let table = self.outputs.table().table();
+        let name = &self.config.pipeline.name;
+        Ok(table.recorded_key_since(name, key, since_ms - CLOCK_SKEW_MS) != Some(false))
+    }
+
+    /// [`may_be_replayed`] against the main table's last commit.
+    fn may_be_replayed(
+        &self,
+        starts: &BTreeMap<String, i64>,
+        same: impl Fn(&Plan) -> bool,
+    ) -> Result<bool, PipelineError> {
+        let name = self.config.pipeline.name.as_str();
+        let table = self.outputs.table().table();
+        let last = table.last_mark_properties(name)?.unwrap_or_default();
+        let positions = table
+            .last_mark(name)?
             .map(|m| m.offsets)
             .unwrap_or_default();
         let shares = last
@@ -129,19 +220,25 @@ impl Pipeline {
             .and_then(|s| shares_from_json(s))
             .unwrap_or_default();
         let home = self.config.source.topics.first().map_or("", String::as_str);
-        let same = |other: &Plan| {
-            (other.batch_id, other.now_ms, other.session_start_ms)
-                == (plan.batch_id, plan.now_ms, plan.session_start_ms)
-        };
-        let at = (table.location(), name.as_str(), home);
+        let at = (table.location(), name, home);
+        let positions = (&by_partition(&positions), &shares);
         Ok(may_be_replayed(
             self.state.as_ref(),
             at,
-            plan,
+            starts,
             same,
-            (&positions, &shares),
+            positions,
         )?)
     }
+}
+
+/// Offsets by `topic/partition`.
+fn by_partition(offsets: &Offsets) -> BTreeMap<String, i64> {
+    offsets
+        .0
+        .iter()
+        .map(|(tp, &o)| (tp.to_string(), o))
+        .collect()
 }
 
 /// How far apart the members' clocks may be: the main table's history is searched for a

@@ -14,6 +14,7 @@ use super::{Commit, Delivered, Output, OutputError, Results, send_to};
 use crate::checkpoint::CommitMark;
 use crate::encode::Encoder;
 use crate::event_time::config::WindowKafkaConfig;
+use crate::iceberg::compact::KeyedCommit;
 use crate::iceberg::{
     Fence, IcebergCatalog, IcebergError, IcebergSinkConfig, IcebergTable, Landed,
 };
@@ -228,6 +229,33 @@ impl<R: DerivedRow> Output for Derived<R> {
             tracing::warn!(output = %format!("{kind} `{name}`"), commit_id = %mark.commit_id(), rows = files.iter().map(DataFile::record_count).sum::<u64>(), "the batch was fenced off the main table after its window commit: its rows were taken back");
         }
         Ok(undone)
+    }
+
+    fn fencing_commit(
+        &self,
+        pipeline: &str,
+        fence: &Fence,
+    ) -> Result<Option<KeyedCommit>, OutputError> {
+        let Some((table, _)) = &self.table else {
+            return Ok(None);
+        };
+        table
+            .fencing_commit(pipeline, fence)
+            .map_err(|e| table_error(R::KIND, R::name(&self.config), e))
+    }
+
+    fn take_back(&mut self, pipeline: &str, commit: &KeyedCommit) -> Result<bool, OutputError> {
+        let (kind, name) = (R::KIND, R::name(&self.config));
+        let Some((table, _)) = self.table.as_mut() else {
+            return Ok(false);
+        };
+        let taken = table
+            .take_back(pipeline, commit)
+            .map_err(|e| table_error(kind, name, e))?;
+        if taken {
+            tracing::warn!(output = %format!("{kind} `{name}`"), commit_id = %commit.commit_id, key = %commit.key, "a window commit of a batch that never counted (its member stopped before taking it back) fenced this batch off: taken back");
+        }
+        Ok(taken)
     }
 
     fn expire_snapshots(&mut self, cutoff_ms: i64, retain_last: usize) -> Result<u64, OutputError> {

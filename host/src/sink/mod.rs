@@ -54,6 +54,7 @@ use crate::checkpoint::CommitMark;
 use crate::event_time::join::JoinRow;
 use crate::event_time::repartition::Repartitioned;
 use crate::event_time::window::WindowRow;
+use crate::iceberg::compact::KeyedCommit;
 use crate::iceberg::{Evolution, Fence, IcebergError};
 use crate::record::{Reason, Record};
 
@@ -169,6 +170,25 @@ pub trait Output: Send {
     /// the batch was then fenced off the main table and will never count. Returns whether
     /// there was something to take back.
     fn undo(&mut self) -> Result<bool, OutputError> {
+        Ok(false)
+    }
+
+    /// For a batch fenced off this output's table by `fence`: the commit of `pipeline`
+    /// whose entry did it, if its table keeps batch keys (see
+    /// [`crate::iceberg::IcebergTable::fencing_commit`]).
+    fn fencing_commit(
+        &self,
+        pipeline: &str,
+        fence: &Fence,
+    ) -> Result<Option<KeyedCommit>, OutputError> {
+        let _ = (pipeline, fence);
+        Ok(None)
+    }
+
+    /// Takes back `commit` of `pipeline`, whose batch will never count (see
+    /// [`crate::iceberg::IcebergTable::take_back`]). Returns whether it did.
+    fn take_back(&mut self, pipeline: &str, commit: &KeyedCommit) -> Result<bool, OutputError> {
+        let _ = (pipeline, commit);
         Ok(false)
     }
 
@@ -320,6 +340,36 @@ impl Outputs {
             }
         }
         undone
+    }
+
+    /// After a window table fenced the batch off (`fence`): the commits of `pipeline`
+    /// whose entries did it, by output (a failure to read one is logged).
+    pub fn fencing_commits(&self, pipeline: &str, fence: &Fence) -> Vec<(usize, KeyedCommit)> {
+        let mut found = Vec::new();
+        for (index, output) in self.others.iter().enumerate() {
+            match output.fencing_commit(pipeline, fence) {
+                Ok(Some(commit)) => found.push((index, commit)),
+                Ok(None) => {}
+                Err(error) => {
+                    tracing::warn!(output = %output.name(), %error, "cannot read which commit fenced the batch off");
+                }
+            }
+        }
+        found
+    }
+
+    /// Takes back `commit` of `pipeline` from the `index`th output (see
+    /// [`Outputs::fencing_commits`]).
+    pub fn take_back(
+        &mut self,
+        index: usize,
+        pipeline: &str,
+        commit: &KeyedCommit,
+    ) -> Result<bool, OutputError> {
+        match self.others.get_mut(index) {
+            Some(output) => output.take_back(pipeline, commit),
+            None => Ok(false),
+        }
     }
 
     /// Step 4: the table's commit, the checkpoint.

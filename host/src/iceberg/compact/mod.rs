@@ -31,6 +31,7 @@
 //! a `TransactionAction` of iceberg-rust's (see `vendor/README.md`).
 
 pub mod config;
+mod orphan;
 mod plan;
 mod project;
 mod replace;
@@ -48,6 +49,7 @@ use iceberg::spec::DataFile;
 use serde::Serialize;
 
 pub use self::config::{CompactConfig, SortKey};
+pub use self::orphan::KeyedCommit;
 pub use self::plan::{Group, Limits, Plan};
 use self::plan::{Manifests, ManifestsRead};
 use self::replace::{Prepared, Replace};

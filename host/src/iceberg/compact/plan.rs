@@ -50,6 +50,15 @@ impl Manifests {
         Ok(manifests)
     }
 
+    /// The live data files that snapshot `snapshot_id` added.
+    pub fn added_by(&self, snapshot_id: i64) -> Vec<DataFile> {
+        self.live()
+            .into_iter()
+            .filter(|(_, e)| e.snapshot_id() == Some(snapshot_id))
+            .map(|(_, e)| e.data_file().clone())
+            .collect()
+    }
+
     /// The live data files, with their partition spec ids, in the order they were
     /// committed.
     fn live(&self) -> Vec<(i32, &ManifestEntry)> {

@@ -31,19 +31,28 @@ impl IcebergTable {
         key: &str,
         files: &[DataFile],
     ) -> Result<bool, IcebergError> {
-        let commit_id = landed.commit_id();
+        self.undo_commit(&landed.pipeline, &landed.commit_id(), key, files)
+    }
+
+    /// Takes back `pipeline`'s commit `commit_id` (a batch keyed `key`) that added `files`
+    /// (see [`IcebergTable::undo_keyed`]).
+    pub(super) fn undo_commit(
+        &mut self,
+        pipeline: &str,
+        commit_id: &str,
+        key: &str,
+        files: &[DataFile],
+    ) -> Result<bool, IcebergError> {
         for attempt in 0..=MAX_CONFLICTS {
             self.refresh()?;
-            let Some(before) = self.keys_before(&commit_id) else {
+            let Some(before) = self.keys_before(commit_id) else {
                 tracing::warn!(table = %self.name(), %commit_id, "cannot take back a window commit: it is no longer in the table's history");
                 return Ok(false);
             };
-            let last = self
-                .last_mark_properties(&landed.pipeline)?
-                .unwrap_or_default();
-            let mut properties = taken_back(&last, &before, key, &commit_id);
+            let last = self.last_mark_properties(pipeline)?.unwrap_or_default();
+            let mut properties = taken_back(&last, &before, key, commit_id);
             // A commit id of its own (the mark's: the next batch id, the same offsets).
-            if let Some(Ok(mark)) = CommitMark::from_properties(&landed.pipeline, 0, &properties) {
+            if let Some(Ok(mark)) = CommitMark::from_properties(pipeline, 0, &properties) {
                 properties.insert(COMMIT_ID.to_string(), mark.commit_id());
             }
             let spec = self.table.metadata().default_partition_spec_id();
@@ -51,7 +60,7 @@ impl IcebergTable {
                 removed: files.iter().map(|f| (spec, f.clone())).collect(),
                 added: Vec::new(),
                 table_properties: HashMap::from([(
-                    mark_property(&landed.pipeline),
+                    mark_property(pipeline),
                     mark_property_value(&properties),
                 )]),
                 properties,

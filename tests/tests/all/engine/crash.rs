@@ -45,7 +45,7 @@ fn expected(point: CrashPoint) -> Visible {
     let (dead_letters, window_topic, window_table, table) = match point {
         CrashPoint::AfterState | CrashPoint::AfterWrite => (false, false, false, false),
         CrashPoint::AfterDeadLetter | CrashPoint::AfterFenceCheck => (true, true, false, false),
-        CrashPoint::AfterWindowCommit => (true, true, true, false),
+        CrashPoint::AfterWindowCommit | CrashPoint::BeforeUndo => (true, true, true, false),
         CrashPoint::AfterCommit => (true, true, true, true),
     };
     Visible {

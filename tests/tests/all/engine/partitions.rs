@@ -295,6 +295,58 @@ fn a_member_frozen_while_another_committed_its_partitions_state_is_fenced_off() 
     member(&engine, &[0, 1, 2], Crash::Never).unwrap();
 }
 
+/// A member owning every partition, held after checking the table's fence and before its
+/// window commits (its first batch to get there) while another, `b`, takes its partitions
+/// and commits a batch of one record (which closes no window); with `killed`, stopped
+/// (a panic) once that batch is fenced off, before it takes its window commits back.
+fn held_member(engine: &Engine, killed: bool) -> sluice::pipeline::Pipeline {
+    use sluice::batch::trigger::Batches;
+    let every = Assignment::new(&[0, 1, 2]);
+    let mut small = engine.config.clone();
+    small.trigger.max_records = 1;
+    let b = engine.open_member_as(&small, &every, Crash::Never).unwrap();
+    let b = std::sync::Mutex::new(Some(b));
+    let hook: sluice::pipeline::crash::Hook = std::sync::Arc::new(move |point, _| match point {
+        CrashPoint::AfterFenceCheck => {
+            if let Some(mut b) = b.lock().unwrap().take() {
+                let ends = b.end_offsets().unwrap();
+                assert!(b.batch(&ends, &Default::default()).unwrap());
+            }
+        }
+        CrashPoint::BeforeUndo if killed => panic!("killed before taking its commits back"),
+        _ => {}
+    });
+    engine.open_member(&every, Crash::Hook(hook)).unwrap()
+}
+
+/// Runs `member` to the end, or stops it after a minute (fenced over and over, it would
+/// never end).
+fn run_for_a_minute(member: &mut sluice::pipeline::Pipeline) -> RunSummary {
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let ran = scope.spawn(|| member.run(&stop));
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !ran.is_finished() && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        ran.join().unwrap().unwrap()
+    })
+}
+
+/// How many snapshots of the window table `name` took a commit back.
+fn undone(engine: &Engine, name: &str) -> usize {
+    let table = engine.table(Some(name));
+    let snapshots = table.table().metadata().snapshots();
+    snapshots
+        .filter(|s| {
+            s.summary()
+                .additional_properties
+                .contains_key("sluice.undone")
+        })
+        .count()
+}
+
 /// A member held after checking the table's fence and before its window commits, while
 /// another takes its partitions and commits a batch that commits one window table
 /// (`sessions`) and not the other: the held member's `minutes` commit lands, `sessions`
@@ -303,49 +355,16 @@ fn a_member_frozen_while_another_committed_its_partitions_state_is_fenced_off() 
 /// partition off `minutes`.
 #[test]
 fn a_member_frozen_before_its_window_commit_adds_no_rows_once_its_partitions_moved_on() {
-    use sluice::batch::trigger::Batches;
     let expected = alone("partitions-window-fence");
     let engine = engine("partitions-window-fence");
     crash_alone(&engine, CrashPoint::AfterCommit, 3);
-    let every = Assignment::new(&[0, 1, 2]);
-    // b reads one record a batch: its batch closes no window.
-    let mut small = engine.config.clone();
-    small.trigger.max_records = 1;
-    let b = engine.open_member_as(&small, &every, Crash::Never).unwrap();
-    let b = std::sync::Mutex::new(Some(b));
-    let hook: sluice::pipeline::crash::Hook = std::sync::Arc::new(move |point, _| {
-        if point != CrashPoint::AfterFenceCheck {
-            return;
-        }
-        let Some(mut b) = b.lock().unwrap().take() else {
-            return;
-        };
-        let ends = b.end_offsets().unwrap();
-        assert!(b.batch(&ends, &Default::default()).unwrap());
-    });
-    let mut a = engine.open_member(&every, Crash::Hook(hook)).unwrap();
-    // A window table that kept a's rows would fence its every later batch: a stops after
-    // a minute then, rather than never.
-    let stop = std::sync::atomic::AtomicBool::new(false);
-    let summary = std::thread::scope(|scope| {
-        let ran = scope.spawn(|| a.run(&stop));
-        let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
-        while !ran.is_finished() && std::time::Instant::now() < until {
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        ran.join().unwrap().unwrap()
-    });
+    let mut a = held_member(&engine, false);
+    let summary = run_for_a_minute(&mut a);
     assert!(!summary.stopped, "fenced over and over: {summary:?}");
     assert_eq!(summary.batches_fenced, 1, "{summary:?}");
     // a's commit to `minutes` landed, then `sessions` fenced the batch off: a took its
     // minutes rows back.
-    let minutes = engine.table(Some("minutes"));
-    let undone = minutes.table().metadata().snapshots().filter(|s| {
-        let props = &s.summary().additional_properties;
-        props.contains_key("sluice.undone")
-    });
-    assert_eq!(undone.count(), 1);
+    assert_eq!(undone(&engine, "minutes"), 1);
     assert_eq!(outputs(&engine), expected);
 }
 
@@ -378,6 +397,30 @@ fn a_member_frozen_after_its_window_commit_leaves_the_rows_another_replayed() {
         .run(&Default::default())
         .unwrap();
     assert_eq!(summary.batches_fenced, 1, "{summary:?}");
+    let got = outputs(&engine);
+    report_windows(&got, &expected);
+    assert_eq!(got, expected);
+}
+
+/// As above, but the held member is killed right after its batch is fenced off, before it
+/// takes its `minutes` rows back: the partitions' next owner, fenced off `minutes` by
+/// them, makes sure that batch can never count and takes them back itself.
+#[test]
+fn a_window_commit_left_by_a_member_killed_before_taking_it_back_is_taken_back_by_the_next_owner() {
+    let expected = alone("partitions-window-left");
+    let engine = engine("partitions-window-left");
+    crash_alone(&engine, CrashPoint::AfterCommit, 3);
+    let mut a = held_member(&engine, true);
+    let killed = std::thread::scope(|scope| scope.spawn(|| a.run(&Default::default())).join());
+    assert!(killed.is_err(), "a was not stopped before taking back");
+    drop(a);
+    assert_eq!(undone(&engine, "minutes"), 0);
+    // The next owner is fenced off `minutes` by a's rows until it takes them back.
+    let every = Assignment::new(&[0, 1, 2]);
+    let mut c = engine.open_member(&every, Crash::Never).unwrap();
+    let summary = run_for_a_minute(&mut c);
+    assert!(!summary.stopped, "fenced over and over: {summary:?}");
+    assert_eq!(undone(&engine, "minutes"), 1);
     let got = outputs(&engine);
     report_windows(&got, &expected);
     assert_eq!(got, expected);
