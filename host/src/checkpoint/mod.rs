@@ -40,7 +40,14 @@ pub const STATE_SHARES: &str = "sluice.state-shares";
 /// Snapshot summary keys whose JSON object, keyed by partition, a member's commit puts on
 /// top of the last commit's (as its offsets are, see `iceberg::fence`): each member says
 /// only what it knows of its own partitions.
-pub const MERGED_BY_PARTITION: &[&str] = &[STATE_SHARES, BATCH_KEYS, REPARTITION_SEEN];
+/// A commit without one of them leaves the last commit's as it is.
+pub const MERGED_BY_PARTITION: &[&str] = &[STATE_SHARES, BATCH_KEYS, REPARTITION_SEEN, CLAIMS];
+/// Snapshot summary key: in a group whose members own the event-time state of their
+/// partitions, the partitions a member claimed (`topic/partition` → a token of its own),
+/// merged by partition. A member whose batch was planned before a claim of one of its
+/// partitions is fenced off the table: a member claims partitions to make sure that the
+/// batch of a window commit left behind can never count (see `iceberg::compact::orphan`).
+pub const CLAIMS: &str = "sluice.claims";
 /// Snapshot summary key of stage two of a repartition topic: per partition of the topic
 /// (`topic/partition`), the last offset it took from each source partition, as JSON (see
 /// `event_time::repartition::Seen`), merged by partition.
@@ -60,6 +67,10 @@ pub const BATCH_KEYS_BEFORE: &str = "sluice.batch-keys-before";
 /// each of its partitions from and to (`topic/partition` → `[start, end]`), so that a
 /// later member can tell whether that batch can still count.
 pub const BATCH_RANGE: &str = "sluice.batch-range";
+/// Snapshot summary key of a window commit of a group member: which plan its batch is
+/// (`batch id/processing time/session start`, the same in a replay of it on some of its
+/// partitions), to find its plan's pointers by.
+pub const BATCH_PLAN: &str = "sluice.batch-plan";
 /// Snapshot summary key of a snapshot that took back a window commit: its commit id.
 pub const UNDONE: &str = "sluice.undone";
 

@@ -51,6 +51,9 @@ pub struct Tasks {
     right: Vec<String>,
     /// `topic/partition` of the source topic → its task.
     tasks: BTreeMap<String, EventTime>,
+    /// The claim the table recorded for each task's partition when this process took it
+    /// (see [`Tasks::claims`]).
+    claims: BTreeMap<String, Option<String>>,
 }
 
 /// What [`Tasks::save`] wrote.
@@ -88,7 +91,33 @@ impl Tasks {
                 .map(|j| j.config().right_topic.clone())
                 .collect(),
             tasks: BTreeMap::new(),
+            claims: BTreeMap::new(),
         }
+    }
+
+    /// Notes the claims of the table's last commit (`sluice.claims`, by partition) for
+    /// the tasks' partitions.
+    pub fn note_claims(&mut self, recorded: &BTreeMap<String, String>) {
+        self.claims = self
+            .tasks
+            .keys()
+            .map(|p| (p.clone(), recorded.get(p).cloned()))
+            .collect();
+    }
+
+    /// Notes this process's own claim (`token`) of `partitions`.
+    pub fn note_claim(&mut self, partitions: &BTreeSet<String>, token: &str) {
+        for partition in partitions {
+            self.claims
+                .insert(partition.clone(), Some(token.to_string()));
+        }
+    }
+
+    /// The claim the table recorded for each task's partition when this process took it:
+    /// a batch of it commits only if the table still records those (no other member
+    /// claimed one since).
+    pub fn claims(&self) -> BTreeMap<String, Option<String>> {
+        self.claims.clone()
     }
 
     /// The task that reads `tp`: that of the source topic's partition of its number.

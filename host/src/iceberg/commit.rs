@@ -13,7 +13,7 @@ use super::fence::{Fence, Fenced, PinnedCatalog};
 use super::marks::{mark_property, mark_property_value};
 use super::{IcebergError, IcebergTable};
 use crate::checkpoint::{
-    BATCH_KEYS, BATCH_KEYS_BEFORE, BATCH_RANGE, CommitMark, MERGED_BY_PARTITION, PIPELINE,
+    BATCH_KEYS, BATCH_KEYS_BEFORE, BATCH_RANGE, CLAIMS, CommitMark, MERGED_BY_PARTITION, PIPELINE,
     PLANNED_BATCH, RUN, STATE_SHARES, merged_by_partition,
 };
 use crate::retry::Backoff;
@@ -215,9 +215,9 @@ impl IcebergTable {
             return Ok(());
         }
         let last = self.last_mark_properties(&planned.pipeline)?;
-        let recorded = last.as_ref().and_then(|p| p.get(STATE_SHARES));
+        let recorded = |key| last.as_ref().and_then(|p| p.get(key)).map(String::as_str);
         fence
-            .check_states(recorded.map(String::as_str))
+            .check_states(recorded(STATE_SHARES), recorded(CLAIMS))
             .map_err(|why| self.fenced(planned, &why))
     }
 
@@ -244,8 +244,12 @@ impl IcebergTable {
         }
         let last = self.last_mark_properties(pipeline)?.unwrap_or_default();
         for key in MERGED_BY_PARTITION {
-            if let Some(ours) = properties.get_mut(*key) {
-                *ours = merged_by_partition(last.get(*key).map(String::as_str), ours);
+            match (properties.get_mut(*key), last.get(*key)) {
+                (Some(ours), last) => *ours = merged_by_partition(last.map(String::as_str), ours),
+                (None, Some(last)) => {
+                    properties.insert(key.to_string(), last.clone());
+                }
+                (None, None) => {}
             }
         }
         Ok(())
@@ -522,6 +526,7 @@ mod tests {
                     &Fence::Owns {
                         start,
                         states: None,
+                        claims: None,
                     },
                 )
                 .unwrap();
@@ -574,6 +579,7 @@ mod tests {
                 &Fence::Owns {
                     start: at(from),
                     states: None,
+                    claims: None,
                 },
             )
             .unwrap()

@@ -40,6 +40,11 @@ pub enum Fence {
         /// without reading further (a batch of no records), recorded another: a member
         /// frozen meanwhile is fenced off (see [`Fence::check_states`]).
         states: Option<BTreeMap<String, Option<String>>>,
+        /// With state by partition: the claim the last commit recorded for each of them
+        /// when this process took them (`sluice.claims`; `None`: none). Another member
+        /// that claimed one since fences this process's batches off (see
+        /// [`Fence::check_states`]).
+        claims: Option<BTreeMap<String, Option<String>>>,
     },
     /// The table does not hold the mark's batch yet: each batch's results land once (window
     /// tables).
@@ -75,6 +80,11 @@ pub enum Fenced {
     },
     /// The table holds the batch already.
     Held,
+    /// Another member claimed a partition ([`Fence::Owns`]'s `claims`).
+    Claimed {
+        /// The partition.
+        partition: String,
+    },
     /// Another commit recorded another state file for a partition ([`Fence::Owns`]'s
     /// `states`).
     StateMoved {
@@ -193,30 +203,29 @@ impl Fence {
     }
 
     /// For [`Fence::Owns`] with `states`, against the state files the table's last commit
-    /// of the pipeline records (its `sluice.state-shares` property, `recorded`): the first
-    /// partition whose file is not the one expected. Other fences: `Ok(())`.
-    pub fn check_states(&self, recorded: Option<&str>) -> Result<(), Fenced> {
+    /// of the pipeline records (its `sluice.state-shares` property, `shares`) and its
+    /// claims (`sluice.claims`, `claims`): the first partition whose file is not the one
+    /// expected, or that another member claimed since. Other fences: `Ok(())`.
+    pub fn check_states(&self, shares: Option<&str>, claims: Option<&str>) -> Result<(), Fenced> {
         let Fence::Owns {
             states: Some(states),
+            claims: ours,
             ..
         } = self
         else {
             return Ok(());
         };
-        let recorded: BTreeMap<String, String> = recorded
-            .and_then(|r| serde_json::from_str(r).ok())
-            .unwrap_or_default();
-        for (partition, expected) in states {
-            let found = recorded.get(partition);
-            if found != expected.as_ref() {
-                return Err(Fenced::StateMoved {
-                    partition: partition.clone(),
-                    expected: expected.clone(),
-                    found: found.cloned(),
-                });
-            }
+        if let Some((partition, expected, found)) = first_other(states, shares) {
+            return Err(Fenced::StateMoved {
+                partition,
+                expected,
+                found,
+            });
         }
-        Ok(())
+        match ours.as_ref().and_then(|ours| first_other(ours, claims)) {
+            Some((partition, _, _)) => Err(Fenced::Claimed { partition }),
+            None => Ok(()),
+        }
     }
 
     /// For [`Fence::Keyed`]: where the batch read each of its partitions from and to, as
@@ -253,6 +262,21 @@ impl Fence {
             .keys()
             .all(|p| recorded.get(p).is_some_and(|(k, _)| k == key))
     }
+}
+
+/// The first partition of `expected` whose value in `recorded` (a JSON object by
+/// partition) is another, with both.
+fn first_other(
+    expected: &BTreeMap<String, Option<String>>,
+    recorded: Option<&str>,
+) -> Option<(String, Option<String>, Option<String>)> {
+    let recorded: BTreeMap<String, String> = recorded
+        .and_then(|r| serde_json::from_str(r).ok())
+        .unwrap_or_default();
+    expected.iter().find_map(|(partition, expected)| {
+        let found = recorded.get(partition);
+        (found != expected.as_ref()).then(|| (partition.clone(), expected.clone(), found.cloned()))
+    })
 }
 
 /// `sluice.batch-keys` read back: partition → (key, end); unreadable entries are left out.
@@ -296,6 +320,10 @@ impl std::fmt::Display for Fenced {
                 found_batch.map_or("-".into(), |b| b.to_string()),
                 found.map_or("-".into(), |o| o.to_string()),
                 expected.map_or("-".into(), |o| o.to_string()),
+            ),
+            Fenced::Claimed { partition } => write!(
+                f,
+                "{partition} was claimed (by another member, or by this process for a later batch) since this batch was planned"
             ),
             Fenced::StateMoved {
                 partition,

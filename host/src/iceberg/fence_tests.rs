@@ -64,6 +64,7 @@ fn a_group_member_owns_its_partitions_and_commits_the_merged_offsets() {
     let fence = Fence::Owns {
         start: offsets(&[(1, 7)]),
         states: None,
+        claims: None,
     };
     let planned = mark(3, &[(1, 9)]);
     let last = mark(5, &[(0, 40), (1, 7)]);
@@ -99,14 +100,16 @@ fn a_member_is_fenced_off_partitions_whose_state_another_committed() {
     let fence = Fence::Owns {
         start: offsets(&[(1, 7)]),
         states: Some(states(&[("t/1", Some("a-3.state")), ("t/2", None)])),
+        claims: Some(states(&[("t/1", None), ("t/2", Some("b@1"))])),
     };
     let recorded = r#"{"t/0":"b-4.state","t/1":"a-3.state"}"#;
-    assert_eq!(fence.check_states(Some(recorded)), Ok(()));
+    let claimed = r#"{"t/2":"b@1"}"#;
+    assert_eq!(fence.check_states(Some(recorded), Some(claimed)), Ok(()));
     // Another member committed partition 1 without reading further (its offsets
     // stand): its state file is another.
     let taken = r#"{"t/1":"b-5.state"}"#;
     assert_eq!(
-        fence.check_states(Some(taken)),
+        fence.check_states(Some(taken), Some(claimed)),
         Err(Fenced::StateMoved {
             partition: "t/1".into(),
             expected: Some("a-3.state".into()),
@@ -115,13 +118,21 @@ fn a_member_is_fenced_off_partitions_whose_state_another_committed() {
     );
     // A partition this member started empty that another member gave state meanwhile.
     let given = r#"{"t/1":"a-3.state","t/2":"b-5.state"}"#;
-    assert!(fence.check_states(Some(given)).is_err());
+    assert!(fence.check_states(Some(given), Some(claimed)).is_err());
+    // Another member claimed partition 1 since (its state file stands).
+    assert_eq!(
+        fence.check_states(Some(recorded), Some(r#"{"t/1":"c@7","t/2":"b@1"}"#)),
+        Err(Fenced::Claimed {
+            partition: "t/1".into()
+        })
+    );
     // No states expected: nothing checked.
     let plain = Fence::Owns {
         start: offsets(&[(1, 7)]),
         states: None,
+        claims: None,
     };
-    assert_eq!(plain.check_states(Some(taken)), Ok(()));
+    assert_eq!(plain.check_states(Some(taken), None), Ok(()));
 }
 
 #[test]

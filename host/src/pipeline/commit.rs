@@ -8,11 +8,11 @@ use std::time::{Duration, Instant, SystemTime};
 use super::cpu;
 use super::crash::CrashPoint;
 use super::route::Prepared;
-use super::{Pipeline, PipelineError};
+use super::{Pipeline, PipelineError, partitioned};
 use crate::checkpoint::lookups::LOOKUPS;
 use crate::checkpoint::{
-    BATCH_KEYS, CommitMark, DATA_LOSS, DEAD_LETTERED, LAST_RECORDS, RECORDS_LOST, RUN, STATE,
-    STATE_SHARES, WATERMARK,
+    BATCH_KEYS, BATCH_PLAN, CommitMark, DATA_LOSS, DEAD_LETTERED, LAST_RECORDS, RECORDS_LOST, RUN,
+    STATE, STATE_SHARES, WATERMARK,
 };
 use crate::event_time::delta::Chain;
 use crate::event_time::extract::format_micros;
@@ -196,7 +196,11 @@ impl Pipeline {
             CommitStep::Stage => self.stage(prepared, committed)?,
             CommitStep::Send => self.outputs.send(results)?,
             CommitStep::CommitOutputs => {
-                let none = HashMap::new();
+                let mut plan = HashMap::new();
+                if self.tasks.is_some() {
+                    let identity = partitioned::plan_identity(&prepared.plan);
+                    plan.insert(BATCH_PLAN.to_string(), identity);
+                }
                 if self.tasks.is_some() {
                     let table = self.outputs.table_mut();
                     table.check_fence(&prepared.mark, &prepared.fence)?;
@@ -207,15 +211,16 @@ impl Pipeline {
                 let commit = Commit {
                     mark: &prepared.mark,
                     fence: &fence,
-                    properties: &none,
+                    properties: &plan,
                 };
                 self.commit_others(results, commit)?;
             }
             CommitStep::Checkpoint => {
                 let properties = self.summary_properties(prepared, committed);
+                let fence = self.with_own_claims(&prepared.fence);
                 let commit = Commit {
                     mark: &prepared.mark,
-                    fence: &prepared.fence,
+                    fence: &fence,
                     properties: &properties,
                 };
                 committed.retries = self.outputs.checkpoint(results, commit)?.retries;
@@ -253,13 +258,14 @@ impl Pipeline {
         commit: Commit<'_>,
     ) -> Result<(), PipelineError> {
         let mut tries = self.config.windows.len() + self.config.joins.len();
+        let mut claimed = std::collections::BTreeSet::new();
         loop {
             let error = match self.outputs.commit_others(results, commit) {
                 Ok(()) => return Ok(()),
                 Err(error) => PipelineError::from(error),
             };
             let retry = tries > 0 && self.tasks.is_some() && error.is_fenced_off();
-            if !retry || !self.take_back_left_commits(commit.fence) {
+            if !retry || !self.take_back_left_commits(commit.fence, &mut claimed) {
                 return Err(error);
             }
             tries -= 1;

@@ -5,12 +5,15 @@
 //! on the partitions of it this process owns now, with its plan's processing time; window
 //! tables take each batch once, by its plan's key ([`Fence::Keyed`]).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::Hasher;
 
 use super::read::Input;
 use super::{Pipeline, PipelineError};
-use crate::checkpoint::STATE_SHARES;
+use crate::checkpoint::{
+    BATCH_ID, CLAIMS, COMMIT_ID, CommitMark, DATA_LOSS, DEAD_LETTERED, OFFSETS, PIPELINE,
+    PLANNED_BATCH, RECORDS_LOST, RUN, STATE_SHARES,
+};
 use crate::event_time::state::shares::{Shares, shares_from_json};
 use crate::event_time::state::{Plan, TriggerPlan};
 use crate::event_time::tasks::{Tasks, Unfinished, may_be_replayed};
@@ -38,15 +41,21 @@ impl Pipeline {
         };
         let name = &self.config.pipeline.name;
         let table = self.outputs.table().table();
-        let shares: Shares = table
-            .last_mark_properties(name)?
-            .and_then(|p| p.get(STATE_SHARES).and_then(|s| shares_from_json(s)))
+        let last = table.last_mark_properties(name)?.unwrap_or_default();
+        let shares: Shares = last
+            .get(STATE_SHARES)
+            .and_then(|s| shares_from_json(s))
+            .unwrap_or_default();
+        let claims: BTreeMap<String, String> = last
+            .get(CLAIMS)
+            .and_then(|c| serde_json::from_str(c).ok())
             .unwrap_or_default();
         let home = self.config.source.topics.first().map_or("", String::as_str);
         let mut tasks = Tasks::new(et, home);
         let location = table.location().to_string();
         let store = self.state.as_ref();
         let mut unfinished = tasks.recover(store, &location, name, &shares, &self.positions)?;
+        tasks.note_claims(&claims);
         unfinished.sort_by_key(|u| u.plan.batch_id);
         unfinished.reverse();
         self.unfinished = unfinished;
@@ -119,24 +128,36 @@ impl Pipeline {
         }
         let start = Offsets::from_json(&plan.start).unwrap_or_default();
         let starts = by_partition(&start);
-        let same = |other: &Plan| {
-            (other.batch_id, other.now_ms, other.session_start_ms)
-                == (plan.batch_id, plan.now_ms, plan.session_start_ms)
-        };
-        self.may_be_replayed(&starts, same)
+        let ours = plan_identity(plan);
+        self.may_be_replayed(&starts, |other| plan_identity(other) == ours)
     }
 
     /// After a window table fenced this batch off (`fence`): takes back the window commits
     /// whose entries did it if their batches can never count (their member stopped
     /// between such a commit and taking it back, see [`Pipeline::commit_may_count`]).
-    /// Returns whether it took one back (the batch's window commits are then tried again).
-    pub(super) fn take_back_left_commits(&mut self, fence: &Fence) -> bool {
+    /// Returns whether it took one back (the batch's window commits are then tried again);
+    /// `claimed` gathers the partitions it claimed over the batch's tries.
+    pub(super) fn take_back_left_commits(
+        &mut self,
+        fence: &Fence,
+        claimed: &mut BTreeSet<String>,
+    ) -> bool {
         let name = self.config.pipeline.name.clone();
         let mut taken = false;
         for (index, commit) in self.outputs.fencing_commits(&name, fence) {
             match self.commit_may_count(&commit) {
-                Ok(false) => {}
-                Ok(true) => {
+                Ok(Verdict::Never) => {}
+                Ok(Verdict::UnlessClaimed(partitions)) if partitions.is_subset(claimed) => {}
+                Ok(Verdict::UnlessClaimed(partitions)) => {
+                    // Its member alone can commit it: claimed, those partitions fence it off.
+                    if let Err(error) = self.claim(&partitions) {
+                        tracing::warn!(commit_id = %commit.commit_id, %error, "cannot claim the partitions of a batch left behind");
+                        continue;
+                    }
+                    tracing::warn!(commit_id = %commit.commit_id, partitions = ?partitions, "claimed the partitions of a batch whose member left its window commit behind");
+                    claimed.extend(partitions);
+                }
+                Ok(Verdict::MayCount) => {
                     tracing::info!(commit_id = %commit.commit_id, key = %commit.key, "a window commit of a batch that may still count fences this batch off");
                     continue;
                 }
@@ -156,12 +177,26 @@ impl Pipeline {
     }
 
     /// Whether the batch of a window commit found in a table may still count: the main
-    /// table recorded its key since (or cannot tell); or it records every partition of
-    /// the batch where the batch started, so that its member may still commit it; or a
-    /// partition's pointer still names it (see [`Pipeline::batch_may_count`]).
-    fn commit_may_count(&mut self, commit: &KeyedCommit) -> Result<bool, PipelineError> {
+    /// table recorded its key since (or cannot tell), or a partition's pointer still
+    /// names it (see [`Pipeline::batch_may_count`]); or it records every partition of the
+    /// batch where the batch started, so that its member may still commit it, unless this
+    /// process claims the partitions of it that it owns.
+    fn commit_may_count(&mut self, commit: &KeyedCommit) -> Result<Verdict, PipelineError> {
         if self.main_recorded(&commit.key, commit.timestamp_ms)? {
-            return Ok(true);
+            return Ok(Verdict::MayCount);
+        }
+        let starts = commit
+            .range
+            .iter()
+            .map(|(p, &(s, _))| (p.clone(), s))
+            .collect();
+        // Without the plan recorded (an older commit), any plan of the same batch id.
+        let same = |other: &Plan| match &commit.plan {
+            Some(plan) => plan_identity(other) == *plan,
+            None => Some(other.batch_id) == commit.planned_batch,
+        };
+        if self.may_be_replayed(&starts, same)? {
+            return Ok(Verdict::MayCount);
         }
         let name = &self.config.pipeline.name;
         let table = self.outputs.table().table();
@@ -170,27 +205,90 @@ impl Pipeline {
             .map(|m| m.offsets)
             .unwrap_or_default();
         let positions = by_partition(&positions);
-        let unmoved = commit
-            .range
-            .iter()
+        let unmoved = (commit.range.iter())
             .all(|(p, &(start, _))| positions.get(p).is_none_or(|&m| m == start));
-        if unmoved {
-            return Ok(true);
+        if !unmoved {
+            return Ok(Verdict::Never);
         }
-        let starts = commit
-            .range
-            .iter()
-            .map(|(p, &(s, _))| (p.clone(), s))
+        let owned = self.tasks.as_ref().map(Tasks::claims).unwrap_or_default();
+        let ours: BTreeSet<String> = (commit.range.keys())
+            .filter(|p| owned.contains_key(*p))
+            .cloned()
             .collect();
-        let same = |other: &Plan| {
-            let end = Offsets::from_json(&other.end).unwrap_or_default();
-            Some(other.batch_id) == commit.planned_batch
-                && commit
-                    .range
-                    .iter()
-                    .all(|(p, &(_, to))| by_partition(&end).get(p).is_none_or(|&e| e == to))
+        Ok(match ours.is_empty() {
+            true => Verdict::MayCount,
+            false => Verdict::UnlessClaimed(ours),
+        })
+    }
+
+    /// Claims `partitions` (owned by this process) in the main table: a snapshot without
+    /// data that records this process's claim of them (`sluice.claims`), behind their
+    /// offsets, state files and claims as the table records them, carrying the rest of the
+    /// last commit's properties. A batch planned before, by any member, no longer commits.
+    fn claim(&mut self, partitions: &BTreeSet<String>) -> Result<(), PipelineError> {
+        let name = self.config.pipeline.name.clone();
+        self.outputs.table_mut().refresh()?;
+        let table = self.outputs.table().table();
+        let last = table.last_mark_properties(&name)?.unwrap_or_default();
+        let positions = table
+            .last_mark(&name)?
+            .map(|m| m.offsets)
+            .unwrap_or_default();
+        let field = |key: &str| -> BTreeMap<String, String> {
+            (last.get(key).and_then(|v| serde_json::from_str(v).ok())).unwrap_or_default()
         };
-        self.may_be_replayed(&starts, same)
+        let pick = |recorded: BTreeMap<String, String>| {
+            let of = |p: &String| (p.clone(), recorded.get(p).cloned());
+            Some(partitions.iter().map(of).collect())
+        };
+        let mut start = Offsets::default();
+        for (tp, &offset) in positions.0.iter() {
+            if partitions.contains(&tp.to_string()) {
+                start.set(tp.clone(), offset);
+            }
+        }
+        let fence = Fence::Owns {
+            start: start.clone(),
+            states: pick(field(STATE_SHARES)),
+            claims: pick(field(CLAIMS)),
+        };
+        let token = format!("{}@{}", self.run, crate::units::Millis::now().0);
+        let ours: BTreeMap<&String, &str> =
+            partitions.iter().map(|p| (p, token.as_str())).collect();
+        let mut extra: HashMap<String, String> = last
+            .into_iter()
+            .filter(|(key, _)| !NOT_CARRIED.contains(&key.as_str()))
+            .collect();
+        extra.insert(
+            CLAIMS.to_string(),
+            serde_json::to_string(&ours).unwrap_or_default(),
+        );
+        extra.insert(RUN.to_string(), token.clone());
+        let planned = CommitMark {
+            pipeline: name,
+            batch_id: 0,
+            offsets: start,
+        };
+        self.outputs
+            .table_mut()
+            .commit_empty(&planned, &fence, extra)?;
+        if let Some(tasks) = &mut self.tasks {
+            tasks.note_claim(partitions, &token);
+        }
+        Ok(())
+    }
+
+    /// `fence` with the claims this process holds now: those of its own claims made since
+    /// the batch was planned, whose table commit they do not fence off.
+    pub(super) fn with_own_claims(&self, fence: &Fence) -> Fence {
+        match (fence, &self.tasks) {
+            (Fence::Owns { start, states, .. }, Some(tasks)) => Fence::Owns {
+                start: start.clone(),
+                states: states.clone(),
+                claims: Some(tasks.claims()),
+            },
+            _ => fence.clone(),
+        }
     }
 
     /// Whether the main table, reloaded, recorded the batch `key` since `since_ms` (less
@@ -232,6 +330,30 @@ impl Pipeline {
     }
 }
 
+/// What [`Pipeline::commit_may_count`] found.
+enum Verdict {
+    /// The batch may count: its rows stay.
+    MayCount,
+    /// It never will: its rows are taken back.
+    Never,
+    /// Its member may still commit it unless this process claims these partitions of it.
+    UnlessClaimed(BTreeSet<String>),
+}
+
+/// The last commit's summary properties a claim does not carry: its mark's own, and what
+/// only says what a batch did.
+const NOT_CARRIED: &[&str] = &[
+    PIPELINE,
+    BATCH_ID,
+    COMMIT_ID,
+    OFFSETS,
+    PLANNED_BATCH,
+    RUN,
+    DEAD_LETTERED,
+    DATA_LOSS,
+    RECORDS_LOST,
+];
+
 /// Offsets by `topic/partition`.
 fn by_partition(offsets: &Offsets) -> BTreeMap<String, i64> {
     offsets
@@ -244,6 +366,15 @@ fn by_partition(offsets: &Offsets) -> BTreeMap<String, i64> {
 /// How far apart the members' clocks may be: the main table's history is searched for a
 /// batch's key back to this long before the batch was planned.
 const CLOCK_SKEW_MS: i64 = 10 * 60 * 1000;
+
+/// Which plan a batch is, the same in a replay of it on some of its partitions (whose
+/// offsets are others): its id, processing time and session start.
+pub(super) fn plan_identity(plan: &Plan) -> String {
+    format!(
+        "{}/{}/{}",
+        plan.batch_id, plan.now_ms.0, plan.session_start_ms.0
+    )
+}
 
 /// A batch's key: a hash of its plan (id, offsets, processing times, flush), the same
 /// when it is replayed by any process.

@@ -140,6 +140,7 @@ impl Pipeline {
                 SourceMode::Group => Fence::Owns {
                     start: self.fence_start(&input.start),
                     states: self.tasks.as_ref().map(Tasks::states),
+                    claims: self.tasks.as_ref().map(Tasks::claims),
                 },
             },
             mark: CommitMark {

@@ -207,7 +207,7 @@ impl<R: DerivedRow> Output for Derived<R> {
         let batch = self.encode(rows, mark.batch_id)?;
         let table = self.derived_table().expect("checked above");
         let fence = if keyed { commit.fence } else { &Fence::NotHeld };
-        let (delivered, landed) = table.commit(batch, mark, fence)?;
+        let (delivered, landed) = table.commit(batch, mark, fence, commit.properties)?;
         if let (Fence::Keyed { key, .. }, Some((mark, files))) = (fence, landed) {
             self.landed = Some((mark, key.clone(), files));
         }
@@ -323,6 +323,7 @@ impl DerivedTable<'_> {
         batch: RecordBatch,
         mark: &CommitMark,
         fence: &Fence,
+        properties: &HashMap<String, String>,
     ) -> Result<(Delivered, Option<Landing>), OutputError> {
         let error = |e| table_error(self.kind, self.name, e);
         let written = self
@@ -338,7 +339,7 @@ impl DerivedTable<'_> {
         let files = written.files.clone();
         let landed = self
             .table
-            .commit(written.files, mark, HashMap::new(), fence)
+            .commit(written.files, mark, properties.clone(), fence)
             .map_err(error)?;
         Ok(match landed {
             Landed::Committed { retries, mark } => (

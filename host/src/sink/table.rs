@@ -68,6 +68,21 @@ impl TableOutput {
         Ok(())
     }
 
+    /// Commits a snapshot without data files carrying `mark` behind `fence`, with `extra`
+    /// summary properties (a group member's claim of partitions, see
+    /// [`crate::checkpoint::CLAIMS`]).
+    pub fn commit_empty(
+        &mut self,
+        mark: &CommitMark,
+        fence: &Fence,
+        extra: HashMap<String, String>,
+    ) -> Result<(), OutputError> {
+        self.table
+            .commit(Vec::new(), mark, extra, fence)
+            .map_err(|e| self.error(e))?;
+        Ok(())
+    }
+
     /// Forgets the staged batch (after a fault), deleting its data files: nothing will
     /// commit them. A file already gone is fine; one that cannot be deleted stays for
     /// `sluice maintain`.

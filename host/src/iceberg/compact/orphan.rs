@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 use super::plan::{Manifests, ManifestsRead};
-use crate::checkpoint::{BATCH_KEYS, BATCH_RANGE, COMMIT_ID, PIPELINE, PLANNED_BATCH};
+use crate::checkpoint::{BATCH_KEYS, BATCH_PLAN, BATCH_RANGE, COMMIT_ID, PIPELINE, PLANNED_BATCH};
 use crate::iceberg::{Fence, IcebergError, IcebergTable, iceberg_err};
 
 /// A keyed window commit, as the table's history records it.
@@ -29,6 +29,8 @@ pub struct KeyedCommit {
     pub planned_batch: Option<u64>,
     /// Where its batch read each of its partitions from and to.
     pub range: BTreeMap<String, (i64, i64)>,
+    /// Which plan its batch is (`sluice.batch-plan`), if recorded.
+    pub plan: Option<String>,
 }
 
 impl IcebergTable {
@@ -69,6 +71,7 @@ impl IcebergTable {
                     timestamp_ms: snapshot.timestamp_ms(),
                     planned_batch: props.get(PLANNED_BATCH).and_then(|b| b.parse().ok()),
                     range,
+                    plan: props.get(BATCH_PLAN).cloned(),
                 }));
             }
             next = snapshot

@@ -425,3 +425,93 @@ fn a_window_commit_left_by_a_member_killed_before_taking_it_back_is_taken_back_b
     report_windows(&got, &expected);
     assert_eq!(got, expected);
 }
+
+/// A member, `c`, takes the partitions (restores their tasks) while their owner `a` still
+/// runs; `a` plans a batch and commits its window rows, then is killed (`killed`) or held
+/// before its table commit. `c`'s batch replaces the plan's pointers (they are at the same
+/// offsets), so nobody can replay `a`'s batch, and the table records its partitions where
+/// it started, so `a` alone could still commit it: `c` claims the partitions (which fences
+/// `a` off), then takes the rows back. Held, `c` runs one batch meanwhile and `a` wakes to
+/// find its batch fenced off by the claim; killed, `c` runs to the end.
+fn left_by_an_owner_whose_partitions_stand(name: &str, killed: bool) {
+    use sluice::batch::trigger::Batches;
+    type Member = std::sync::Arc<std::sync::Mutex<Option<sluice::pipeline::Pipeline>>>;
+    let expected = alone(name);
+    let engine = std::sync::Arc::new(engine(name));
+    let window_rows = |e: &Engine| e.rows(Some("minutes")).len() + e.rows(Some("sessions")).len();
+    let c: Member = Default::default();
+    let rows_before = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (hook_engine, hook_c, before) = (engine.clone(), c.clone(), rows_before.clone());
+    let hook: sluice::pipeline::crash::Hook = std::sync::Arc::new(move |point, _| {
+        use std::sync::atomic::Ordering::Relaxed;
+        match point {
+            CrashPoint::AfterCommit if before.load(Relaxed) != usize::MAX => {
+                // c restores the tasks as this commit left them. Held, `a`'s batch is one
+                // `c` reads less of (its rows then differ), and `c` stops after its window
+                // commits (the table records the partitions where `a`'s batch started).
+                let every = Assignment::new(&[0, 1, 2]);
+                let mut config = hook_engine.config.clone();
+                let mut crash = Crash::Never;
+                if !killed {
+                    config.trigger.max_records = 2;
+                    crash = Crash::Fail(CrashPoint::AfterWindowCommit, 2);
+                }
+                let member = hook_engine.open_member_as(&config, &every, crash);
+                let member = member.unwrap();
+                *hook_c.lock().unwrap() = Some(member);
+                before.store(window_rows(&hook_engine), Relaxed);
+            }
+            CrashPoint::AfterWindowCommit
+                if before.load(Relaxed) != usize::MAX
+                    && window_rows(&hook_engine) > before.load(Relaxed) =>
+            {
+                if killed {
+                    panic!("killed after its window commit");
+                }
+                before.store(usize::MAX, Relaxed);
+                let mut c = hook_c.lock().unwrap().take().unwrap();
+                let ends = c.end_offsets().unwrap();
+                let stopped = c.batch(&ends, &Default::default());
+                assert!(
+                    matches!(stopped, Err(PipelineError::Crashed { .. })),
+                    "{stopped:?}"
+                );
+            }
+            _ => {}
+        }
+    });
+    let every = Assignment::new(&[0, 1, 2]);
+    let mut a = engine.open_member(&every, Crash::Hook(hook)).unwrap();
+    let ran = std::thread::scope(|scope| scope.spawn(|| a.run(&Default::default())).join());
+    if killed {
+        assert!(ran.is_err(), "a was not killed after a window commit");
+        drop(a);
+        let mut c = c.lock().unwrap().take().expect("c took the partitions");
+        let summary = run_for_a_minute(&mut c);
+        assert!(!summary.stopped, "fenced over and over: {summary:?}");
+    } else {
+        let summary = ran.unwrap().unwrap();
+        assert_eq!(summary.batches_fenced, 1, "{summary:?}");
+    }
+    let table = engine.table(None);
+    let claims = table.table().metadata().snapshots().filter(|s| {
+        let props = &s.summary().additional_properties;
+        let planned = props.get("sluice.planned-batch").map(String::as_str);
+        props.contains_key("sluice.claims") && planned == Some("0")
+    });
+    assert_eq!(claims.count(), 1);
+    assert_eq!(undone(&engine, "minutes") + undone(&engine, "sessions"), 2);
+    let got = outputs(&engine);
+    report_windows(&got, &expected);
+    assert_eq!(got, expected);
+}
+
+#[test]
+fn a_window_commit_left_by_a_killed_owner_whose_partitions_stand_is_taken_back_once_claimed() {
+    left_by_an_owner_whose_partitions_stand("partitions-window-claimed", true);
+}
+
+#[test]
+fn an_owner_held_after_its_window_commit_is_fenced_off_by_the_claim_of_its_partitions() {
+    left_by_an_owner_whose_partitions_stand("partitions-window-claim-held", false);
+}
