@@ -67,9 +67,8 @@ pub const BATCH_KEYS_BEFORE: &str = "sluice.batch-keys-before";
 /// each of its partitions from and to (`topic/partition` → `[start, end]`), so that a
 /// later member can tell whether that batch can still count.
 pub const BATCH_RANGE: &str = "sluice.batch-range";
-/// Snapshot summary key of a window commit of a group member: which plan its batch is
-/// (`batch id/processing time/session start`, the same in a replay of it on some of its
-/// partitions), to find its plan's pointers by.
+/// Snapshot summary key of a window commit of a group member: its batch's plan (as its
+/// pointers hold it, JSON), to find those pointers by, or to replay it where none is left.
 pub const BATCH_PLAN: &str = "sluice.batch-plan";
 /// Snapshot summary key of a snapshot that took back a window commit: its commit id.
 pub const UNDONE: &str = "sluice.undone";

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime};
 use super::cpu;
 use super::crash::CrashPoint;
 use super::route::Prepared;
-use super::{Pipeline, PipelineError, partitioned};
+use super::{Pipeline, PipelineError};
 use crate::checkpoint::lookups::LOOKUPS;
 use crate::checkpoint::{
     BATCH_KEYS, BATCH_PLAN, CommitMark, DATA_LOSS, DEAD_LETTERED, LAST_RECORDS, RECORDS_LOST, RUN,
@@ -17,6 +17,7 @@ use crate::checkpoint::{
 use crate::event_time::delta::Chain;
 use crate::event_time::extract::format_micros;
 use crate::event_time::state;
+use crate::event_time::state::PlanFile;
 use crate::event_time::state::shares::shares_to_json;
 use crate::event_time::tasks;
 use crate::iceberg::maintain::cutoff_ms;
@@ -198,8 +199,8 @@ impl Pipeline {
             CommitStep::CommitOutputs => {
                 let mut plan = HashMap::new();
                 if self.tasks.is_some() {
-                    let identity = partitioned::plan_identity(&prepared.plan);
-                    plan.insert(BATCH_PLAN.to_string(), identity);
+                    let json = PlanFile::json_of(&prepared.plan);
+                    plan.insert(BATCH_PLAN.to_string(), json);
                 }
                 if self.tasks.is_some() {
                     let table = self.outputs.table_mut();

@@ -39,6 +39,7 @@ pub mod faults;
 mod health;
 mod inlet;
 mod keyed;
+mod left;
 pub mod open;
 mod partitioned;
 mod process;

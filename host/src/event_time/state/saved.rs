@@ -191,6 +191,25 @@ pub struct PlanFile {
 }
 
 impl PlanFile {
+    /// `plan` as its pointer holds it, as JSON (a window commit records it, see
+    /// `checkpoint::BATCH_PLAN`).
+    pub fn json_of(plan: &Plan) -> String {
+        let file = PlanFile {
+            plan: plan.clone(),
+            state_file: None,
+            held: plan.held.clone(),
+            lookups: plan.lookups.clone(),
+        };
+        serde_json::to_string(&file).unwrap_or_default()
+    }
+
+    /// A plan read back from [`PlanFile::json_of`].
+    pub fn plan_of(json: &str) -> Option<Plan> {
+        serde_json::from_str::<PlanFile>(json)
+            .ok()
+            .map(PlanFile::into_plan)
+    }
+
     /// The whole plan: its held triggers and lookup versions put back.
     pub fn into_plan(self) -> Plan {
         Plan {

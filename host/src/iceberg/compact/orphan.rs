@@ -29,7 +29,7 @@ pub struct KeyedCommit {
     pub planned_batch: Option<u64>,
     /// Where its batch read each of its partitions from and to.
     pub range: BTreeMap<String, (i64, i64)>,
-    /// Which plan its batch is (`sluice.batch-plan`), if recorded.
+    /// Its batch's plan (`sluice.batch-plan`, JSON), if recorded.
     pub plan: Option<String>,
 }
 

@@ -426,14 +426,28 @@ fn a_window_commit_left_by_a_member_killed_before_taking_it_back_is_taken_back_b
     assert_eq!(got, expected);
 }
 
+/// How the owner of a batch whose window rows landed stops before its table commit.
+#[derive(Clone, Copy, PartialEq)]
+enum Left {
+    /// Killed.
+    Killed,
+    /// Held while the next owner runs a batch.
+    Held,
+    /// Killed, then the batch replayed by a member given some of its partitions.
+    ReplayedInPart,
+}
+
 /// A member, `c`, takes the partitions (restores their tasks) while their owner `a` still
-/// runs; `a` plans a batch and commits its window rows, then is killed (`killed`) or held
-/// before its table commit. `c`'s batch replaces the plan's pointers (they are at the same
-/// offsets), so nobody can replay `a`'s batch, and the table records its partitions where
-/// it started, so `a` alone could still commit it: `c` claims the partitions (which fences
-/// `a` off), then takes the rows back. Held, `c` runs one batch meanwhile and `a` wakes to
-/// find its batch fenced off by the claim; killed, `c` runs to the end.
-fn left_by_an_owner_whose_partitions_stand(name: &str, killed: bool) {
+/// runs; `a` plans a batch and commits its window rows, then stops before its table
+/// commit as `left` says. `c`'s batch replaces the plan's pointers (they are at the same
+/// offsets), so nobody can replay `a`'s batch there:
+/// - where the table records its partitions where it started, `a` alone could still
+///   commit it: `c` claims the partitions (which fences `a` off), then takes the rows
+///   back. Held, `c` runs one batch meanwhile and `a` wakes to find its batch fenced off
+///   by the claim; killed, `c` runs to the end;
+/// - replayed in part (`c` owns partition 0 alone, and a member given 1 and 2 after `a`
+///   was killed replayed the batch there), the batch counts: `c` replays it on 0 too.
+fn left_by_an_owner(name: &str, left: Left) {
     use sluice::batch::trigger::Batches;
     type Member = std::sync::Arc<std::sync::Mutex<Option<sluice::pipeline::Pipeline>>>;
     let expected = alone(name);
@@ -449,23 +463,25 @@ fn left_by_an_owner_whose_partitions_stand(name: &str, killed: bool) {
                 // c restores the tasks as this commit left them. Held, `a`'s batch is one
                 // `c` reads less of (its rows then differ), and `c` stops after its window
                 // commits (the table records the partitions where `a`'s batch started).
-                let every = Assignment::new(&[0, 1, 2]);
+                let owns: &[i32] = match left {
+                    Left::ReplayedInPart => &[0],
+                    _ => &[0, 1, 2],
+                };
                 let mut config = hook_engine.config.clone();
                 let mut crash = Crash::Never;
-                if !killed {
+                if left == Left::Held {
                     config.trigger.max_records = 2;
                     crash = Crash::Fail(CrashPoint::AfterWindowCommit, 2);
                 }
-                let member = hook_engine.open_member_as(&config, &every, crash);
-                let member = member.unwrap();
-                *hook_c.lock().unwrap() = Some(member);
+                let member = hook_engine.open_member_as(&config, &Assignment::new(owns), crash);
+                *hook_c.lock().unwrap() = Some(member.unwrap());
                 before.store(window_rows(&hook_engine), Relaxed);
             }
             CrashPoint::AfterWindowCommit
                 if before.load(Relaxed) != usize::MAX
                     && window_rows(&hook_engine) > before.load(Relaxed) =>
             {
-                if killed {
+                if left != Left::Held {
                     panic!("killed after its window commit");
                 }
                 before.store(usize::MAX, Relaxed);
@@ -483,15 +499,18 @@ fn left_by_an_owner_whose_partitions_stand(name: &str, killed: bool) {
     let every = Assignment::new(&[0, 1, 2]);
     let mut a = engine.open_member(&every, Crash::Hook(hook)).unwrap();
     let ran = std::thread::scope(|scope| scope.spawn(|| a.run(&Default::default())).join());
-    if killed {
+    if left == Left::Held {
+        let summary = ran.unwrap().unwrap();
+        assert_eq!(summary.batches_fenced, 1, "{summary:?}");
+    } else {
         assert!(ran.is_err(), "a was not killed after a window commit");
         drop(a);
+        if left == Left::ReplayedInPart {
+            member(&engine, &[1, 2], Crash::Never).unwrap();
+        }
         let mut c = c.lock().unwrap().take().expect("c took the partitions");
         let summary = run_for_a_minute(&mut c);
         assert!(!summary.stopped, "fenced over and over: {summary:?}");
-    } else {
-        let summary = ran.unwrap().unwrap();
-        assert_eq!(summary.batches_fenced, 1, "{summary:?}");
     }
     let table = engine.table(None);
     let claims = table.table().metadata().snapshots().filter(|s| {
@@ -499,8 +518,13 @@ fn left_by_an_owner_whose_partitions_stand(name: &str, killed: bool) {
         let planned = props.get("sluice.planned-batch").map(String::as_str);
         props.contains_key("sluice.claims") && planned == Some("0")
     });
-    assert_eq!(claims.count(), 1);
-    assert_eq!(undone(&engine, "minutes") + undone(&engine, "sessions"), 2);
+    let (claimed, taken_back) = match left {
+        Left::ReplayedInPart => (0, 0),
+        _ => (1, 2),
+    };
+    assert_eq!(claims.count(), claimed);
+    let undone = undone(&engine, "minutes") + undone(&engine, "sessions");
+    assert_eq!(undone, taken_back);
     let got = outputs(&engine);
     report_windows(&got, &expected);
     assert_eq!(got, expected);
@@ -508,10 +532,15 @@ fn left_by_an_owner_whose_partitions_stand(name: &str, killed: bool) {
 
 #[test]
 fn a_window_commit_left_by_a_killed_owner_whose_partitions_stand_is_taken_back_once_claimed() {
-    left_by_an_owner_whose_partitions_stand("partitions-window-claimed", true);
+    left_by_an_owner("partitions-window-claimed", Left::Killed);
 }
 
 #[test]
 fn an_owner_held_after_its_window_commit_is_fenced_off_by_the_claim_of_its_partitions() {
-    left_by_an_owner_whose_partitions_stand("partitions-window-claim-held", false);
+    left_by_an_owner("partitions-window-claim-held", Left::Held);
+}
+
+#[test]
+fn a_batch_left_by_a_killed_owner_and_replayed_in_part_is_replayed_where_its_plan_was_replaced() {
+    left_by_an_owner("partitions-window-replayed-in-part", Left::ReplayedInPart);
 }
