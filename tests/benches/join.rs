@@ -99,6 +99,7 @@ fn main() {
             flush: false,
             held: Vec::new(),
             lookups: Default::default(),
+            key: None,
         };
         let t = Instant::now();
         let (path, bytes) = op

@@ -263,6 +263,7 @@ impl Saved {
             flush: false,
             held: Vec::new(),
             lookups: Default::default(),
+            key: None,
         };
         let t = Instant::now();
         let (path, size) = operators

@@ -35,6 +35,11 @@ pub struct Plan {
     /// rebuilds them there. Kept in the plan's pointer alone, as [`Plan::held`] is.
     #[serde(skip)]
     pub lookups: BTreeMap<String, Version>,
+    /// For a replay of a batch on some of its partitions (whose offsets are then others'):
+    /// that batch's key, so that the replay, and a replay of it, is the same batch. Kept in
+    /// the plan's pointer alone, as [`Plan::held`] is.
+    #[serde(skip)]
+    pub key: Option<String>,
 }
 
 /// One trigger of a batch that held several (see [`Plan::held`]).

@@ -134,6 +134,7 @@ impl Pipeline {
                 flush: input.flush,
                 held: Vec::new(),
                 lookups: self.lookups.lookups().versions(),
+                key: self.replaying.as_ref().map(|r| r.key.clone()),
             },
             fence: match self.config.source.mode {
                 SourceMode::Assign => Fence::Follows(self.fence_start(&input.start)),

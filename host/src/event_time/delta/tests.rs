@@ -24,6 +24,7 @@ pub(crate) fn plan(batch_id: u64) -> Plan {
         flush: false,
         held: Vec::new(),
         lookups: Default::default(),
+        key: None,
     }
 }
 

@@ -52,6 +52,7 @@ pub fn write_plan_at(
         state_file,
         held: plan.held.clone(),
         lookups: plan.lookups.clone(),
+        key: plan.key.clone(),
     };
     let pointer = serde_json::to_vec(&pointer).map_err(StateError::Serialise)?;
     store.put(at, pointer)

@@ -188,6 +188,9 @@ pub struct PlanFile {
     /// versions and of batches without lookups.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub lookups: BTreeMap<String, Version>,
+    /// The key of the batch a replay replays (see [`Plan::key`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
 }
 
 impl PlanFile {
@@ -199,6 +202,7 @@ impl PlanFile {
             state_file: None,
             held: plan.held.clone(),
             lookups: plan.lookups.clone(),
+            key: plan.key.clone(),
         };
         serde_json::to_string(&file).unwrap_or_default()
     }
@@ -215,6 +219,7 @@ impl PlanFile {
         Plan {
             held: self.held,
             lookups: self.lookups,
+            key: self.key,
             ..self.plan
         }
     }

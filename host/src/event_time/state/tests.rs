@@ -24,6 +24,7 @@ fn plan(batch_id: u64, start: &str) -> Plan {
         flush: false,
         held: Vec::new(),
         lookups: BTreeMap::new(),
+        key: None,
     }
 }
 

@@ -19,6 +19,7 @@ fn plan(batch_id: u64, start: i64, end: i64) -> Plan {
         flush: false,
         held: Vec::new(),
         lookups: Default::default(),
+        key: None,
     }
 }
 

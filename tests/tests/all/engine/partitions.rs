@@ -544,3 +544,52 @@ fn an_owner_held_after_its_window_commit_is_fenced_off_by_the_claim_of_its_parti
 fn a_batch_left_by_a_killed_owner_and_replayed_in_part_is_replayed_where_its_plan_was_replaced() {
     left_by_an_owner("partitions-window-replayed-in-part", Left::ReplayedInPart);
 }
+
+/// A member killed after its window commits; the partitions' next owner killed while it
+/// replays that batch (its state saved, so its own pointers name the replay); the owner
+/// after that replays the replay: it must still be the same batch (its key), which the
+/// window tables hold already.
+#[test]
+fn a_replay_killed_midway_is_replayed_as_the_batch_it_replays() {
+    let expected = alone("partitions-replay-replayed");
+    let engine = std::sync::Arc::new(engine("partitions-replay-replayed"));
+    let window_rows = |e: &Engine| e.rows(Some("minutes")).len() + e.rows(Some("sessions")).len();
+    let before = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (hook_engine, hook_before) = (engine.clone(), before.clone());
+    let hook: sluice::pipeline::crash::Hook = std::sync::Arc::new(move |point, _| {
+        use std::sync::atomic::Ordering::Relaxed;
+        match point {
+            CrashPoint::AfterCommit => hook_before.store(window_rows(&hook_engine), Relaxed),
+            CrashPoint::AfterWindowCommit
+                if window_rows(&hook_engine) > hook_before.load(Relaxed) =>
+            {
+                panic!("killed after its window commit")
+            }
+            _ => {}
+        }
+    });
+    let killed = |owns: &[i32], crash: Crash| {
+        let mut member = engine.open_member(&Assignment::new(owns), crash).unwrap();
+        let ran =
+            std::thread::scope(|scope| scope.spawn(|| member.run(&Default::default())).join());
+        assert!(ran.is_err(), "not killed");
+    };
+    killed(&[0, 1, 2], Crash::Hook(hook));
+    // The next owner of partition 0 replays that batch there first, and is killed once its
+    // state is saved.
+    let replaying: sluice::pipeline::crash::Hook = std::sync::Arc::new(|point, _| {
+        if point == CrashPoint::AfterState {
+            panic!("killed while replaying");
+        }
+    });
+    killed(&[0], Crash::Hook(replaying));
+    let mut last = engine
+        .open_member(&Assignment::new(&[0]), Crash::Never)
+        .unwrap();
+    let summary = run_for_a_minute(&mut last);
+    assert!(!summary.stopped, "fenced over and over: {summary:?}");
+    member(&engine, &[1, 2], Crash::Never).unwrap();
+    let got = outputs(&engine);
+    report_windows(&got, &expected);
+    assert_eq!(got, expected);
+}
