@@ -14,6 +14,7 @@ mod keyed;
 mod lookups;
 mod partitions;
 mod partitions_join;
+mod partitions_left;
 mod poison;
 mod probation;
 mod repartition;
