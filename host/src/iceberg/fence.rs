@@ -228,6 +228,14 @@ impl Fence {
         }
     }
 
+    /// For [`Fence::Keyed`]: the batch's key.
+    pub fn batch_key(&self) -> Option<String> {
+        match self {
+            Fence::Keyed { key, .. } => Some(key.clone()),
+            _ => None,
+        }
+    }
+
     /// For [`Fence::Keyed`]: where the batch read each of its partitions from and to, as
     /// the commit records it (`sluice.batch-range`).
     pub fn batch_range(&self) -> Option<String> {

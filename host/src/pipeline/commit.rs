@@ -143,7 +143,10 @@ impl Pipeline {
                 self.crash
                     .at(CrashPoint::BeforeUndo, batch_id)
                     .map_err(|point| PipelineError::Crashed { point, batch_id })?;
-                self.outputs.undo_others();
+                let key = self
+                    .outputs_fence(&prepared.plan, &prepared.fence)
+                    .batch_key();
+                self.outputs.undo_others(key.as_deref().unwrap_or_default());
             }
             Ok(true) => {
                 tracing::info!(

@@ -214,8 +214,9 @@ impl<R: DerivedRow> Output for Derived<R> {
         Ok(delivered)
     }
 
-    fn undo(&mut self) -> Result<bool, OutputError> {
-        let Some((mark, key, files)) = self.landed.take() else {
+    fn undo(&mut self, batch: &str) -> Result<bool, OutputError> {
+        // The last commit may be an earlier batch's (this one fenced off before its own).
+        let Some((mark, key, files)) = self.landed.take().filter(|(_, key, _)| key == batch) else {
             return Ok(false);
         };
         let (kind, name) = (R::KIND, R::name(&self.config));

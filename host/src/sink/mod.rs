@@ -165,11 +165,12 @@ pub trait Output: Send {
         let _ = mark;
     }
 
-    /// Takes back what [`Output::commit`] made visible of the batch it was last given,
-    /// keyed by a group member's batch (see [`crate::iceberg::IcebergTable::undo_keyed`]):
-    /// the batch was then fenced off the main table and will never count. Returns whether
-    /// there was something to take back.
-    fn undo(&mut self) -> Result<bool, OutputError> {
+    /// Takes back what [`Output::commit`] made visible of the batch keyed `key` (a group
+    /// member's, see [`crate::iceberg::IcebergTable::undo_keyed`]), if the last batch it
+    /// committed is that one: the batch was then fenced off the main table and will never
+    /// count. Returns whether there was something to take back.
+    fn undo(&mut self, key: &str) -> Result<bool, OutputError> {
+        let _ = key;
         Ok(false)
     }
 
@@ -325,13 +326,13 @@ impl Outputs {
         Ok(())
     }
 
-    /// After a fence: takes back what the other outputs committed of the batch (each
+    /// After a fence: takes back what the other outputs committed of the batch keyed `key` (each
     /// failure is logged: the table then fences the partitions' later batches, see the
     /// scale-out chapter). Returns how many took something back.
-    pub fn undo_others(&mut self) -> usize {
+    pub fn undo_others(&mut self, key: &str) -> usize {
         let mut undone = 0;
         for output in &mut self.others {
-            match output.undo() {
+            match output.undo(key) {
                 Ok(true) => undone += 1,
                 Ok(false) => {}
                 Err(error) => {

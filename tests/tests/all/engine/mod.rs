@@ -13,6 +13,7 @@ mod join;
 mod keyed;
 mod lookups;
 mod partitions;
+mod partitions_chaos;
 mod partitions_join;
 mod partitions_left;
 mod poison;

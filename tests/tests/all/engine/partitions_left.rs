@@ -37,7 +37,7 @@ fn held_member(engine: &Engine, killed: bool) -> sluice::pipeline::Pipeline {
 
 /// Runs `member` to the end, or stops it after a minute (fenced over and over, it would
 /// never end).
-fn run_for_a_minute(member: &mut sluice::pipeline::Pipeline) -> RunSummary {
+pub(super) fn run_for_a_minute(member: &mut sluice::pipeline::Pipeline) -> RunSummary {
     let stop = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|scope| {
         let ran = scope.spawn(|| member.run(&stop));
@@ -304,6 +304,44 @@ fn a_replay_killed_midway_is_replayed_as_the_batch_it_replays() {
         .unwrap();
     let summary = run_for_a_minute(&mut last);
     assert!(!summary.stopped, "fenced over and over: {summary:?}");
+    member(&engine, &[1, 2], Crash::Never).unwrap();
+    let got = outputs(&engine);
+    report_windows(&got, &expected);
+    assert_eq!(got, expected);
+}
+
+/// A member held right after a batch that committed window rows, while another takes its
+/// partitions and commits a batch: its next batch is fenced off before any window commit
+/// of its own, and must not take back the rows of the batch before, which counted (found
+/// by the chaos test, seed 34).
+#[test]
+fn a_batch_fenced_off_before_its_window_commits_takes_back_nothing_of_the_one_before() {
+    use sluice::batch::trigger::Batches;
+    let expected = alone("partitions-window-before");
+    let engine = std::sync::Arc::new(engine("partitions-window-before"));
+    let window_rows = |e: &Engine| e.rows(Some("minutes")).len() + e.rows(Some("sessions")).len();
+    let (hook_engine, done) = (engine.clone(), std::sync::atomic::AtomicBool::new(false));
+    let hook: sluice::pipeline::crash::Hook = std::sync::Arc::new(move |point, _| {
+        use std::sync::atomic::Ordering::Relaxed;
+        if point != CrashPoint::AfterCommit
+            || window_rows(&hook_engine) == 0
+            || done.swap(true, Relaxed)
+        {
+            return;
+        }
+        let mut b = hook_engine
+            .open_member(&Assignment::new(&[0]), Crash::Never)
+            .unwrap();
+        let ends = b.end_offsets().unwrap();
+        assert!(b.batch(&ends, &Default::default()).unwrap());
+    });
+    // Both given partition 0 alone: the batch fenced off has no partition left where it
+    // started, so it would take back what it finds it committed last.
+    let mut a = engine
+        .open_member(&Assignment::new(&[0]), Crash::Hook(hook))
+        .unwrap();
+    let summary = a.run(&Default::default()).unwrap();
+    assert_eq!(summary.batches_fenced, 1, "{summary:?}");
     member(&engine, &[1, 2], Crash::Never).unwrap();
     let got = outputs(&engine);
     report_windows(&got, &expected);
