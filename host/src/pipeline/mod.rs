@@ -273,11 +273,16 @@ impl Pipeline {
     fn replay_planned(&mut self, stop: &AtomicBool) -> Result<bool, PipelineError> {
         while let Some(plan) = self.replay.take() {
             let replayed = self.replay(&plan, stop);
-            self.replaying = None;
             if !replayed? {
+                self.replaying = None;
                 return Ok(false);
             }
-            self.replay = self.next_replay();
+            // A replay fenced off read its positions again, which found the next replay
+            // (and set what it replays): that one comes next, not one after it.
+            if self.replay.is_none() {
+                self.replaying = None;
+                self.replay = self.next_replay();
+            }
         }
         Ok(true)
     }

@@ -15,16 +15,19 @@ use super::partitions::{alone, engine, outputs};
 use super::partitions_left::run_for_a_minute;
 use super::{Engine, Outputs};
 
-/// The random runs of each kind: 16, or `SLUICE_CHAOS_SEEDS` (a count, to search
-/// further, or `from..to` to run some again).
-fn seeds() -> std::ops::RangeInclusive<u64> {
+/// Seeds that found a defect once, run every time.
+const FOUND: [u64; 2] = [34, 320];
+
+/// The random runs of each kind: 16 and [`FOUND`], or `SLUICE_CHAOS_SEEDS` (a count, to
+/// search further, or `from..to` to run some again).
+fn seeds() -> Vec<u64> {
     let asked = std::env::var("SLUICE_CHAOS_SEEDS").unwrap_or_default();
     if let Some((from, to)) = asked.split_once("..")
         && let (Ok(from), Ok(to)) = (from.parse(), to.parse())
     {
-        return from..=to;
+        return (from..=to).collect();
     }
-    1..=asked.parse().unwrap_or(16)
+    (1..=asked.parse().unwrap_or(16)).chain(FOUND).collect()
 }
 
 /// Members killed in each run, before the last one.
@@ -81,11 +84,26 @@ fn killed_at((point, nth): (CrashPoint, usize)) -> Crash {
     }))
 }
 
-/// Runs a member given `owns` until it ends or is killed.
+/// Runs a member given `owns` until it ends or is killed; fenced over and over for a
+/// minute (a livelock), it panics.
 fn run_or_die(engine: &Engine, owns: &[i32], crash: Crash) {
     let mut member = engine.open_member(&Assignment::new(owns), crash).unwrap();
-    let run = std::panic::AssertUnwindSafe(|| member.run(&Default::default()));
-    let _ = std::panic::catch_unwind(run);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let ended = std::thread::scope(|scope| {
+        let ran = scope.spawn(|| member.run(&stop));
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !ran.is_finished() && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        stop.store(true, Ordering::Relaxed);
+        ran.join()
+    });
+    if let Ok(Ok(summary)) = ended {
+        assert!(
+            !summary.stopped,
+            "{owns:?} fenced over and over: {summary:?}"
+        );
+    }
 }
 
 /// Runs a member given every partition to the end (fenced over and over, it stops after a
