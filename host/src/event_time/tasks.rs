@@ -317,8 +317,10 @@ impl Tasks {
         pipeline: &str,
         run: &str,
         plan: &Plan,
+        replayed: Option<&BTreeSet<String>>,
     ) -> Result<Saved, StateError> {
         let mut saved = Saved::default();
+        let tips = self.states();
         let save = SAVES.fetch_add(1, Ordering::Relaxed);
         for (partition, task) in &mut self.tasks {
             let before = task.chain().map(|c| c.paths.clone());
@@ -340,6 +342,15 @@ impl Tasks {
         for (tp, &from) in start.0.iter().filter(|(tp, _)| *tp.topic == *self.home) {
             let partition = tp.to_string();
             let at = partition_plan_path(location, pipeline, &partition, from);
+            // A replay on some partitions leaves the others' pending plans (batches
+            // planned there and not committed, to be replayed next) where they are.
+            let pending =
+                |p: PlanFile| p.state_file.is_some() && tips.get(&partition) != Some(&p.state_file);
+            if replayed.is_some_and(|r| !r.contains(&partition))
+                && read::<PlanFile>(store, &at)?.is_some_and(pending)
+            {
+                continue;
+            }
             write_plan_at(store, &at, plan, saved.shares.get(&partition).cloned())?;
             if end.get(tp).is_some_and(|to| to > from) {
                 saved.obsolete.push(at);

@@ -325,13 +325,14 @@ impl Pipeline {
         }
         let (store, event_time, run) = (self.state.as_ref(), self.event_time.as_mut(), &self.run);
         let tasks = self.tasks.as_mut();
+        let replayed = self.replaying.as_ref().map(|r| &r.partitions);
         let outputs = &mut self.outputs;
         let (saved, staged) = std::thread::scope(|scope| {
             let saving = scope.spawn(|| {
                 let t = Instant::now();
                 let name = &prepared.mark.pipeline;
                 if let Some(tasks) = tasks {
-                    let shares = tasks.save(store, &location, name, run, &prepared.plan);
+                    let shares = tasks.save(store, &location, name, run, &prepared.plan, replayed);
                     return shares.map(|s| (Written::Shares(s), t.elapsed()));
                 }
                 let saved = event_time

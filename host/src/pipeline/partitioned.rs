@@ -24,7 +24,7 @@ pub(super) struct Replaying {
     /// The key of the batch as planned ([`plan_key`]).
     pub(super) key: String,
     /// The partitions replayed: those of the plan this process owns.
-    partitions: BTreeSet<String>,
+    pub(super) partitions: BTreeSet<String>,
 }
 
 impl Pipeline {

@@ -43,7 +43,7 @@ fn a_commit_makes_replaced_chains_and_passed_plans_obsolete_and_the_rest_restore
             .unwrap();
         let (from, to) = (batch as i64 * 10, batch as i64 * 10 + 10);
         let saved = tasks
-            .save(&store, "loc", "p", "r", &plan(batch, from, to))
+            .save(&store, "loc", "p", "r", &plan(batch, from, to), None)
             .unwrap();
         for file in &saved.obsolete {
             store.delete(file).unwrap(); // as the commit's after-step does
@@ -102,7 +102,7 @@ fn a_batch_saved_again_under_the_same_id_writes_files_of_its_own() {
             .apply(Vec::new(), Vec::new(), &assigned, Millis(2000), false)
             .unwrap();
         let saved = tasks
-            .save(&store, "loc", "p", "r", &plan(2, 20, 30))
+            .save(&store, "loc", "p", "r", &plan(2, 20, 30), None)
             .unwrap();
         let file = saved.shares["clicks/0"].clone();
         files.push((file.clone(), store.get(&file).unwrap().unwrap()));

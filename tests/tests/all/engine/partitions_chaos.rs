@@ -16,7 +16,7 @@ use super::partitions_left::run_for_a_minute;
 use super::{Engine, Outputs};
 
 /// Seeds that found a defect once, run every time.
-const FOUND: [u64; 2] = [34, 320];
+const FOUND: [u64; 3] = [34, 320, 335];
 
 /// The random runs of each kind: 16 and [`FOUND`], or `SLUICE_CHAOS_SEEDS` (a count, to
 /// search further, or `from..to` to run some again).
