@@ -20,6 +20,12 @@
 //!   partition from the markers and the events, so a window still closes on the minimum
 //!   over all the source's partitions, as with one process, not on what one partition of
 //!   the repartition topic happened to receive.
+//! - **The end of a bounded run.** Stage one ending an `available-now` run that flushes its
+//!   windows at the end (`at-end = "flush"`) marks each source partition it read to the end
+//!   as ended (header [`ENDED_HEADER`]); stage two flushes a partition's windows at its own
+//!   end only once every source partition ended ([`Seen::all_ended`]), so that a member's
+//!   stage two done before another's stage one does not close windows the other still
+//!   fills (their events would be late).
 //!
 //! The topic is named after the pipeline and the operator ([`topic_name`]) and created
 //! with the source topic's partition count; keys are placed by murmur2, as Kafka's Java
@@ -41,6 +47,10 @@ pub const ORIGIN_HEADER: &str = "sluice-origin";
 /// Header of a marker: the newest event time read from its origin partition, in
 /// microseconds since the epoch (empty: none yet).
 pub const EVENT_TIME_HEADER: &str = "sluice-event-time";
+
+/// Header of a marker sent at the end of an `available-now` run that flushes: its origin
+/// partition was read to the end (no value).
+pub const ENDED_HEADER: &str = "sluice-ended";
 
 /// The repartition topic of `operator` (a window's or a join's name, or `dedup`) in
 /// `pipeline`.
@@ -163,8 +173,13 @@ impl Outlet {
 
     /// The markers after a batch: for each source partition it read (`read`: the last
     /// record read from it, and the newest event time read from it so far), one to every
-    /// partition of the topic, in partition order.
-    pub fn markers(&self, read: &BTreeMap<String, (i64, Option<Micros>)>) -> Vec<Repartitioned> {
+    /// partition of the topic, in partition order; with `ended`, each says its source
+    /// partition was read to the end ([`ENDED_HEADER`]).
+    pub fn markers(
+        &self,
+        read: &BTreeMap<String, (i64, Option<Micros>)>,
+        ended: bool,
+    ) -> Vec<Repartitioned> {
         let mut markers = Vec::with_capacity(read.len() * self.partitions as usize);
         for partition in 0..self.partitions {
             for (source, &(offset, time)) in read {
@@ -173,14 +188,18 @@ impl Outlet {
                     offset,
                 };
                 let time = time.map(|t| t.0.to_string()).unwrap_or_default();
+                let mut headers = vec![
+                    (ORIGIN_HEADER, origin.header().into_bytes()),
+                    (EVENT_TIME_HEADER, time.into_bytes()),
+                ];
+                if ended {
+                    headers.push((ENDED_HEADER, Vec::new()));
+                }
                 markers.push(Repartitioned {
                     partition,
                     key: None,
                     value: None,
-                    headers: vec![
-                        (ORIGIN_HEADER, origin.header().into_bytes()),
-                        (EVENT_TIME_HEADER, time.into_bytes()),
-                    ],
+                    headers,
                 });
             }
         }
@@ -199,6 +218,8 @@ pub enum Arrival {
         origin: Origin,
         /// The newest event time read from it.
         time: Option<Micros>,
+        /// Whether it was read to the end ([`ENDED_HEADER`]).
+        ended: bool,
     },
     /// An event sent again (a replayed batch of stage one, or a member's frozen
     /// meanwhile): at or below the last offset taken from its source partition.
@@ -216,11 +237,25 @@ pub fn origin_partition(headers: &[Header]) -> Option<String> {
 }
 
 /// Stage two's memory of one partition of a repartition topic: the last offset taken
-/// from each source partition (`topic/partition` → offset). It is committed with the
-/// offsets of the repartition topic it goes with, so that a replayed batch of stage two
-/// starts from the same memory.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Seen(pub BTreeMap<String, i64>);
+/// from each source partition (`topic/partition` → offset), and which source partitions
+/// ended. It is committed with the offsets of the repartition topic it goes with, so that
+/// a replayed batch of stage two starts from the same memory.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Seen {
+    /// The last offset taken from each source partition.
+    pub taken: BTreeMap<String, i64>,
+    /// The source partitions an ended marker came from ([`ENDED_HEADER`]), with the last
+    /// offset it vouched for: an event or a marker from further on ends that.
+    pub ended: BTreeMap<String, i64>,
+}
+
+/// [`Seen`] as a commit records it once a source partition ended (before, and in older
+/// versions, the offsets taken alone).
+#[derive(Serialize, Deserialize)]
+struct SeenFile {
+    taken: BTreeMap<String, i64>,
+    ended: BTreeMap<String, i64>,
+}
 
 impl Seen {
     /// What a record with `headers` is; an event taken moves its source partition's
@@ -244,25 +279,65 @@ impl Seen {
                     Err(_) => return Arrival::Foreign(format!("`{EVENT_TIME_HEADER}` is `{t}`")),
                 },
             };
-            return Arrival::Marker { origin, time };
+            let ended = header(ENDED_HEADER).is_some();
+            self.heard(&origin, ended);
+            return Arrival::Marker {
+                origin,
+                time,
+                ended,
+            };
         }
-        match self.0.get(&origin.partition) {
+        match self.taken.get(&origin.partition) {
             Some(&last) if origin.offset <= last => Arrival::Again(origin),
             _ => {
-                self.0.insert(origin.partition.clone(), origin.offset);
+                self.taken.insert(origin.partition.clone(), origin.offset);
+                self.heard(&origin, false);
                 Arrival::Event(origin)
             }
         }
     }
 
+    /// `origin` heard from: ended, or not any more if it is past where it ended.
+    fn heard(&mut self, origin: &Origin, ended: bool) {
+        let at = self.ended.get(&origin.partition).copied();
+        if ended {
+            let offset = at.map_or(origin.offset, |at| at.max(origin.offset));
+            self.ended.insert(origin.partition.clone(), offset);
+        } else if at.is_some_and(|at| origin.offset > at) {
+            self.ended.remove(&origin.partition);
+        }
+    }
+
+    /// Whether every one of `origins` (`topic/partition`) ended.
+    pub fn all_ended<'a>(&self, mut origins: impl Iterator<Item = &'a str>) -> bool {
+        origins.all(|o| self.ended.contains_key(o))
+    }
+
     /// As the commit summary carries it (JSON).
     pub fn to_json(&self) -> String {
-        serde_json::to_string(&self.0).unwrap_or_default()
+        if self.ended.is_empty() {
+            return serde_json::to_string(&self.taken).unwrap_or_default();
+        }
+        let file = SeenFile {
+            taken: self.taken.clone(),
+            ended: self.ended.clone(),
+        };
+        serde_json::to_string(&file).unwrap_or_default()
     }
 
     /// Read back from [`Seen::to_json`]'s text; `None` if it cannot be read.
     pub fn from_json(text: &str) -> Option<Seen> {
-        serde_json::from_str(text).ok().map(Seen)
+        if let Ok(file) = serde_json::from_str::<SeenFile>(text) {
+            return Some(Seen {
+                taken: file.taken,
+                ended: file.ended,
+            });
+        }
+        let taken = serde_json::from_str(text).ok()?;
+        Some(Seen {
+            taken,
+            ended: BTreeMap::new(),
+        })
     }
 }
 

@@ -29,9 +29,12 @@ use super::state::saved::{PlanFile, read};
 use super::state::shares::Shares;
 use super::state::{Plan, SavedState, StateError, StateStore};
 use super::{EventTime, EventTimeOutcome, StateSize};
+
+mod flush;
 use crate::encode::SchemaError;
 use crate::record::{Offsets, Record, TopicPartition};
 use crate::units::{Micros, Millis};
+pub use flush::Flush;
 
 /// The saves this process made. Each save's files carry its number: the batch id and the
 /// run alone do not tell them apart, since a member replaying another's batch saves under
@@ -158,7 +161,7 @@ impl Tasks {
         right: Vec<Record>,
         assigned: &BTreeSet<String>,
         now: Millis,
-        flush: bool,
+        flush: &Flush,
     ) -> Result<Applied, SchemaError> {
         type Inputs = (Vec<Timed>, Vec<Record>);
         let mut by_task: BTreeMap<String, Inputs> = assigned
@@ -177,9 +180,9 @@ impl Tasks {
         let mut all: Option<Applied> = None;
         for (task, (timed, right)) in by_task {
             let read = self.read_by(&task);
-            let applied = self
-                .task(&task)
-                .apply(timed, right, read.iter(), now, flush)?;
+            let applied =
+                self.task(&task)
+                    .apply(timed, right, read.iter(), now, flush.of(&task))?;
             all = Some(match all {
                 None => applied,
                 Some(mut all) => {
@@ -199,8 +202,8 @@ impl Tasks {
     }
 
     /// Whether a batch without events at `now` would emit anything in some task.
-    pub fn due(&self, now: Millis, flush: bool) -> bool {
-        self.tasks.values().any(|t| t.due(now, flush))
+    pub fn due(&self, now: Millis, flush: &Flush) -> bool {
+        (self.tasks.iter()).any(|(task, t)| t.due(now, flush.of(task)))
     }
 
     /// The lowest of the tasks' watermarks at `now`, for reports.
@@ -415,24 +418,26 @@ impl Tasks {
     }
 }
 
-/// Whether a batch that started its partitions at `starts` (`topic/partition` → offset;
+/// Where a batch that started its partitions at `starts` (`topic/partition` → offset;
 /// `same` tells a plan of it, as planned or replayed on some partitions) may still be
-/// committed on one of them of the home topic: one that the main table's last commit
-/// (`positions`, by partition, and `shares`) records where the batch started, whose
-/// pointer there still names the batch, uncommitted. Its next owner replays it from
-/// there; elsewhere the partition moved on without it, or another batch planned from the
-/// same offset (its pointer replaced) and committed first.
+/// committed, of its partitions of the home topic: those that the main table's last
+/// commit (`positions`, by partition, and `shares`) records where the batch started,
+/// whose pointer there still names the batch, uncommitted. Their next owner replays it
+/// from there; elsewhere the partition moved on without it, or another batch planned
+/// from the same offset (its pointer replaced) and committed first.
 pub fn may_be_replayed(
     store: &dyn StateStore,
     (location, pipeline, home): (&str, &str, &str),
     starts: &BTreeMap<String, i64>,
     same: impl Fn(&Plan) -> bool,
     (positions, shares): (&BTreeMap<String, i64>, &Shares),
-) -> Result<bool, StateError> {
+) -> Result<Pending, StateError> {
     let homes = starts
         .iter()
         .filter(|(p, _)| topic_partition(p).is_some_and(|tp| *tp.topic == *home));
+    let mut pending = Pending::default();
     for (partition, &from) in homes {
+        pending.of += 1;
         if positions.get(partition) != Some(&from) {
             continue;
         }
@@ -443,10 +448,32 @@ pub fn may_be_replayed(
         let committed =
             pointer.state_file.is_some() && pointer.state_file.as_ref() == shares.get(partition);
         if !committed && same(&pointer.plan) {
-            return Ok(true);
+            pending.on.insert(partition.clone());
         }
     }
-    Ok(false)
+    Ok(pending)
+}
+
+/// Where a batch may still be committed ([`may_be_replayed`]).
+#[derive(Debug, Default)]
+pub struct Pending {
+    /// The partitions where it may: their owner replays it there.
+    pub on: BTreeSet<String>,
+    /// Of how many partitions of the home topic it read.
+    pub of: usize,
+}
+
+impl Pending {
+    /// Whether it may be committed somewhere.
+    pub fn anywhere(&self) -> bool {
+        !self.on.is_empty()
+    }
+
+    /// Whether it may be committed on every partition it read: only then can its window
+    /// rows all count, a replay on some partitions taking the rows as its own.
+    pub fn everywhere(&self) -> bool {
+        self.anywhere() && self.on.len() == self.of
+    }
 }
 
 /// `topic/partition` read back (a topic never holds `/`).

@@ -16,6 +16,7 @@ use super::{Pipeline, PipelineError};
 use crate::checkpoint::REPARTITION_SEEN;
 use crate::event_time::apply::Timed;
 use crate::event_time::repartition::{Arrival, Seen};
+use crate::event_time::tasks::Flush;
 use crate::progress::RepartitionProgress;
 use crate::record::{Record, TopicPartition};
 use crate::units::{Micros, Millis};
@@ -33,6 +34,8 @@ pub(super) struct Inlet {
     working: BTreeMap<String, Seen>,
     /// The markers of the batch in hand: the partition each came to, its origin and time.
     markers: Vec<(TopicPartition, String, Option<Micros>)>,
+    /// The source partitions (`topic/partition`) stage one reads.
+    origins: Vec<String>,
 }
 
 impl Pipeline {
@@ -46,6 +49,7 @@ impl Pipeline {
             why: "it has no partitions (stage one creates it)".into(),
         })?;
         self.inlet.on = true;
+        self.inlet.origins = (0..count).map(|p| format!("{origin}/{p}")).collect();
         if let Some(et) = &mut self.event_time {
             et.read_origins(origin, count);
         }
@@ -134,7 +138,7 @@ impl Pipeline {
             match seen.admit(&record.headers) {
                 Arrival::Event(_) => taken.push(record),
                 Arrival::Again(_) => read.again += 1,
-                Arrival::Marker { origin, time } => {
+                Arrival::Marker { origin, time, .. } => {
                     read.markers += 1;
                     self.inlet.markers.push((partition, origin.partition, time));
                 }
@@ -168,6 +172,27 @@ impl Pipeline {
                 et.observe_marker(&origin, time, now);
             }
         }
+    }
+
+    /// Which tasks flush at the end of a batch that ends a run that flushes (`flush`):
+    /// with stage two, the partitions every source partition ended for, as far as the
+    /// batches before this one took their markers.
+    pub(super) fn flushing(&self, flush: bool) -> Flush {
+        if !flush {
+            return Flush::None;
+        }
+        if !self.inlet.on {
+            return Flush::All;
+        }
+        let origins = || self.inlet.origins.iter().map(String::as_str);
+        let ended = (self.inlet.working.iter()).filter(|(_, seen)| seen.all_ended(origins()));
+        Flush::Only(ended.map(|(p, _)| p.clone()).collect())
+    }
+
+    /// Whether every partition this process reads flushes (`flush`, see
+    /// [`Pipeline::flushing`]).
+    pub(super) fn flushing_all(&self, flush: &Flush) -> bool {
+        (self.positions.0.keys()).all(|tp| flush.of(&tp.to_string()))
     }
 
     /// What each partition of this process took, as the batch's commit records it.

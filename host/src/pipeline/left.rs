@@ -12,6 +12,8 @@
 //! the batch where its plan's pointers were replaced).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use super::partitioned::plan_key;
 use super::{Pipeline, PipelineError};
@@ -22,30 +24,39 @@ use crate::checkpoint::{
 use crate::event_time::state::files::{partition_plan_path, write_plan_at};
 use crate::event_time::state::shares::shares_from_json;
 use crate::event_time::state::{Plan, PlanFile};
-use crate::event_time::tasks::{Tasks, may_be_replayed};
+use crate::event_time::tasks::{Pending, Tasks, may_be_replayed};
 use crate::iceberg::Fence;
 use crate::iceberg::compact::KeyedCommit;
 use crate::record::Offsets;
+use crate::retry::Backoff;
 
 impl Pipeline {
     /// For a batch fenced off after some of its window commits landed: whether it may
     /// count still, so that its window rows must stay. It does if the main table recorded
     /// its key since it was planned (another member replayed it: the window tables held
-    /// its rows already), or if a partition of it stands where it started with its plan's
-    /// pointer there (its owner replays it next); and, unable to tell (the main table's
-    /// history cut since), it is taken to.
+    /// its rows already), or if every partition of it (of those it replays, for a replay)
+    /// stands where it started with its plan's pointer there (their owners replay it next);
+    /// and, unable to tell (the main table's history cut since), it is taken to. Where one
+    /// moved on without it, or its pointer names another batch now (a batch left in part
+    /// that this one's fence had replayed there), it can never count there, and a replay
+    /// elsewhere would take its rows of that partition as its own: they go.
     pub(super) fn batch_may_count(&mut self, plan: &Plan) -> Result<bool, PipelineError> {
         let key = match &self.replaying {
             Some(r) => r.key.clone(),
             None => plan_key(plan),
         };
-        if self.main_records(&key, plan.now_ms.0)? != Some(false) {
+        let last = self.last_commit()?;
+        if self.main_records(&key, plan.now_ms.0) != Some(false) {
             return Ok(true);
         }
         let start = Offsets::from_json(&plan.start).unwrap_or_default();
-        let starts = by_partition(&start);
+        let mut starts = by_partition(&start);
+        if let Some(replaying) = &self.replaying {
+            starts.retain(|p, _| replaying.partitions.contains(p));
+        }
         let ours = plan_identity(plan);
-        self.may_be_replayed(&starts, |other| plan_identity(other) == ours)
+        let pending = self.may_be_replayed(&last, &starts, |o| plan_identity(o) == ours)?;
+        Ok(pending.everywhere())
     }
 
     /// After a window table fenced this batch off (`fence`): takes back the window commits
@@ -61,19 +72,22 @@ impl Pipeline {
         let name = self.config.pipeline.name.clone();
         let mut taken = false;
         for (index, commit) in self.outputs.fencing_commits(&name, fence) {
-            match self.commit_may_count(&commit) {
-                Ok(Verdict::Never) => {}
-                Ok(Verdict::UnlessClaimed(partitions)) if partitions.is_subset(claimed) => {}
-                Ok(Verdict::UnlessClaimed(partitions)) => {
+            let verdict = self
+                .last_commit()
+                .and_then(|last| Ok((self.commit_may_count(&commit, &last)?, last)));
+            match verdict {
+                Ok((Verdict::Never, _)) => {}
+                Ok((Verdict::UnlessClaimed(partitions), _)) if partitions.is_subset(claimed) => {}
+                Ok((Verdict::UnlessClaimed(partitions), last)) => {
                     // Its member alone can commit it: claimed, those partitions fence it off.
-                    if let Err(error) = self.claim(&partitions) {
+                    if let Err(error) = self.claim(&partitions, &last) {
                         tracing::warn!(commit_id = %commit.commit_id, %error, "cannot claim the partitions of a batch left behind");
                         continue;
                     }
                     tracing::warn!(commit_id = %commit.commit_id, partitions = ?partitions, "claimed the partitions of a batch whose member left its window commit behind");
                     claimed.extend(partitions);
                 }
-                Ok(Verdict::ReplayOn(plan, partitions)) => {
+                Ok((Verdict::ReplayOn(plan, partitions), _)) => {
                     // Replayed once this batch, fenced off, reads its positions again.
                     match self.point_to(&plan, &partitions) {
                         Ok(()) => {
@@ -85,7 +99,7 @@ impl Pipeline {
                     }
                     continue;
                 }
-                Ok(Verdict::MayCount) => {
+                Ok((Verdict::MayCount, _)) => {
                     tracing::info!(commit_id = %commit.commit_id, key = %commit.key, "a window commit of a batch that may still count fences this batch off");
                     continue;
                 }
@@ -109,10 +123,14 @@ impl Pipeline {
     /// names it (see [`Pipeline::batch_may_count`]); or it records every partition of the
     /// batch where the batch started, so that its member may still commit it, unless this
     /// process claims the partitions of it that it owns.
-    fn commit_may_count(&mut self, commit: &KeyedCommit) -> Result<Verdict, PipelineError> {
+    fn commit_may_count(
+        &self,
+        commit: &KeyedCommit,
+        last: &LastCommit,
+    ) -> Result<Verdict, PipelineError> {
         let plan = commit.plan.as_deref().and_then(PlanFile::plan_of);
-        match self.main_records(&commit.key, commit.timestamp_ms)? {
-            Some(true) => return self.replay_where_left(commit, plan),
+        match self.main_records(&commit.key, commit.timestamp_ms) {
+            Some(true) => return self.replay_where_left(commit, plan, last),
             None => return Ok(Verdict::MayCount),
             Some(false) => {}
         }
@@ -127,16 +145,10 @@ impl Pipeline {
             Some(identity) => plan_identity(other) == *identity,
             None => Some(other.batch_id) == commit.planned_batch,
         };
-        if self.may_be_replayed(&starts, same)? {
+        if self.may_be_replayed(last, &starts, same)?.anywhere() {
             return Ok(Verdict::MayCount);
         }
-        let name = &self.config.pipeline.name;
-        let table = self.outputs.table().table();
-        let positions = table
-            .last_mark(name)?
-            .map(|m| m.offsets)
-            .unwrap_or_default();
-        let positions = by_partition(&positions);
+        let positions = by_partition(&last.offsets);
         let unmoved = (commit.range.iter())
             .all(|(p, &(start, _))| positions.get(p).is_none_or(|&m| m == start));
         if !unmoved {
@@ -157,24 +169,22 @@ impl Pipeline {
     /// data that records this process's claim of them (`sluice.claims`), behind their
     /// offsets, state files and claims as the table records them, carrying the rest of the
     /// last commit's properties. A batch planned before, by any member, no longer commits.
-    fn claim(&mut self, partitions: &BTreeSet<String>) -> Result<(), PipelineError> {
+    fn claim(
+        &mut self,
+        partitions: &BTreeSet<String>,
+        last: &LastCommit,
+    ) -> Result<(), PipelineError> {
         let name = self.config.pipeline.name.clone();
-        self.outputs.table_mut().refresh()?;
-        let table = self.outputs.table().table();
-        let last = table.last_mark_properties(&name)?.unwrap_or_default();
-        let positions = table
-            .last_mark(&name)?
-            .map(|m| m.offsets)
-            .unwrap_or_default();
         let field = |key: &str| -> BTreeMap<String, String> {
-            (last.get(key).and_then(|v| serde_json::from_str(v).ok())).unwrap_or_default()
+            let value = last.properties.get(key);
+            (value.and_then(|v| serde_json::from_str(v).ok())).unwrap_or_default()
         };
         let pick = |recorded: BTreeMap<String, String>| {
             let of = |p: &String| (p.clone(), recorded.get(p).cloned());
             Some(partitions.iter().map(of).collect())
         };
         let mut start = Offsets::default();
-        for (tp, &offset) in positions.0.iter() {
+        for (tp, &offset) in last.offsets.0.iter() {
             if partitions.contains(&tp.to_string()) {
                 start.set(tp.clone(), offset);
             }
@@ -187,9 +197,9 @@ impl Pipeline {
         let token = format!("{}@{}", self.run, crate::units::Millis::now().0);
         let ours: BTreeMap<&String, &str> =
             partitions.iter().map(|p| (p, token.as_str())).collect();
-        let mut extra: HashMap<String, String> = last
-            .into_iter()
+        let mut extra: HashMap<String, String> = (last.properties.iter())
             .filter(|(key, _)| !NOT_CARRIED.contains(&key.as_str()))
+            .map(|(key, value)| (key.clone(), value.clone()))
             .collect();
         extra.insert(
             CLAIMS.to_string(),
@@ -230,16 +240,15 @@ impl Pipeline {
     /// from the same offsets replaced it), it is replayed too: its pointers are put back
     /// from its commit's plan. Elsewhere it may count as it is.
     fn replay_where_left(
-        &mut self,
+        &self,
         commit: &KeyedCommit,
         plan: Option<Plan>,
+        last: &LastCommit,
     ) -> Result<Verdict, PipelineError> {
         let Some(plan) = plan else {
             return Ok(Verdict::MayCount);
         };
-        let name = &self.config.pipeline.name;
-        let positions = self.outputs.table().table().last_mark(name)?;
-        let positions = by_partition(&positions.map(|m| m.offsets).unwrap_or_default());
+        let positions = by_partition(&last.offsets);
         let owned = self.tasks.as_ref().map(Tasks::claims).unwrap_or_default();
         let identity = plan_identity(&plan);
         let mut left = BTreeMap::new();
@@ -248,7 +257,8 @@ impl Pipeline {
                 continue;
             }
             let one = BTreeMap::from([(p.clone(), start)]);
-            if !self.may_be_replayed(&one, |other| plan_identity(other) == identity)? {
+            let same = |other: &Plan| plan_identity(other) == identity;
+            if !self.may_be_replayed(last, &one, same)?.anywhere() {
                 left.insert(p.clone(), start);
             }
         }
@@ -274,35 +284,39 @@ impl Pipeline {
         Ok(())
     }
 
-    /// Whether the main table, reloaded, recorded the batch `key` since `since_ms` (less
-    /// the members' clocks' skew); `None`: it cannot tell.
-    fn main_records(&mut self, key: &str, since_ms: i64) -> Result<Option<bool>, PipelineError> {
+    /// The main table's last commit of the pipeline, reloaded: what a verdict reads.
+    fn last_commit(&mut self) -> Result<LastCommit, PipelineError> {
         self.outputs.table_mut().refresh()?;
         let table = self.outputs.table().table();
         let name = &self.config.pipeline.name;
-        Ok(table.recorded_key_since(name, key, since_ms - CLOCK_SKEW_MS))
+        Ok(LastCommit {
+            properties: table.last_mark_properties(name)?.unwrap_or_default(),
+            offsets: (table.last_mark(name)?.map(|m| m.offsets)).unwrap_or_default(),
+        })
     }
 
-    /// [`may_be_replayed`] against the main table's last commit.
+    /// Whether the main table (as last reloaded) recorded the batch `key` since `since_ms`
+    /// (less the members' clocks' skew); `None`: it cannot tell.
+    fn main_records(&self, key: &str, since_ms: i64) -> Option<bool> {
+        let table = self.outputs.table().table();
+        let name = &self.config.pipeline.name;
+        table.recorded_key_since(name, key, since_ms - CLOCK_SKEW_MS)
+    }
+
+    /// [`may_be_replayed`] against the main table's `last` commit.
     fn may_be_replayed(
         &self,
+        last: &LastCommit,
         starts: &BTreeMap<String, i64>,
         same: impl Fn(&Plan) -> bool,
-    ) -> Result<bool, PipelineError> {
+    ) -> Result<Pending, PipelineError> {
         let name = self.config.pipeline.name.as_str();
-        let table = self.outputs.table().table();
-        let last = table.last_mark_properties(name)?.unwrap_or_default();
-        let positions = table
-            .last_mark(name)?
-            .map(|m| m.offsets)
-            .unwrap_or_default();
-        let shares = last
-            .get(STATE_SHARES)
+        let shares = (last.properties.get(STATE_SHARES))
             .and_then(|s| shares_from_json(s))
             .unwrap_or_default();
         let home = self.config.source.topics.first().map_or("", String::as_str);
-        let at = (table.location(), name, home);
-        let positions = (&by_partition(&positions), &shares);
+        let at = (self.outputs.table().table().location(), name, home);
+        let positions = (&by_partition(&last.offsets), &shares);
         Ok(may_be_replayed(
             self.state.as_ref(),
             at,
@@ -310,6 +324,77 @@ impl Pipeline {
             same,
             positions,
         )?)
+    }
+}
+
+/// The main table's last commit of the pipeline, read once for a verdict.
+struct LastCommit {
+    /// Its summary properties.
+    properties: HashMap<String, String>,
+    /// The offsets it records.
+    offsets: Offsets,
+}
+
+/// A member fenced off over and over (a batch left by another member that may still count
+/// fences its batches off until the partitions' owner acts on it): it waits before each
+/// new try, twice as long each time up to [`FENCED_BACKOFF`]'s cap, instead of reading the
+/// tables again at once. A commit ends the streak.
+#[derive(Debug, Default)]
+pub(super) struct FenceStreak {
+    /// The last batch committed when the streak began.
+    since_batch: u64,
+    /// Batches fenced off since.
+    fences: u32,
+    /// Whether the next try waits first.
+    owed: bool,
+}
+
+/// The waits between tries of a member fenced off over and over (with jitter: members
+/// fencing each other off do not try again together).
+const FENCED_BACKOFF: Backoff =
+    Backoff::doubling(Duration::from_millis(20), Duration::from_secs(2)).with_jitter();
+
+impl FenceStreak {
+    /// A batch was fenced off, `last_batch` being the last committed: the first of a
+    /// streak tries again at once, the others after a wait.
+    pub(super) fn fenced(&mut self, last_batch: u64) {
+        if last_batch != self.since_batch {
+            *self = FenceStreak {
+                since_batch: last_batch,
+                ..FenceStreak::default()
+            };
+        }
+        self.fences += 1;
+        self.owed = self.fences > 1;
+    }
+
+    /// The wait owed before the next try, once.
+    fn take_wait(&mut self) -> Option<Duration> {
+        std::mem::take(&mut self.owed).then(|| FENCED_BACKOFF.wait(self.fences - 1))
+    }
+}
+
+impl Pipeline {
+    /// Waits out what a streak of fenced batches owes before the next try ([`FenceStreak`]);
+    /// returns `false` if stopped meanwhile.
+    pub(super) fn wait_after_fences(&mut self, stop: &AtomicBool) -> bool {
+        let Some(wait) = self.fence_streak.take_wait() else {
+            return true;
+        };
+        tracing::info!(
+            fenced = self.fence_streak.fences,
+            ?wait,
+            "fenced off again: waiting before the next try"
+        );
+        let until = Instant::now() + wait;
+        while let Some(left) = until.checked_duration_since(Instant::now()) {
+            self.beat();
+            if stop.load(Ordering::Relaxed) {
+                return false;
+            }
+            std::thread::sleep(left.min(Duration::from_millis(50)));
+        }
+        true
     }
 }
 
@@ -360,4 +445,32 @@ fn plan_identity(plan: &Plan) -> String {
         "{}/{}/{}",
         plan.batch_id, plan.now_ms.0, plan.session_start_ms.0
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_streak_of_fences_waits_longer_each_time_and_a_commit_ends_it() {
+        let mut streak = FenceStreak::default();
+        streak.fenced(4);
+        assert_eq!(
+            streak.take_wait(),
+            None,
+            "the first fence tries again at once"
+        );
+        let mut waits = Vec::new();
+        for _ in 0..9 {
+            streak.fenced(4);
+            waits.push(streak.take_wait().unwrap());
+            assert_eq!(streak.take_wait(), None, "owed once");
+        }
+        let ms = |d: &Duration| d.as_millis();
+        assert!((20..=40).contains(&ms(&waits[0])), "{waits:?}");
+        assert!((40..=80).contains(&ms(&waits[1])), "{waits:?}");
+        assert!((2000..=4000).contains(&ms(&waits[8])), "{waits:?}");
+        streak.fenced(5); // a batch committed since
+        assert_eq!(streak.take_wait(), None);
+    }
 }

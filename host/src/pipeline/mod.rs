@@ -160,6 +160,8 @@ pub struct Pipeline {
     unfinished: Vec<Unfinished>,
     /// The replay under way, with state by partition.
     replaying: Option<partitioned::Replaying>,
+    /// Batches fenced off in a row, and whether a wait is owed before the next try.
+    fence_streak: left::FenceStreak,
     /// Repartition topics this process feeds (stage one).
     outlets: repartition::Outlets,
     /// The repartition topic this pipeline reads, as stage two.
@@ -272,6 +274,10 @@ impl Pipeline {
     /// stopped.
     fn replay_planned(&mut self, stop: &AtomicBool) -> Result<bool, PipelineError> {
         while let Some(plan) = self.replay.take() {
+            if !self.wait_after_fences(stop) {
+                self.replay = Some(plan);
+                return Ok(false);
+            }
             let replayed = self.replay(&plan, stop);
             if !replayed? {
                 self.replaying = None;
@@ -342,6 +348,7 @@ impl Pipeline {
             "batch fenced: another commit took its partitions first; the batch is abandoned and positions are read again from the table"
         );
         self.summary.batches_fenced += 1;
+        self.fence_streak.fenced(self.last_batch);
         if let Some(admin) = &self.admin {
             admin.fenced();
         }
@@ -490,7 +497,7 @@ impl Batches for Pipeline {
 
     fn batch(&mut self, ends: &Offsets, stop: &AtomicBool) -> Result<bool, PipelineError> {
         self.beat();
-        if !self.replay_planned(stop)? {
+        if !self.wait_after_fences(stop) || !self.replay_planned(stop)? {
             return Ok(false);
         }
         let input = match self.read(ends, stop) {
@@ -524,13 +531,17 @@ impl Batches for Pipeline {
             return Ok(());
         }
         let now = Millis::now();
+        let flushing = self.flushing(flush);
+        let flush_all = self.flushing_all(&flushing);
         let due = match &self.tasks {
-            Some(tasks) => tasks.due(now, flush),
+            Some(tasks) => tasks.due(now, &flushing),
             None => self
                 .event_time
                 .as_ref()
-                .is_some_and(|et| et.due(now, flush)),
+                .is_some_and(|et| et.due(now, flush_all)),
         };
+        // Stage one tells the later stages where the run ended.
+        let due = due || (flush && flush_all && self.outlets.feeds());
         if due {
             let input = self.no_records(now, flush);
             self.run_batch(input, When::Cadence)?;

@@ -248,6 +248,7 @@ impl Pipeline {
             tasks: None,
             unfinished: Vec::new(),
             replaying: None,
+            fence_streak: Default::default(),
             outlets: Default::default(),
             inlet: Default::default(),
         };

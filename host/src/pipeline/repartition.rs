@@ -6,14 +6,14 @@
 use std::collections::BTreeMap;
 
 use super::config::repartition::{RepartitionTopic, Stage};
+use super::read::Input;
 use super::{Pipeline, PipelineError};
 use crate::event_time::extract::Extractor;
 use crate::event_time::repartition::{Origin, Outlet, Repartitioned};
-use crate::record::{Offsets, Record};
+use crate::record::Record;
 use crate::sink::OutputError;
 use crate::sink::repartition::RepartitionOutput;
 use crate::sink::topic::{TopicTarget, Topics};
-use crate::units::Millis;
 
 /// How long a repartition topic's producer waits for acknowledgements.
 const ACK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
@@ -25,6 +25,13 @@ pub(super) struct Outlets {
     to: Vec<(Outlet, Extractor)>,
     /// Whether a later stage writes the table's rows (this one commits its marks alone).
     pub(super) rows_elsewhere: bool,
+}
+
+impl Outlets {
+    /// Whether this process feeds a repartition topic.
+    pub(super) fn feeds(&self) -> bool {
+        !self.to.is_empty()
+    }
 }
 
 impl Pipeline {
@@ -102,16 +109,17 @@ impl Pipeline {
         Ok((topic, count))
     }
 
-    /// The records of a batch for each repartition topic: `kept` (its events on time),
-    /// then the markers of the source partitions it read records of (from `start` to
-    /// `next`) as they stand at `now`.
+    /// The records of a batch (`input`) for each repartition topic: `kept` (its events on
+    /// time), then the markers of the source partitions it read records of (from its start
+    /// to its next offsets) as they stand at its processing time; `ended` (the end of an
+    /// `available-now` run that flushes), the markers of every partition it reads, ended.
     pub(super) fn repartitioned(
         &self,
         kept: &[Record],
-        start: &Offsets,
-        next: &Offsets,
-        now: Millis,
+        input: &Input,
+        ended: bool,
     ) -> Vec<Vec<Repartitioned>> {
+        let (start, next, now) = (&input.start, &input.next, input.now);
         if self.outlets.to.is_empty() {
             return Vec::new();
         }
@@ -125,7 +133,7 @@ impl Pipeline {
             .0
             .iter()
             .filter(|(tp, _)| source.is_some_and(|s| **s == *tp.topic))
-            .filter(|&(tp, &to)| start.get(tp).is_some_and(|from| from < to))
+            .filter(|&(tp, &to)| ended || start.get(tp).is_some_and(|from| from < to))
             .map(|(tp, &to)| {
                 let p = tp.to_string();
                 let time = newest.get(&p).copied().flatten();
@@ -152,7 +160,7 @@ impl Pipeline {
                         outlet.event(&key, value, &origin)
                     })
                     .collect();
-                records.extend(outlet.markers(&read));
+                records.extend(outlet.markers(&read, ended));
                 records
             })
             .collect()

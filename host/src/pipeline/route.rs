@@ -85,16 +85,16 @@ impl Pipeline {
             None => Default::default(),
         };
         let mut kept = Vec::new();
+        let flush = self.flushing(input.flush);
+        let flush_all = self.flushing_all(&flush);
         match &mut self.event_time {
             None => {
                 results.rows = slices.into_iter().filter_map(|s| s.batch).collect();
             }
             Some(et) => {
                 let applied = match &mut self.tasks {
-                    Some(tasks) => tasks.apply(slices, right, &assigned, input.now, input.flush)?,
-                    None => {
-                        et.apply(slices, right, input.start.0.keys(), input.now, input.flush)?
-                    }
+                    Some(tasks) => tasks.apply(slices, right, &assigned, input.now, &flush)?,
+                    None => et.apply(slices, right, input.start.0.keys(), input.now, flush_all)?,
                 };
                 kept = applied.kept;
                 results.rows = applied.batches;
@@ -117,7 +117,8 @@ impl Pipeline {
             }
         }
         self.observe_markers(input.now);
-        results.repartition = self.repartitioned(&kept, &input.start, &input.next, input.now);
+        let ended = input.flush && flush_all;
+        results.repartition = self.repartitioned(&kept, input, ended);
         if self.outlets.rows_elsewhere {
             results.rows.clear(); // a later stage writes them
         }

@@ -52,7 +52,7 @@ fn events_go_where_murmur2_puts_their_key_and_markers_go_everywhere() {
         ("clicks/0".to_string(), (9, Some(Micros(5_000_000)))),
         ("clicks/3".to_string(), (2, None)),
     ]);
-    let markers = outlet.markers(&read);
+    let markers = outlet.markers(&read, false);
     assert_eq!(markers.len(), 8);
     for p in 0..4 {
         let to_p: Vec<_> = markers.iter().filter(|m| m.partition == p).collect();
@@ -64,6 +64,7 @@ fn events_go_where_murmur2_puts_their_key_and_markers_go_everywhere() {
             Arrival::Marker {
                 origin: origin("clicks/0", 9),
                 time: Some(Micros(5_000_000)),
+                ended: false,
             }
         );
         assert_eq!(
@@ -71,6 +72,7 @@ fn events_go_where_murmur2_puts_their_key_and_markers_go_everywhere() {
             Arrival::Marker {
                 origin: origin("clicks/3", 2),
                 time: None,
+                ended: false,
             }
         );
         assert_eq!(seen, Seen::default(), "a marker takes no offset");
@@ -138,4 +140,42 @@ fn records_not_from_stage_one_are_told_apart() {
     ];
     assert!(matches!(seen.admit(&bad_time), Arrival::Foreign(why) if why.contains("soon")));
     assert_eq!(seen, Seen::default());
+}
+
+/// Ended markers: a source partition ends where its marker says; an older copy (a frozen
+/// member's) leaves it ended, an event or a marker from further on does not. What a commit
+/// records reads back, and the older form (offsets alone) still reads.
+#[test]
+fn a_source_partition_ends_until_stage_one_reads_further() {
+    let outlet = Outlet::new("p-counts-repartition", 1).unwrap();
+    let marker = |p: &str, offset: i64, ended: bool| {
+        let read = BTreeMap::from([(p.to_string(), (offset, Some(Micros(1))))]);
+        headers(&outlet.markers(&read, ended)[0])
+    };
+    let mut seen = Seen::default();
+    let origins = ["src/0", "src/1"];
+    assert!(matches!(
+        seen.admit(&marker("src/0", 4, true)),
+        Arrival::Marker { ended: true, .. }
+    ));
+    assert!(!seen.all_ended(origins.into_iter()), "src/1 goes on");
+    seen.admit(&marker("src/1", 2, true));
+    assert!(seen.all_ended(origins.into_iter()));
+    seen.admit(&marker("src/1", 1, false)); // a frozen member's older marker
+    assert!(seen.all_ended(origins.into_iter()));
+    assert_eq!(Seen::from_json(&seen.to_json()).as_ref(), Some(&seen));
+    let event = outlet.event("k", b"{}", &origin("src/1", 3));
+    assert_eq!(
+        seen.admit(&headers(&event)),
+        Arrival::Event(origin("src/1", 3))
+    );
+    assert!(
+        !seen.all_ended(origins.into_iter()),
+        "src/1 was read further"
+    );
+    seen.admit(&marker("src/0", 5, false));
+    assert_eq!(seen.ended, BTreeMap::new());
+    let older = Seen::from_json(r#"{"src/0":7}"#).unwrap();
+    assert_eq!(older.taken, BTreeMap::from([("src/0".to_string(), 7)]));
+    assert_eq!(older.to_json(), r#"{"src/0":7}"#);
 }

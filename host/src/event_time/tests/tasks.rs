@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use super::*;
 use crate::event_time::delta::SNAPSHOT_EVERY;
 use crate::event_time::state::{MemoryStore, Plan, StateStore};
-use crate::event_time::tasks::Tasks;
+use crate::event_time::tasks::{Flush, Tasks};
 
 fn plan(batch_id: u64, start: i64, end: i64) -> Plan {
     Plan {
@@ -38,7 +38,7 @@ fn a_commit_makes_replaced_chains_and_passed_plans_obsolete_and_the_rest_restore
                 Vec::new(),
                 &assigned,
                 Millis(batch as i64 * 1000),
-                false,
+                &Flush::None,
             )
             .unwrap();
         let (from, to) = (batch as i64 * 10, batch as i64 * 10 + 10);
@@ -99,7 +99,13 @@ fn a_batch_saved_again_under_the_same_id_writes_files_of_its_own() {
     // A snapshot first, then deltas.
     for _ in 0..3 {
         tasks
-            .apply(Vec::new(), Vec::new(), &assigned, Millis(2000), false)
+            .apply(
+                Vec::new(),
+                Vec::new(),
+                &assigned,
+                Millis(2000),
+                &Flush::None,
+            )
             .unwrap();
         let saved = tasks
             .save(&store, "loc", "p", "r", &plan(2, 20, 30), None)

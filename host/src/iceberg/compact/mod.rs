@@ -150,15 +150,19 @@ impl IcebergTable {
             min_files: config.min_input_files,
             max_bytes: config.max_bytes_per_run.0,
         };
-        let manifests = self
-            .catalog
+        let manifests = self.current_manifests(read)?;
+        let snapshot = self.table.metadata().current_snapshot_id();
+        Ok(plan::plan(&manifests, snapshot, limits))
+    }
+
+    /// The live entries of the table's current manifests, reading those not in `read`.
+    fn current_manifests(&self, read: &mut ManifestsRead) -> Result<Manifests, IcebergError> {
+        self.catalog
             .block_on(Manifests::current(&self.table, read))
             .map_err(iceberg_err(format!(
                 "reading the manifests of {}",
                 self.ident
-            )))?;
-        let snapshot = self.table.metadata().current_snapshot_id();
-        Ok(plan::plan(&manifests, snapshot, limits))
+            )))
     }
 
     /// Compacts the table once (see the module documentation). `stop` set makes the run

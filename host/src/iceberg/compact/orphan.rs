@@ -10,9 +10,9 @@
 
 use std::collections::BTreeMap;
 
-use super::plan::{Manifests, ManifestsRead};
+use super::plan::ManifestsRead;
 use crate::checkpoint::{BATCH_KEYS, BATCH_PLAN, BATCH_RANGE, COMMIT_ID, PIPELINE, PLANNED_BATCH};
-use crate::iceberg::{Fence, IcebergError, IcebergTable, iceberg_err};
+use crate::iceberg::{Fence, IcebergError, IcebergTable};
 
 /// A keyed window commit, as the table's history records it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,14 +90,7 @@ impl IcebergTable {
         pipeline: &str,
         commit: &KeyedCommit,
     ) -> Result<bool, IcebergError> {
-        let mut read = ManifestsRead::new();
-        let manifests = self
-            .catalog
-            .block_on(Manifests::current(&self.table, &mut read))
-            .map_err(iceberg_err(format!(
-                "reading the manifests of {}",
-                self.name()
-            )))?;
+        let manifests = self.current_manifests(&mut ManifestsRead::new())?;
         let files = manifests.added_by(commit.snapshot_id);
         if files.is_empty() {
             tracing::warn!(table = %self.name(), commit_id = %commit.commit_id, "cannot take back a window commit left by a member: none of its files is live (compacted?)");

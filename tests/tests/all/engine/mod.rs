@@ -19,6 +19,7 @@ mod partitions_left;
 mod poison;
 mod probation;
 mod repartition;
+mod repartition_chaos;
 mod session;
 mod standby;
 

@@ -12,22 +12,24 @@ use sluice::pipeline::crash::{Crash, CrashPoint, Hook};
 use sluice::source::memory::Assignment;
 
 use super::partitions::{alone, engine, outputs};
-use super::partitions_left::run_for_a_minute;
+use super::partitions_left::{run_bounded, run_for_a_minute};
 use super::{Engine, Outputs};
 
 /// Seeds that found a defect once, run every time.
-const FOUND: [u64; 3] = [34, 320, 335];
+const FOUND: [u64; 4] = [34, 320, 335, 611];
 
-/// The random runs of each kind: 16 and [`FOUND`], or `SLUICE_CHAOS_SEEDS` (a count, to
-/// search further, or `from..to` to run some again).
-fn seeds() -> Vec<u64> {
+/// The random runs of each kind: 16 and `found` (the seeds that found a defect once), or
+/// `SLUICE_CHAOS_SEEDS` (a count, to search further, or `from..to` to run some again).
+pub(super) fn seeds(found: &[u64]) -> Vec<u64> {
     let asked = std::env::var("SLUICE_CHAOS_SEEDS").unwrap_or_default();
     if let Some((from, to)) = asked.split_once("..")
         && let (Ok(from), Ok(to)) = (from.parse(), to.parse())
     {
         return (from..=to).collect();
     }
-    (1..=asked.parse().unwrap_or(16)).chain(FOUND).collect()
+    (1..=asked.parse().unwrap_or(16))
+        .chain(found.iter().copied())
+        .collect()
 }
 
 /// Members killed in each run, before the last one.
@@ -37,7 +39,7 @@ const KILLED: usize = 4;
 const HELD: usize = 3;
 
 /// Where a member can be killed or held: every point a batch of this pipeline passes.
-const POINTS: [CrashPoint; 7] = [
+pub(super) const POINTS: [CrashPoint; 7] = [
     CrashPoint::AfterState,
     CrashPoint::AfterWrite,
     CrashPoint::AfterDeadLetter,
@@ -48,10 +50,10 @@ const POINTS: [CrashPoint; 7] = [
 ];
 
 /// xorshift64*: enough randomness for choosing, the same on every machine.
-struct Random(u64);
+pub(super) struct Random(pub(super) u64);
 
 impl Random {
-    fn below(&mut self, n: usize) -> usize {
+    pub(super) fn below(&mut self, n: usize) -> usize {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
@@ -59,7 +61,7 @@ impl Random {
     }
 
     /// A non-empty set of the partitions.
-    fn partitions(&mut self) -> Vec<i32> {
+    pub(super) fn partitions(&mut self) -> Vec<i32> {
         loop {
             let set: Vec<i32> = (0..3).filter(|_| self.below(2) == 1).collect();
             if !set.is_empty() {
@@ -69,13 +71,13 @@ impl Random {
     }
 
     /// A point, and the how-many-th time a batch passes it counts.
-    fn point(&mut self) -> (CrashPoint, usize) {
+    pub(super) fn point(&mut self) -> (CrashPoint, usize) {
         (POINTS[self.below(POINTS.len())], 1 + self.below(4))
     }
 }
 
 /// Kills the member the `nth` time a batch passes `point`.
-fn killed_at((point, nth): (CrashPoint, usize)) -> Crash {
+pub(super) fn killed_at((point, nth): (CrashPoint, usize)) -> Crash {
     let passed = Arc::new(AtomicUsize::new(0));
     Crash::Hook(Arc::new(move |at, _| {
         if at == point && passed.fetch_add(1, Ordering::Relaxed) + 1 == nth {
@@ -85,24 +87,16 @@ fn killed_at((point, nth): (CrashPoint, usize)) -> Crash {
 }
 
 /// Runs a member given `owns` until it ends or is killed; fenced over and over for a
-/// minute (a livelock), it panics.
-fn run_or_die(engine: &Engine, owns: &[i32], crash: Crash) {
+/// minute (a livelock), it panics, naming `run` (the seed and what happened).
+fn run_or_die(engine: &Engine, owns: &[i32], crash: Crash, run: &str) {
     let mut member = engine.open_member(&Assignment::new(owns), crash).unwrap();
-    let stop = std::sync::atomic::AtomicBool::new(false);
-    let ended = std::thread::scope(|scope| {
-        let ran = scope.spawn(|| member.run(&stop));
-        let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
-        while !ran.is_finished() && std::time::Instant::now() < until {
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        stop.store(true, Ordering::Relaxed);
-        ran.join()
-    });
-    if let Ok(Ok(summary)) = ended {
-        assert!(
+    match run_bounded(&mut member) {
+        Ok(Ok(summary)) => assert!(
             !summary.stopped,
-            "{owns:?} fenced over and over: {summary:?}"
-        );
+            "{run}: {owns:?} fenced over and over: {summary:?}"
+        ),
+        Ok(Err(error)) => panic!("{run}: {owns:?} failed: {error}"),
+        Err(_killed) => {}
     }
 }
 
@@ -136,14 +130,15 @@ fn last_member_writes(engine: &Engine, expected: &Outputs, seed: u64, story: &[S
 #[test]
 fn members_killed_at_random_points_write_what_one_member_writes() {
     let expected = alone("partitions-chaos");
-    for seed in seeds() {
+    for seed in seeds(&FOUND) {
         let mut random = Random(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let engine = engine(&format!("partitions-chaos-{seed}"));
         let mut story = Vec::new();
         for _ in 0..KILLED {
             let (owns, (point, nth)) = (random.partitions(), random.point());
             story.push(format!("{owns:?} killed at {} ({nth})", point.name()));
-            run_or_die(&engine, &owns, killed_at((point, nth)));
+            let run = format!("killed, seed {seed}: {story:?}");
+            run_or_die(&engine, &owns, killed_at((point, nth)), &run);
         }
         last_member_writes(&engine, &expected, seed, &story);
     }
@@ -182,37 +177,50 @@ impl Held {
         )
     }
 
-    /// The held member's hook.
-    fn hook(&self, engine: &Arc<Engine>) -> Hook {
-        let (passed, engine) = (Arc::new(AtomicUsize::new(0)), engine.clone());
-        let killed = Arc::new(AtomicUsize::new(0));
-        let (held, b, b_dies, a_dies) = (self.held, self.b.clone(), self.b_dies, self.a_dies);
-        Arc::new(move |at, _| {
-            if at == held.0 && passed.fetch_add(1, Ordering::Relaxed) + 1 == held.1 {
-                let crash = b_dies.map_or(Crash::Never, killed_at);
-                run_or_die(&engine, &b, crash);
-            }
-            if let Some((point, nth)) = a_dies
-                && at == point
-                && killed.fetch_add(1, Ordering::Relaxed) + 1 == nth
-            {
-                panic!("killed at {}", point.name());
-            }
+    /// The held member's hook; `run` names the run in a failure.
+    fn hook(&self, engine: &Arc<Engine>, run: String) -> Hook {
+        let (engine, b, b_dies) = (engine.clone(), self.b.clone(), self.b_dies);
+        held_while(self.held, self.a_dies, move || {
+            let crash = b_dies.map_or(Crash::Never, killed_at);
+            run_or_die(&engine, &b, crash, &run);
         })
     }
+}
+
+/// A hook that holds its member the `nth` time a batch passes `point` while `meanwhile`
+/// runs, then lets it go on, killed as `dies` says.
+pub(super) fn held_while(
+    (point, nth): (CrashPoint, usize),
+    dies: Option<(CrashPoint, usize)>,
+    meanwhile: impl Fn() + Send + Sync + 'static,
+) -> Hook {
+    let (passed, killed) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    Arc::new(move |at, _| {
+        if at == point && passed.fetch_add(1, Ordering::Relaxed) + 1 == nth {
+            meanwhile();
+        }
+        if let Some((point, nth)) = dies
+            && at == point
+            && killed.fetch_add(1, Ordering::Relaxed) + 1 == nth
+        {
+            panic!("killed at {}", point.name());
+        }
+    })
 }
 
 #[test]
 fn members_held_while_others_take_their_partitions_write_what_one_member_writes() {
     let expected = alone("partitions-chaos-held");
-    for seed in seeds() {
+    for seed in seeds(&FOUND) {
         let mut random = Random(seed.wrapping_mul(0xD1B5_4A32_D192_ED03));
         let engine = Arc::new(engine(&format!("partitions-chaos-held-{seed}")));
         let mut story = Vec::new();
         for _ in 0..HELD {
             let held = Held::random(&mut random);
             story.push(held.story());
-            run_or_die(&engine, &held.a, Crash::Hook(held.hook(&engine)));
+            let run = format!("held, seed {seed}: {story:?}");
+            let hook = held.hook(&engine, run.clone());
+            run_or_die(&engine, &held.a, Crash::Hook(hook), &run);
         }
         last_member_writes(&engine, &expected, seed, &story);
     }

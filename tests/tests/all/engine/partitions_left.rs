@@ -35,19 +35,26 @@ fn held_member(engine: &Engine, killed: bool) -> sluice::pipeline::Pipeline {
     engine.open_member(&every, Crash::Hook(hook)).unwrap()
 }
 
-/// Runs `member` to the end, or stops it after a minute (fenced over and over, it would
-/// never end).
-pub(super) fn run_for_a_minute(member: &mut sluice::pipeline::Pipeline) -> RunSummary {
+/// Runs `member` until it ends or a minute has passed (fenced over and over, it would
+/// never end; then it is stopped), and gives what its run gave, a panic included.
+pub(super) fn run_bounded(
+    member: &mut sluice::pipeline::Pipeline,
+) -> std::thread::Result<Result<RunSummary, PipelineError>> {
     let stop = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|scope| {
         let ran = scope.spawn(|| member.run(&stop));
         let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
         while !ran.is_finished() && std::time::Instant::now() < until {
-            std::thread::sleep(std::time::Duration::from_millis(50));
+            std::thread::sleep(std::time::Duration::from_millis(20));
         }
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        ran.join().unwrap().unwrap()
+        ran.join()
     })
+}
+
+/// Runs `member` to the end, or stops it after a minute.
+pub(super) fn run_for_a_minute(member: &mut sluice::pipeline::Pipeline) -> RunSummary {
+    run_bounded(member).unwrap().unwrap()
 }
 
 /// How many snapshots of the window table `name` took a commit back.

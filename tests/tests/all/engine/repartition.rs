@@ -84,7 +84,7 @@ fn stage_one_sends_each_event_on_time_once_with_its_sources_markers() {
                 taken.push(field(value, "event_id"));
             }
             Arrival::Again(_) => again += 1,
-            Arrival::Marker { origin, time } => {
+            Arrival::Marker { origin, time, .. } => {
                 let newest = marked.entry(record.partition).or_default();
                 let time = time.unwrap().0;
                 let at = newest.entry(origin.partition).or_insert(time);
@@ -122,7 +122,7 @@ fn newest_per_partition(engine: &Engine) -> BTreeMap<String, i64> {
 }
 
 /// A 1-minute count per page: grouped by a field the source is not keyed by.
-const PAGES: &str = r#"
+pub(super) const PAGES: &str = r#"
 [[windows]]
 group-by = ["page"]
 name = "pages"
@@ -132,7 +132,7 @@ aggregates = [{ name = "views", fn = "count" }, { name = "users", fn = "distinct
 "#;
 
 /// The window's rows without batch ids, sorted.
-fn pages(engine: &Engine) -> Vec<String> {
+pub(super) fn pages(engine: &Engine) -> Vec<String> {
     let mut rows: Vec<String> = engine
         .rows(Some("pages"))
         .into_iter()
@@ -146,7 +146,7 @@ fn pages(engine: &Engine) -> Vec<String> {
 }
 
 /// The counts per page of one process reading every partition.
-fn pages_alone(name: &str) -> Vec<String> {
+pub(super) fn pages_alone(name: &str) -> Vec<String> {
     let mut engine = engine_with(name, PAGES);
     let alone = (BY_USER.to_string() + PAGES).replace("scale-out = \"partitions\"\n", "");
     engine.config = PipelineConfig::parse(&alone, std::path::Path::new("alone.toml")).unwrap();
@@ -160,25 +160,36 @@ fn pages_alone(name: &str) -> Vec<String> {
     rows
 }
 
+/// A member of stage `stage` (1: feeding the repartition topic; 2: the window's, reading
+/// it) that Kafka assigns `partitions` after it opened (a rebalance, which its stage
+/// survives).
+pub(super) fn stage_member(
+    engine: &Engine,
+    stage: u8,
+    partitions: &[i32],
+    crash: Crash,
+) -> Result<sluice::pipeline::Pipeline, PipelineError> {
+    let r = engine.config.repartitioned().pop().unwrap();
+    let config = match stage {
+        1 => engine.config.stage_one(),
+        _ => engine.config.stage_two(&r),
+    };
+    let assignment = Assignment::new(partitions);
+    let mut member = engine.open_member_as(&config, &assignment, crash)?;
+    match stage {
+        1 => member.repartition(&engine.topics, std::slice::from_ref(&r))?,
+        _ => member.read_repartition("clicks")?,
+    }
+    assignment.set(partitions);
+    Ok(member)
+}
+
 /// Members of stage one and of the window's stage two, each owning `owns`, run in turn to
 /// the end; first, for each of `crashes`, a member of that stage (1 or 2) owning every
 /// partition that crashes at that point of that batch.
 fn staged(engine: &Engine, owns: &[&[i32]], crashes: &[(u8, CrashPoint, u64)]) {
-    let r = engine.config.repartitioned().pop().unwrap();
-    let one = engine.config.stage_one();
-    let two = engine.config.stage_two(&r);
     let run = |stage: u8, partitions: &[i32], crash: Crash| {
-        let assignment = Assignment::new(partitions);
-        let config = if stage == 1 { &one } else { &two };
-        let mut member = engine.open_member_as(config, &assignment, crash)?;
-        match stage {
-            1 => member.repartition(&engine.topics, std::slice::from_ref(&r))?,
-            _ => member.read_repartition("clicks")?,
-        }
-        // Kafka assigns partitions after the member opened: a rebalance, which its stage
-        // survives.
-        assignment.set(partitions);
-        member.run(&Default::default())
+        stage_member(engine, stage, partitions, crash)?.run(&Default::default())
     };
     for stage in [1, 2] {
         for &(_, point, batch) in crashes.iter().filter(|c| c.0 == stage) {
@@ -255,7 +266,7 @@ fn crashes_in_either_stage_leave_the_counts_of_one_process() {
 }
 
 /// `got` is `expected`, or the rows each lacks of the other are named.
-fn same(got: &[String], expected: &[String]) {
+pub(super) fn same(got: &[String], expected: &[String]) {
     let missing: Vec<&String> = expected.iter().filter(|r| !got.contains(r)).collect();
     let extra: Vec<&String> = got.iter().filter(|r| !expected.contains(r)).collect();
     assert!(
