@@ -265,6 +265,33 @@ fn crashes_in_either_stage_leave_the_counts_of_one_process() {
     }
 }
 
+/// With `at-end = "flush"`, a member's stage two that reaches its end before another
+/// member's stage one has read its source partitions to the end leaves the windows open
+/// (flushed, they would find that member's events late); once stage one marked every
+/// source partition ended, stage two flushes them, as one process does.
+#[test]
+fn stage_two_flushes_once_every_source_partition_ended() {
+    let expected = pages_alone("repartition-ended-alone");
+    let mut engine = engine_with("repartition-ended", PAGES);
+    engine.topics = MemoryTopics::with_log(&engine.log);
+    let run = |stage: u8, partitions: &[i32]| {
+        let mut member = stage_member(&engine, stage, partitions, Crash::Never).unwrap();
+        member.run(&Default::default()).unwrap()
+    };
+    run(1, &[0, 1]);
+    run(2, &[0, 1, 2]);
+    let early = pages(&engine);
+    assert!(early.len() < expected.len() / 2, "{early:#?}");
+    run(1, &[2]);
+    let last = run(2, &[0, 1, 2]);
+    assert_eq!(
+        (last.rows_late, last.rows_dead_lettered),
+        (0, 0),
+        "{last:?}"
+    );
+    same(&pages(&engine), &expected);
+}
+
 /// `got` is `expected`, or the rows each lacks of the other are named.
 pub(super) fn same(got: &[String], expected: &[String]) {
     let missing: Vec<&String> = expected.iter().filter(|r| !got.contains(r)).collect();
