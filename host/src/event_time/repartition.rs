@@ -32,7 +32,7 @@
 //! producers place them, so a repartition topic is co-partitioned with any topic those
 //! produce keyed by the same field.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -173,12 +173,12 @@ impl Outlet {
 
     /// The markers after a batch: for each source partition it read (`read`: the last
     /// record read from it, and the newest event time read from it so far), one to every
-    /// partition of the topic, in partition order; with `ended`, each says its source
+    /// partition of the topic, in partition order; those of `ended` say their source
     /// partition was read to the end ([`ENDED_HEADER`]).
     pub fn markers(
         &self,
         read: &BTreeMap<String, (i64, Option<Micros>)>,
-        ended: bool,
+        ended: &BTreeSet<String>,
     ) -> Vec<Repartitioned> {
         let mut markers = Vec::with_capacity(read.len() * self.partitions as usize);
         for partition in 0..self.partitions {
@@ -192,7 +192,7 @@ impl Outlet {
                     (ORIGIN_HEADER, origin.header().into_bytes()),
                     (EVENT_TIME_HEADER, time.into_bytes()),
                 ];
-                if ended {
+                if ended.contains(source) {
                     headers.push((ENDED_HEADER, Vec::new()));
                 }
                 markers.push(Repartitioned {

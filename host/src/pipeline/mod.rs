@@ -543,7 +543,10 @@ impl Batches for Pipeline {
         // Stage one tells the later stages where the run ended.
         let due = due || (flush && flush_all && self.outlets.feeds());
         if due {
-            let input = self.no_records(now, flush);
+            let mut input = self.no_records(now, flush);
+            if flush && self.outlets.feeds() {
+                input.read_to_end = self.read_to_end()?;
+            }
             self.run_batch(input, When::Cadence)?;
         }
         self.commit_held(false)

@@ -2,6 +2,7 @@
 //! the caps; or, after a crash, exactly the records of the batch that was planned; or no
 //! records at all, when event time has windows to close.
 
+use std::collections::BTreeSet;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
@@ -31,6 +32,9 @@ pub(super) struct Input {
     pub(super) now: Millis,
     /// Close every open window at the end (`at-end = "flush"`).
     pub(super) flush: bool,
+    /// With `flush`, feeding a repartition topic: the source partitions read to the end
+    /// ([`Pipeline::read_to_end`]; never in a replay).
+    pub(super) read_to_end: BTreeSet<String>,
     /// When the batch started.
     pub(super) started: Instant,
     /// The process's CPU time when the batch started.
@@ -94,6 +98,7 @@ impl Pipeline {
             ends: self.positions.clone(),
             now,
             flush,
+            read_to_end: BTreeSet::new(),
             started: Instant::now(),
             cpu_started: cpu::process(),
             reader_cpu: Duration::ZERO,
@@ -132,6 +137,7 @@ impl Pipeline {
             ends: ends.clone(),
             now,
             flush,
+            read_to_end: BTreeSet::new(),
             started,
             cpu_started,
             reader_cpu,

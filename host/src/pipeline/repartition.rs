@@ -3,11 +3,12 @@
 //! value of the topic's key field, with the markers of the source partitions the batch
 //! read. Sent at least once with the batch's other topics, before its commit.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::config::repartition::{RepartitionTopic, Stage};
 use super::read::Input;
 use super::{Pipeline, PipelineError};
+use crate::batch::trigger::Batches;
 use crate::event_time::extract::Extractor;
 use crate::event_time::repartition::{Origin, Outlet, Repartitioned};
 use crate::record::Record;
@@ -35,6 +36,17 @@ impl Outlets {
 }
 
 impl Pipeline {
+    /// At the end of an `available-now` run that flushes, feeding a repartition topic: the
+    /// source partitions this process reads whose end it reached, as the brokers say now
+    /// (their markers say so: see [`crate::event_time::repartition::ENDED_HEADER`]).
+    pub(super) fn read_to_end(&mut self) -> Result<BTreeSet<String>, PipelineError> {
+        let ends = Batches::end_offsets(self)?;
+        let reached = (self.positions.0.iter())
+            .filter(|&(tp, &at)| ends.get(tp).is_none_or(|end| at >= end))
+            .map(|(tp, _)| tp.to_string());
+        Ok(reached.collect())
+    }
+
     /// Makes this pipeline `stage` of its plan (see
     /// [`super::config::PipelineConfig::plan`]): stage two of the topic it reads, with or
     /// without the table's rows, feeding the topics it feeds (opened by `topics`).
@@ -111,13 +123,13 @@ impl Pipeline {
 
     /// The records of a batch (`input`) for each repartition topic: `kept` (its events on
     /// time), then the markers of the source partitions it read records of (from its start
-    /// to its next offsets) as they stand at its processing time; `ended` (the end of an
-    /// `available-now` run that flushes), the markers of every partition it reads, ended.
+    /// to its next offsets) as they stand at its processing time, and of those in `ended`
+    /// (read to the end, at the end of an `available-now` run that flushes), ended.
     pub(super) fn repartitioned(
         &self,
         kept: &[Record],
         input: &Input,
-        ended: bool,
+        ended: &BTreeSet<String>,
     ) -> Vec<Vec<Repartitioned>> {
         let (start, next, now) = (&input.start, &input.next, input.now);
         if self.outlets.to.is_empty() {
@@ -133,7 +145,9 @@ impl Pipeline {
             .0
             .iter()
             .filter(|(tp, _)| source.is_some_and(|s| **s == *tp.topic))
-            .filter(|&(tp, &to)| ended || start.get(tp).is_some_and(|from| from < to))
+            .filter(|&(tp, &to)| {
+                ended.contains(&tp.to_string()) || start.get(tp).is_some_and(|from| from < to)
+            })
             .map(|(tp, &to)| {
                 let p = tp.to_string();
                 let time = newest.get(&p).copied().flatten();

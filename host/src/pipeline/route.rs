@@ -2,6 +2,7 @@
 //! its output: the table, the dead letters, the late topic, a counted drop, the windows.
 //! Nothing leaves yet; the result is a [`Prepared`] batch for the commit phase.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use super::read::Input;
@@ -117,7 +118,11 @@ impl Pipeline {
             }
         }
         self.observe_markers(input.now);
-        let ended = input.flush && flush_all;
+        let none = BTreeSet::new();
+        let ended = match input.flush && flush_all {
+            true => &input.read_to_end,
+            false => &none,
+        };
         results.repartition = self.repartitioned(&kept, input, ended);
         if self.outlets.rows_elsewhere {
             results.rows.clear(); // a later stage writes them

@@ -292,6 +292,41 @@ fn stage_two_flushes_once_every_source_partition_ended() {
     same(&pages(&engine), &expected);
 }
 
+/// A replay of a batch that ended a run (its member killed before committing it) marks
+/// no source partition ended: the member replaying it has not read its own partitions to
+/// the end yet (marked ended, stage two would flush windows those partitions still fill).
+#[test]
+fn a_replayed_end_of_run_marks_no_partition_ended() {
+    let expected = pages_alone("repartition-replayed-end-alone");
+    let mut engine = engine_with("repartition-replayed-end", PAGES);
+    engine.topics = MemoryTopics::with_log(&engine.log);
+    let run = |stage: u8, partitions: &[i32], crash: Crash| {
+        let mut member = stage_member(&engine, stage, partitions, crash).unwrap();
+        member.run(&Default::default())
+    };
+    // Partition 1's 29 records take 8 batches; the 9th ends the run.
+    let killed = run(1, &[1], Crash::Fail(CrashPoint::AfterDeadLetter, 9));
+    assert!(
+        matches!(killed, Err(PipelineError::Crashed { .. })),
+        "{killed:?}"
+    );
+    let replayed = run(1, &[0, 1, 2], Crash::Fail(CrashPoint::AfterCommit, 9));
+    assert!(
+        matches!(replayed, Err(PipelineError::Crashed { .. })),
+        "{replayed:?}"
+    );
+    let early = run(2, &[0, 1, 2], Crash::Never).unwrap();
+    assert_eq!(early.window_rows, 0, "{early:?}");
+    run(1, &[0, 1, 2], Crash::Never).unwrap();
+    let last = run(2, &[0, 1, 2], Crash::Never).unwrap();
+    assert_eq!(
+        (last.rows_late, last.rows_dead_lettered),
+        (0, 0),
+        "{last:?}"
+    );
+    same(&pages(&engine), &expected);
+}
+
 /// `got` is `expected`, or the rows each lacks of the other are named.
 pub(super) fn same(got: &[String], expected: &[String]) {
     let missing: Vec<&String> = expected.iter().filter(|r| !got.contains(r)).collect();
