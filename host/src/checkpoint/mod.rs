@@ -87,6 +87,17 @@ pub fn merged_by_partition(last: Option<&str>, ours: &str) -> String {
     serde_json::to_string(&merged).unwrap_or_else(|_| ours.to_string())
 }
 
+/// Whether `recorded` (a JSON object of texts, keyed by partition, as a commit records
+/// it) holds every entry of `ours` (the same); unreadable texts hold only themselves.
+pub fn holds_by_partition(recorded: Option<&str>, ours: &str) -> bool {
+    type Map = std::collections::BTreeMap<String, String>;
+    let parse = |text: &str| serde_json::from_str::<Map>(text).ok();
+    match (recorded.and_then(parse), parse(ours)) {
+        (Some(recorded), Some(ours)) => ours.iter().all(|(k, v)| recorded.get(k) == Some(v)),
+        _ => recorded == Some(ours),
+    }
+}
+
 /// Snapshot summary key: the watermark after this commit, RFC 3339.
 pub const WATERMARK: &str = "sluice.watermark";
 /// Snapshot summary key: the last record read of every partition, as JSON (see
@@ -224,5 +235,15 @@ mod tests {
             CommitMark::from_properties("p", 9, &broken),
             Some(Err(_))
         ));
+    }
+
+    #[test]
+    fn a_commit_holds_a_batchs_entries_by_partition_when_each_is_the_same() {
+        let recorded = Some(r#"{"t/0":"a","t/1":"b"}"#);
+        assert!(holds_by_partition(recorded, r#"{"t/1":"b"}"#));
+        assert!(!holds_by_partition(recorded, r#"{"t/1":"c"}"#));
+        assert!(!holds_by_partition(recorded, r#"{"t/1":"b","t/2":"c"}"#));
+        assert!(!holds_by_partition(None, r#"{"t/1":"b"}"#));
+        assert!(holds_by_partition(Some("?"), "?"));
     }
 }

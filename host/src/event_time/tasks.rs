@@ -309,10 +309,15 @@ impl Tasks {
     }
 
     /// Saves every task's state after a batch (each in files of its own, named after
-    /// `run`, the save's number in this process and its partition) and, for each partition the batch read, a pointer to the
-    /// batch's plan. Returns which file holds each task's state, the bytes written, and
-    /// the files nothing needs once the batch is committed: the chains that a task's new
-    /// snapshot replaces, and the pointers to this batch's plan on partitions it moved.
+    /// `run`, the save's number in this process and its partition) and, for each
+    /// partition the batch read, a pointer to the batch's plan. Returns which file holds
+    /// each task's state, the bytes written, and the files nothing needs once the batch
+    /// is committed: the chains that a task's new snapshot replaces, and the pointers to
+    /// this batch's plan on partitions it moved.
+    ///
+    /// A replay on some partitions (`replayed`) ran their tasks alone: the others' state,
+    /// files and pointers (pending plans among them, to be replayed next) stay as they
+    /// are, and their shares as the table records them.
     pub fn save(
         &mut self,
         store: &dyn StateStore,
@@ -323,9 +328,9 @@ impl Tasks {
         replayed: Option<&BTreeSet<String>>,
     ) -> Result<Saved, StateError> {
         let mut saved = Saved::default();
-        let tips = self.states();
         let save = SAVES.fetch_add(1, Ordering::Relaxed);
-        for (partition, task) in &mut self.tasks {
+        let ran = |p: &String| replayed.is_none_or(|r| r.contains(p));
+        for (partition, task) in self.tasks.iter_mut().filter(|(p, _)| ran(p)) {
             let before = task.chain().map(|c| c.paths.clone());
             let run = format!("{run}-{save}.{}", partition.replace('/', "@"));
             let (file, size) = task.save_file(store, location, pipeline, &run, plan)?;
@@ -344,16 +349,10 @@ impl Tasks {
         // its own state file (uncommitted, it is told apart by the file).
         for (tp, &from) in start.0.iter().filter(|(tp, _)| *tp.topic == *self.home) {
             let partition = tp.to_string();
-            let at = partition_plan_path(location, pipeline, &partition, from);
-            // A replay on some partitions leaves the others' pending plans (batches
-            // planned there and not committed, to be replayed next) where they are.
-            let pending =
-                |p: PlanFile| p.state_file.is_some() && tips.get(&partition) != Some(&p.state_file);
-            if replayed.is_some_and(|r| !r.contains(&partition))
-                && read::<PlanFile>(store, &at)?.is_some_and(pending)
-            {
+            if !ran(&partition) {
                 continue;
             }
+            let at = partition_plan_path(location, pipeline, &partition, from);
             write_plan_at(store, &at, plan, saved.shares.get(&partition).cloned())?;
             if end.get(tp).is_some_and(|to| to > from) {
                 saved.obsolete.push(at);

@@ -14,7 +14,7 @@ use super::marks::{mark_property, mark_property_value};
 use super::{IcebergError, IcebergTable};
 use crate::checkpoint::{
     BATCH_KEYS, BATCH_KEYS_BEFORE, BATCH_RANGE, CLAIMS, CommitMark, MERGED_BY_PARTITION, PIPELINE,
-    PLANNED_BATCH, RUN, STATE_SHARES, merged_by_partition,
+    PLANNED_BATCH, RUN, STATE_SHARES, holds_by_partition, merged_by_partition,
 };
 use crate::retry::Backoff;
 
@@ -92,12 +92,11 @@ impl IcebergTable {
         fence: &Fence,
         evolution: Option<&Evolution>,
     ) -> Result<Landed, IcebergError> {
-        let run = extra.get(RUN).cloned();
         let mut retries = 0;
         loop {
             self.refresh()?;
             let last = self.last_mark(&planned.pipeline)?;
-            if let Some(mark) = self.holds(planned, fence, run.as_deref())? {
+            if let Some(mark) = self.holds(planned, fence, &extra)? {
                 return Ok(Landed::Committed { retries, mark });
             }
             if self.holds_key(planned, fence)? {
@@ -144,11 +143,11 @@ impl IcebergTable {
                     tracing::info!(table = %self.name(), commit_id = %mark.commit_id(), retries, %error, "the table moved: checking the fence again");
                     std::thread::sleep(BACKOFF.wait(retries));
                 }
-                Err(error) => return self.landed_anyway(planned, fence, run.as_deref(), error),
+                Err(error) => return self.landed_anyway(planned, fence, &extra, error),
             }
         }
         self.refresh()?;
-        match self.holds(planned, fence, run.as_deref())? {
+        match self.holds(planned, fence, &extra)? {
             Some(mark) => Ok(Landed::Committed { retries, mark }),
             None => Err(self.not_committed(planned, None)),
         }
@@ -357,11 +356,11 @@ impl IcebergTable {
         &mut self,
         planned: &CommitMark,
         fence: &Fence,
-        run: Option<&str>,
+        extra: &HashMap<String, String>,
         error: iceberg::Error,
     ) -> Result<Landed, IcebergError> {
         self.refresh()?;
-        if let Some(mark) = self.holds(planned, fence, run)? {
+        if let Some(mark) = self.holds(planned, fence, extra)? {
             tracing::warn!(cause = %error, commit_id = %mark.commit_id(), "the commit reported an error but landed");
             return Ok(Landed::Committed { retries: 0, mark });
         }
@@ -378,7 +377,8 @@ impl IcebergTable {
 
     /// This process's commit of `planned`, if the table holds it: a snapshot of the
     /// pipeline committed by `run` with `planned`'s commit id, or for [`Fence::Owns`] (whose
-    /// mark is built at commit time) with `planned`'s offsets. Other members may have
+    /// mark is built at commit time) with `planned`'s offsets and the state files `extra`
+    /// records (two replays of one plan that read nothing differ in those alone). Other members may have
     /// committed since, so the search walks back through the history, up to
     /// [`OWN_COMMIT_DEPTH`] snapshots. The same batch committed by another process is not
     /// this commit.
@@ -386,8 +386,9 @@ impl IcebergTable {
         &self,
         planned: &CommitMark,
         fence: &Fence,
-        run: Option<&str>,
+        extra: &HashMap<String, String>,
     ) -> Result<Option<CommitMark>, IcebergError> {
+        let (run, shares) = (extra.get(RUN).map(String::as_str), extra.get(STATE_SHARES));
         let metadata = self.table.metadata();
         let mut next = metadata.current_snapshot();
         for _ in 0..OWN_COMMIT_DEPTH {
@@ -403,7 +404,11 @@ impl IcebergTable {
                     Fence::Keyed { .. } => {
                         fence.keyed_landed(props.get(BATCH_KEYS).map(String::as_str))
                     }
-                    Fence::Owns { .. } => owns_landed(planned, &mark, props),
+                    Fence::Owns { .. } => {
+                        let recorded = props.get(STATE_SHARES).map(String::as_str);
+                        owns_landed(planned, &mark, props)
+                            && shares.is_none_or(|s| holds_by_partition(recorded, s))
+                    }
                     Fence::Follows(_) | Fence::NotHeld => mark.commit_id() == planned.commit_id(),
                 };
                 if same {
@@ -439,161 +444,5 @@ const BACKOFF: Backoff =
     Backoff::doubling(Duration::from_millis(50), Duration::from_millis(1600)).with_jitter();
 
 #[cfg(test)]
-mod tests {
-
-    use super::*;
-
-    use crate::record::Offsets;
-
-    fn committed(mark: CommitMark) -> Landed {
-        Landed::Committed { retries: 0, mark }
-    }
-
-    fn mark(pipeline: &str) -> CommitMark {
-        CommitMark {
-            pipeline: pipeline.into(),
-            batch_id: 1,
-            offsets: Offsets::default(),
-        }
-    }
-
-    #[test]
-    fn a_commit_on_a_table_that_moved_is_refused_not_rebased() {
-        let (dir, catalog, config) = crate::iceberg::test_table("moved");
-        let mut stale = IcebergTable::open(&catalog, config.clone()).unwrap();
-        let mut other = IcebergTable::open(&catalog, config).unwrap();
-        let fence = Fence::Follows(Offsets::default());
-        let landed = other.commit(vec![], &mark("q"), HashMap::new(), &fence);
-        assert_eq!(landed.unwrap(), committed(mark("q")));
-
-        // Against the snapshot it was checked on, which is no longer current: refused at
-        // once, not applied on top of the newer snapshot.
-        let error = stale
-            .try_commit(vec![], mark("p").to_properties(), None)
-            .unwrap_err();
-        assert_eq!(error.kind(), ErrorKind::CatalogCommitConflicts, "{error}");
-        assert!(!error.retryable());
-        stale.refresh().unwrap();
-        assert_eq!(stale.last_mark("p").unwrap(), None);
-
-        // A commit reloads and checks the fence first: p's fence holds, so it lands.
-        let landed = stale.commit(vec![], &mark("p"), HashMap::new(), &fence);
-        assert_eq!(landed.unwrap(), committed(mark("p")));
-        assert_eq!(stale.last_mark("p").unwrap(), Some(mark("p")));
-        // The same batch again is recognised as landed, not committed twice.
-        let again = other.commit(vec![], &mark("p"), HashMap::new(), &fence);
-        assert_eq!(again.unwrap(), committed(mark("p")));
-        let snapshots = other.table().metadata().snapshots().count();
-        assert_eq!(snapshots, 2);
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn members_commits_put_their_partitions_state_shares_on_top_of_the_last() {
-        use crate::checkpoint::STATE_SHARES;
-        let (dir, catalog, config) = crate::iceberg::test_table("shares");
-        let mut a = IcebergTable::open(&catalog, config.clone()).unwrap();
-        let mut b = IcebergTable::open(&catalog, config).unwrap();
-        let member = |table: &mut IcebergTable, run: &str, partitions: &[(i32, i64, i64)]| {
-            let (mut start, mut end) = (Offsets::default(), Offsets::default());
-            let mut shares = std::collections::BTreeMap::new();
-            for &(p, from, to) in partitions {
-                let tp = crate::record::TopicPartition {
-                    topic: "t".into(),
-                    partition: p,
-                };
-                shares.insert(tp.to_string(), format!("{run}-{to}.state"));
-                start.set(tp.clone(), from);
-                end.set(tp, to);
-            }
-            let planned = CommitMark {
-                pipeline: "p".into(),
-                batch_id: 1,
-                offsets: end,
-            };
-            let extra = HashMap::from([
-                (RUN.to_string(), run.to_string()),
-                (
-                    STATE_SHARES.to_string(),
-                    serde_json::to_string(&shares).unwrap(),
-                ),
-            ]);
-            table
-                .commit(
-                    vec![],
-                    &planned,
-                    extra,
-                    &Fence::Owns {
-                        start,
-                        states: None,
-                        claims: None,
-                    },
-                )
-                .unwrap();
-        };
-        member(&mut a, "a", &[(0, 0, 5), (1, 0, 7)]);
-        member(&mut b, "b", &[(2, 0, 3)]);
-        member(&mut a, "a", &[(1, 7, 9)]); // a was left partition 1 alone
-        let last = a.last_mark_properties("p").unwrap().unwrap();
-        let shares: std::collections::BTreeMap<String, String> =
-            serde_json::from_str(&last[STATE_SHARES]).unwrap();
-        let expected = [
-            ("t/0", "a-5.state"),
-            ("t/1", "a-9.state"),
-            ("t/2", "b-3.state"),
-        ];
-        let expected = expected.map(|(p, f)| (p.to_string(), f.to_string()));
-        assert_eq!(shares, expected.into_iter().collect());
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn a_members_commit_that_moved_no_offset_lands_its_state_anew() {
-        use crate::checkpoint::STATE_SHARES;
-        let (dir, catalog, config) = crate::iceberg::test_table("unmoved");
-        let mut a = IcebergTable::open(&catalog, config).unwrap();
-        let tp = crate::record::TopicPartition {
-            topic: "t".into(),
-            partition: 0,
-        };
-        let at = |n: i64| {
-            let mut offsets = Offsets::default();
-            offsets.set(tp.clone(), n);
-            offsets
-        };
-        let mut commit = |batch_id: u64, from: i64, to: i64, state: &str| {
-            let planned = CommitMark {
-                pipeline: "p".into(),
-                batch_id,
-                offsets: at(to),
-            };
-            let shares = format!("{{\"t/0\":\"{state}\"}}");
-            let extra = HashMap::from([
-                (RUN.to_string(), "a".to_string()),
-                (STATE_SHARES.to_string(), shares),
-            ]);
-            a.commit(
-                vec![],
-                &planned,
-                extra,
-                &Fence::Owns {
-                    start: at(from),
-                    states: None,
-                    claims: None,
-                },
-            )
-            .unwrap()
-        };
-        commit(1, 0, 5, "a-1.state");
-        // A batch of no records (time moved on: windows closed) saves state too: it is a
-        // commit of its own, not the last one found again.
-        let landed = commit(2, 5, 5, "a-2.state");
-        let Landed::Committed { mark, .. } = landed else {
-            panic!("{landed:?}")
-        };
-        assert_eq!(mark.batch_id, 2);
-        let last = a.last_mark_properties("p").unwrap().unwrap();
-        assert_eq!(last[STATE_SHARES], r#"{"t/0":"a-2.state"}"#);
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-}
+#[path = "commit_tests.rs"]
+mod tests;

@@ -117,3 +117,38 @@ fn a_batch_saved_again_under_the_same_id_writes_files_of_its_own() {
     assert_ne!(files[1].0, files[2].0);
     assert_eq!(store.get(&files[1].0).unwrap().as_ref(), Some(&files[1].1));
 }
+
+#[test]
+fn a_replay_on_some_partitions_saves_and_points_at_its_plan_on_those_alone() {
+    // Batch 1 committed without moving either partition; batch 2 replayed on partition 0
+    // alone, then fenced off: partition 1 is left as batch 1 left it, not pending.
+    let et = EventTime::new(&config(), None, &[]);
+    let mut tasks = Tasks::new(&et, "clicks");
+    let assigned: BTreeSet<String> = ["clicks/0".to_string(), "clicks/1".to_string()].into();
+    let store = MemoryStore::default();
+    let run = |tasks: &mut Tasks, plan: &Plan, replayed: Option<&BTreeSet<String>>| {
+        let ran = replayed.unwrap_or(&assigned);
+        let now = plan.now_ms;
+        (tasks.apply(Vec::new(), Vec::new(), ran, now, &Flush::None)).unwrap();
+        tasks.save(&store, "loc", "p", "r", plan, replayed).unwrap()
+    };
+    let committed = run(&mut tasks, &plan(1, 10, 10), None);
+    let before = tasks.states();
+    let replayed: BTreeSet<String> = ["clicks/0".to_string()].into();
+    let saved = run(&mut tasks, &plan(2, 10, 20), Some(&replayed));
+    assert_eq!(saved.shares.keys().collect::<Vec<_>>(), ["clicks/0"]);
+    assert_eq!(tasks.states()["clicks/1"], before["clicks/1"]);
+    assert_ne!(tasks.states()["clicks/0"], before["clicks/0"]);
+    let mut positions = crate::record::Offsets::default();
+    for partition in 0..2 {
+        let topic = "clicks".into();
+        positions.set(crate::record::TopicPartition { topic, partition }, 10);
+    }
+    let mut again = Tasks::new(&et, "clicks");
+    let unfinished = again
+        .recover(&store, "loc", "p", &committed.shares, &positions)
+        .unwrap();
+    assert_eq!(unfinished.len(), 1, "{unfinished:?}");
+    assert_eq!(unfinished[0].plan.batch_id, 2);
+    assert_eq!(unfinished[0].partitions, replayed);
+}
