@@ -178,7 +178,7 @@ impl Outlet {
     pub fn markers(
         &self,
         read: &BTreeMap<String, (i64, Option<Micros>)>,
-        ended: &BTreeSet<String>,
+        ended: Option<&BTreeSet<String>>,
     ) -> Vec<Repartitioned> {
         let mut markers = Vec::with_capacity(read.len() * self.partitions as usize);
         for partition in 0..self.partitions {
@@ -192,7 +192,7 @@ impl Outlet {
                     (ORIGIN_HEADER, origin.header().into_bytes()),
                     (EVENT_TIME_HEADER, time.into_bytes()),
                 ];
-                if ended.contains(source) {
+                if ended.is_some_and(|e| e.contains(source)) {
                     headers.push((ENDED_HEADER, Vec::new()));
                 }
                 markers.push(Repartitioned {

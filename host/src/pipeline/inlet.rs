@@ -192,7 +192,11 @@ impl Pipeline {
     /// Whether every partition this process reads flushes (`flush`, see
     /// [`Pipeline::flushing`]).
     pub(super) fn flushing_all(&self, flush: &Flush) -> bool {
-        (self.positions.0.keys()).all(|tp| flush.of(&tp.to_string()))
+        match flush {
+            Flush::None => false,
+            Flush::All => true,
+            Flush::Only(_) => (self.positions.0.keys()).all(|tp| flush.of(&tp.to_string())),
+        }
     }
 
     /// What each partition of this process took, as the batch's commit records it.

@@ -129,7 +129,7 @@ impl Pipeline {
         &self,
         kept: &[Record],
         input: &Input,
-        ended: &BTreeSet<String>,
+        ended: Option<&BTreeSet<String>>,
     ) -> Vec<Vec<Repartitioned>> {
         let (start, next, now) = (&input.start, &input.next, input.now);
         if self.outlets.to.is_empty() {
@@ -146,7 +146,8 @@ impl Pipeline {
             .iter()
             .filter(|(tp, _)| source.is_some_and(|s| **s == *tp.topic))
             .filter(|&(tp, &to)| {
-                ended.contains(&tp.to_string()) || start.get(tp).is_some_and(|from| from < to)
+                ended.is_some_and(|e| e.contains(&tp.to_string()))
+                    || start.get(tp).is_some_and(|from| from < to)
             })
             .map(|(tp, &to)| {
                 let p = tp.to_string();

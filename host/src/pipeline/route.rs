@@ -2,7 +2,6 @@
 //! its output: the table, the dead letters, the late topic, a counted drop, the windows.
 //! Nothing leaves yet; the result is a [`Prepared`] batch for the commit phase.
 
-use std::collections::BTreeSet;
 use std::time::Duration;
 
 use super::read::Input;
@@ -118,11 +117,7 @@ impl Pipeline {
             }
         }
         self.observe_markers(input.now);
-        let none = BTreeSet::new();
-        let ended = match input.flush && flush_all {
-            true => &input.read_to_end,
-            false => &none,
-        };
+        let ended = (input.flush && flush_all).then_some(&input.read_to_end);
         results.repartition = self.repartitioned(&kept, input, ended);
         if self.outlets.rows_elsewhere {
             results.rows.clear(); // a later stage writes them

@@ -52,7 +52,7 @@ fn events_go_where_murmur2_puts_their_key_and_markers_go_everywhere() {
         ("clicks/0".to_string(), (9, Some(Micros(5_000_000)))),
         ("clicks/3".to_string(), (2, None)),
     ]);
-    let markers = outlet.markers(&read, &Default::default());
+    let markers = outlet.markers(&read, None);
     assert_eq!(markers.len(), 8);
     for p in 0..4 {
         let to_p: Vec<_> = markers.iter().filter(|m| m.partition == p).collect();
@@ -151,7 +151,7 @@ fn a_source_partition_ends_until_stage_one_reads_further() {
     let marker = |p: &str, offset: i64, ended: bool| {
         let read = BTreeMap::from([(p.to_string(), (offset, Some(Micros(1))))]);
         let ended = read.keys().filter(|_| ended).cloned().collect();
-        headers(&outlet.markers(&read, &ended)[0])
+        headers(&outlet.markers(&read, Some(&ended))[0])
     };
     let mut seen = Seen::default();
     let origins = ["src/0", "src/1"];

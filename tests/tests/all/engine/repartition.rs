@@ -184,13 +184,22 @@ pub(super) fn stage_member(
     Ok(member)
 }
 
+/// A member of stage `stage` ([`stage_member`]) run to its end.
+fn run_stage(
+    engine: &Engine,
+    stage: u8,
+    partitions: &[i32],
+    crash: Crash,
+) -> Result<RunSummary, PipelineError> {
+    stage_member(engine, stage, partitions, crash)?.run(&Default::default())
+}
+
 /// Members of stage one and of the window's stage two, each owning `owns`, run in turn to
 /// the end; first, for each of `crashes`, a member of that stage (1 or 2) owning every
 /// partition that crashes at that point of that batch.
 fn staged(engine: &Engine, owns: &[&[i32]], crashes: &[(u8, CrashPoint, u64)]) {
-    let run = |stage: u8, partitions: &[i32], crash: Crash| {
-        stage_member(engine, stage, partitions, crash)?.run(&Default::default())
-    };
+    let run =
+        |stage: u8, partitions: &[i32], crash: Crash| run_stage(engine, stage, partitions, crash);
     for stage in [1, 2] {
         for &(_, point, batch) in crashes.iter().filter(|c| c.0 == stage) {
             let crashed = run(stage, &[0, 1, 2], Crash::Fail(point, batch));
@@ -275,8 +284,7 @@ fn stage_two_flushes_once_every_source_partition_ended() {
     let mut engine = engine_with("repartition-ended", PAGES);
     engine.topics = MemoryTopics::with_log(&engine.log);
     let run = |stage: u8, partitions: &[i32]| {
-        let mut member = stage_member(&engine, stage, partitions, Crash::Never).unwrap();
-        member.run(&Default::default()).unwrap()
+        run_stage(&engine, stage, partitions, Crash::Never).unwrap()
     };
     run(1, &[0, 1]);
     run(2, &[0, 1, 2]);
@@ -300,10 +308,8 @@ fn a_replayed_end_of_run_marks_no_partition_ended() {
     let expected = pages_alone("repartition-replayed-end-alone");
     let mut engine = engine_with("repartition-replayed-end", PAGES);
     engine.topics = MemoryTopics::with_log(&engine.log);
-    let run = |stage: u8, partitions: &[i32], crash: Crash| {
-        let mut member = stage_member(&engine, stage, partitions, crash).unwrap();
-        member.run(&Default::default())
-    };
+    let run =
+        |stage: u8, partitions: &[i32], crash: Crash| run_stage(&engine, stage, partitions, crash);
     // Partition 1's 29 records take 8 batches; the 9th ends the run.
     let killed = run(1, &[1], Crash::Fail(CrashPoint::AfterDeadLetter, 9));
     assert!(
