@@ -240,21 +240,13 @@ pub fn origin_partition(headers: &[Header]) -> Option<String> {
 /// from each source partition (`topic/partition` → offset), and which source partitions
 /// ended. It is committed with the offsets of the repartition topic it goes with, so that
 /// a replayed batch of stage two starts from the same memory.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Seen {
     /// The last offset taken from each source partition.
     pub taken: BTreeMap<String, i64>,
     /// The source partitions an ended marker came from ([`ENDED_HEADER`]), with the last
     /// offset it vouched for: an event or a marker from further on ends that.
     pub ended: BTreeMap<String, i64>,
-}
-
-/// [`Seen`] as a commit records it once a source partition ended (before, and in older
-/// versions, the offsets taken alone).
-#[derive(Serialize, Deserialize)]
-struct SeenFile {
-    taken: BTreeMap<String, i64>,
-    ended: BTreeMap<String, i64>,
 }
 
 impl Seen {
@@ -313,25 +305,20 @@ impl Seen {
         origins.all(|o| self.ended.contains_key(o))
     }
 
-    /// As the commit summary carries it (JSON).
+    /// As the commit summary carries it (JSON): the offsets taken alone until a source
+    /// partition ended (as older versions wrote it), both fields after.
     pub fn to_json(&self) -> String {
-        if self.ended.is_empty() {
-            return serde_json::to_string(&self.taken).unwrap_or_default();
-        }
-        let file = SeenFile {
-            taken: self.taken.clone(),
-            ended: self.ended.clone(),
+        let json = match self.ended.is_empty() {
+            true => serde_json::to_string(&self.taken),
+            false => serde_json::to_string(self),
         };
-        serde_json::to_string(&file).unwrap_or_default()
+        json.unwrap_or_default()
     }
 
     /// Read back from [`Seen::to_json`]'s text; `None` if it cannot be read.
     pub fn from_json(text: &str) -> Option<Seen> {
-        if let Ok(file) = serde_json::from_str::<SeenFile>(text) {
-            return Some(Seen {
-                taken: file.taken,
-                ended: file.ended,
-            });
+        if let Ok(seen) = serde_json::from_str::<Seen>(text) {
+            return Some(seen);
         }
         let taken = serde_json::from_str(text).ok()?;
         Some(Seen {
