@@ -34,7 +34,7 @@ pub use self::files::{
     KEEP_STATE_FILES, chain_files, delta_path, forget_old, path, planned, run_path, state_root,
     write_plan,
 };
-pub use self::saved::{PlanFile, SavedState, SavedStateRef, StateFile, StateFileRef};
+pub use self::saved::{BuiltOn, PlanFile, SavedState, SavedStateRef, StateFile, StateFileRef};
 use self::saved::{SNAPSHOT_MAGIC, read_sized, read_snapshot};
 pub use self::store::{MemoryStore, StateError, StateStore};
 use super::EventTime;

@@ -24,8 +24,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::apply::{Applied, Timed};
-use super::state::files::{partition_plan_path, write_plan_at};
-use super::state::saved::{PlanFile, read};
+use super::state::files::{partition_plan_path, write_pointer};
+use super::state::saved::{BuiltOn, PlanFile, read};
 use super::state::shares::Shares;
 use super::state::{Plan, SavedState, StateError, StateStore};
 use super::{EventTime, EventTimeOutcome, StateSize};
@@ -330,8 +330,11 @@ impl Tasks {
         let mut saved = Saved::default();
         let save = SAVES.fetch_add(1, Ordering::Relaxed);
         let ran = |p: &String| replayed.is_none_or(|r| r.contains(p));
+        let mut built_on = BTreeMap::new();
         for (partition, task) in self.tasks.iter_mut().filter(|(p, _)| ran(p)) {
             let before = task.chain().map(|c| c.paths.clone());
+            let tip = task.chain().map(|c| c.tip().to_string());
+            built_on.insert(partition.clone(), BuiltOn { state_file: tip });
             let run = format!("{run}-{save}.{}", partition.replace('/', "@"));
             let (file, size) = task.save_file(store, location, pipeline, &run, plan)?;
             let after = task.chain().map(|c| &c.paths.base);
@@ -353,7 +356,8 @@ impl Tasks {
                 continue;
             }
             let at = partition_plan_path(location, pipeline, &partition, from);
-            write_plan_at(store, &at, plan, saved.shares.get(&partition).cloned())?;
+            let file = saved.shares.get(&partition).cloned();
+            write_pointer(store, &at, plan, file, built_on.remove(&partition))?;
             if end.get(tp).is_some_and(|to| to > from) {
                 saved.obsolete.push(at);
             }
@@ -391,6 +395,9 @@ impl Tasks {
             if pointer.state_file.is_some() && pointer.state_file.as_ref() == shares.get(&partition)
             {
                 continue; // the batch committed (it read nothing of this partition)
+            }
+            if !pointer.replays_from(shares.get(&partition)) {
+                continue; // another batch planned from this offset committed first
             }
             let plan = pointer.into_plan();
             match unfinished.iter_mut().find(|u| u.plan == plan) {
@@ -446,7 +453,7 @@ pub fn may_be_replayed(
         };
         let committed =
             pointer.state_file.is_some() && pointer.state_file.as_ref() == shares.get(partition);
-        if !committed && same(&pointer.plan) {
+        if !committed && pointer.replays_from(shares.get(partition)) && same(&pointer.plan) {
             pending.on.insert(partition.clone());
         }
     }

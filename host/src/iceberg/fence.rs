@@ -61,6 +61,13 @@ pub enum Fence {
         /// offsets the batch read each from and to. A partition the table records a later
         /// batch of (one that read past this one's start) moved on to another member.
         partitions: BTreeMap<String, (i64, i64)>,
+        /// With state by partition: for each of the partitions, the generation of the
+        /// state the batch builds on (the batch its task's state file was saved by, see
+        /// [`crate::event_time::delta::batch_of`]; 0 for a task with none yet). Another
+        /// batch's entry that built on a state no older fences this batch off, though
+        /// neither read past the other: two batches of no records from one state (a
+        /// member frozen while another took the partition) never both land.
+        bases: BTreeMap<String, u64>,
     },
 }
 
@@ -160,15 +167,25 @@ impl Fence {
 }
 
 impl Fence {
-    /// For [`Fence::Keyed`]: the batch's key and where it ended on each of its partitions,
-    /// as the commit records them (`sluice.batch-keys`: `topic/partition` → `key@end`).
+    /// For [`Fence::Keyed`]: the batch's key, where it ended on each of its partitions and
+    /// the generation of the state it built on there, as the commit records them
+    /// (`sluice.batch-keys`: `topic/partition` → `key@end@base`, see [`BatchEntry`]).
     pub fn batch_keys(&self) -> Option<String> {
-        let Fence::Keyed { key, partitions } = self else {
+        let Fence::Keyed {
+            key,
+            partitions,
+            bases,
+        } = self
+        else {
             return None;
+        };
+        let entry = |p: &String, end: i64| match bases.get(p) {
+            Some(base) => format!("{key}@{end}@{base}"),
+            None => format!("{key}@{end}"),
         };
         let keys: BTreeMap<&str, String> = partitions
             .iter()
-            .map(|(p, (_, end))| (p.as_str(), format!("{key}@{end}")))
+            .map(|(p, &(_, end))| (p.as_str(), entry(p, end)))
             .collect();
         serde_json::to_string(&keys).ok()
     }
@@ -176,30 +193,31 @@ impl Fence {
     /// For [`Fence::Keyed`], against the batch keys the table's last commit records
     /// (`recorded`, see [`Fence::batch_keys`]): `Ok(true)` if it records this batch for one
     /// of its partitions (it landed), `Ok(false)` if it records none past where the batch
-    /// started on each, else the first partition that moved on. Other fences: `Ok(false)`.
+    /// started on each (nor built on a state as new, see [`BatchEntry::fences`]), else
+    /// the first partition that moved on. Other fences: `Ok(false)`.
     pub fn keyed(&self, recorded: Option<&str>) -> Result<bool, Fenced> {
-        let Fence::Keyed { key, partitions } = self else {
+        let Fence::Keyed {
+            key, partitions, ..
+        } = self
+        else {
             return Ok(false);
         };
         let recorded = recorded_keys(recorded);
-        let of = |p: &String| recorded.get(p).map(|(k, end)| (k.as_str(), *end));
         if partitions
             .keys()
-            .any(|p| of(p).is_some_and(|(k, _)| k == key))
+            .any(|p| recorded.get(p).is_some_and(|(e, _)| e.key == *key))
         {
             return Ok(true);
         }
-        for (p, &(start, _)) in partitions {
-            if let Some((_, end)) = of(p).filter(|&(_, end)| end > start) {
-                return Err(Fenced::Moved {
-                    found_batch: None,
-                    partition: Some(p.clone()),
-                    expected: Some(start),
-                    found: Some(end),
-                });
-            }
+        match self.fenced_by_entry(&recorded) {
+            Some((p, entry, _)) => Err(Fenced::Moved {
+                found_batch: None,
+                expected: partitions.get(&p).map(|&(start, _)| start),
+                partition: Some(p),
+                found: Some(entry.end),
+            }),
+            None => Ok(false),
         }
-        Ok(false)
     }
 
     /// For [`Fence::Owns`] with `states`, against the state files the table's last commit
@@ -249,26 +267,43 @@ impl Fence {
     /// first of the batch's partitions whose entry names another batch that read past
     /// where this one starts, as (partition, that batch's key, its entry).
     pub fn fenced_by(&self, recorded: Option<&str>) -> Option<(String, String, String)> {
-        let Fence::Keyed { key, partitions } = self else {
+        let recorded = recorded_keys(recorded);
+        let (p, entry, text) = self.fenced_by_entry(&recorded)?;
+        Some((p, entry.key.clone(), text.to_string()))
+    }
+
+    /// [`Fence::fenced_by`] over entries read back: the partition, the entry and its text.
+    fn fenced_by_entry<'a>(
+        &self,
+        recorded: &'a BTreeMap<String, (BatchEntry, String)>,
+    ) -> Option<(String, &'a BatchEntry, &'a str)> {
+        let Fence::Keyed {
+            key,
+            partitions,
+            bases,
+        } = self
+        else {
             return None;
         };
-        let recorded = recorded_keys(recorded);
         partitions.iter().find_map(|(p, &(start, _))| {
-            let (other, end) = recorded.get(p)?;
-            (other != key && *end > start)
-                .then(|| (p.clone(), other.clone(), format!("{other}@{end}")))
+            let (entry, text) = recorded.get(p)?;
+            (entry.fences(key, start, bases.get(p).copied()))
+                .then(|| (p.clone(), entry, text.as_str()))
         })
     }
 
     /// For [`Fence::Keyed`]: whether `recorded` holds this batch on all its partitions.
     pub fn keyed_landed(&self, recorded: Option<&str>) -> bool {
-        let Fence::Keyed { key, partitions } = self else {
+        let Fence::Keyed {
+            key, partitions, ..
+        } = self
+        else {
             return false;
         };
         let recorded = recorded_keys(recorded);
         partitions
             .keys()
-            .all(|p| recorded.get(p).is_some_and(|(k, _)| k == key))
+            .all(|p| recorded.get(p).is_some_and(|(e, _)| e.key == *key))
     }
 }
 
@@ -287,16 +322,52 @@ fn first_other(
     })
 }
 
-/// `sluice.batch-keys` read back: partition → (key, end); unreadable entries are left out.
-fn recorded_keys(recorded: Option<&str>) -> BTreeMap<String, (String, i64)> {
+/// One partition's entry of `sluice.batch-keys`: `key@end`, and `@base` after it where
+/// the batch recorded the generation of the state it built on (see [`Fence::Keyed`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchEntry {
+    /// The batch's key (a plan's hash: it holds no `@`).
+    pub key: String,
+    /// Where the batch ended on the partition.
+    pub end: i64,
+    /// The generation of the state it built on there; `None` in entries of older
+    /// versions of sluice.
+    pub base: Option<u64>,
+}
+
+impl BatchEntry {
+    /// The entry's text read back; `None` if it is not one.
+    pub fn parse(text: &str) -> Option<BatchEntry> {
+        let (key, rest) = text.split_once('@')?;
+        let (end, base) = match rest.split_once('@') {
+            Some((end, base)) => (end, Some(base.parse().ok()?)),
+            None => (rest, None),
+        };
+        Some(BatchEntry {
+            key: key.to_string(),
+            end: end.parse().ok()?,
+            base,
+        })
+    }
+
+    /// Whether this entry fences off another batch, keyed `key`, that starts on the
+    /// partition at `start` from a state of generation `base`: it is another batch's that
+    /// read past `start`, or that built on a state no older (it took the step from that
+    /// state first; the batch's own predecessor built on an older one).
+    pub fn fences(&self, key: &str, start: i64, base: Option<u64>) -> bool {
+        let as_new = matches!((self.base, base), (Some(theirs), Some(ours)) if theirs >= ours);
+        self.key != key && (self.end > start || as_new)
+    }
+}
+
+/// `sluice.batch-keys` read back: partition → (entry, its text); unreadable entries are
+/// left out.
+fn recorded_keys(recorded: Option<&str>) -> BTreeMap<String, (BatchEntry, String)> {
     let map: BTreeMap<String, String> = recorded
         .and_then(|r| serde_json::from_str(r).ok())
         .unwrap_or_default();
     map.into_iter()
-        .filter_map(|(p, v)| {
-            let (key, end) = v.rsplit_once('@')?;
-            Some((p, (key.to_string(), end.parse().ok()?)))
-        })
+        .filter_map(|(p, text)| Some((p, (BatchEntry::parse(&text)?, text))))
         .collect()
 }
 

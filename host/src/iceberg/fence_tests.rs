@@ -156,6 +156,7 @@ fn a_keyed_batch_lands_once_and_not_over_a_partition_that_moved_on() {
             .iter()
             .map(|&(p, from, to)| (p.to_string(), (from, to)))
             .collect(),
+        bases: BTreeMap::new(),
     };
     let first = keyed("k1", &[("t/0", 0, 5), ("t/1", 0, 3)]);
     let recorded = first.batch_keys().unwrap();
@@ -185,4 +186,49 @@ fn a_keyed_batch_lands_once_and_not_over_a_partition_that_moved_on() {
         None
     );
     assert_eq!(first.batch_range().unwrap(), r#"{"t/0":[0,5],"t/1":[0,3]}"#);
+}
+
+#[test]
+fn a_keyed_batch_from_a_state_another_batch_built_on_first_is_fenced_off() {
+    // Each reads nothing of t/0 (at 7): only the state they built on tells them apart.
+    let keyed = |key: &str, base: u64| Fence::Keyed {
+        key: key.into(),
+        partitions: BTreeMap::from([("t/0".to_string(), (7, 7))]),
+        bases: BTreeMap::from([("t/0".to_string(), base)]),
+    };
+    let first = keyed("k1", 4);
+    let recorded = first.batch_keys().unwrap();
+    assert_eq!(recorded, r#"{"t/0":"k1@7@4"}"#);
+    assert_eq!(
+        first.keyed(Some(&recorded)),
+        Ok(true),
+        "a replay lands once"
+    );
+    // A sibling from the same state (a frozen member's), and one from an older state.
+    for base in [4, 3] {
+        let sibling = keyed("k2", base);
+        assert!(matches!(
+            sibling.keyed(Some(&recorded)),
+            Err(Fenced::Moved { partition: Some(p), expected: Some(7), found: Some(7), .. }) if p == "t/0"
+        ));
+        assert_eq!(
+            sibling.fenced_by(Some(&recorded)),
+            Some(("t/0".into(), "k1".into(), "k1@7@4".into()))
+        );
+    }
+    // The next batch builds on the state the first saved (batch 5's file).
+    assert_eq!(keyed("k3", 5).keyed(Some(&recorded)), Ok(false));
+    assert_eq!(keyed("k3", 5).fenced_by(Some(&recorded)), None);
+    // Entries of older versions record no state: offsets alone fence.
+    assert_eq!(keyed("k2", 4).keyed(Some(r#"{"t/0":"k1@7"}"#)), Ok(false));
+    assert_eq!(
+        BatchEntry::parse("k1@7@4"),
+        Some(BatchEntry {
+            key: "k1".into(),
+            end: 7,
+            base: Some(4)
+        })
+    );
+    assert_eq!(BatchEntry::parse("k1@7").and_then(|e| e.base), None);
+    assert_eq!(BatchEntry::parse("k1@x"), None);
 }

@@ -99,6 +99,10 @@ impl Pipeline {
     /// Runs [`SEQUENCE`] for a prepared batch.
     pub(super) fn commit(&mut self, prepared: &Prepared) -> Result<Committed, PipelineError> {
         let mut committed = Committed::default();
+        if self.tasks.is_some() {
+            let batch_id = prepared.mark.batch_id;
+            self.crash_if_at(CrashPoint::BeforeState, &committed, batch_id)?;
+        }
         for (step, points) in SEQUENCE {
             let t = Instant::now();
             let (done, cpu) = cpu::in_process(|| self.commit_step(step, prepared, &mut committed));

@@ -5,6 +5,9 @@
 /// A point in a batch's commit where a crash is injected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum CrashPoint {
+    /// With state by partition: the batch processed, nothing of it saved, written or
+    /// sent. Not in [`CrashPoint::ALL`]: only such batches pass it.
+    BeforeState,
     /// With event time: the state file and the data files written, nothing sent.
     AfterState,
     /// The data files written (invisible), nothing sent.
@@ -38,6 +41,7 @@ impl CrashPoint {
     /// The name used in `SLUICE_CRASH_AT`.
     pub fn name(self) -> &'static str {
         match self {
+            CrashPoint::BeforeState => "before-state",
             CrashPoint::AfterState => "after-state",
             CrashPoint::AfterWrite => "after-write",
             CrashPoint::AfterDeadLetter => "after-dead-letter",
@@ -169,9 +173,11 @@ impl Crash {
 fn parse(value: &str) -> Option<(CrashPoint, Option<u64>, Option<u64>)> {
     let mut parts = value.split(':');
     let point = parts.next()?;
-    let mut points = CrashPoint::ALL
-        .into_iter()
-        .chain([CrashPoint::AfterFenceCheck, CrashPoint::BeforeUndo]);
+    let mut points = CrashPoint::ALL.into_iter().chain([
+        CrashPoint::BeforeState,
+        CrashPoint::AfterFenceCheck,
+        CrashPoint::BeforeUndo,
+    ]);
     let point = points.find(|p| p.name() == point)?;
     let batch = match parts.next()? {
         "*" => None,

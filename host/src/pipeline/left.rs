@@ -21,6 +21,7 @@ use crate::checkpoint::{
     BATCH_ID, CLAIMS, COMMIT_ID, CommitMark, DATA_LOSS, DEAD_LETTERED, OFFSETS, PIPELINE,
     PLANNED_BATCH, RECORDS_LOST, RUN, STATE_SHARES,
 };
+use crate::event_time::delta::batch_of;
 use crate::event_time::state::files::{partition_plan_path, write_plan_at};
 use crate::event_time::state::shares::shares_from_json;
 use crate::event_time::state::{Plan, PlanFile};
@@ -236,7 +237,8 @@ impl Pipeline {
     /// A batch of a window commit that counts (the main table recorded it, replayed by
     /// another member on some of its partitions) and fences this batch off: on the
     /// partitions of it this process owns that the table records where it started, having
-    /// read records there, and where no pointer names it any more (another batch planned
+    /// read records there or built on the state the table records there (not committed
+    /// there, then), and where no pointer names it any more (another batch planned
     /// from the same offsets replaced it), it is replayed too: its pointers are put back
     /// from its commit's plan. Elsewhere it may count as it is.
     fn replay_where_left(
@@ -251,9 +253,18 @@ impl Pipeline {
         let positions = by_partition(&last.offsets);
         let owned = self.tasks.as_ref().map(Tasks::claims).unwrap_or_default();
         let identity = plan_identity(&plan);
+        let shares = (last.properties.get(STATE_SHARES))
+            .and_then(|s| shares_from_json(s))
+            .unwrap_or_default();
+        let recorded = |p: &String| shares.get(p).map_or(Some(0), |f| batch_of(f));
+        let uncommitted = |p: &String| {
+            let base = commit.bases.get(p);
+            base.is_some_and(|&base| recorded(p).is_some_and(|r| r <= base))
+        };
         let mut left = BTreeMap::new();
         for (p, &(start, end)) in &commit.range {
-            if start >= end || !owned.contains_key(p) || positions.get(p) != Some(&start) {
+            let read = start < end || uncommitted(p);
+            if !read || !owned.contains_key(p) || positions.get(p) != Some(&start) {
                 continue;
             }
             let one = BTreeMap::from([(p.clone(), start)]);

@@ -162,6 +162,9 @@ pub struct Pipeline {
     replaying: Option<partitioned::Replaying>,
     /// Batches fenced off in a row, and whether a wait is owed before the next try.
     fence_streak: left::FenceStreak,
+    /// With state by partition: the key of the batch fenced off last, replayed after the
+    /// others found with it (another of them may be what fenced it off).
+    fenced_key: Option<String>,
     /// Repartition topics this process feeds (stage one).
     outlets: repartition::Outlets,
     /// The repartition topic this pipeline reads, as stage two.
@@ -349,6 +352,10 @@ impl Pipeline {
         );
         self.summary.batches_fenced += 1;
         self.fence_streak.fenced(self.last_batch);
+        self.fenced_key = self
+            .tasks
+            .is_some()
+            .then(|| partitioned::plan_key(&prepared.plan));
         if let Some(admin) = &self.admin {
             admin.fenced();
         }

@@ -249,6 +249,7 @@ impl Pipeline {
             unfinished: Vec::new(),
             replaying: None,
             fence_streak: Default::default(),
+            fenced_key: None,
             outlets: Default::default(),
             inlet: Default::default(),
         };

@@ -12,6 +12,7 @@ use std::hash::Hasher;
 use super::read::Input;
 use super::{Pipeline, PipelineError};
 use crate::checkpoint::{CLAIMS, STATE_SHARES};
+use crate::event_time::delta::batch_of;
 use crate::event_time::state::shares::{Shares, shares_from_json};
 use crate::event_time::state::{Plan, TriggerPlan};
 use crate::event_time::tasks::{Tasks, Unfinished};
@@ -55,6 +56,17 @@ impl Pipeline {
         tasks.note_claims(&claims);
         unfinished.sort_by_key(|u| u.plan.batch_id);
         unfinished.reverse();
+        // The batch just fenced off goes last: one found with it may be what fenced it
+        // off (a batch from the same state, left behind by a member that stopped, whose
+        // replay elsewhere decides whether it counts).
+        let fenced = self.fenced_key.take();
+        if let Some(at) = unfinished
+            .iter()
+            .position(|u| Some(plan_key(&u.plan)) == fenced)
+        {
+            let last = unfinished.remove(at);
+            unfinished.insert(0, last);
+        }
         self.unfinished = unfinished;
         self.tasks = Some(tasks);
         self.check_co_partitioned(Some(&self.positions))?;
@@ -98,13 +110,27 @@ impl Pipeline {
             Some(r) => (r.key.clone(), Some(&r.partitions)),
             None => (plan_key(plan), None),
         };
-        let partitions = start
+        let partitions: BTreeMap<String, (i64, i64)> = start
             .0
             .iter()
             .filter(|(tp, _)| replayed.is_none_or(|r| r.contains(&tasks.task_of(tp))))
             .map(|(tp, &from)| (tp.to_string(), (from, end.get(tp).unwrap_or(from))))
             .collect();
-        Fence::Keyed { key, partitions }
+        let bases = match main {
+            Fence::Owns {
+                states: Some(states),
+                ..
+            } => bases(states, start.0.keys().map(|tp| (tp, tasks.task_of(tp)))),
+            _ => BTreeMap::new(),
+        };
+        let bases = (bases.into_iter())
+            .filter(|(p, _)| partitions.contains_key(p))
+            .collect();
+        Fence::Keyed {
+            key,
+            partitions,
+            bases,
+        }
     }
 }
 
@@ -126,6 +152,22 @@ pub(super) fn plan_key(plan: &Plan) -> String {
         hash.write_i64(trigger.now_ms.0);
     }
     format!("{:016x}", hash.finish())
+}
+
+/// For each partition read (`topic/partition` with its task's), the generation of the
+/// state its task builds on (`states`, the batch's [`Fence::Owns`]): the batch its state
+/// file was saved by, 0 for a task with none yet; left out where a file's name does not
+/// say (the window tables then fence that partition by offsets alone).
+fn bases<'a>(
+    states: &BTreeMap<String, Option<String>>,
+    read: impl Iterator<Item = (&'a TopicPartition, String)>,
+) -> BTreeMap<String, u64> {
+    let base = |file: &Option<String>| match file {
+        Some(file) => batch_of(file),
+        None => Some(0),
+    };
+    read.filter_map(|(tp, task)| Some((tp.to_string(), base(states.get(&task)?)?)))
+        .collect()
 }
 
 /// `plan` on the partitions `owned` says yes to alone: the other partitions of `positions`

@@ -7,7 +7,7 @@ use std::time::SystemTime;
 
 use serde::Deserialize;
 
-use super::saved::{PlanFile, read};
+use super::saved::{BuiltOn, PlanFile, read};
 use super::shares::shares_from_json;
 use super::store::{StateError, StateStore};
 use crate::checkpoint::{BATCH_ID, OFFSETS, STATE, STATE_SHARES};
@@ -47,12 +47,25 @@ pub fn write_plan_at(
     plan: &Plan,
     state_file: Option<String>,
 ) -> Result<(), StateError> {
+    write_pointer(store, at, plan, state_file, None)
+}
+
+/// Writes the pointer to a batch's plan at `at`, with its state file and the state it
+/// built on (see [`PlanFile::built_on`]).
+pub fn write_pointer(
+    store: &dyn StateStore,
+    at: &str,
+    plan: &Plan,
+    state_file: Option<String>,
+    built_on: Option<BuiltOn>,
+) -> Result<(), StateError> {
     let pointer = PlanFile {
         plan: plan.clone(),
         state_file,
         held: plan.held.clone(),
         lookups: plan.lookups.clone(),
         key: plan.key.clone(),
+        built_on,
     };
     let pointer = serde_json::to_vec(&pointer).map_err(StateError::Serialise)?;
     store.put(at, pointer)

@@ -191,6 +191,28 @@ pub struct PlanFile {
     /// The key of the batch a replay replays (see [`Plan::key`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
+    /// With state by partition: the state the batch built on there (absent in pointers
+    /// of older versions, and in those put back for a replay): the batch can be replayed
+    /// only from that state, while the table records it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub built_on: Option<BuiltOn>,
+}
+
+/// The state a batch built on, in its pointer ([`PlanFile::built_on`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BuiltOn {
+    /// Its state file; `None`: a new task's, with none yet.
+    pub state_file: Option<String>,
+}
+
+impl PlanFile {
+    /// Whether the batch may be replayed from `recorded`, the state file the table records
+    /// for the partition: it built on it (or its pointer does not say).
+    pub fn replays_from(&self, recorded: Option<&String>) -> bool {
+        self.built_on
+            .as_ref()
+            .is_none_or(|b| b.state_file.as_ref() == recorded)
+    }
 }
 
 impl PlanFile {
@@ -203,6 +225,7 @@ impl PlanFile {
             held: plan.held.clone(),
             lookups: plan.lookups.clone(),
             key: plan.key.clone(),
+            built_on: None,
         };
         serde_json::to_string(&file).unwrap_or_default()
     }

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use super::*;
 use crate::event_time::delta::SNAPSHOT_EVERY;
 use crate::event_time::state::{MemoryStore, Plan, StateStore};
-use crate::event_time::tasks::{Flush, Tasks};
+use crate::event_time::tasks::{Flush, Tasks, may_be_replayed};
 
 fn plan(batch_id: u64, start: i64, end: i64) -> Plan {
     Plan {
@@ -151,4 +151,57 @@ fn a_replay_on_some_partitions_saves_and_points_at_its_plan_on_those_alone() {
     assert_eq!(unfinished.len(), 1, "{unfinished:?}");
     assert_eq!(unfinished[0].plan.batch_id, 2);
     assert_eq!(unfinished[0].partitions, replayed);
+}
+
+#[test]
+fn a_batch_is_pending_only_where_the_table_records_the_state_it_built_on() {
+    // Batch 1 committed, reading nothing; then two batches from its state and offsets
+    // (a member frozen before saving, and the partitions' new owner): the new owner's
+    // commits, and the frozen member's pointer, written last, names a batch that can no
+    // longer be replayed there.
+    let et = EventTime::new(&config(), None, &[]);
+    let assigned: BTreeSet<String> = ["clicks/0".to_string(), "clicks/1".to_string()].into();
+    let store = MemoryStore::default();
+    let run = |tasks: &mut Tasks, plan: &Plan| {
+        let now = plan.now_ms;
+        (tasks.apply(Vec::new(), Vec::new(), &assigned, now, &Flush::None)).unwrap();
+        tasks.save(&store, "loc", "p", "r", plan, None).unwrap()
+    };
+    let mut positions = crate::record::Offsets::default();
+    for partition in 0..2 {
+        let topic = "clicks".into();
+        positions.set(crate::record::TopicPartition { topic, partition }, 10);
+    }
+    let mut frozen = Tasks::new(&et, "clicks");
+    let committed = run(&mut frozen, &plan(1, 10, 10));
+    let mut owner = Tasks::new(&et, "clicks");
+    let none = owner
+        .recover(&store, "loc", "p", &committed.shares, &positions)
+        .unwrap();
+    assert!(none.is_empty(), "{none:?}");
+    let owners = run(&mut owner, &plan(2, 10, 10));
+    let frozens = plan(3, 10, 10);
+    run(&mut frozen, &frozens);
+    // Neither committed: the pointer there is the frozen member's, from batch 1's state.
+    let mut again = Tasks::new(&et, "clicks");
+    let pending = again
+        .recover(&store, "loc", "p", &committed.shares, &positions)
+        .unwrap();
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert_eq!(pending[0].plan.batch_id, 3);
+    let starts = [("clicks/0".to_string(), 10)].into();
+    let at = ("loc", "p", "clicks");
+    let by_partition = [("clicks/0".to_string(), 10), ("clicks/1".to_string(), 10)].into();
+    let same = |p: &Plan| p.batch_id == 3;
+    let replayable = |shares: &crate::event_time::state::shares::Shares| {
+        let pending = may_be_replayed(&store, at, &starts, same, (&by_partition, shares));
+        pending.unwrap().anywhere()
+    };
+    assert!(replayable(&committed.shares));
+    // The owner's batch committed: the frozen member's can never be replayed there.
+    let unfinished = again
+        .recover(&store, "loc", "p", &owners.shares, &positions)
+        .unwrap();
+    assert!(unfinished.is_empty(), "{unfinished:?}");
+    assert!(!replayable(&owners.shares));
 }

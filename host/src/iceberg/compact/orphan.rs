@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 
 use super::plan::ManifestsRead;
 use crate::checkpoint::{BATCH_KEYS, BATCH_PLAN, BATCH_RANGE, COMMIT_ID, PIPELINE, PLANNED_BATCH};
+use crate::iceberg::fence::BatchEntry;
 use crate::iceberg::{Fence, IcebergError, IcebergTable};
 
 /// A keyed window commit, as the table's history records it.
@@ -31,6 +32,9 @@ pub struct KeyedCommit {
     pub range: BTreeMap<String, (i64, i64)>,
     /// Its batch's plan (`sluice.batch-plan`, JSON), if recorded.
     pub plan: Option<String>,
+    /// The generation of the state its batch built on, for each partition its entry
+    /// records one for (see [`crate::iceberg::fence::BatchEntry`]).
+    pub bases: BTreeMap<String, u64>,
 }
 
 impl IcebergTable {
@@ -65,6 +69,7 @@ impl IcebergTable {
                 && keys.get(&partition) == Some(&entry)
             {
                 return Ok(Some(KeyedCommit {
+                    bases: bases_of(&keys, &key),
                     key,
                     commit_id: props.get(COMMIT_ID).cloned().unwrap_or_default(),
                     snapshot_id: snapshot.snapshot_id(),
@@ -98,4 +103,15 @@ impl IcebergTable {
         }
         self.undo_commit(pipeline, &commit.commit_id, &commit.key, &files)
     }
+}
+
+/// The generations of the states the batch keyed `key` built on, from a commit's entries.
+fn bases_of(keys: &BTreeMap<String, String>, key: &str) -> BTreeMap<String, u64> {
+    let entries = keys
+        .iter()
+        .filter_map(|(p, e)| Some((p, BatchEntry::parse(e)?)));
+    entries
+        .filter(|(_, e)| e.key == key)
+        .filter_map(|(p, e)| Some((p.clone(), e.base?)))
+        .collect()
 }

@@ -18,6 +18,7 @@ use iceberg::spec::DataFile;
 use super::replace::{self, Prepared, Replace};
 use super::{BACKOFF, MAX_CONFLICTS};
 use crate::checkpoint::{BATCH_ID, BATCH_KEYS, BATCH_KEYS_BEFORE, COMMIT_ID, CommitMark, UNDONE};
+use crate::iceberg::fence::BatchEntry;
 use crate::iceberg::marks::{mark_property, mark_property_value};
 use crate::iceberg::{IcebergError, IcebergTable, iceberg_err};
 
@@ -139,7 +140,8 @@ fn taken_back(
     for (partition, entry) in before {
         let ours = keys
             .get(partition)
-            .is_some_and(|e| e.rsplit_once('@').is_some_and(|(k, _)| k == key));
+            .and_then(|e| BatchEntry::parse(e))
+            .is_some_and(|e| e.key == key);
         if !ours {
             continue;
         }

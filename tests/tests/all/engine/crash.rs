@@ -43,7 +43,9 @@ fn visible(engine: &Engine) -> Visible {
 /// point: (dead letters, window topic, window table, table).
 fn expected(point: CrashPoint) -> Visible {
     let (dead_letters, window_topic, window_table, table) = match point {
-        CrashPoint::AfterState | CrashPoint::AfterWrite => (false, false, false, false),
+        CrashPoint::BeforeState | CrashPoint::AfterState | CrashPoint::AfterWrite => {
+            (false, false, false, false)
+        }
         CrashPoint::AfterDeadLetter | CrashPoint::AfterFenceCheck => (true, true, false, false),
         CrashPoint::AfterWindowCommit | CrashPoint::BeforeUndo => (true, true, true, false),
         CrashPoint::AfterCommit => (true, true, true, true),

@@ -16,6 +16,7 @@ mod partitions;
 mod partitions_chaos;
 mod partitions_join;
 mod partitions_left;
+mod partitions_race;
 mod poison;
 mod probation;
 mod repartition;
