@@ -121,7 +121,8 @@ impl Pipeline {
 
     /// Whether the batch of a window commit found in a table may still count: the main
     /// table recorded its key since (or cannot tell), or a partition's pointer still
-    /// names it (see [`Pipeline::batch_may_count`]); or it records every partition of the
+    /// names it (see [`Pipeline::batch_may_count`]; in either case, replayed here too on
+    /// partitions of it this process owns where it was left); or it records every partition of the
     /// batch where the batch started, so that its member may still commit it, unless this
     /// process claims the partitions of it that it owns.
     fn commit_may_count(
@@ -147,7 +148,9 @@ impl Pipeline {
             None => Some(other.batch_id) == commit.planned_batch,
         };
         if self.may_be_replayed(last, &starts, same)?.anywhere() {
-            return Ok(Verdict::MayCount);
+            // It may count: where another batch replaced its pointer on partitions of it
+            // this process owns (a member frozen before saving), it is replayed here too.
+            return self.replay_where_left(commit, plan, last);
         }
         let positions = by_partition(&last.offsets);
         let unmoved = (commit.range.iter())
@@ -234,8 +237,9 @@ impl Pipeline {
         }
     }
 
-    /// A batch of a window commit that counts (the main table recorded it, replayed by
-    /// another member on some of its partitions) and fences this batch off: on the
+    /// A batch of a window commit that counts or may (the main table recorded it, replayed
+    /// by another member on some of its partitions, or pointers elsewhere name it) and
+    /// fences this batch off: on the
     /// partitions of it this process owns that the table records where it started, having
     /// read records there or built on the state the table records there (not committed
     /// there, then), and where no pointer names it any more (another batch planned

@@ -16,7 +16,7 @@ use super::partitions_left::{run_bounded, run_for_a_minute};
 use super::{Engine, Outputs};
 
 /// Seeds that found a defect once, run every time.
-const FOUND: [u64; 4] = [34, 320, 335, 611];
+const FOUND: [u64; 5] = [34, 189, 320, 335, 611];
 
 /// The random runs of each kind: 16 and `found` (the seeds that found a defect once), or
 /// `SLUICE_CHAOS_SEEDS` (a count, to search further, or `from..to` to run some again).
