@@ -87,6 +87,14 @@ pub enum Fenced {
     },
     /// The table holds the batch already.
     Held,
+    /// Another batch's window commit built on the state this one builds on for a
+    /// partition, reading no further ([`Fence::Keyed`]'s `bases`): it took that step first.
+    SameState {
+        /// The partition.
+        partition: String,
+        /// Where both batches started on it.
+        offset: i64,
+    },
     /// Another member claimed a partition ([`Fence::Owns`]'s `claims`).
     Claimed {
         /// The partition.
@@ -209,15 +217,22 @@ impl Fence {
         {
             return Ok(true);
         }
-        match self.fenced_by_entry(&recorded) {
-            Some((p, entry, _)) => Err(Fenced::Moved {
+        let Some((p, entry, _)) = self.fenced_by_entry(&recorded) else {
+            return Ok(false);
+        };
+        let start = partitions.get(&p).map_or(entry.end, |&(start, _)| start);
+        Err(match entry.end > start {
+            true => Fenced::Moved {
                 found_batch: None,
-                expected: partitions.get(&p).map(|&(start, _)| start),
                 partition: Some(p),
+                expected: Some(start),
                 found: Some(entry.end),
-            }),
-            None => Ok(false),
-        }
+            },
+            false => Fenced::SameState {
+                partition: p,
+                offset: start,
+            },
+        })
     }
 
     /// For [`Fence::Owns`] with `states`, against the state files the table's last commit
@@ -265,7 +280,8 @@ impl Fence {
 
     /// For [`Fence::Keyed`], against the batch keys the table's last commit records: the
     /// first of the batch's partitions whose entry names another batch that read past
-    /// where this one starts, as (partition, that batch's key, its entry).
+    /// where this one starts or built on a state as new (see [`BatchEntry::fences`]), as
+    /// (partition, that batch's key, its entry).
     pub fn fenced_by(&self, recorded: Option<&str>) -> Option<(String, String, String)> {
         let recorded = recorded_keys(recorded);
         let (p, entry, text) = self.fenced_by_entry(&recorded)?;
@@ -399,6 +415,10 @@ impl std::fmt::Display for Fenced {
                 found_batch.map_or("-".into(), |b| b.to_string()),
                 found.map_or("-".into(), |o| o.to_string()),
                 expected.map_or("-".into(), |o| o.to_string()),
+            ),
+            Fenced::SameState { partition, offset } => write!(
+                f,
+                "another batch of {partition} from offset {offset} built on the state this batch builds on, and landed its window rows first"
             ),
             Fenced::Claimed { partition } => write!(
                 f,

@@ -209,7 +209,7 @@ fn a_keyed_batch_from_a_state_another_batch_built_on_first_is_fenced_off() {
         let sibling = keyed("k2", base);
         assert!(matches!(
             sibling.keyed(Some(&recorded)),
-            Err(Fenced::Moved { partition: Some(p), expected: Some(7), found: Some(7), .. }) if p == "t/0"
+            Err(Fenced::SameState { partition: p, offset: 7 }) if p == "t/0"
         ));
         assert_eq!(
             sibling.fenced_by(Some(&recorded)),
