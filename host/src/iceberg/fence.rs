@@ -187,13 +187,14 @@ impl Fence {
         else {
             return None;
         };
-        let entry = |p: &String, end: i64| match bases.get(p) {
-            Some(base) => format!("{key}@{end}@{base}"),
-            None => format!("{key}@{end}"),
+        let entry = |p: &String, end: i64| BatchEntry {
+            key: key.clone(),
+            end,
+            base: bases.get(p).copied(),
         };
         let keys: BTreeMap<&str, String> = partitions
             .iter()
-            .map(|(p, &(_, end))| (p.as_str(), entry(p, end)))
+            .map(|(p, &(_, end))| (p.as_str(), entry(p, end).to_string()))
             .collect();
         serde_json::to_string(&keys).ok()
     }
@@ -373,6 +374,17 @@ impl BatchEntry {
     pub fn fences(&self, key: &str, start: i64, base: Option<u64>) -> bool {
         let as_new = matches!((self.base, base), (Some(theirs), Some(ours)) if theirs >= ours);
         self.key != key && (self.end > start || as_new)
+    }
+}
+
+impl std::fmt::Display for BatchEntry {
+    /// The entry's text, as [`BatchEntry::parse`] reads it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}@{}", self.key, self.end)?;
+        match self.base {
+            Some(base) => write!(f, "@{base}"),
+            None => Ok(()),
+        }
     }
 }
 

@@ -23,7 +23,7 @@ use crate::checkpoint::{
 };
 use crate::event_time::delta::batch_of;
 use crate::event_time::state::files::{partition_plan_path, write_plan_at};
-use crate::event_time::state::shares::shares_from_json;
+use crate::event_time::state::shares::{Shares, shares_from_json};
 use crate::event_time::state::{Plan, PlanFile};
 use crate::event_time::tasks::{Pending, Tasks, may_be_replayed};
 use crate::iceberg::Fence;
@@ -257,9 +257,7 @@ impl Pipeline {
         let positions = by_partition(&last.offsets);
         let owned = self.tasks.as_ref().map(Tasks::claims).unwrap_or_default();
         let identity = plan_identity(&plan);
-        let shares = (last.properties.get(STATE_SHARES))
-            .and_then(|s| shares_from_json(s))
-            .unwrap_or_default();
+        let shares = last.shares();
         let recorded = |p: &String| shares.get(p).map_or(Some(0), |f| batch_of(f));
         let uncommitted = |p: &String| {
             let base = commit.bases.get(p);
@@ -326,9 +324,7 @@ impl Pipeline {
         same: impl Fn(&Plan) -> bool,
     ) -> Result<Pending, PipelineError> {
         let name = self.config.pipeline.name.as_str();
-        let shares = (last.properties.get(STATE_SHARES))
-            .and_then(|s| shares_from_json(s))
-            .unwrap_or_default();
+        let shares = last.shares();
         let home = self.config.source.topics.first().map_or("", String::as_str);
         let at = (self.outputs.table().table().location(), name, home);
         let positions = (&by_partition(&last.offsets), &shares);
@@ -348,6 +344,15 @@ struct LastCommit {
     properties: HashMap<String, String>,
     /// The offsets it records.
     offsets: Offsets,
+}
+
+impl LastCommit {
+    /// The state file it records for each partition (`sluice.state-shares`).
+    fn shares(&self) -> Shares {
+        (self.properties.get(STATE_SHARES))
+            .and_then(|s| shares_from_json(s))
+            .unwrap_or_default()
+    }
 }
 
 /// A member fenced off over and over (a batch left by another member that may still count
