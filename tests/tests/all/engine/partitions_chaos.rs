@@ -18,8 +18,13 @@ use super::{Engine, Outputs};
 /// Seeds that found a defect once, run every time.
 const FOUND: [u64; 5] = [34, 189, 320, 335, 611];
 
-/// The random runs of each kind: 16 and `found` (the seeds that found a defect once), or
-/// `SLUICE_CHAOS_SEEDS` (a count, to search further, or `from..to` to run some again).
+/// Seeds from here on may stop a batch at [`CrashPoint::BeforeState`] too: a point added
+/// after the seeds below found what they found, so that each still runs what it ran.
+pub(super) const WITH_BEFORE_STATE: u64 = 1001;
+
+/// The random runs of each kind: 8 of each point list and `found` (the seeds that found a
+/// defect once), or `SLUICE_CHAOS_SEEDS` (a count, to search further, or `from..to` to run
+/// some again; from [`WITH_BEFORE_STATE`] on, with `before-state`).
 pub(super) fn seeds(found: &[u64]) -> Vec<u64> {
     let asked = std::env::var("SLUICE_CHAOS_SEEDS").unwrap_or_default();
     if let Some((from, to)) = asked.split_once("..")
@@ -27,7 +32,11 @@ pub(super) fn seeds(found: &[u64]) -> Vec<u64> {
     {
         return (from..=to).collect();
     }
-    (1..=asked.parse().unwrap_or(16))
+    if let Ok(count) = asked.parse() {
+        return (1..=count).collect();
+    }
+    (1..=8)
+        .chain(WITH_BEFORE_STATE..WITH_BEFORE_STATE + 8)
         .chain(found.iter().copied())
         .collect()
 }
@@ -39,7 +48,7 @@ const KILLED: usize = 4;
 const HELD: usize = 3;
 
 /// Where a member can be killed or held: every point a batch of this pipeline passes.
-pub(super) const POINTS: [CrashPoint; 7] = [
+const POINTS: [CrashPoint; 8] = [
     CrashPoint::AfterState,
     CrashPoint::AfterWrite,
     CrashPoint::AfterDeadLetter,
@@ -47,17 +56,30 @@ pub(super) const POINTS: [CrashPoint; 7] = [
     CrashPoint::AfterWindowCommit,
     CrashPoint::BeforeUndo,
     CrashPoint::AfterCommit,
+    CrashPoint::BeforeState,
 ];
 
 /// xorshift64*: enough randomness for choosing, the same on every machine.
-pub(super) struct Random(pub(super) u64);
+pub(super) struct Random {
+    state: u64,
+    /// How many of [`POINTS`] it chooses from.
+    points: usize,
+}
 
 impl Random {
+    /// The choices of `seed`, spread by `spread` (one per kind of run).
+    pub(super) fn new(seed: u64, spread: u64) -> Random {
+        Random {
+            state: seed.wrapping_mul(spread),
+            points: POINTS.len() - usize::from(seed < WITH_BEFORE_STATE),
+        }
+    }
+
     pub(super) fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 33) as usize % n
+        self.state ^= self.state >> 12;
+        self.state ^= self.state << 25;
+        self.state ^= self.state >> 27;
+        (self.state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 33) as usize % n
     }
 
     /// A non-empty set of the partitions.
@@ -72,7 +94,7 @@ impl Random {
 
     /// A point, and the how-many-th time a batch passes it counts.
     pub(super) fn point(&mut self) -> (CrashPoint, usize) {
-        (POINTS[self.below(POINTS.len())], 1 + self.below(4))
+        (POINTS[self.below(self.points)], 1 + self.below(4))
     }
 }
 
@@ -131,7 +153,7 @@ fn last_member_writes(engine: &Engine, expected: &Outputs, seed: u64, story: &[S
 fn members_killed_at_random_points_write_what_one_member_writes() {
     let expected = alone("partitions-chaos");
     for seed in seeds(&FOUND) {
-        let mut random = Random(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let mut random = Random::new(seed, 0x9E37_79B9_7F4A_7C15);
         let engine = engine(&format!("partitions-chaos-{seed}"));
         let mut story = Vec::new();
         for _ in 0..KILLED {
@@ -212,7 +234,7 @@ pub(super) fn held_while(
 fn members_held_while_others_take_their_partitions_write_what_one_member_writes() {
     let expected = alone("partitions-chaos-held");
     for seed in seeds(&FOUND) {
-        let mut random = Random(seed.wrapping_mul(0xD1B5_4A32_D192_ED03));
+        let mut random = Random::new(seed, 0xD1B5_4A32_D192_ED03);
         let engine = Arc::new(engine(&format!("partitions-chaos-held-{seed}")));
         let mut story = Vec::new();
         for _ in 0..HELD {

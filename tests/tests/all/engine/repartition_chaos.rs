@@ -76,7 +76,7 @@ fn held(a: &Member, at: (CrashPoint, usize), b: Member, engine: &Arc<Engine>, ru
 fn both_stages_killed_and_held_at_random_points_count_as_one_process() {
     let expected = pages_alone("repartition-chaos-alone");
     for seed in seeds(&FOUND) {
-        let mut random = Random(seed.wrapping_mul(0xA076_1D64_78BD_642F));
+        let mut random = Random::new(seed, 0xA076_1D64_78BD_642F);
         let mut engine = engine_with(&format!("repartition-chaos-{seed}"), PAGES);
         engine.topics = MemoryTopics::with_log(&engine.log);
         // Stage one, opened, creates the repartition topic (as a process starting does).
