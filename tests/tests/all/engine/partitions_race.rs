@@ -3,7 +3,9 @@
 //! some of them restores their state from the table (nothing of the frozen batch saved
 //! yet) and plans its own batch from the same offsets. Where both read nothing (the last
 //! batch of a run, which closes every open window), offsets do not tell them apart: the
-//! state they built on does, and one alone lands its window rows.
+//! state they built on does, and one alone lands its window rows. At batches in the middle
+//! of the run (both read the same records), the offsets they read past fence the loser.
+//! Each run checks that both batches passed their fence checks (the race happened).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -195,6 +197,11 @@ fn race(name: &str, run: Run) -> super::Outputs {
     }
     frozen_member.join().unwrap();
     other_member.join().unwrap();
+    let said = gate.said.lock().unwrap().clone();
+    assert!(
+        said.contains(&"checked") && said.contains(&"planned"),
+        "{name}: both batches did not pass their fence checks: {said:?}"
+    );
     let every = Assignment::new(&[0, 1, 2]);
     let mut last = engine.open_member(&every, Crash::Never).unwrap();
     let summary = run_for_a_minute(&mut last);
@@ -227,6 +234,12 @@ fn two_members_that_take_one_step_from_one_state_land_it_once() {
         run(last, &[0, 1], true, First::Other, false),
         run(last - 1, &[0], false, First::Other, true),
         run(last - 1, &[0, 1], true, First::Frozen, true),
+        run(2, &[0], false, First::Other, true),
+        run(2, &[0, 1], true, First::Frozen, true),
+        run(2, &[0], true, First::Other, false),
+        run(last / 2, &[0], true, First::Frozen, false),
+        run(last / 2, &[0, 1], false, First::Other, true),
+        run(last / 2, &[1, 2], true, First::Frozen, true),
     ] {
         let name = format!(
             "partitions-race-{}-{}-{}-{:?}-{}",
