@@ -209,12 +209,9 @@ fn race(name: &str, run: Run) -> super::Outputs {
     outputs(&engine)
 }
 
-#[test]
-fn two_members_that_take_one_step_from_one_state_land_it_once() {
-    let expected = alone("partitions-race");
-    let last = batches();
-    assert!(last > 4, "{last} batches");
-    let mut failed = Vec::new();
+/// The runs CI makes: the last batch (every order), the next-to-last, the second and one
+/// in the middle.
+fn some(last: usize) -> Vec<Run> {
     let run = |nth, owns, saves_last, first, kill| Run {
         nth,
         owns,
@@ -222,7 +219,7 @@ fn two_members_that_take_one_step_from_one_state_land_it_once() {
         first,
         kill,
     };
-    for run in [
+    vec![
         run(last, &[0][..], false, First::Other, false),
         run(last, &[0], false, First::Other, true),
         run(last, &[0, 1], false, First::Other, true),
@@ -240,15 +237,52 @@ fn two_members_that_take_one_step_from_one_state_land_it_once() {
         run(last / 2, &[0], true, First::Frozen, false),
         run(last / 2, &[0, 1], false, First::Other, true),
         run(last / 2, &[1, 2], true, First::Frozen, true),
-    ] {
-        let name = format!(
-            "partitions-race-{}-{}-{}-{:?}-{}",
-            run.nth,
-            run.owns.len(),
-            run.saves_last,
-            run.first,
-            run.kill
-        );
+    ]
+}
+
+/// Every run: each batch, each set of partitions for the other member, each order
+/// (`SLUICE_RACE=all`, a search of about 20 minutes).
+fn every(last: usize) -> Vec<Run> {
+    let sets: [&'static [i32]; 7] = [&[0], &[1], &[2], &[0, 1], &[0, 2], &[1, 2], &[0, 1, 2]];
+    let mut runs = Vec::new();
+    for nth in 1..=last {
+        for owns in sets {
+            for saves_last in [false, true] {
+                for first in [First::Other, First::Frozen] {
+                    runs.extend([false, true].map(|kill| Run {
+                        nth,
+                        owns,
+                        saves_last,
+                        first,
+                        kill,
+                    }));
+                }
+            }
+        }
+    }
+    runs
+}
+
+#[test]
+fn two_members_that_take_one_step_from_one_state_land_it_once() {
+    let expected = alone("partitions-race");
+    let last = batches();
+    assert!(last > 4, "{last} batches");
+    let runs = match std::env::var("SLUICE_RACE").as_deref() {
+        Ok("all") => every(last),
+        _ => some(last),
+    };
+    let mut failed = Vec::new();
+    for run in runs {
+        let Run {
+            nth,
+            owns,
+            saves_last,
+            first,
+            kill,
+        } = run;
+        let owns: String = owns.iter().map(i32::to_string).collect();
+        let name = format!("partitions-race-{nth}-{owns}-{saves_last}-{first:?}-{kill}");
         let got = race(&name, run);
         if got != expected {
             report_windows(&got, &expected);
