@@ -222,17 +222,18 @@ impl Fence {
             return Ok(false);
         };
         let start = partitions.get(&p).map_or(entry.end, |&(start, _)| start);
-        Err(match entry.end > start {
-            true => Fenced::Moved {
+        Err(if entry.end > start {
+            Fenced::Moved {
                 found_batch: None,
                 partition: Some(p),
                 expected: Some(start),
                 found: Some(entry.end),
-            },
-            false => Fenced::SameState {
+            }
+        } else {
+            Fenced::SameState {
                 partition: p,
                 offset: start,
-            },
+            }
         })
     }
 

@@ -62,8 +62,8 @@ const POINTS: [CrashPoint; 8] = [
 /// xorshift64*: enough randomness for choosing, the same on every machine.
 pub(super) struct Random {
     state: u64,
-    /// How many of [`POINTS`] it chooses from.
-    points: usize,
+    /// The points it chooses from.
+    points: &'static [CrashPoint],
 }
 
 impl Random {
@@ -71,7 +71,12 @@ impl Random {
     pub(super) fn new(seed: u64, spread: u64) -> Random {
         Random {
             state: seed.wrapping_mul(spread),
-            points: POINTS.len() - usize::from(seed < WITH_BEFORE_STATE),
+            // `before-state` is the last of them.
+            points: if seed < WITH_BEFORE_STATE {
+                &POINTS[..POINTS.len() - 1]
+            } else {
+                &POINTS
+            },
         }
     }
 
@@ -94,7 +99,10 @@ impl Random {
 
     /// A point, and the how-many-th time a batch passes it counts.
     pub(super) fn point(&mut self) -> (CrashPoint, usize) {
-        (POINTS[self.below(self.points)], 1 + self.below(4))
+        (
+            self.points[self.below(self.points.len())],
+            1 + self.below(4),
+        )
     }
 }
 

@@ -148,6 +148,28 @@ struct Run {
     kill: bool,
 }
 
+impl Run {
+    fn new(nth: usize, owns: &'static [i32], saves_last: bool, first: First, kill: bool) -> Run {
+        Run {
+            nth,
+            owns,
+            saves_last,
+            first,
+            kill,
+        }
+    }
+
+    /// The run's name, for its engine's files and a failure.
+    fn name(&self) -> String {
+        let owns: String = self.owns.iter().map(i32::to_string).collect();
+        let (saves_last, first, kill) = (self.saves_last, self.first, self.kill);
+        format!(
+            "partitions-race-{}-{owns}-{saves_last}-{first:?}-{kill}",
+            self.nth
+        )
+    }
+}
+
 /// One run: the frozen member (every partition) at its `nth` batch, the other given
 /// `owns`, `first` going on first; then a member given every partition to the end.
 /// Returns what the tables hold.
@@ -212,13 +234,7 @@ fn race(name: &str, run: Run) -> super::Outputs {
 /// The runs CI makes: the last batch (every order), the next-to-last, the second and one
 /// in the middle.
 fn some(last: usize) -> Vec<Run> {
-    let run = |nth, owns, saves_last, first, kill| Run {
-        nth,
-        owns,
-        saves_last,
-        first,
-        kill,
-    };
+    let run = Run::new;
     vec![
         run(last, &[0][..], false, First::Other, false),
         run(last, &[0], false, First::Other, true),
@@ -249,13 +265,9 @@ fn every(last: usize) -> Vec<Run> {
         for owns in sets {
             for saves_last in [false, true] {
                 for first in [First::Other, First::Frozen] {
-                    runs.extend([false, true].map(|kill| Run {
-                        nth,
-                        owns,
-                        saves_last,
-                        first,
-                        kill,
-                    }));
+                    runs.extend(
+                        [false, true].map(|kill| Run::new(nth, owns, saves_last, first, kill)),
+                    );
                 }
             }
         }
@@ -274,15 +286,7 @@ fn two_members_that_take_one_step_from_one_state_land_it_once() {
     };
     let mut failed = Vec::new();
     for run in runs {
-        let Run {
-            nth,
-            owns,
-            saves_last,
-            first,
-            kill,
-        } = run;
-        let owns: String = owns.iter().map(i32::to_string).collect();
-        let name = format!("partitions-race-{nth}-{owns}-{saves_last}-{first:?}-{kill}");
+        let name = run.name();
         let got = race(&name, run);
         if got != expected {
             report_windows(&got, &expected);
